@@ -1,0 +1,45 @@
+package wire
+
+// Code is a protocol error code, sent as `type=error code=<Code>`.
+type Code string
+
+// Error codes of the spec. Each is answered by the main control exactly as
+// the spec says; CloseAfter tells which ones end the connection.
+const (
+	CodeMalformed         Code = "malformed"
+	CodeFrameTooLarge     Code = "frame_too_large"
+	CodeBadRequest        Code = "bad_request"
+	CodeUnknownType       Code = "unknown_type"
+	CodeNotRegistered     Code = "not_registered"
+	CodeUnsupportedProto  Code = "unsupported_proto"
+	CodeAuthFailed        Code = "auth_failed"
+	CodeNotPermitted      Code = "not_permitted"
+	CodeDuplicateExecutor Code = "duplicate_executor"
+	CodeUnknownTask       Code = "unknown_task"
+	CodeIllegalTransition Code = "illegal_transition"
+	CodeQueueFull         Code = "queue_full"
+	CodeUnavailable       Code = "unavailable"
+)
+
+// CloseAfter reports whether the main control closes the connection after
+// sending an error with this code.
+func (c Code) CloseAfter() bool {
+	switch c {
+	case CodeMalformed, CodeFrameTooLarge, CodeNotRegistered, CodeUnsupportedProto,
+		CodeAuthFailed, CodeDuplicateExecutor:
+		return true
+	}
+	return false
+}
+
+// Reason is a result_ack refusal reason (spec section 4, result).
+type Reason string
+
+// Refusal reasons, in the order the main control checks them.
+const (
+	ReasonUnknownTask       Reason = "unknown_task"
+	ReasonStale             Reason = "stale"
+	ReasonCancelled         Reason = "cancelled"
+	ReasonIllegalTransition Reason = "illegal_transition"
+	ReasonIllegalValue      Reason = "illegal_value"
+)

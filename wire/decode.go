@@ -1,0 +1,284 @@
+package wire
+
+import (
+	"encoding/binary"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// HeaderLen is the size of the frame length prefix.
+const HeaderLen = 4
+
+// scratchKeep is the largest unescape buffer a Decoder keeps between
+// payloads; a bigger one is dropped so one huge frame does not pin memory.
+const scratchKeep = 64 << 10
+
+// Decoder parses frames out of a caller's buffer. The zero value is ready
+// with the default 1 MiB limit. A Decoder is not safe for concurrent use.
+//
+// The returned *Message is owned by the Decoder and valid until the next
+// call; its strings borrow from the input buffer (and from the decoder for
+// values that held escapes), so callers copy what they keep.
+type Decoder struct {
+	// MaxFrame is the largest payload accepted; 0 means DefaultMaxFrame.
+	MaxFrame int
+
+	msg     Message
+	scratch []byte
+	dup     []uint16 // open-addressing set of field indexes+1, for big payloads
+	dupLen  int      // fields already in dup
+	dupFor  int      // len(Fields)+1 when dup was last brought up to date
+}
+
+// NewDecoder returns a decoder with the given payload limit (0: default).
+func NewDecoder(maxFrame int) *Decoder { return &Decoder{MaxFrame: maxFrame} }
+
+func (d *Decoder) max() int {
+	if d.MaxFrame <= 0 {
+		return DefaultMaxFrame
+	}
+	return d.MaxFrame
+}
+
+// Decode parses the first frame at the start of buf. It returns
+//   - (nil, 0, nil) when buf holds only part of a frame: read more;
+//   - (nil, 0, *FrameTooLargeError) as soon as a header announces more than
+//     MaxFrame, before any of the payload is needed;
+//   - (nil, 0, *MalformedError) for a payload that breaks spec section 2;
+//   - (msg, n, nil) with n the bytes consumed (header and payload).
+func (d *Decoder) Decode(buf []byte) (*Message, int, error) {
+	size, ok, err := d.Header(buf)
+	if !ok || err != nil {
+		return nil, 0, err
+	}
+	if len(buf) < HeaderLen+size {
+		return nil, 0, nil
+	}
+	m, err := d.DecodePayload(buf[HeaderLen : HeaderLen+size])
+	if err != nil {
+		return nil, 0, err
+	}
+	return m, HeaderLen + size, nil
+}
+
+// Header reads a frame header. ok is false while buf holds fewer than 4
+// bytes. A zero length is malformed; a length over MaxFrame is a
+// *FrameTooLargeError.
+func (d *Decoder) Header(buf []byte) (size int, ok bool, err error) {
+	if len(buf) < HeaderLen {
+		return 0, false, nil
+	}
+	n := binary.BigEndian.Uint32(buf)
+	if n == 0 {
+		return 0, true, malformed("zero-length frame", 0)
+	}
+	if uint64(n) > uint64(d.max()) {
+		return 0, true, &FrameTooLargeError{Size: n, Max: d.max()}
+	}
+	return int(n), true, nil
+}
+
+// DecodePayload parses one payload (without its header). The same borrowing
+// rules as Decode apply.
+func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
+	m := &d.msg
+	m.Fields = m.Fields[:0]
+	if len(p) == 0 {
+		return nil, malformed("empty payload", 0)
+	}
+	if !utf8.Valid(p) {
+		return nil, malformed("invalid UTF-8", firstInvalidUTF8(p))
+	}
+	if p[len(p)-1] == '\n' {
+		p = p[:len(p)-1] // one trailing LF is allowed and ignored
+	}
+	if cap(d.scratch) > scratchKeep {
+		d.scratch = nil
+	}
+	d.scratch = d.scratch[:0]
+	hasType := false
+	d.dupFor = 0
+	var seen [2]uint64 // 128-bit fingerprint set of the keys so far
+	for off := 0; off <= len(p); {
+		// Key: up to the first '='; a LF first means a line without one.
+		eq := off
+		for eq < len(p) && keyByte[p[eq]] {
+			eq++
+		}
+		if eq == len(p) || p[eq] != '=' {
+			return nil, d.lineProblem(p, off, eq)
+		}
+		if reason := keyShapeProblem(p[off:eq]); reason != "" {
+			return nil, malformed(reason, off)
+		}
+		// Value: up to LF or the end, checking escapes on the way.
+		escaped := false
+		end := eq + 1
+		for {
+			end = indexSpecial(p, end)
+			if end == len(p) || p[end] == '\n' {
+				break
+			}
+			if p[end] == '=' {
+				return nil, malformed("raw '=' in value", end)
+			}
+			escaped = true
+			if end+1 >= len(p) {
+				return nil, malformed("lone '\\' at end of value", end)
+			}
+			switch p[end+1] {
+			case '\\', 'n', 'e':
+				end += 2
+			default:
+				return nil, malformed("unknown escape sequence in value", end)
+			}
+		}
+		if len(m.Fields) == MaxKeys {
+			return nil, malformed("more than 1024 keys", off)
+		}
+		raw := p[eq+1 : end]
+		var val string
+		if escaped {
+			val = d.unescape(raw, len(p))
+		} else {
+			val = borrow(raw)
+		}
+		k := borrow(p[off:eq])
+		// A cheap fingerprint of the key; only a repeated fingerprint
+		// pays for comparing keys.
+		h := uint(len(k))*0x9e37 ^ uint(k[0])*0x85eb ^ uint(k[len(k)-1])*0xc2b3 ^ uint(k[len(k)/2])*0x27d5
+		h ^= h >> 7
+		fp := [2]uint64{}
+		fp[h>>6&1] = 1 << (h & 63)
+		if (seen[0]&fp[0]|seen[1]&fp[1]) != 0 && d.seenBefore(k) {
+			return nil, malformed("duplicate key", off)
+		}
+		seen[0] |= fp[0]
+		seen[1] |= fp[1]
+		m.Fields = append(m.Fields, Field{Key: k, Value: val})
+		if k == "type" {
+			hasType = true
+		}
+		off = end + 1
+	}
+	if !hasType {
+		return nil, malformed("missing type", 0)
+	}
+	return m, nil
+}
+
+// lineProblem explains why the line at off has no valid key before '=';
+// stop is where the key scan stopped.
+func (d *Decoder) lineProblem(p []byte, off, stop int) error {
+	switch {
+	case stop == off && (off == len(p) || p[off] == '\n'):
+		return malformed("empty line", off)
+	case stop == len(p) || p[stop] == '\n':
+		return malformed("line without '='", off)
+	}
+	// A byte outside the key alphabet: a line without '=' if none follows
+	// on the line, else a bad key.
+	for i := stop; i < len(p) && p[i] != '\n'; i++ {
+		if p[i] == '=' {
+			return malformed("key byte not in a-z 0-9 _ . -", stop)
+		}
+	}
+	return malformed("line without '='", off)
+}
+
+// unescape appends the unescaped raw value to the scratch buffer and returns
+// it. The buffer is sized for the whole payload up front so that appending
+// never moves values already returned.
+func (d *Decoder) unescape(raw []byte, payloadLen int) string {
+	if cap(d.scratch) < payloadLen {
+		d.scratch = make([]byte, 0, payloadLen)
+	}
+	start := len(d.scratch)
+	d.scratch = unescapeInto(d.scratch, raw)
+	return borrow(d.scratch[start:])
+}
+
+// keyShapeProblem checks a key whose bytes are already known to be in the
+// alphabet: its length and the bare prefixes.
+func keyShapeProblem(k []byte) string {
+	if len(k) > MaxKeyLen {
+		return "key longer than 64 bytes"
+	}
+	if k[len(k)-1] == '.' { // only a key ending in '.' can be a bare prefix
+		switch string(k) {
+		case PrefixArg, PrefixOut, PrefixState, PrefixStateSet, PrefixStateAdd:
+			return "key is a bare prefix"
+		}
+	}
+	return ""
+}
+
+// seenBefore reports whether k is already a key of the message being
+// decoded. Small payloads compare directly; big ones keep a hash set so that
+// 1,024 keys cost linear time.
+func (d *Decoder) seenBefore(k string) bool {
+	f := d.msg.Fields
+	if len(f) < 32 {
+		for i := range f {
+			if f[i].Key == k {
+				return true
+			}
+		}
+		return false
+	}
+	const size = 2048 // power of two, at least twice MaxKeys
+	if d.dup == nil {
+		d.dup = make([]uint16, size)
+	}
+	if d.dupFor != len(f) {
+		// (Re)build the set for the fields so far; after that each call adds
+		// the fields appended since.
+		clear(d.dup)
+		d.dupLen = 0
+	}
+	for ; d.dupLen < len(f); d.dupLen++ {
+		h := fnv32(f[d.dupLen].Key) & (size - 1)
+		for d.dup[h] != 0 {
+			h = (h + 1) & (size - 1)
+		}
+		d.dup[h] = uint16(d.dupLen + 1)
+	}
+	d.dupFor = len(f) + 1
+	h := fnv32(k) & (size - 1)
+	for d.dup[h] != 0 {
+		if f[d.dup[h]-1].Key == k {
+			return true
+		}
+		h = (h + 1) & (size - 1)
+	}
+	return false
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// borrow views b as a string without copying. The caller must not modify b
+// while the string is in use.
+func borrow(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+func firstInvalidUTF8(p []byte) int {
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRune(p[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(p)
+}

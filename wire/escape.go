@@ -1,0 +1,146 @@
+package wire
+
+import "unicode/utf8"
+
+// keyByte marks the bytes allowed in a key: a-z 0-9 _ . -
+var keyByte = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	t['_'], t['.'], t['-'] = true, true, true
+	return t
+}()
+
+// Prefixes of namespaced keys. A key that is exactly one of them is
+// malformed in any payload (spec section 2).
+const (
+	PrefixArg      = "arg."
+	PrefixOut      = "out."
+	PrefixState    = "state."
+	PrefixStateSet = "state.set."
+	PrefixStateAdd = "state.add."
+)
+
+// ValidKey reports whether k is a well-formed key.
+func ValidKey(k string) bool { return keyProblem(k) == "" }
+
+// keyProblem returns why k is not a valid key, or "".
+func keyProblem(k string) string {
+	if len(k) == 0 {
+		return "empty key"
+	}
+	if len(k) > MaxKeyLen {
+		return "key longer than 64 bytes"
+	}
+	for i := 0; i < len(k); i++ {
+		if !keyByte[k[i]] {
+			return "key byte not in a-z 0-9 _ . -"
+		}
+	}
+	if k[len(k)-1] == '.' { // only a key ending in '.' can be a bare prefix
+		switch k {
+		case PrefixArg, PrefixOut, PrefixState, PrefixStateSet, PrefixStateAdd:
+			return "key is a bare prefix"
+		}
+	}
+	return ""
+}
+
+// needsEscape reports whether v holds a byte that must be escaped.
+func needsEscape(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\', '\n', '=':
+			return true
+		}
+	}
+	return false
+}
+
+// appendEscaped appends v with `\`, LF and `=` escaped.
+func appendEscaped(dst []byte, v string) []byte {
+	if !needsEscape(v) {
+		return append(dst, v...)
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '=':
+			dst = append(dst, '\\', 'e')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// EscapedLen returns the length of v once escaped.
+func EscapedLen(v string) int {
+	n := len(v)
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\', '\n', '=':
+			n++
+		}
+	}
+	return n
+}
+
+// AppendEscaped appends v escaped as a value. It is exported for callers
+// that build pre-encoded line blocks (see Builder.Raw).
+func AppendEscaped(dst []byte, v string) []byte { return appendEscaped(dst, v) }
+
+// unescapeInto appends the unescaped form of raw (which must be a valid
+// escaped value) to dst.
+func unescapeInto(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case '\\':
+			dst = append(dst, '\\')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'e':
+			dst = append(dst, '=')
+		}
+	}
+	return dst
+}
+
+// checkValue validates an escaped value; it returns the offset within raw of
+// the first problem and its reason, and whether it holds a backslash.
+func checkValue(raw []byte) (bad int, reason string, escaped bool) {
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '=':
+			return i, "raw '=' in value", escaped
+		case '\\':
+			escaped = true
+			if i+1 >= len(raw) {
+				return i, "lone '\\' at end of value", escaped
+			}
+			switch raw[i+1] {
+			case '\\', 'n', 'e':
+				i++
+			default:
+				return i, "unknown escape sequence in value", escaped
+			}
+		}
+	}
+	return -1, "", escaped
+}
+
+// validUTF8 is utf8.Valid; kept as a seam so the decoder's hot path reads
+// plainly.
+func validUTF8(b []byte) bool { return utf8.Valid(b) }
