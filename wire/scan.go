@@ -59,4 +59,3 @@ func plainValue(v string) bool {
 	}
 	return true
 }
-
