@@ -1,0 +1,73 @@
+package snapshot
+
+import (
+	"io"
+	"io/fs"
+	"os"
+)
+
+// FS is the file layer under the Store. It exists so tests can inject
+// faults (ENOSPC, EIO); production code uses OS.
+//
+// Contract: implementations must be safe for concurrent use. The writer
+// goroutine (segment writes, fsyncs, rotation), the WriteSnapshot caller
+// (snapshot files, deletions) and the Open/Replay caller use it at the same
+// time. Paths are passed as given to Open, joined with filepath.Join.
+type FS interface {
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	Remove(name string) error
+	Rename(oldpath, newpath string) error
+	ReadDir(name string) ([]fs.DirEntry, error)
+	MkdirAll(path string, perm fs.FileMode) error
+	// SyncDir makes the directory's entries durable: open it read-only,
+	// Sync, close.
+	SyncDir(path string) error
+}
+
+// File is an open file of an FS. *os.File implements it.
+type File interface {
+	io.Reader
+	io.Writer
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+	Sync() error
+	Truncate(size int64) error
+	Stat() (fs.FileInfo, error)
+	Name() string
+}
+
+// OS is the real file system.
+var OS FS = osFS{}
+
+type osFS struct{}
+
+var (
+	_ FS   = osFS{}
+	_ File = (*os.File)(nil)
+)
+
+func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err // not a typed nil in an interface
+	}
+	return f, nil
+}
+
+func (osFS) Remove(name string) error                     { return os.Remove(name) }
+func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
+func (osFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
+
+func (osFS) SyncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
