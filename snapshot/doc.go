@@ -1,0 +1,54 @@
+// Package snapshot is the storage layer of the main control (spec
+// wire-v1, section 7, "Durability"). It knows nothing about tasks: it
+// stores opaque records in an append-only segmented log and opaque entries
+// in atomic snapshot files.
+//
+// # Layout of the data dir
+//
+//   - <first LSN, 20 digits>.log: log segments; names sort in write order.
+//     Each holds consecutive records
+//     `len uint32 | crc uint32 | lsn uint64 | payload` (big-endian), where
+//     crc is CRC32C over the len bytes, the lsn bytes and the payload, so
+//     the checksum covers the length. LSNs are consecutive across segments.
+//     The active segment is rotated once it would grow past
+//     Options.SegmentBytes; a new segment is created only after the
+//     previous one is fsynced, and the directory is fsynced after the
+//     creation.
+//   - snapshot-<LSN, 20 digits>: a snapshot of the caller's state as of
+//     that LSN: header (magic, format version 1, LSN), entries
+//     (`len uint32 | payload`) and a trailer (entry count, CRC32C of every
+//     byte before it). Written atomically (temp file, fsync, rename, fsync
+//     of the directory; see atomic.go). The newest two are kept.
+//   - *.tmp: temporary files, swept (with a warning) by Open.
+//
+// # Durability contract
+//
+// Append never touches the disk: it encodes the record into a pending
+// batch under a short mutex and returns its LSN. A writer goroutine
+// (Start) writes batches and, in FsyncAlways mode, fsyncs as soon as
+// possible with group commit: whatever arrives during one fsync shares the
+// next. FsyncBatch fsyncs at most once per FsyncInterval; FsyncNever
+// confirms after write(2). onDurable(lsn) then tells the caller that every
+// record up to lsn is durable, so it may send the replies that confirm
+// those changes; nothing is reported durable before it is written (and,
+// except with FsyncNever, fsynced).
+//
+// When a write or fsync fails (ENOSPC, EIO), onHealth(err) is called, the
+// records stay in memory in order and the writer retries every second and
+// whenever records arrive: it truncates the active segment back to the
+// last durable record and rewrites everything pending. On success
+// onHealth(nil) and onDurable follow. Close writes and fsyncs what is
+// pending in every mode.
+//
+// # Recovery
+//
+// Open validates the log: a record running past the end of the newest
+// segment, a bad checksum on its last record, or a tail of zero bytes is a
+// torn write and is cut off with a warning. Any other bad record stops
+// Open with a *CorruptError naming the file and offset, unless
+// Options.RecoverTruncate cuts the log there. Replay then loads the newest
+// valid snapshot (falling back to the previous one if its checksum fails)
+// and the log records after it. WriteSnapshot deletes only segments whose
+// records all precede the previous snapshot, so that fallback still finds
+// its log.
+package snapshot

@@ -1,0 +1,299 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Store is the durable storage of the main control: an append-only,
+// segmented log of records plus atomic snapshot files.
+//
+// Goroutines: Append, LastLSN, DurableLSN, WaitDurable and Stats may be
+// called from any goroutine. Replay and Start are called once, in that
+// order, by the owner. WriteSnapshot runs on a background goroutine of the
+// caller, concurrently with Append. The callbacks given to Start run on the
+// Store's writer goroutine.
+type Store struct {
+	opts Options
+	fsys FS
+	dir  string
+	log  *slog.Logger
+
+	// mu guards the pending batch and the lifecycle flags.
+	mu       sync.Mutex
+	pending  []byte // encoded records not yet handed to the writer
+	last     uint64 // LSN of the last appended record
+	closed   bool
+	started  bool
+	replayed bool
+
+	kick     chan struct{} // Append -> writer, capacity 1
+	closing  chan struct{} // closed by Close
+	done     chan struct{} // closed when the writer goroutine ends
+	closedCh chan struct{} // closed when Close has finished flushing
+
+	lastLSN    atomic.Uint64
+	durableLSN atomic.Uint64
+	healthy    atomic.Bool
+
+	durMu sync.Mutex
+	durCh chan struct{} // closed and replaced whenever durableLSN advances
+
+	w writer // owned by the writer goroutine (or by Close if never started)
+
+	// filesMu guards the lists of segments and snapshots, shared by the
+	// writer (rotation) and WriteSnapshot (retention).
+	filesMu sync.Mutex
+	segs    []*segment
+	snaps   []*snapFile
+
+	base      *snapFile // snapshot Replay loads
+	replayErr error
+
+	snapBusy atomic.Bool
+	stats    statsState
+}
+
+// Open scans opts.Dir (creating it unless ReadOnly), sweeps leftover *.tmp
+// files with a warning, validates the log and picks the snapshot to load,
+// following spec section 7:
+//
+//   - a torn tail of the newest segment (a record running past the end of
+//     the file, a bad checksum on its last record, or a tail of zero bytes)
+//     is cut off with a warning;
+//   - any other bad record, or a break in the LSN sequence, makes Open fail
+//     with a *CorruptError naming the file and offset, unless
+//     RecoverTruncate is set: then the log is cut there, later segments are
+//     deleted and the loss is logged at error level;
+//   - the newest valid snapshot is chosen (an invalid one is skipped with a
+//     warning).
+//
+// With ReadOnly nothing in the directory is created, truncated, removed or
+// written; cuts are applied only to what Replay reads.
+func Open(opts Options) (*Store, error) {
+	o := opts.withDefaults()
+	if !o.ReadOnly {
+		if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cannot create data dir %s: %w", o.Dir, err)
+		}
+	}
+	r, err := recoverDir(o)
+	if err != nil {
+		return nil, err
+	}
+	if !o.ReadOnly {
+		if err := syncRecovered(o, r); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{
+		opts: o, fsys: o.FS, dir: o.Dir, log: o.Logger,
+		last:     r.lastLSN,
+		kick:     make(chan struct{}, 1),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+		closedCh: make(chan struct{}),
+		durCh:    make(chan struct{}),
+		segs:     r.segs, snaps: r.snaps,
+		base: r.base, replayErr: r.replayErr,
+	}
+	s.lastLSN.Store(r.lastLSN)
+	s.durableLSN.Store(r.lastLSN)
+	s.healthy.Store(true)
+	if n := len(r.segs); n > 0 {
+		s.w.reuse = r.segs[n-1]
+	}
+	if r.base != nil {
+		s.stats.snapLSN = r.base.lsn
+		s.stats.snapBytes = r.base.size
+	}
+	if o.Fsync == FsyncNever && !o.ReadOnly {
+		s.log.Warn("fsync=never: confirmed changes can be lost on power loss")
+	}
+	s.log.Info("log opened", "last_lsn", r.lastLSN, "segments", len(r.segs), "snapshot_lsn", s.stats.snapLSN, "fsync", o.Fsync.String())
+	return s, nil
+}
+
+// recoverDir lists the directory, sweeps temporary files, recovers the
+// log and chooses the snapshot.
+func recoverDir(o Options) (*recovery, error) {
+	l, err := listDir(o.FS, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &recovery{opts: o, log: o.Logger, snaps: l.snaps}
+	r.sweep(l.temps)
+	if err := r.recoverLog(l.segments); err != nil {
+		return nil, err
+	}
+	r.chooseSnapshot()
+	if err := r.checkCoverage(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// syncRecovered makes Open's view durable: the newest segment may hold
+// data a crashed process wrote but never fsynced, and must be fsynced
+// before a new segment follows it; cuts and removals need a directory
+// fsync.
+func syncRecovered(o Options, r *recovery) error {
+	if n := len(r.segs); n > 0 {
+		name := r.segs[n-1].name
+		f, err := o.FS.OpenFile(filepath.Join(o.Dir, name), os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("cannot open log segment %s: %w", name, err)
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("cannot fsync log segment %s: %w", name, err)
+		}
+	}
+	if r.changed {
+		if err := o.FS.SyncDir(o.Dir); err != nil {
+			return fmt.Errorf("cannot fsync data dir %s: %w", o.Dir, err)
+		}
+	}
+	return nil
+}
+
+// Start starts the writer goroutine. onDurable(lsn) is called, from that
+// goroutine and never concurrently with itself, whenever every record up to
+// lsn is durable (fsynced; with FsyncNever: written). onHealth(err) is
+// called from the same goroutine with the error when writing or fsyncing
+// starts failing, and with nil when it succeeds again; while unhealthy the
+// writer retries every second and whenever records arrive. Either callback
+// may be nil. Callbacks must not block for long: they delay the log.
+//
+// Start panics if called twice, on a ReadOnly store, or when Replay found
+// records missing.
+func (s *Store) Start(onDurable func(lsn uint64), onHealth func(err error)) {
+	if s.opts.ReadOnly {
+		panic("snapshot: Start on a read-only store")
+	}
+	if s.replayErr != nil {
+		panic("snapshot: Start on a store that cannot be replayed: " + s.replayErr.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		panic("snapshot: Start called twice or after Close")
+	}
+	s.started = true
+	s.w.onDurable, s.w.onHealth = onDurable, onHealth
+	go s.run()
+}
+
+// Append copies payload into the pending batch and returns its LSN. LSNs
+// are consecutive. Append never waits for disk I/O, only for a short
+// mutex; it keeps accepting while the disk is failing (the caller decides
+// whether to refuse changes, see Start's onHealth), holding records in
+// memory. After Close, on a ReadOnly store, or on a store whose Replay
+// fails for missing records, it drops the payload and
+// returns 0, which is never a valid LSN. The payload must be at most
+// MaxPayload bytes.
+func (s *Store) Append(payload []byte) uint64 {
+	s.mu.Lock()
+	if s.closed || s.opts.ReadOnly || s.replayErr != nil {
+		s.mu.Unlock()
+		return 0
+	}
+	s.last++
+	lsn := s.last
+	s.pending = appendRecord(s.pending, lsn, payload)
+	s.lastLSN.Store(lsn)
+	s.mu.Unlock()
+	s.stats.appended(len(payload))
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return lsn
+}
+
+// LastLSN returns the LSN of the last appended record (or, before any
+// Append, the last one on disk).
+func (s *Store) LastLSN() uint64 { return s.lastLSN.Load() }
+
+// DurableLSN returns the LSN up to which every record is durable.
+func (s *Store) DurableLSN() uint64 { return s.durableLSN.Load() }
+
+// WaitDurable waits until every record up to lsn is durable. It returns
+// ctx.Err() if ctx ends first, and an error wrapping ErrClosed if the
+// Store closes without making lsn durable. It is a convenience for tools
+// and tests; the main control uses the onDurable callback.
+func (s *Store) WaitDurable(ctx context.Context, lsn uint64) error {
+	for {
+		s.durMu.Lock()
+		ch := s.durCh
+		s.durMu.Unlock()
+		if s.durableLSN.Load() >= lsn {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closedCh:
+			if s.durableLSN.Load() >= lsn {
+				return nil
+			}
+			return fmt.Errorf("record %d not durable: %w", lsn, ErrClosed)
+		}
+	}
+}
+
+// setDurable publishes a new durable LSN and wakes WaitDurable callers.
+func (s *Store) setDurable(lsn uint64) {
+	s.durableLSN.Store(lsn)
+	s.durMu.Lock()
+	close(s.durCh)
+	s.durCh = make(chan struct{})
+	s.durMu.Unlock()
+}
+
+// Close stops accepting records, writes and fsyncs everything pending (in
+// every fsync mode), stops the writer goroutine and closes files. If the
+// final write fails, the error says how many records were not written.
+// A second Close returns ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	started := s.started
+	s.mu.Unlock()
+	var err error
+	if started {
+		close(s.closing)
+		<-s.done
+		err = s.w.closeErr
+	} else if !s.opts.ReadOnly {
+		err = s.drain()
+	}
+	close(s.closedCh)
+	if err != nil {
+		s.log.Error("log not fully flushed on close", "err", err)
+	}
+	return err
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// now is the clock of the package (latency measurement, batch interval).
+var now = time.Now
