@@ -1,0 +1,440 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+)
+
+// newRecord returns the scratch record, reset, of the given kind.
+func (c *Core) newRecord(k recKind) *record {
+	c.rec.reset()
+	c.rec.kind = k
+	return &c.rec
+}
+
+// commit checks r against the rules, hands its encoding to the log and
+// applies it. A record that breaks the transition table is refused and
+// logged; that is a bug in the decision that built it.
+func (c *Core) commit(r *record) bool {
+	if err := c.check(r); err != nil {
+		c.log.Error("refused illegal change", "err", err, "task_id", r.id, "version", r.version, "executor", r.exec, "record", r.kind.String())
+		return false
+	}
+	c.recBuf = appendRecord(c.recBuf[:0], r)
+	c.fx.Record(c.recBuf)
+	c.mutate(r)
+	return true
+}
+
+// ReplayRecord applies one log record during recovery.
+func (c *Core) ReplayRecord(payload []byte) error {
+	c.finishLoad()
+	var r record
+	if err := decodeRecord(payload, &r); err != nil {
+		return err
+	}
+	if r.kind >= snapMeta {
+		return fmt.Errorf("%w: snapshot entry %s in the log", ErrCorrupt, r.kind)
+	}
+	if err := c.check(&r); err != nil {
+		return err
+	}
+	c.mutate(&r)
+	return nil
+}
+
+// illegal describes a refused transition.
+func illegal(t *task, to State, why string) error {
+	return fmt.Errorf("illegal transition of task %d version %d from %s to %s (executor %q): %s",
+		t.id, t.version, t.state, to, t.execID, why)
+}
+
+// check validates r against the current state without changing anything.
+func (c *Core) check(r *record) error {
+	var t *task
+	switch r.kind {
+	case recExecReg:
+		if !validExecutorID(r.exec) || r.slots < 1 || r.slots > 65536 {
+			return fmt.Errorf("%w: bad executor registration %q", ErrCorrupt, r.exec)
+		}
+		return nil
+	case recExecGone:
+		e := c.execs[r.exec]
+		if e == nil {
+			return fmt.Errorf("%w: unknown executor %q leaves", ErrCorrupt, r.exec)
+		}
+		if len(e.tasks) != 0 {
+			return fmt.Errorf("executor %q leaves with %d tasks", r.exec, len(e.tasks))
+		}
+		return nil
+	case recDrop:
+		for _, id := range r.ids {
+			if t := c.tasks.get(id); t == nil || !t.state.Terminal() {
+				return fmt.Errorf("%w: drop of task %d that is not terminal", ErrCorrupt, id)
+			}
+		}
+		return nil
+	case recNew:
+		if r.id < c.nextID || c.tasks.get(r.id) != nil {
+			return fmt.Errorf("%w: task id %d reused (next is %d)", ErrCorrupt, r.id, c.nextID)
+		}
+		if r.state != Pending && r.state != Waiting {
+			return fmt.Errorf("%w: new task %d in state %s", ErrCorrupt, r.id, r.state)
+		}
+		return nil
+	}
+	if t = c.tasks.get(r.id); t == nil {
+		return fmt.Errorf("%w: %s record for unknown task %d", ErrCorrupt, r.kind, r.id)
+	}
+	to := targetState(r)
+	switch r.kind {
+	case recArm:
+		if t.state != Retrying || t.flags&flagArmed != 0 {
+			return illegal(t, Retrying, "arm of a task not waiting in retrying")
+		}
+		return nil
+	case recDispatch:
+		if t.state == Pending && t.flags&flagDelayed != 0 {
+			return illegal(t, to, "its delay has not ended")
+		}
+		if r.version != t.version+1 {
+			return illegal(t, to, fmt.Sprintf("dispatch version %d is not %d", r.version, t.version+1))
+		}
+		if c.execs[r.exec] == nil {
+			return illegal(t, to, "unknown executor "+r.exec)
+		}
+	case recStart:
+		if r.version != t.version {
+			return illegal(t, to, fmt.Sprintf("started version %d is not current", r.version))
+		}
+	}
+	if !Legal(t.state, to) {
+		return illegal(t, to, "not in the transition table")
+	}
+	return nil
+}
+
+// targetState is the state a task record moves its task to.
+func targetState(r *record) State {
+	switch r.kind {
+	case recDispatch:
+		return Dispatched
+	case recStart:
+		return Running
+	case recBack, recReady:
+		return Pending
+	case recRetry, recArm:
+		return Retrying
+	case recEnd:
+		return r.state
+	}
+	return 0
+}
+
+// mutate applies a checked record. Every index (queues, timers, executor
+// assignments, counts, retention, dependents, keys) is kept here, so that
+// live decisions and replay build the same state.
+func (c *Core) mutate(r *record) {
+	switch r.kind {
+	case recNew:
+		c.applyNew(r)
+	case recDispatch:
+		c.applyDispatch(r)
+	case recStart:
+		t := c.setState(r.id, Running, r.at)
+		t.dueMs = r.due
+		if r.due > 0 {
+			c.timers.add(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
+		}
+	case recBack:
+		c.detach(r.id)
+		t := c.setState(r.id, Pending, r.at)
+		t.flags = t.flags | flagTakenBack | flagRequeued
+		t.dueMs = 0
+		c.enqueue(t)
+	case recRetry:
+		c.detach(r.id)
+		t := c.setState(r.id, Retrying, r.at)
+		t.flags |= flagTakenBack
+		t.setOutcome(r.errText, r.out, r.outKeys)
+		t.seq = c.nextSeq()
+		c.arm(t, r.due)
+	case recArm:
+		c.arm(c.tasks.mut(r.id), r.due)
+	case recReady:
+		c.applyReady(r)
+	case recEnd:
+		c.applyEnd(r)
+	case recDrop:
+		for _, id := range r.ids {
+			c.forget(id)
+		}
+	case recExecReg:
+		c.applyExecReg(r)
+	case recExecGone:
+		e := c.execs[r.exec]
+		e.peer = 0
+		c.refreshHeaps(e)
+		delete(c.execs, r.exec)
+	}
+}
+
+func (c *Core) nextSeq() uint64 {
+	c.seq++
+	return c.seq
+}
+
+// setState moves a task to s, keeping the counts; it returns the writable
+// task.
+func (c *Core) setState(id uint64, s State, at int64) *task {
+	t := c.tasks.mut(id)
+	c.counts[t.state]--
+	c.counts[s]++
+	c.tasks.setState(t, s)
+	t.updatedMs = at
+	return t
+}
+
+func (c *Core) typeFor(name string) *taskType {
+	tt := c.types[name]
+	if tt == nil {
+		tt = &taskType{name: name}
+		tt.free.typ = tt
+		c.types[name] = tt
+	}
+	return tt
+}
+
+func (c *Core) markDirty(tt *taskType) {
+	if !tt.dirty {
+		tt.dirty = true
+		c.dirty = append(c.dirty, tt)
+	}
+}
+
+func (c *Core) applyNew(r *record) {
+	t := task{
+		id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs,
+		createdMs: r.at, updatedMs: r.at, dueMs: r.due,
+		typ: c.typeFor(r.typ), state: r.state, priority: r.priority,
+		traceID: r.trace, args: r.args, argKeys: r.argKeys,
+	}
+	if r.key != "" || len(r.deps) > 0 {
+		t.x = &taskExtra{key: r.key, deps: slices.Clone(r.deps)}
+	}
+	if r.due <= r.at {
+		t.dueMs = 0
+	}
+	c.nextID = max(c.nextID, r.id+1)
+	c.counts[r.state]++
+	st := c.tasks.insert(t)
+	if r.key != "" {
+		c.keys[r.key] = r.id
+	}
+	if r.state == Waiting {
+		for _, d := range r.deps {
+			if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
+				c.dependents[d] = append(c.dependents[d], r.id)
+			}
+		}
+		return
+	}
+	c.makePending(st, r.at)
+}
+
+// makePending queues a task that just became pending, or starts its delay
+// timer if its delay has not ended.
+func (c *Core) makePending(t *task, now int64) {
+	if t.dueMs > now {
+		t.flags |= flagDelayed
+		c.timers.add(timer{at: t.dueMs, id: t.id, ver: t.version, kind: timerDue})
+		return
+	}
+	t.flags &^= flagDelayed
+	t.dueMs = 0
+	c.enqueue(t)
+}
+
+// enqueue puts a pending task at the back of its type and priority queue.
+func (c *Core) enqueue(t *task) {
+	t.seq = c.nextSeq()
+	t.typ.queues[t.priority].push(qent{id: t.id, ver: t.version})
+	t.typ.pending++
+	c.markDirty(t.typ)
+}
+
+// unqueue takes a pending task out of its queue: popped if it is the first
+// live entry (dispatch always takes that one), else left as a stale entry.
+func (c *Core) unqueue(t *task) {
+	tt := t.typ
+	q := &tt.queues[t.priority]
+	c.dropStaleHead(q)
+	if q.len() > 0 && q.peek() == (qent{id: t.id, ver: t.version}) {
+		q.pop()
+	} else {
+		q.stale++
+		q.compact(c.validEntry)
+	}
+	tt.pending--
+}
+
+func (c *Core) validEntry(e qent) bool {
+	t := c.tasks.get(e.id)
+	return t != nil && t.state == Pending && t.version == e.ver && t.flags&flagDelayed == 0
+}
+
+func (c *Core) dropStaleHead(q *fifo) {
+	for q.len() > 0 && !c.validEntry(q.peek()) {
+		q.pop()
+		if q.stale > 0 {
+			q.stale--
+		}
+	}
+}
+
+func (c *Core) applyDispatch(r *record) {
+	old := c.tasks.get(r.id)
+	c.unqueue(old)
+	t := c.setState(r.id, Dispatched, r.at)
+	if r.attempt > t.attempt {
+		t.setOutcome("", "", 0) // a failed attempt's outputs are kept until the next attempt
+	}
+	t.version, t.attempt = r.version, r.attempt
+	e := c.execs[r.exec]
+	t.execID = e.id
+	t.flags &^= flagTakenBack | flagRequeued
+	t.dueMs = r.due
+	if r.due > 0 {
+		c.timers.add(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
+	}
+	if e.tasks == nil {
+		e.tasks = make(map[uint64]assignment)
+	}
+	e.tasks[t.id] = assignment{ver: t.version}
+	e.load++
+	c.refreshHeaps(e)
+}
+
+// detach frees the executor slot held by a dispatched or running task.
+func (c *Core) detach(id uint64) {
+	t := c.tasks.get(id)
+	e := c.execs[t.execID]
+	if e == nil {
+		return
+	}
+	if _, ok := e.tasks[id]; ok {
+		delete(e.tasks, id)
+		e.load--
+		c.refreshHeaps(e)
+	}
+}
+
+// arm starts a retrying task's backoff (due > 0) or puts it in line behind
+// the retry cap (due == 0).
+func (c *Core) arm(t *task, due int64) {
+	t.dueMs = due
+	if due == 0 {
+		t.flags &^= flagArmed
+		c.retryWait.push(qent{id: t.id, ver: t.version})
+		return
+	}
+	t.flags |= flagArmed
+	c.armed++
+	c.timers.add(timer{at: due, id: t.id, ver: t.version, kind: timerDue})
+}
+
+// disarm undoes arm's count when a task leaves retrying.
+func (c *Core) disarm(t *task) {
+	if t.flags&flagArmed != 0 {
+		t.flags &^= flagArmed
+		c.armed--
+	}
+}
+
+func (c *Core) applyReady(r *record) {
+	from := c.tasks.get(r.id).state
+	t := c.setState(r.id, Pending, r.at)
+	if from == Retrying {
+		c.disarm(t)
+		t.dueMs = 0
+	}
+	c.makePending(t, r.at)
+}
+
+func (c *Core) applyEnd(r *record) {
+	old := c.tasks.get(r.id)
+	switch old.state {
+	case Dispatched, Running:
+		c.detach(r.id)
+	case Pending:
+		if old.flags&flagDelayed == 0 {
+			c.unqueue(old)
+		}
+	}
+	t := c.setState(r.id, r.state, r.at)
+	c.disarm(t)
+	t.flags &^= flagDelayed
+	t.dueMs = 0
+	t.setOutcome(r.errText, r.out, r.outKeys)
+	t.seq = c.nextSeq()
+	c.retention.push(qent{id: t.id})
+	for _, p := range r.sets {
+		c.writeState(p.k, p.v)
+	}
+	if r.stateVer != 0 {
+		c.stateVer = r.stateVer
+	}
+	c.released = append(c.released[:0], c.dependents[r.id]...)
+	delete(c.dependents, r.id)
+}
+
+// forget drops a terminal task (retention).
+func (c *Core) forget(id uint64) {
+	t := c.tasks.get(id)
+	if k := t.key(); k != "" && c.keys[k] == id {
+		delete(c.keys, k)
+	}
+	c.counts[t.state]--
+	delete(c.waiters, id)
+	c.tasks.remove(id)
+}
+
+func (c *Core) writeState(k, v string) {
+	if c.stateShared {
+		clone := make(map[string]string, len(c.state)+1)
+		for kk, vv := range c.state {
+			clone[kk] = vv
+		}
+		c.state = clone
+		c.stateShared = false
+	}
+	c.state[k] = v
+}
+
+func (c *Core) applyExecReg(r *record) {
+	e := c.execs[r.exec]
+	if e == nil {
+		e = &executor{id: r.exec}
+		c.execs[r.exec] = e
+	} else {
+		// Leave the old types' heaps before the types change.
+		peer := e.peer
+		e.peer = 0
+		c.refreshHeaps(e)
+		e.peer = peer
+	}
+	e.types = e.types[:0]
+	for _, name := range r.types {
+		if tt := c.typeFor(name); !slices.Contains(e.types, tt) {
+			e.types = append(e.types, tt)
+		}
+	}
+	e.heapIdx = make([]int, len(e.types))
+	for i := range e.heapIdx {
+		e.heapIdx[i] = -1
+	}
+	e.slots = int(r.slots)
+	c.regSeq++
+	e.regSeq = c.regSeq
+	c.refreshHeaps(e)
+}

@@ -1,0 +1,25 @@
+package core
+
+import "time"
+
+// Clock tells the core the time. The server passes the system clock; tests
+// pass a clock they move by hand.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the real wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// addMs adds a non-negative millisecond count to t, saturating instead of
+// overflowing (timeouts and delays are uint64 on the wire).
+func addMs(t int64, ms uint64) int64 {
+	const maxMs = int64(^uint64(0) >> 1)
+	if ms > uint64(maxMs-t) {
+		return maxMs
+	}
+	return t + int64(ms)
+}

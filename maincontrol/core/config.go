@@ -1,0 +1,115 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// Defaults of spec sections 1 to 5.
+const (
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultHeartbeatTimeout = 15 * time.Second
+	DefaultStartTimeout     = 5 * time.Second
+	DefaultMaxPending       = 1_000_000
+	DefaultRetention        = 24 * time.Hour
+	DefaultRetentionMax     = 100_000
+	DefaultMaxRetrying      = 10_000
+	DefaultMaxAttempts      = 3
+	MinMaxFrame             = 1024
+)
+
+// Config holds the core's settings. Zero values mean the spec's defaults.
+type Config struct {
+	Version           string        // announced as server=apollo11/<Version>
+	MaxFrame          int           // max payload; announced in welcome
+	Token             []byte        // shared token; nil means auth=none
+	HandshakeTimeout  time.Duration // register/hello must arrive within it
+	HeartbeatInterval time.Duration // default HeartbeatTimeout/3
+	HeartbeatTimeout  time.Duration // executor silence before it is lost
+	StartTimeout      time.Duration // dispatched but not started
+	MaxPending        int           // non-terminal tasks before queue_full
+	Retention         time.Duration // how long terminal tasks are kept
+	RetentionMax      int           // how many terminal tasks are kept
+	// MaxRetrying caps the retrying tasks whose backoff runs at once; more
+	// wait their turn in retrying, so a failing downstream cannot cause a
+	// retry storm. Negative means no cap.
+	MaxRetrying int
+	RetryBase   time.Duration // first retry delay, default 1 s
+	RetryCap    time.Duration // longest retry delay, default 60 s
+
+	Clock  Clock
+	Rand   *rand.Rand      // jitter and trace ids; nil: seeded randomly
+	Nonce  func() string   // welcome nonces; nil: crypto random
+	Logger *slog.Logger    // nil: slog.Default()
+}
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("invalid configuration")
+
+// withDefaults fills zero values and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.MaxFrame == 0 {
+		c.MaxFrame = wire.DefaultMaxFrame
+	}
+	if c.MaxFrame < MinMaxFrame || c.MaxFrame > 1<<31-1 {
+		return c, fmt.Errorf("%w: max frame %d outside %d..%d", ErrConfig, c.MaxFrame, MinMaxFrame, 1<<31-1)
+	}
+	if c.Token != nil && len(c.Token) == 0 {
+		return c, fmt.Errorf("%w: empty token", ErrConfig)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	def(&c.HeartbeatInterval, c.HeartbeatTimeout/3)
+	def(&c.StartTimeout, DefaultStartTimeout)
+	def(&c.Retention, DefaultRetention)
+	def(&c.RetryBase, time.Second)
+	def(&c.RetryCap, 60*time.Second)
+	if c.HeartbeatInterval > c.HeartbeatTimeout/2 {
+		return c, fmt.Errorf("%w: heartbeat interval %v is above half of the heartbeat timeout %v",
+			ErrConfig, c.HeartbeatInterval, c.HeartbeatTimeout)
+	}
+	if c.HeartbeatInterval < time.Millisecond {
+		return c, fmt.Errorf("%w: heartbeat interval %v below 1ms", ErrConfig, c.HeartbeatInterval)
+	}
+	for name, d := range map[string]time.Duration{"handshake timeout": c.HandshakeTimeout,
+		"start timeout": c.StartTimeout, "retention": c.Retention, "retry base": c.RetryBase, "retry cap": c.RetryCap} {
+		if d < 0 {
+			return c, fmt.Errorf("%w: negative %s", ErrConfig, name)
+		}
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.RetentionMax == 0 {
+		c.RetentionMax = DefaultRetentionMax
+	}
+	if c.MaxPending < 0 || c.RetentionMax < 0 {
+		return c, fmt.Errorf("%w: negative limit", ErrConfig)
+	}
+	if c.MaxRetrying == 0 {
+		c.MaxRetrying = DefaultMaxRetrying
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}

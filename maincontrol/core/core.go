@@ -1,0 +1,213 @@
+package core
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// Core holds all of the main control's state and rules.
+type Core struct {
+	cfg   Config
+	log   *slog.Logger
+	fx    Effects
+	clock Clock
+	rnd   *rand.Rand
+
+	tasks       table
+	types       map[string]*taskType
+	dirty       []*taskType
+	keys        map[string]uint64 // idempotency key -> task id
+	nextID      uint64
+	seq         uint64 // queue and end order
+	counts      [NumStates + 1]int
+	timers      timerHeap
+	retention   fifo // terminal tasks in the order they ended
+	retryWait   fifo // retrying tasks waiting for the retry cap
+	armed       int  // retrying tasks whose backoff runs
+	dependents  map[uint64][]uint64
+	released    []uint64 // dependents of the task the last end record closed
+	state       map[string]string
+	stateVer    uint64
+	stateShared bool // a snapshot holds c.state: copy before writing
+
+	execs    map[string]*executor
+	regSeq   uint64
+	liveness livenessHeap
+	peers    map[PeerID]*peer
+	hsQueue  []hsDeadline
+	waiters  map[uint64][]waiter
+
+	startMs   int64
+	available bool
+	debug     bool
+	loading   bool // snapshot entries loaded, indexes not yet rebuilt
+
+	rec     record   // scratch for the record being committed
+	recBuf  []byte   // scratch for its encoding
+	frame   []byte   // scratch for frames
+	listed  map[uint64]uint32
+	idsBuf  []uint64 // scratch
+	lostBuf []uint64 // scratch
+}
+
+type peerKind uint8
+
+const (
+	peerNew peerKind = iota
+	peerClient
+	peerExecutor
+)
+
+type peer struct {
+	id       PeerID
+	kind     peerKind
+	nonce    string
+	exec     *executor
+	inflight int
+}
+
+type hsDeadline struct {
+	peer PeerID
+	at   int64
+}
+
+type waiter struct {
+	peer PeerID
+	req  string
+}
+
+// New returns an empty core. fx receives its outputs.
+func New(cfg Config, fx Effects) (*Core, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Nonce == nil {
+		cfg.Nonce = func() string {
+			n, err := auth.NewNonce()
+			if err != nil {
+				panic(err) // crypto/rand does not fail on supported platforms
+			}
+			return n
+		}
+	}
+	c := &Core{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		fx:         fx,
+		clock:      cfg.Clock,
+		rnd:        cfg.Rand,
+		types:      make(map[string]*taskType),
+		keys:       make(map[string]uint64),
+		nextID:     1,
+		dependents: make(map[uint64][]uint64),
+		state:      make(map[string]string),
+		execs:      make(map[string]*executor),
+		peers:      make(map[PeerID]*peer),
+		waiters:    make(map[uint64][]waiter),
+		listed:     make(map[uint64]uint32),
+		available:  true,
+	}
+	c.startMs = c.now()
+	return c, nil
+}
+
+func (c *Core) now() int64 { return c.clock.Now().UnixMilli() }
+
+// Debug reports whether frame logging is on (`debug on=true`).
+func (c *Core) Debug() bool { return c.debug }
+
+// SetAvailable tells the core whether the log accepts writes. While it does
+// not, requests that change state are refused with `unavailable` and
+// nothing is dispatched; reads are still served.
+func (c *Core) SetAvailable(ok bool) {
+	if c.available == ok {
+		return
+	}
+	c.available = ok
+	if ok {
+		c.log.Info("log writable again: accepting changes")
+		for _, tt := range c.types {
+			c.markDirty(tt)
+		}
+		c.dispatchDirty()
+	} else {
+		c.log.Error("log not writable: refusing changes with code=unavailable")
+	}
+}
+
+// Available reports whether changes are accepted.
+func (c *Core) Available() bool { return c.available }
+
+// Open registers a new connection and sends its welcome.
+func (c *Core) Open(id PeerID) {
+	now := c.now()
+	p := &peer{id: id, nonce: c.cfg.Nonce()}
+	c.peers[id] = p
+	c.hsQueue = append(c.hsQueue, hsDeadline{peer: id, at: now + c.cfg.HandshakeTimeout.Milliseconds()})
+	b := wire.Begin(c.frame[:0], "welcome")
+	b.UintK(kProto, 1)
+	b.StrK(kServer, "apollo11/"+c.cfg.Version)
+	b.StrK(kNonce, p.nonce)
+	if c.cfg.Token != nil {
+		b.StrK(kAuth, "hmac-sha256")
+	} else {
+		b.StrK(kAuth, "none")
+	}
+	b.UintK(kMaxFrame, uint64(c.cfg.MaxFrame))
+	c.send(id, &b)
+}
+
+// Closed forgets a connection that is gone. An executor's tasks stay with
+// it until it re-registers or its heartbeat timeout passes.
+func (c *Core) Closed(id PeerID) {
+	p := c.peers[id]
+	if p == nil {
+		return
+	}
+	delete(c.peers, id)
+	if e := p.exec; e != nil && e.peer == id {
+		e.peer = 0
+		c.refreshHeaps(e)
+		c.log.Info("executor disconnected", "executor", e.id, "tasks", len(e.tasks))
+	}
+}
+
+// Handle processes one decoded message from a peer. m may borrow from the
+// server's read buffer: the core copies what it keeps.
+func (c *Core) Handle(id PeerID, m *wire.Message) {
+	p := c.peers[id]
+	if p == nil {
+		return
+	}
+	switch p.kind {
+	case peerNew:
+		c.handshake(p, m)
+	case peerClient:
+		c.clientMessage(p, m)
+	case peerExecutor:
+		p.exec.lastSeen = c.now()
+		c.executorMessage(p, m)
+	}
+	c.dispatchDirty()
+}
+
+// Tick runs everything that is due: timers, handshake and heartbeat
+// timeouts, retention. The server calls it often (every few tens of ms).
+func (c *Core) Tick() {
+	now := c.now()
+	c.expireHandshakes(now)
+	c.fireTimers(now)
+	c.checkLiveness(now)
+	c.applyRetention(now)
+	c.dispatchDirty()
+}
+
+// PeerCount returns the number of open connections.
+func (c *Core) PeerCount() int { return len(c.peers) }
+
+func (c *Core) debugEnabled() bool { return c.log.Enabled(context.Background(), slog.LevelDebug) }

@@ -1,0 +1,205 @@
+package core
+
+import (
+	"strconv"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// endTask moves a task to a terminal state and follows the consequences:
+// `done` for its waiters, then its waiting dependents released (all their
+// dependencies succeeded) or cancelled (one failed or was cancelled), down
+// the chain. sets and stateVer carry an accepted result's shared-state
+// changes.
+func (c *Core) endTask(id uint64, to State, errText, out string, outKeys uint16, why string) bool {
+	return c.endWith(id, to, errText, out, outKeys, nil, 0, why)
+}
+
+func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16, sets []kv, stateVer uint64, why string) bool {
+	from := c.tasks.get(id).state
+	r := c.newRecord(recEnd)
+	r.id, r.at, r.state, r.errText, r.out, r.outKeys = id, c.now(), to, errText, out, outKeys
+	r.sets = append(r.sets, sets...)
+	r.stateVer = stateVer
+	if !c.commit(r) {
+		return false
+	}
+	t := c.tasks.get(id)
+	c.logTransition(t, from, to, why)
+	c.notifyDone(t)
+	c.followDependents(id, to)
+	return true
+}
+
+// followDependents releases or cancels the waiting tasks of a task that
+// just ended, iteratively, so long chains do not recurse deeply.
+func (c *Core) followDependents(id uint64, st State) {
+	type ended struct {
+		id    uint64
+		state State
+		deps  []uint64
+	}
+	work := []ended{{id, st, append([]uint64(nil), c.released...)}}
+	for len(work) > 0 {
+		w := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, d := range w.deps {
+			t := c.tasks.get(d)
+			if t == nil || t.state != Waiting {
+				continue
+			}
+			if w.state != Succeeded {
+				msg := "dependency " + strconv.FormatUint(w.id, 10) + " " + w.state.String()
+				r := c.newRecord(recEnd)
+				r.id, r.at, r.state, r.errText = d, c.now(), Cancelled, msg
+				if c.commit(r) {
+					t = c.tasks.get(d)
+					c.logTransition(t, Waiting, Cancelled, msg)
+					c.notifyDone(t)
+					work = append(work, ended{d, Cancelled, append([]uint64(nil), c.released...)})
+				}
+				continue
+			}
+			if c.depsSucceeded(t) {
+				r := c.newRecord(recReady)
+				r.id, r.at = d, c.now()
+				if c.commit(r) {
+					c.logTransition(c.tasks.get(d), Waiting, Pending, "dependencies succeeded")
+				}
+			}
+		}
+	}
+}
+
+// depsSucceeded reports whether every dependency of t has succeeded. A
+// dependency already forgotten by retention ended succeeded: had it failed,
+// t would have been cancelled then.
+func (c *Core) depsSucceeded(t *task) bool {
+	for _, d := range t.deps() {
+		if dt := c.tasks.get(d); dt != nil && dt.state != Succeeded {
+			return false
+		}
+	}
+	return true
+}
+
+// notifyDone sends `done` to everyone waiting for t.
+func (c *Core) notifyDone(t *task) {
+	ws := c.waiters[t.id]
+	if len(ws) == 0 {
+		return
+	}
+	delete(c.waiters, t.id)
+	for _, w := range ws {
+		c.sendDone(w, t)
+	}
+}
+
+func (c *Core) sendDone(w waiter, t *task) {
+	if c.peers[w.peer] == nil {
+		return
+	}
+	b := c.begin("done", w.req)
+	b.UintK(kTaskID, t.id)
+	b.StrK(kState, t.state.String())
+	out, n := t.out()
+	b.RawString(out, n)
+	if e := t.errText(); e != "" {
+		b.StrK(kError, e)
+	}
+	c.send(w.peer, &b)
+}
+
+// failAttempt ends a running task's attempt that did not succeed: retrying
+// while attempts remain and the failure is retryable, else failed. The
+// attempt's error and outputs stay visible until the next attempt.
+// immediate skips the backoff (bye).
+func (c *Core) failAttempt(id uint64, retryable, immediate bool, errText, out string, outKeys uint16, why string) {
+	t := c.tasks.get(id)
+	if !retryable || uint64(t.attempt) >= t.maxAttempts {
+		c.endTask(id, Failed, errText, out, outKeys, why)
+		return
+	}
+	now := c.now()
+	r := c.newRecord(recRetry)
+	r.id, r.at, r.errText, r.out, r.outKeys = id, now, errText, out, outKeys
+	switch {
+	case immediate:
+		r.due = now
+	case c.cfg.MaxRetrying < 0 || c.armed < c.cfg.MaxRetrying:
+		r.due = now + c.backoff(t.attempt).Milliseconds()
+	default:
+		r.due = 0 // waits its turn behind the retry cap
+	}
+	if !c.commit(r) {
+		return
+	}
+	c.logTransition(c.tasks.get(id), Running, Retrying, why)
+	if immediate {
+		c.retryNow(id, "retry without delay: "+why)
+	}
+}
+
+// retryNow moves a retrying task to pending and lets the next one waiting
+// behind the retry cap start its backoff.
+func (c *Core) retryNow(id uint64, why string) {
+	r := c.newRecord(recReady)
+	r.id, r.at = id, c.now()
+	if c.commit(r) {
+		c.logTransition(c.tasks.get(id), Retrying, Pending, why)
+	}
+	c.armWaiting()
+}
+
+// armWaiting starts the backoff of tasks waiting behind the retry cap while
+// there is room.
+func (c *Core) armWaiting() {
+	for c.retryWait.len() > 0 && (c.cfg.MaxRetrying < 0 || c.armed < c.cfg.MaxRetrying) {
+		e := c.retryWait.pop()
+		t := c.tasks.get(e.id)
+		if t == nil || t.state != Retrying || t.flags&flagArmed != 0 {
+			continue
+		}
+		now := c.now()
+		r := c.newRecord(recArm)
+		r.id, r.at, r.due = t.id, now, now+c.backoff(t.attempt).Milliseconds()
+		c.commit(r)
+	}
+}
+
+// cancelRequest handles a client's `cancel task_id=<n>`.
+func (c *Core) cancelRequest(p *peer, m *wire.Message, req string) {
+	id, err := m.Uint("task_id")
+	if err != nil {
+		c.badRequest(p, req, err)
+		return
+	}
+	t := c.tasks.get(id)
+	if t == nil {
+		c.sendError(p, req, wire.CodeUnknownTask, "unknown task "+strconv.FormatUint(id, 10))
+		return
+	}
+	if t.state.Terminal() {
+		c.sendError(p, req, wire.CodeIllegalTransition, "task "+strconv.FormatUint(id, 10)+" already "+t.state.String())
+		return
+	}
+	if !c.available {
+		c.sendError(p, req, wire.CodeUnavailable, "the log cannot be written; try again later")
+		return
+	}
+	from, ver, e := t.state, t.version, c.execs[t.execID]
+	out, n := t.out()
+	if !c.endTask(id, Cancelled, t.errText(), out, uint16(n), "cancelled by client") {
+		c.sendError(p, req, wire.CodeIllegalTransition, "task "+strconv.FormatUint(id, 10)+" cannot be cancelled")
+		return
+	}
+	if from == Dispatched || from == Running {
+		c.sendCancel(e, id, ver)
+	}
+	if from == Retrying {
+		c.armWaiting()
+	}
+	b := c.begin("cancelled", req)
+	b.UintK(kTaskID, id)
+	c.send(p.id, &b)
+}

@@ -1,0 +1,226 @@
+package core
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// heartbeat answers with pong and reconciles the executor's running= list
+// (spec section 4).
+func (c *Core) heartbeat(p *peer, m *wire.Message) {
+	seq, err := m.Uint("seq")
+	if err != nil {
+		c.badRequest(p, "", err)
+		return
+	}
+	e := p.exec
+	clear(c.listed)
+	bad := false
+	ok := wire.ForEachItem(m.Value("running"), func(item string) bool {
+		id, ver, good := parseToken(item)
+		if !good {
+			bad = true
+			return false
+		}
+		c.listed[id] = ver
+		return true
+	})
+	if !ok || bad {
+		c.badRequest(p, "", &wire.ValueError{Key: "running", Reason: "must be a list of task_id.version"})
+		return
+	}
+	b := wire.Begin(c.frame[:0], "pong")
+	b.UintK(kSeq, seq)
+	c.send(p.id, &b)
+	c.reconcile(e)
+}
+
+// parseToken parses task_id.version.
+func parseToken(s string) (uint64, uint32, bool) {
+	i := strings.IndexByte(s, '.')
+	if i < 0 {
+		return 0, 0, false
+	}
+	id, ok1 := wire.ParseUint(s[:i])
+	ver, ok2 := wire.ParseUint(s[i+1:])
+	if !ok1 || !ok2 || ver > 1<<32-1 {
+		return 0, 0, false
+	}
+	return id, uint32(ver), true
+}
+
+// reconcile compares the executor's running= list (in c.listed) with what
+// the core thinks runs there.
+func (c *Core) reconcile(e *executor) {
+	e.hbCount++
+	now := c.now()
+	for id, ver := range c.listed {
+		a, mine := e.tasks[id]
+		t := c.tasks.get(id)
+		if !mine || a.ver != ver || t == nil || t.version != ver {
+			c.sendCancel(e, id, ver) // not dispatched or running here
+			continue
+		}
+		a.missed = 0
+		wasRestored := a.restored
+		a.restored = false
+		e.tasks[id] = a
+		switch {
+		case t.state == Dispatched:
+			// Listed as running: it started (its started was lost in a
+			// restart, or is implied).
+			c.startTask(t, now, "listed in running=")
+		case wasRestored && t.state == Running && t.timeoutMs > 0:
+			// A restored running task's timeout starts when it is listed.
+			// The deadline is live state: after another restart it
+			// starts again from the next listing.
+			mt := c.tasks.mut(id)
+			mt.dueMs = addMs(now, t.timeoutMs)
+			c.timers.add(timer{at: mt.dueMs, id: id, ver: ver, kind: timerDue})
+		}
+	}
+	lost := c.lostBuf[:0]
+	for id, a := range e.tasks {
+		if _, ok := c.listed[id]; ok || a.restored {
+			continue
+		}
+		if t := c.tasks.get(id); t == nil || t.state != Running {
+			continue
+		}
+		a.missed++
+		e.tasks[id] = a
+		if a.missed >= 2 {
+			lost = append(lost, id)
+		}
+	}
+	slices.Sort(lost)
+	for _, id := range lost {
+		ver := e.tasks[id].ver
+		c.sendCancel(e, id, ver)
+		c.failAttempt(id, true, false, "missing from two running lists of executor "+e.id, "", 0, "reconciliation")
+	}
+	c.lostBuf = lost[:0]
+}
+
+// startTask moves a dispatched task to running; its timeout runs from now.
+func (c *Core) startTask(t *task, now int64, why string) {
+	r := c.newRecord(recStart)
+	r.id, r.version, r.at = t.id, t.version, now
+	if t.timeoutMs > 0 {
+		r.due = addMs(now, t.timeoutMs)
+	}
+	if c.commit(r) {
+		c.logTransition(c.tasks.get(r.id), Dispatched, Running, why)
+	}
+}
+
+// currentDispatch returns the task if (id, ver) from e is its current
+// dispatch.
+func (c *Core) currentDispatch(e *executor, id uint64, ver uint32) *task {
+	t := c.tasks.get(id)
+	if t == nil || t.version != ver || t.execID != e.id || t.flags&flagTakenBack != 0 || ver == 0 {
+		return nil
+	}
+	return t
+}
+
+func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint32, bool) {
+	id, err := m.Uint("task_id")
+	if err != nil {
+		c.badRequest(p, "", err)
+		return 0, 0, false
+	}
+	ver, err := m.Uint("version")
+	if err != nil {
+		c.badRequest(p, "", err)
+		return 0, 0, false
+	}
+	if ver > 1<<32-1 {
+		ver = 0 // no dispatch ever had it; compares as stale
+	}
+	return id, uint32(ver), true
+}
+
+// started: dispatched -> running. No reply; a mismatch is ignored and
+// logged.
+func (c *Core) started(p *peer, m *wire.Message) {
+	id, ver, ok := c.parseDispatchToken(p, m)
+	if !ok {
+		return
+	}
+	t := c.currentDispatch(p.exec, id, ver)
+	if t == nil || t.state != Dispatched {
+		c.log.Info("started ignored: not the current dispatch", "task_id", id, "version", ver, "executor", p.exec.id)
+		return
+	}
+	if a, ok := p.exec.tasks[id]; ok && a.restored {
+		a.restored = false
+		p.exec.tasks[id] = a
+	}
+	c.startTask(t, c.now(), "started")
+}
+
+// progress is optional and informational: checked, then logged.
+func (c *Core) progress(p *peer, m *wire.Message) {
+	id, ver, ok := c.parseDispatchToken(p, m)
+	if !ok {
+		return
+	}
+	pct, err := m.Uint("percent")
+	if err != nil {
+		c.badRequest(p, "", err)
+		return
+	}
+	if pct > 100 {
+		c.badRequest(p, "", &wire.ValueError{Key: "percent", Reason: "must be 0 to 100"})
+		return
+	}
+	if c.debugEnabled() {
+		c.log.Debug("task progress", "task_id", id, "version", ver, "percent", pct, "note", m.Value("note"), "executor", p.exec.id)
+	}
+}
+
+// bye: the executor leaves. Dispatched tasks go back to pending, running
+// ones use an attempt and retry at once (or fail).
+func (c *Core) bye(p *peer, m *wire.Message) {
+	e := p.exec
+	c.log.Info("executor leaves", "executor", e.id, "reason", m.Value("reason"), "tasks", len(e.tasks))
+	c.takeBackAll(e, true, "executor left (bye)")
+	b := wire.Begin(c.frame[:0], "bye_ack")
+	c.send(p.id, &b)
+	c.closePeer(p)
+	r := c.newRecord(recExecGone)
+	r.exec, r.why = e.id, "bye"
+	c.commit(r)
+}
+
+// takeBackAll takes back every dispatch of e: dispatched -> pending,
+// running -> retrying (immediately pending when bye) or failed.
+func (c *Core) takeBackAll(e *executor, immediate bool, why string) {
+	ids := c.idsBuf[:0]
+	for id := range e.tasks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		t := c.tasks.get(id)
+		switch t.state {
+		case Dispatched:
+			c.requeue(id, why)
+		case Running:
+			c.failAttempt(id, true, immediate, why, "", 0, why)
+		}
+	}
+	c.idsBuf = ids[:0]
+}
+
+// requeue takes a dispatched task back to pending; no attempt is used.
+func (c *Core) requeue(id uint64, why string) {
+	r := c.newRecord(recBack)
+	r.id, r.at, r.why = id, c.now(), why
+	if c.commit(r) {
+		c.logTransition(c.tasks.get(id), Dispatched, Pending, why)
+	}
+}

@@ -1,0 +1,58 @@
+package core
+
+import (
+	"github.com/apollo11/apollo11/wire"
+)
+
+// send finishes a frame and hands it to Effects. A builder error here is a
+// bug in the core (its own keys, or a value that was not checked), so it is
+// logged and the frame dropped rather than sent broken.
+func (c *Core) send(to PeerID, b *wire.Builder) {
+	frame, err := b.Finish()
+	if err != nil {
+		c.log.Error("cannot encode frame", "err", err)
+		c.frame = frame[:0]
+		return
+	}
+	c.frame = frame[:0]
+	c.fx.Send(to, frame)
+}
+
+// begin starts a reply of type typ, with req when the request had one.
+func (c *Core) begin(typ, req string) wire.Builder {
+	b := wire.Begin(c.frame[:0], typ)
+	if req != "" {
+		b.StrK(kReq, req)
+	}
+	return b
+}
+
+// sendError answers with `type=error`; codes that end the connection close
+// it after the frame.
+func (c *Core) sendError(p *peer, req string, code wire.Code, msg string) {
+	b := c.begin("error", req)
+	b.StrK(kCode, string(code))
+	b.StrK(kMessage, msg)
+	c.send(p.id, &b)
+	if code.CloseAfter() {
+		c.closePeer(p)
+	}
+}
+
+// closePeer closes a connection and forgets it at once, so that nothing else
+// is sent to it and its executor counts as disconnected.
+func (c *Core) closePeer(p *peer) {
+	c.fx.Close(p.id)
+	c.Closed(p.id)
+}
+
+// sendCancel tells an executor to stop one dispatch, if it is connected.
+func (c *Core) sendCancel(e *executor, id uint64, ver uint32) {
+	if e == nil || !e.connected() {
+		return
+	}
+	b := wire.Begin(c.frame[:0], "cancel")
+	b.UintK(kTaskID, id)
+	b.UintK(kVersion, uint64(ver))
+	c.send(e.peer, &b)
+}

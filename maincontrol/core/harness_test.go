@@ -1,0 +1,235 @@
+package core
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apollo11/apollo11/wire"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeClock is moved by hand.
+type fakeClock struct{ t time.Time }
+
+func (f *fakeClock) Now() time.Time { return f.t }
+
+// recorder is an Effects that keeps everything: records, frames (decoded,
+// copied) per peer, closes.
+type recorder struct {
+	records [][]byte
+	frames  map[PeerID][]*wire.Message
+	closed  map[PeerID]bool
+	dec     wire.Decoder
+}
+
+func newRecorder() *recorder {
+	return &recorder{frames: map[PeerID][]*wire.Message{}, closed: map[PeerID]bool{}}
+}
+
+func (r *recorder) Record(p []byte) { r.records = append(r.records, slices.Clone(p)) }
+func (r *recorder) Send(peer PeerID, frame []byte) {
+	m, n, err := r.dec.Decode(frame)
+	if err != nil || n != len(frame) {
+		panic(fmt.Sprintf("core sent a bad frame %q: %v", frame, err))
+	}
+	r.frames[peer] = append(r.frames[peer], m.Clone())
+}
+func (r *recorder) Close(peer PeerID) { r.closed[peer] = true }
+
+type harness struct {
+	t     testing.TB
+	c     *Core
+	fx    *recorder
+	clock *fakeClock
+	next  PeerID
+	cfg   Config
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newHarness(t testing.TB, mods ...func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, fx: newRecorder(), clock: &fakeClock{t: time.UnixMilli(1_700_000_000_000)}}
+	h.cfg = Config{Clock: h.clock, Rand: rand.New(rand.NewPCG(1, 2)), Logger: quietLogger(),
+		Nonce: func() string { return "0123456789abcdef0123456789abcdef" }}
+	for _, m := range mods {
+		m(&h.cfg)
+	}
+	c, err := New(h.cfg, h.fx)
+	require.NoError(t, err)
+	h.c = c
+	return h
+}
+
+// msg builds a message from key, value pairs; the first value is the type.
+func msg(typ string, kv ...string) *wire.Message {
+	m := wire.NewMessage(typ)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Set(kv[i], kv[i+1])
+	}
+	return m
+}
+
+func (h *harness) open() PeerID {
+	h.next++
+	h.c.Open(h.next)
+	h.expect(h.next, "welcome")
+	return h.next
+}
+
+func (h *harness) client() PeerID {
+	p := h.open()
+	h.send(p, "hello", "req", "h")
+	h.expect(p, "hello_ok")
+	return p
+}
+
+func (h *harness) executor(id, types string, slots int) PeerID {
+	p := h.open()
+	h.send(p, "register", "executor_id", id, "task_types", types, "slots", fmt.Sprint(slots))
+	h.expect(p, "registered")
+	return p
+}
+
+func (h *harness) send(p PeerID, typ string, kv ...string) {
+	h.t.Helper()
+	h.c.Handle(p, msg(typ, kv...))
+}
+
+// expect pops the next frame for p and checks its type.
+func (h *harness) expect(p PeerID, typ string) *wire.Message {
+	h.t.Helper()
+	fs := h.fx.frames[p]
+	require.NotEmpty(h.t, fs, "no frame for peer %d, wanted %s", p, typ)
+	m := fs[0]
+	h.fx.frames[p] = fs[1:]
+	require.Equal(h.t, typ, m.Type(), "frame %s", m)
+	return m
+}
+
+func (h *harness) none(p PeerID) {
+	h.t.Helper()
+	require.Empty(h.t, h.fx.frames[p], "unexpected frames for peer %d", p)
+}
+
+func (h *harness) advance(d time.Duration) {
+	h.clock.t = h.clock.t.Add(d)
+	h.c.Tick()
+}
+
+func (h *harness) submit(p PeerID, kv ...string) uint64 {
+	h.t.Helper()
+	h.send(p, "submit", append([]string{"req", "s"}, kv...)...)
+	m := h.expect(p, "submitted")
+	id, err := m.Uint("task_id")
+	require.NoError(h.t, err)
+	return id
+}
+
+func (h *harness) state(id uint64) State {
+	t := h.c.tasks.get(id)
+	if t == nil {
+		return 0
+	}
+	return t.state
+}
+
+// replayed builds a fresh core from every record so far.
+func (h *harness) replayed() *Core {
+	h.t.Helper()
+	c, err := New(h.cfg, newRecorder())
+	require.NoError(h.t, err)
+	for i, r := range h.fx.records {
+		require.NoError(h.t, c.ReplayRecord(r), "record %d", i)
+	}
+	return c
+}
+
+// dump renders the durable state canonically, for comparing cores.
+func dump(c *Core) string {
+	c.finishLoad()
+	var b strings.Builder
+	fmt.Fprintf(&b, "next=%d seq=%d statever=%d armed=%d counts=%v\n", c.nextID, c.seq, c.stateVer, c.armed, c.counts)
+	keys := make([]string, 0, len(c.state))
+	for k := range c.state {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "state %s=%q\n", k, c.state[k])
+	}
+	c.tasks.scan(0, 0, func(t *task) bool {
+		out, n := t.out()
+		fmt.Fprintf(&b, "task %d v%d %s att=%d/%d type=%s prio=%d flags=%b due=%d seq=%d exec=%q trace=%q args=%q/%d key=%q err=%q out=%q/%d deps=%v created=%d updated=%d timeout=%d\n",
+			t.id, t.version, t.state, t.attempt, t.maxAttempts, t.typ.name, t.priority, t.flags, t.dueMs, t.seq,
+			t.execID, t.traceID, t.args, t.argKeys, t.key(), t.errText(), out, n, t.deps(), t.createdMs, t.updatedMs, t.timeoutMs)
+		return true
+	})
+	names := make([]string, 0, len(c.execs))
+	for id := range c.execs {
+		names = append(names, id)
+	}
+	slices.Sort(names)
+	for _, id := range names {
+		e := c.execs[id]
+		var types []string
+		for _, tt := range e.types {
+			types = append(types, tt.name)
+		}
+		var ts []string
+		for tid, a := range e.tasks {
+			ts = append(ts, fmt.Sprintf("%d.%d", tid, a.ver))
+		}
+		slices.Sort(ts)
+		fmt.Fprintf(&b, "exec %s types=%v slots=%d load=%d tasks=%v\n", id, types, e.slots, e.load, ts)
+	}
+	tnames := make([]string, 0, len(c.types))
+	for n := range c.types {
+		tnames = append(tnames, n)
+	}
+	slices.Sort(tnames)
+	for _, n := range tnames {
+		tt := c.types[n]
+		for p := 9; p >= 0; p-- {
+			var ids []uint64
+			q := tt.queues[p]
+			for i := 0; i < q.n; i++ {
+				if e := q.buf[(q.head+i)%len(q.buf)]; c.validEntry(e) {
+					ids = append(ids, e.id)
+				}
+			}
+			if len(ids) > 0 {
+				fmt.Fprintf(&b, "queue %s p%d %v\n", n, p, ids)
+			}
+		}
+	}
+	var ret []uint64
+	for i := 0; i < c.retention.n; i++ {
+		e := c.retention.buf[(c.retention.head+i)%len(c.retention.buf)]
+		if t := c.tasks.get(e.id); t != nil && t.state.Terminal() {
+			ret = append(ret, e.id)
+		}
+	}
+	fmt.Fprintf(&b, "retention %v\n", ret)
+	var rw []uint64
+	for i := 0; i < c.retryWait.n; i++ {
+		e := c.retryWait.buf[(c.retryWait.head+i)%len(c.retryWait.buf)]
+		if t := c.tasks.get(e.id); t != nil && t.state == Retrying && t.flags&flagArmed == 0 {
+			rw = append(rw, e.id)
+		}
+	}
+	fmt.Fprintf(&b, "retrywait %v\n", rw)
+	kk := make([]string, 0, len(c.keys))
+	for k, id := range c.keys {
+		kk = append(kk, fmt.Sprintf("%s=%d", k, id))
+	}
+	slices.Sort(kk)
+	fmt.Fprintf(&b, "keys %v\n", kk)
+	return b.String()
+}

@@ -1,0 +1,72 @@
+package core
+
+// qent is a queue entry: a task id and the version it had when it was
+// queued. An entry is valid while the task is still pending (not delayed)
+// at that version; cancelled or re-queued tasks leave stale entries behind,
+// which are skipped when popped and compacted when they pile up.
+type qent struct {
+	id  uint64
+	ver uint32
+}
+
+// fifo is a ring-buffer queue of entries.
+type fifo struct {
+	buf   []qent
+	head  int
+	n     int
+	stale int // entries known to be invalid, for compaction
+}
+
+func (q *fifo) len() int { return q.n }
+
+func (q *fifo) push(e qent) {
+	if q.n == len(q.buf) {
+		q.grow()
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = e
+	q.n++
+}
+
+func (q *fifo) grow() {
+	nb := make([]qent, max(16, 2*len(q.buf)))
+	for i := 0; i < q.n; i++ {
+		nb[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = nb, 0
+}
+
+func (q *fifo) peek() qent { return q.buf[q.head] }
+
+func (q *fifo) pop() qent {
+	e := q.buf[q.head]
+	q.buf[q.head] = qent{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	if q.n == 0 {
+		q.head, q.stale = 0, 0
+		if len(q.buf) > 1024 {
+			q.buf = nil // give back a queue that drained after a burst
+		}
+	}
+	return e
+}
+
+// compact drops entries for which valid is false once at least half the
+// queue is known stale, keeping memory proportional to live entries.
+func (q *fifo) compact(valid func(qent) bool) {
+	if q.stale < 64 || q.stale < q.n/2 {
+		return
+	}
+	w := 0
+	for i := 0; i < q.n; i++ {
+		e := q.buf[(q.head+i)%len(q.buf)]
+		if valid(e) {
+			q.buf[(q.head+w)%len(q.buf)] = e
+			w++
+		}
+	}
+	for i := w; i < q.n; i++ {
+		q.buf[(q.head+i)%len(q.buf)] = qent{}
+	}
+	q.n, q.stale = w, 0
+}

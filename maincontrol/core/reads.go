@@ -1,0 +1,169 @@
+package core
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+func (c *Core) query(p *peer, m *wire.Message, req string) {
+	id, err := m.Uint("task_id")
+	if err != nil {
+		c.badRequest(p, req, err)
+		return
+	}
+	t := c.tasks.get(id)
+	if t == nil {
+		c.sendError(p, req, wire.CodeUnknownTask, "unknown task "+strconv.FormatUint(id, 10))
+		return
+	}
+	b := c.begin("task_state", req)
+	b.UintK(kTaskID, t.id)
+	b.UintK(kVersion, uint64(t.version))
+	b.StrK(kState, t.state.String())
+	b.UintK(kAttempt, uint64(t.attempt))
+	b.UintK(kMaxAttempts, t.maxAttempts)
+	b.StrK(kTaskType, t.typ.name)
+	if t.execID != "" {
+		b.StrK(kExecutorID, t.execID)
+	}
+	if e := t.errText(); e != "" {
+		b.StrK(kError, e)
+	}
+	out, n := t.out()
+	b.RawString(out, n)
+	b.IntK(kCreatedMs, t.createdMs)
+	b.IntK(kUpdatedMs, t.updatedMs)
+	b.StrK(kTraceID, t.traceID)
+	c.send(p.id, &b)
+}
+
+// list answers `list state=<s> [limit] [after]`: ascending ids, fewer than
+// limit when the frame would exceed the max frame, with next when more
+// follow.
+func (c *Core) list(p *peer, m *wire.Message, req string) {
+	name, ok := m.Get("state")
+	if !ok {
+		c.badRequest(p, req, &wire.ValueError{Key: "state", Reason: "required key missing"})
+		return
+	}
+	st, ok := ParseState(name)
+	if !ok {
+		c.badRequest(p, req, &wire.ValueError{Key: "state", Reason: "unknown state " + strconv.Quote(clipText(name))})
+		return
+	}
+	limit, err := m.UintOr("limit", 100)
+	if err != nil {
+		c.badRequest(p, req, err)
+		return
+	}
+	if limit < 1 || limit > 1000 {
+		c.badRequest(p, req, &wire.ValueError{Key: "limit", Reason: "must be 1 to 1000"})
+		return
+	}
+	after, err := m.UintOr("after", 0)
+	if err != nil {
+		c.badRequest(p, req, err)
+		return
+	}
+	// Room for the ids: the frame minus the fixed keys (numbers at 20
+	// digits, a req of up to 64 escaped bytes).
+	room := c.cfg.MaxFrame - (len("type=tasks\nreq=") + wire.EscapedLen(req) +
+		len("\ncount=") + 20 + len("\nids=") + len("\nnext=") + 20)
+	ids := c.idsBuf[:0]
+	more := false
+	used := 0
+	c.tasks.scan(after, st, func(t *task) bool {
+		w := len(strconv.AppendUint(c.frame[:0], t.id, 10)) + 1
+		if uint64(len(ids)) == limit || used+w > room {
+			more = true
+			return false
+		}
+		used += w
+		ids = append(ids, t.id)
+		return true
+	})
+	b := c.begin("tasks", req)
+	b.UintK(kCount, uint64(len(ids)))
+	var list []byte
+	for i, id := range ids {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendUint(list, id, 10)
+	}
+	b.StrK(kIDs, string(list))
+	if more && len(ids) > 0 {
+		b.UintK(kNext, ids[len(ids)-1])
+	}
+	c.idsBuf = ids[:0]
+	c.send(p.id, &b)
+}
+
+func (c *Core) stats(p *peer, req string) {
+	b := c.begin("stats", req)
+	for _, s := range AllStates {
+		b.UintK(kTasksState[s], uint64(c.counts[s]))
+	}
+	connected := 0
+	for _, e := range c.execs {
+		if e.connected() {
+			connected++
+		}
+	}
+	b.UintK(kExecutors, uint64(connected))
+	b.UintK(kStateVersion, c.stateVer)
+	b.IntK(kUptimeMs, c.now()-c.startMs)
+	b.Str("executors.known", strconv.Itoa(len(c.execs)))
+	b.Str("connections", strconv.Itoa(len(c.peers)))
+	b.Str("retrying.armed", strconv.Itoa(c.armed))
+	b.Str("next_task_id", strconv.FormatUint(c.nextID, 10))
+	b.Bool("available", c.available)
+	c.send(p.id, &b)
+}
+
+// stateGet answers state_get with the requested keys (all when keys is
+// absent or empty); keys not set are left out.
+func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
+	keys, err := m.List("keys")
+	if err != nil {
+		c.badRequest(p, req, err)
+		return
+	}
+	if len(keys) == 0 {
+		keys = make([]string, 0, len(c.state))
+		for k := range c.state {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+	}
+	size := len("type=state\nreq=") + wire.EscapedLen(req) + len("\nstate_version=") + 20
+	b := c.begin("state", req)
+	b.UintK(kStateVersion, c.stateVer)
+	for _, k := range keys {
+		v, ok := c.state[k]
+		if !ok {
+			continue
+		}
+		size += 1 + len(wire.PrefixState) + len(k) + 1 + wire.EscapedLen(v)
+		if size > c.cfg.MaxFrame {
+			c.sendError(p, req, wire.CodeBadRequest, "state reply would exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame)+": ask for fewer keys")
+			return
+		}
+		b.PrefixStr(wire.PrefixState, k, v)
+	}
+	c.send(p.id, &b)
+}
+
+func (c *Core) setDebug(p *peer, m *wire.Message, req string) {
+	on, err := m.Bool("on")
+	if err != nil {
+		c.badRequest(p, req, err)
+		return
+	}
+	c.debug = on
+	c.log.Info("frame logging", "on", on)
+	b := c.begin("debug_ok", req)
+	c.send(p.id, &b)
+}

@@ -1,0 +1,375 @@
+package core
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Records are the core's change log: binary, compact, and never on the
+// wire. Each starts with a kind byte; numbers are varints, strings and
+// lists are length-prefixed. Live decisions fill a record, hand its
+// encoding to Effects.Record and then apply it; recovery decodes and
+// applies the same bytes, so both reach the same state.
+
+type recKind uint8
+
+const (
+	recNew      recKind = iota + 1 // a task was created (waiting or pending)
+	recDispatch                    // pending -> dispatched
+	recStart                       // dispatched -> running
+	recBack                        // dispatched -> pending (no attempt used)
+	recRetry                       // running -> retrying
+	recArm                         // a retrying task's backoff starts (it waited for the retry cap)
+	recReady                       // retrying or waiting -> pending
+	recEnd                         // -> succeeded, failed or cancelled
+	recDrop                        // terminal tasks forgotten (retention)
+	recExecReg                     // an executor registered
+	recExecGone                    // an executor was lost or left
+	// Snapshot entries.
+	snapMeta
+	snapState
+	snapTask
+)
+
+var recNames = [...]string{"", "new", "dispatch", "start", "back", "retry", "arm", "ready", "end", "drop",
+	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task"}
+
+func (k recKind) String() string {
+	if int(k) < len(recNames) && k != 0 {
+		return recNames[k]
+	}
+	return fmt.Sprintf("kind%d", k)
+}
+
+// ErrCorrupt reports a record or snapshot entry the core cannot read.
+var ErrCorrupt = errors.New("corrupt record")
+
+type kv struct{ k, v string }
+
+// record is the union of every record kind's fields; each kind uses some.
+type record struct {
+	kind        recKind
+	id          uint64
+	version     uint32
+	attempt     uint32
+	at          int64
+	due         int64
+	state       State
+	priority    uint8
+	flags       taskFlags
+	argKeys     uint16
+	outKeys     uint16
+	maxAttempts uint64
+	timeoutMs   uint64
+	seq         uint64
+	created     int64
+	typ         string
+	exec        string
+	key         string
+	trace       string
+	args        string
+	errText     string
+	out         string
+	why         string
+	deps        []uint64
+	ids         []uint64
+	types       []string
+	slots       uint64
+	sets        []kv
+	stateVer    uint64
+	// snapMeta
+	nextID, seqCounter, regSeq uint64
+}
+
+func (r *record) reset() {
+	deps, ids, types, sets := r.deps[:0], r.ids[:0], r.types[:0], r.sets[:0]
+	*r = record{deps: deps, ids: ids, types: types, sets: sets}
+}
+
+type enc struct{ b []byte }
+
+func (e *enc) u(v uint64)   { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) i(v int64)    { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) s(v string)   { e.u(uint64(len(v))); e.b = append(e.b, v...) }
+func (e *enc) byte(v uint8) { e.b = append(e.b, v) }
+func (e *enc) ids(v []uint64) {
+	e.u(uint64(len(v)))
+	for _, x := range v {
+		e.u(x)
+	}
+}
+
+// appendRecord encodes r after dst.
+func appendRecord(dst []byte, r *record) []byte {
+	e := enc{b: dst}
+	e.byte(uint8(r.kind))
+	switch r.kind {
+	case recNew:
+		e.u(r.id)
+		e.s(r.typ)
+		e.byte(r.priority)
+		e.u(r.maxAttempts)
+		e.u(r.timeoutMs)
+		e.i(r.at)
+		e.i(r.due)
+		e.byte(uint8(r.state))
+		e.s(r.key)
+		e.s(r.trace)
+		e.ids(r.deps)
+		e.u(uint64(r.argKeys))
+		e.s(r.args)
+	case recDispatch:
+		e.u(r.id)
+		e.u(uint64(r.version))
+		e.u(uint64(r.attempt))
+		e.s(r.exec)
+		e.i(r.at)
+		e.i(r.due)
+	case recStart:
+		e.u(r.id)
+		e.u(uint64(r.version))
+		e.i(r.at)
+		e.i(r.due)
+	case recBack:
+		e.u(r.id)
+		e.i(r.at)
+		e.s(r.why)
+	case recRetry:
+		e.u(r.id)
+		e.i(r.at)
+		e.i(r.due)
+		e.s(r.errText)
+		e.u(uint64(r.outKeys))
+		e.s(r.out)
+	case recArm:
+		e.u(r.id)
+		e.i(r.at)
+		e.i(r.due)
+	case recReady:
+		e.u(r.id)
+		e.i(r.at)
+	case recEnd:
+		e.u(r.id)
+		e.i(r.at)
+		e.byte(uint8(r.state))
+		e.s(r.errText)
+		e.u(uint64(r.outKeys))
+		e.s(r.out)
+		e.u(r.stateVer)
+		e.u(uint64(len(r.sets)))
+		for _, p := range r.sets {
+			e.s(p.k)
+			e.s(p.v)
+		}
+	case recDrop:
+		e.i(r.at)
+		e.ids(r.ids)
+	case recExecReg:
+		e.s(r.exec)
+		e.u(uint64(len(r.types)))
+		for _, t := range r.types {
+			e.s(t)
+		}
+		e.u(r.slots)
+	case recExecGone:
+		e.s(r.exec)
+		e.s(r.why)
+	case snapMeta:
+		e.u(r.nextID)
+		e.u(r.stateVer)
+		e.u(r.seqCounter)
+		e.u(r.regSeq)
+	case snapState:
+		e.s(r.key)
+		e.s(r.args)
+	case snapTask:
+		e.u(r.id)
+		e.u(r.maxAttempts)
+		e.u(r.timeoutMs)
+		e.i(r.created)
+		e.i(r.at)
+		e.i(r.due)
+		e.u(r.seq)
+		e.u(uint64(r.version))
+		e.u(uint64(r.attempt))
+		e.s(r.typ)
+		e.byte(uint8(r.state))
+		e.byte(r.priority)
+		e.byte(uint8(r.flags))
+		e.s(r.exec)
+		e.s(r.trace)
+		e.u(uint64(r.argKeys))
+		e.s(r.args)
+		e.s(r.key)
+		e.s(r.errText)
+		e.u(uint64(r.outKeys))
+		e.s(r.out)
+		e.ids(r.deps)
+	}
+	return e.b
+}
+
+// dec reads a record; the first failure sticks and every later read
+// returns zero values, so decodeRecord checks once at the end.
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) fail() {
+	if d.err == nil {
+		d.err = ErrCorrupt
+	}
+	d.b = nil
+}
+
+func (d *dec) u() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) u32() uint32 {
+	v := d.u()
+	if v > 1<<32-1 {
+		d.fail()
+	}
+	return uint32(v)
+}
+
+func (d *dec) u16() uint16 {
+	v := d.u()
+	if v > 1<<16-1 {
+		d.fail()
+	}
+	return uint16(v)
+}
+
+func (d *dec) i() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) byte() uint8 {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *dec) s() string {
+	n := d.u()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	v := string(d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) ids(dst []uint64) []uint64 {
+	n := d.u()
+	if n > uint64(len(d.b)) { // each id takes at least one byte
+		d.fail()
+		return dst
+	}
+	for ; n > 0; n-- {
+		dst = append(dst, d.u())
+	}
+	return dst
+}
+
+func (d *dec) state() State {
+	s := State(d.byte())
+	if s == 0 || s > NumStates {
+		d.fail()
+	}
+	return s
+}
+
+// decodeRecord decodes payload into r (reusing r's slices).
+func decodeRecord(payload []byte, r *record) error {
+	r.reset()
+	d := dec{b: payload}
+	r.kind = recKind(d.byte())
+	switch r.kind {
+	case recNew:
+		r.id, r.typ, r.priority = d.u(), d.s(), d.byte()
+		r.maxAttempts, r.timeoutMs, r.at, r.due = d.u(), d.u(), d.i(), d.i()
+		r.state, r.key, r.trace = d.state(), d.s(), d.s()
+		r.deps = d.ids(r.deps)
+		r.argKeys, r.args = d.u16(), d.s()
+	case recDispatch:
+		r.id, r.version, r.attempt, r.exec, r.at, r.due = d.u(), d.u32(), d.u32(), d.s(), d.i(), d.i()
+	case recStart:
+		r.id, r.version, r.at, r.due = d.u(), d.u32(), d.i(), d.i()
+	case recBack:
+		r.id, r.at, r.why = d.u(), d.i(), d.s()
+	case recRetry:
+		r.id, r.at, r.due, r.errText, r.outKeys, r.out = d.u(), d.i(), d.i(), d.s(), d.u16(), d.s()
+	case recArm:
+		r.id, r.at, r.due = d.u(), d.i(), d.i()
+	case recReady:
+		r.id, r.at = d.u(), d.i()
+	case recEnd:
+		r.id, r.at, r.state = d.u(), d.i(), d.state()
+		r.errText, r.outKeys, r.out, r.stateVer = d.s(), d.u16(), d.s(), d.u()
+		n := d.u()
+		if n > uint64(len(d.b)) {
+			d.fail()
+		}
+		for ; n > 0 && d.err == nil; n-- {
+			r.sets = append(r.sets, kv{d.s(), d.s()})
+		}
+	case recDrop:
+		r.at = d.i()
+		r.ids = d.ids(r.ids)
+	case recExecReg:
+		r.exec = d.s()
+		n := d.u()
+		if n > uint64(len(d.b)) {
+			d.fail()
+		}
+		for ; n > 0 && d.err == nil; n-- {
+			r.types = append(r.types, d.s())
+		}
+		r.slots = d.u()
+	case recExecGone:
+		r.exec, r.why = d.s(), d.s()
+	case snapMeta:
+		r.nextID, r.stateVer, r.seqCounter, r.regSeq = d.u(), d.u(), d.u(), d.u()
+	case snapState:
+		r.key, r.args = d.s(), d.s()
+	case snapTask:
+		r.id, r.maxAttempts, r.timeoutMs = d.u(), d.u(), d.u()
+		r.created, r.at, r.due, r.seq = d.i(), d.i(), d.i(), d.u()
+		r.version, r.attempt, r.typ = d.u32(), d.u32(), d.s()
+		r.state, r.priority, r.flags = d.state(), d.byte(), taskFlags(d.byte())
+		r.exec, r.trace, r.argKeys, r.args = d.s(), d.s(), d.u16(), d.s()
+		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()
+		r.deps = d.ids(r.deps)
+	default:
+		return fmt.Errorf("%w: unknown kind %d", ErrCorrupt, r.kind)
+	}
+	if d.err != nil {
+		return fmt.Errorf("%w: %s record truncated or invalid", ErrCorrupt, r.kind)
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("%w: %s record has %d trailing bytes", ErrCorrupt, r.kind, len(d.b))
+	}
+	return nil
+}

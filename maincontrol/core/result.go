@@ -1,0 +1,173 @@
+package core
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// result handles an executor's result (spec section 4). Refusal reasons are
+// checked in the spec's order; a refused result is never applied.
+func (c *Core) result(p *peer, m *wire.Message) {
+	id, ver, ok := c.parseDispatchToken(p, m)
+	if !ok {
+		return
+	}
+	status, ok := m.Get("status")
+	if !ok {
+		c.badRequest(p, "", &wire.ValueError{Key: "status", Reason: "required key missing"})
+		return
+	}
+	if status != "succeeded" && status != "failed" {
+		c.badRequest(p, "", &wire.ValueError{Key: "status", Reason: "must be succeeded or failed"})
+		return
+	}
+	retryable, err := m.BoolOr("retryable", true)
+	if err != nil {
+		c.badRequest(p, "", err)
+		return
+	}
+	e := p.exec
+	t := c.tasks.get(id)
+	var reason wire.Reason
+	switch {
+	case t == nil:
+		reason = wire.ReasonUnknownTask
+	case c.currentDispatch(e, id, ver) == nil:
+		reason = wire.ReasonStale
+	case t.state == Cancelled:
+		reason = wire.ReasonCancelled
+	case t.state != Running:
+		reason = wire.ReasonIllegalTransition
+	}
+	if reason != "" {
+		c.refuseResult(p, id, ver, reason, "")
+		return
+	}
+	succeeded := status == "succeeded"
+	errText := m.Value("error")
+	if key := c.outTooLarge(t, m, errText); key != "" {
+		c.refuseResult(p, id, ver, wire.ReasonIllegalValue, key)
+		c.endTask(id, Failed, "illegal_value "+key, "", 0, "illegal_value "+key)
+		return
+	}
+	var sets []kv
+	if succeeded {
+		var bad string
+		if sets, bad = c.stateChanges(m); bad != "" {
+			c.refuseResult(p, id, ver, wire.ReasonIllegalValue, bad)
+			c.endTask(id, Failed, "illegal_value "+bad, "", 0, "illegal_value "+bad)
+			return
+		}
+	} else if c.debugEnabled() && hasStateKeys(m) {
+		c.log.Debug("state changes of a failed result ignored", "task_id", id, "version", ver, "executor", e.id)
+	}
+	out, outKeys := encodePrefixed(m, wire.PrefixOut)
+	errText = strings.Clone(errText)
+	if succeeded {
+		stateVer := uint64(0)
+		if len(sets) > 0 {
+			stateVer = c.stateVer + 1
+		}
+		c.endWith(id, Succeeded, "", out, outKeys, sets, stateVer, "succeeded")
+	} else {
+		c.failAttempt(id, retryable, false, errText, out, outKeys, "failed")
+	}
+	b := wire.Begin(c.frame[:0], "result_ack")
+	b.UintK(kTaskID, id)
+	b.UintK(kVersion, uint64(ver))
+	b.BoolK(kAccepted, true)
+	c.send(p.id, &b)
+}
+
+func (c *Core) refuseResult(p *peer, id uint64, ver uint32, reason wire.Reason, key string) {
+	c.log.Info("result refused and dropped", "task_id", id, "version", ver, "executor", p.exec.id,
+		"reason", string(reason), "key", key)
+	b := wire.Begin(c.frame[:0], "result_ack")
+	b.UintK(kTaskID, id)
+	b.UintK(kVersion, uint64(ver))
+	b.BoolK(kAccepted, false)
+	b.StrK(kReason, string(reason))
+	c.send(p.id, &b)
+}
+
+func hasStateKeys(m *wire.Message) bool {
+	for range m.WithPrefix(wire.PrefixState) {
+		return true
+	}
+	return false
+}
+
+// stateChanges validates a succeeded result's state.set.* and state.add.*
+// and resolves them, in arrival order, to the values to write. It returns
+// the first offending key as sent, if any.
+func (c *Core) stateChanges(m *wire.Message) ([]kv, string) {
+	var sets []kv
+	for _, f := range m.Fields {
+		var add bool
+		var name string
+		switch {
+		case strings.HasPrefix(f.Key, wire.PrefixStateSet):
+			name = f.Key[len(wire.PrefixStateSet):]
+		case strings.HasPrefix(f.Key, wire.PrefixStateAdd):
+			name, add = f.Key[len(wire.PrefixStateAdd):], true
+		default:
+			continue
+		}
+		other := wire.PrefixStateAdd + name
+		if add {
+			other = wire.PrefixStateSet + name
+		}
+		if m.Has(other) {
+			return nil, f.Key // one key under both set and add
+		}
+		if !add {
+			sets = append(sets, kv{strings.Clone(name), strings.Clone(f.Value)})
+			continue
+		}
+		delta, ok := wire.ParseInt(f.Value)
+		if !ok {
+			return nil, f.Key
+		}
+		cur := int64(0)
+		if v, ok := c.state[name]; ok {
+			if cur, ok = wire.ParseInt(v); !ok {
+				return nil, f.Key // target value is not an integer
+			}
+		}
+		sum := cur + delta
+		if (delta > 0 && sum < cur) || (delta < 0 && sum > cur) {
+			return nil, f.Key // overflow
+		}
+		sets = append(sets, kv{strings.Clone(name), strconv.FormatInt(sum, 10)})
+	}
+	return sets, ""
+}
+
+// outTooLarge returns the first out.* key (or "error") with which the
+// task_state reply, the larger of task_state and done, would exceed the max
+// frame. A req counts as 128 bytes and every number as 20 digits.
+func (c *Core) outTooLarge(t *task, m *wire.Message, errText string) string {
+	n := len("type=task_state") + len("\nreq=") + 128 +
+		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=retrying") +
+		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 +
+		len("\ntask_type=") + wire.EscapedLen(t.typ.name) +
+		len("\nexecutor_id=") + len(t.execID) +
+		len("\ncreated_ms=") + 20 + len("\nupdated_ms=") + 20 +
+		len("\ntrace_id=") + wire.EscapedLen(t.traceID)
+	if errText != "" {
+		n += len("\nerror=") + wire.EscapedLen(errText)
+		if n > c.cfg.MaxFrame {
+			return "error"
+		}
+	}
+	for k, v := range m.WithPrefix(wire.PrefixOut) {
+		n += 1 + len(wire.PrefixOut) + len(k) + 1 + wire.EscapedLen(v)
+		if n > c.cfg.MaxFrame {
+			return wire.PrefixOut + k
+		}
+	}
+	return ""
+}
+

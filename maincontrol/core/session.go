@@ -1,0 +1,238 @@
+package core
+
+import (
+	"strconv"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// knownTypes are every message type of the spec, in either direction. A
+// known type that a peer may not send gets not_permitted; any other type
+// gets unknown_type.
+var knownTypes = map[string]bool{
+	"welcome": true, "register": true, "registered": true, "hello": true, "hello_ok": true,
+	"heartbeat": true, "pong": true, "task": true, "started": true, "progress": true,
+	"result": true, "result_ack": true, "state_get": true, "state": true, "bye": true,
+	"bye_ack": true, "cancel": true, "cancelled": true, "submit": true, "submitted": true,
+	"done": true, "query": true, "task_state": true, "list": true, "tasks": true,
+	"stats": true, "debug": true, "debug_ok": true, "error": true,
+}
+
+// reqOf returns the request's req and whether it is acceptable (at most 64
+// bytes after unescaping). An oversize req is answered with bad_request
+// without a req.
+func (c *Core) reqOf(p *peer, m *wire.Message) (string, bool) {
+	req := m.Value("req")
+	if len(req) > wire.MaxReqLen {
+		c.sendError(p, "", wire.CodeBadRequest, "req: longer than 64 bytes")
+		return "", false
+	}
+	return req, true
+}
+
+// badRequest answers a value error.
+func (c *Core) badRequest(p *peer, req string, err error) {
+	c.sendError(p, req, wire.CodeBadRequest, err.Error())
+}
+
+// handshake handles the first frames of a connection (spec section 3):
+// register or hello, checked in the order proto, auth, values.
+func (c *Core) handshake(p *peer, m *wire.Message) {
+	typ := m.Type()
+	if typ != "register" && typ != "hello" {
+		c.sendError(p, m.Value("req"), wire.CodeNotRegistered, "first frame must be register or hello, got "+strconv.Quote(clipText(typ)))
+		return
+	}
+	req := ""
+	if typ == "hello" {
+		req = m.Value("req")
+	}
+	if v, ok := m.Get("proto"); ok && v != "1" {
+		c.sendError(p, req, wire.CodeUnsupportedProto, "proto "+strconv.Quote(clipText(v))+" is not spoken here; proto=1 is")
+		return
+	}
+	if c.cfg.Token != nil {
+		mac, ok := m.Get("auth")
+		if !ok || !auth.Verify(c.cfg.Token, p.nonce, mac) {
+			c.log.Warn("authentication failed", "peer", p.id, "type", typ)
+			c.sendError(p, req, wire.CodeAuthFailed, "authentication failed")
+			return
+		}
+	}
+	if typ == "hello" {
+		c.hello(p, m)
+		return
+	}
+	c.register(p, m)
+}
+
+func (c *Core) hello(p *peer, m *wire.Message) {
+	req, ok := c.reqOf(p, m)
+	if !ok {
+		return
+	}
+	p.kind = peerClient
+	b := c.begin("hello_ok", req)
+	c.send(p.id, &b)
+}
+
+// validExecutorID reports whether id is 1 to 128 bytes of A-Z a-z 0-9 _ . : -
+func validExecutorID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch ch := id[i]; {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9',
+			ch == '_', ch == '.', ch == ':', ch == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Core) register(p *peer, m *wire.Message) {
+	id, ok := m.Get("executor_id")
+	if !ok {
+		c.badRequest(p, "", &wire.ValueError{Key: "executor_id", Reason: "required key missing"})
+		return
+	}
+	if !validExecutorID(id) {
+		c.badRequest(p, "", &wire.ValueError{Key: "executor_id", Reason: "must be 1 to 128 bytes of A-Z a-z 0-9 _ . : -"})
+		return
+	}
+	if !m.Has("task_types") {
+		c.badRequest(p, "", &wire.ValueError{Key: "task_types", Reason: "required key missing"})
+		return
+	}
+	types, err := m.List("task_types")
+	if err != nil {
+		c.badRequest(p, "", err)
+		return
+	}
+	slots, err := m.UintOr("slots", 1)
+	if err != nil {
+		c.badRequest(p, "", err)
+		return
+	}
+	if slots < 1 || slots > 65536 {
+		c.badRequest(p, "", &wire.ValueError{Key: "slots", Reason: "must be 1 to 65536"})
+		return
+	}
+	if e := c.execs[id]; e != nil && e.connected() {
+		c.sendError(p, "", wire.CodeDuplicateExecutor, "executor "+id+" is already connected")
+		return
+	}
+	r := c.newRecord(recExecReg)
+	r.exec = id
+	for _, t := range types {
+		r.types = append(r.types, t)
+	}
+	r.slots = slots
+	c.commit(r)
+	e := c.execs[id]
+	e.peer = p.id
+	e.lastSeen = c.now()
+	e.hbCount = 0
+	p.kind = peerExecutor
+	p.exec = e
+	c.refreshHeaps(e)
+	c.watchLiveness(e)
+	c.log.Info("executor registered", "executor", e.id, "task_types", types, "slots", slots, "tasks", len(e.tasks))
+	b := wire.Begin(c.frame[:0], "registered")
+	b.StrK(kExecutorID, e.id)
+	b.UintK(kHeartbeatMs, uint64(c.cfg.HeartbeatInterval.Milliseconds()))
+	b.UintK(kTimeoutMs, uint64(c.cfg.HeartbeatTimeout.Milliseconds()))
+	b.UintK(kStateVersion, c.stateVer)
+	c.send(p.id, &b)
+}
+
+// clientMessage routes a registered client's request.
+func (c *Core) clientMessage(p *peer, m *wire.Message) {
+	typ := m.Type()
+	switch typ {
+	case "submit", "query", "cancel", "list", "stats", "state_get", "debug":
+	default:
+		c.refuseType(p, m, typ)
+		return
+	}
+	req, ok := c.reqOf(p, m)
+	if !ok {
+		return
+	}
+	switch typ {
+	case "submit":
+		c.submit(p, m, req)
+	case "query":
+		c.query(p, m, req)
+	case "cancel":
+		c.cancelRequest(p, m, req)
+	case "list":
+		c.list(p, m, req)
+	case "stats":
+		c.stats(p, req)
+	case "state_get":
+		c.stateGet(p, m, req)
+	case "debug":
+		c.setDebug(p, m, req)
+	}
+}
+
+// executorMessage routes a registered executor's message.
+func (c *Core) executorMessage(p *peer, m *wire.Message) {
+	switch typ := m.Type(); typ {
+	case "heartbeat":
+		c.heartbeat(p, m)
+	case "started":
+		c.started(p, m)
+	case "progress":
+		c.progress(p, m)
+	case "result":
+		c.result(p, m)
+	case "state_get":
+		if req, ok := c.reqOf(p, m); ok {
+			c.stateGet(p, m, req)
+		}
+	case "bye":
+		c.bye(p, m)
+	default:
+		c.refuseType(p, m, typ)
+	}
+}
+
+func (c *Core) refuseType(p *peer, m *wire.Message, typ string) {
+	req := m.Value("req")
+	if len(req) > wire.MaxReqLen {
+		req = ""
+	}
+	if knownTypes[typ] {
+		c.sendError(p, req, wire.CodeNotPermitted, strconv.Quote(clipText(typ))+" is not permitted from this peer")
+		return
+	}
+	c.sendError(p, req, wire.CodeUnknownType, "unknown type "+strconv.Quote(clipText(typ)))
+}
+
+// expireHandshakes closes connections that did not register or say hello in
+// time, without an error frame.
+func (c *Core) expireHandshakes(now int64) {
+	i := 0
+	for ; i < len(c.hsQueue) && c.hsQueue[i].at <= now; i++ {
+		if p := c.peers[c.hsQueue[i].peer]; p != nil && p.kind == peerNew {
+			c.log.Info("handshake timeout", "peer", p.id)
+			c.closePeer(p)
+		}
+	}
+	if i > 0 {
+		c.hsQueue = append(c.hsQueue[:0], c.hsQueue[i:]...)
+	}
+}
+
+// clipText bounds peer text quoted in an error message.
+func clipText(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

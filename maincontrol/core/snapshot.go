@@ -1,0 +1,222 @@
+package core
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Snapshot is a frozen copy of the core's durable state, cheap to take on
+// the core's goroutine (Freeze copies the chunk directory and marks the
+// shared-state map shared) and written from any goroutine with WriteTo.
+type Snapshot struct {
+	tasks frozenTable
+	state map[string]string
+	meta  record
+	execs []record
+}
+
+// Freeze captures the durable state. The core goes on changing; the
+// snapshot does not see it.
+func (c *Core) Freeze() *Snapshot {
+	c.finishLoad()
+	s := &Snapshot{tasks: c.tasks.freeze(), state: c.state}
+	c.stateShared = true
+	s.meta = record{kind: snapMeta, nextID: c.nextID, stateVer: c.stateVer, seqCounter: c.seq, regSeq: c.regSeq}
+	names := make([]string, 0, len(c.execs))
+	for id := range c.execs {
+		names = append(names, id)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(c.execs[a].regSeq, c.execs[b].regSeq) })
+	for _, id := range names {
+		e := c.execs[id]
+		r := record{kind: recExecReg, exec: e.id, slots: uint64(e.slots)}
+		for _, tt := range e.types {
+			r.types = append(r.types, tt.name)
+		}
+		s.execs = append(s.execs, r)
+	}
+	return s
+}
+
+// WriteTo streams the snapshot's entries to add, in an order LoadEntry
+// accepts. It may run on any goroutine, concurrently with the core.
+func (s *Snapshot) WriteTo(add func(payload []byte) error) error {
+	var buf []byte
+	emit := func(r *record) error {
+		buf = appendRecord(buf[:0], r)
+		return add(buf)
+	}
+	if err := emit(&s.meta); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(s.state))
+	for k := range s.state {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := emit(&record{kind: snapState, key: k, args: s.state[k]}); err != nil {
+			return err
+		}
+	}
+	for i := range s.execs {
+		if err := emit(&s.execs[i]); err != nil {
+			return err
+		}
+	}
+	var err error
+	var r record
+	s.tasks.each(func(t *task) bool {
+		taskEntry(t, &r)
+		err = emit(&r)
+		return err == nil
+	})
+	return err
+}
+
+// Tasks returns the number of tasks in the snapshot.
+func (s *Snapshot) Tasks() int {
+	n := 0
+	for _, ch := range s.tasks.chunks {
+		n += int(ch.live)
+	}
+	return n
+}
+
+func taskEntry(t *task, r *record) {
+	out, n := t.out()
+	*r = record{kind: snapTask, id: t.id, maxAttempts: t.maxAttempts, timeoutMs: t.timeoutMs,
+		created: t.createdMs, at: t.updatedMs, due: t.dueMs, seq: t.seq, version: t.version,
+		attempt: t.attempt, typ: t.typ.name, state: t.state, priority: t.priority, flags: t.flags,
+		exec: t.execID, trace: t.traceID, argKeys: t.argKeys, args: t.args, key: t.key(),
+		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps()}
+}
+
+// LoadEntry loads one snapshot entry into an empty core, during recovery,
+// before any log record.
+func (c *Core) LoadEntry(payload []byte) error {
+	var r record
+	if err := decodeRecord(payload, &r); err != nil {
+		return err
+	}
+	c.loading = true
+	switch r.kind {
+	case snapMeta:
+		c.nextID, c.stateVer, c.seq = r.nextID, r.stateVer, r.seqCounter
+		c.regSeq = r.regSeq
+	case snapState:
+		c.state[r.key] = r.args
+	case recExecReg:
+		seq := c.regSeq
+		c.applyExecReg(&r)
+		c.regSeq = seq // restore the counter from meta; order is kept by entry order
+		c.execs[r.exec].regSeq = uint64(len(c.execs))
+	case snapTask:
+		if c.tasks.get(r.id) != nil || r.id == 0 {
+			return fmt.Errorf("%w: snapshot task %d twice", ErrCorrupt, r.id)
+		}
+		t := task{id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs, createdMs: r.created,
+			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
+			typ: c.typeFor(r.typ), state: r.state, priority: r.priority, flags: r.flags,
+			execID: r.exec, traceID: r.trace, args: r.args, argKeys: r.argKeys}
+		if r.key != "" || r.errText != "" || r.out != "" || len(r.deps) > 0 {
+			t.x = &taskExtra{key: r.key, errText: r.errText, out: r.out, outKeys: r.outKeys, deps: slices.Clone(r.deps)}
+		}
+		c.tasks.insert(t)
+		c.counts[t.state]++
+		c.nextID = max(c.nextID, r.id+1)
+	default:
+		return fmt.Errorf("%w: %s entry in a snapshot", ErrCorrupt, r.kind)
+	}
+	return nil
+}
+
+// finishLoad rebuilds every index from the tasks loaded from a snapshot:
+// queues in the order tasks became pending, timers, executor assignments,
+// retention in end order, the retry line, dependents and keys.
+func (c *Core) finishLoad() {
+	if !c.loading {
+		return
+	}
+	c.loading = false
+	var pending, terminal, waitingRetry []*task
+	c.tasks.scan(0, 0, func(t *task) bool {
+		switch {
+		case t.state == Pending && t.flags&flagDelayed == 0:
+			pending = append(pending, t)
+		case t.state.Terminal():
+			terminal = append(terminal, t)
+		case t.state == Retrying && t.flags&flagArmed == 0:
+			waitingRetry = append(waitingRetry, t)
+		}
+		if t.dueMs > 0 && !t.state.Terminal() {
+			c.timers.add(timer{at: t.dueMs, id: t.id, ver: t.version, kind: timerDue})
+		}
+		if t.state == Retrying && t.flags&flagArmed != 0 {
+			c.armed++
+		}
+		if k := t.key(); k != "" {
+			c.keys[k] = t.id
+		}
+		if t.state == Dispatched || t.state == Running {
+			e := c.execs[t.execID]
+			if e == nil { // registry lost it: keep the task's dispatch reachable
+				c.applyExecReg(&record{kind: recExecReg, exec: t.execID, slots: 1})
+				e = c.execs[t.execID]
+			}
+			if e.tasks == nil {
+				e.tasks = make(map[uint64]assignment)
+			}
+			e.tasks[t.id] = assignment{ver: t.version}
+			e.load++
+		}
+		if t.state == Waiting {
+			for _, d := range t.deps() {
+				if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
+					c.dependents[d] = append(c.dependents[d], t.id)
+				}
+			}
+		}
+		return true
+	})
+	bySeq := func(a, b *task) int { return cmp.Compare(a.seq, b.seq) }
+	slices.SortFunc(pending, bySeq)
+	for _, t := range pending {
+		t.typ.queues[t.priority].push(qent{id: t.id, ver: t.version})
+		t.typ.pending++
+		c.markDirty(t.typ)
+	}
+	slices.SortFunc(terminal, bySeq)
+	for _, t := range terminal {
+		c.retention.push(qent{id: t.id})
+	}
+	slices.SortFunc(waitingRetry, bySeq)
+	for _, t := range waitingRetry {
+		c.retryWait.push(qent{id: t.id, ver: t.version})
+	}
+}
+
+// Recovered ends recovery: every executor counts as disconnected and seen
+// now, and every dispatched or running task waits one heartbeat timeout for
+// its executor to register and list it in running= (spec section 7).
+func (c *Core) Recovered() {
+	c.finishLoad()
+	now := c.now()
+	c.startMs = now
+	deadline := now + c.cfg.HeartbeatTimeout.Milliseconds()
+	restored := 0
+	for _, e := range c.execs {
+		e.peer = 0
+		e.lastSeen = now
+		c.watchLiveness(e)
+		for id, a := range e.tasks {
+			a.restored = true
+			e.tasks[id] = a
+			c.timers.add(timer{at: deadline, id: id, ver: a.ver, kind: timerRestored})
+			restored++
+		}
+	}
+	c.log.Info("recovered", "tasks", c.tasks.count, "next_task_id", c.nextID, "state_version", c.stateVer,
+		"executors", len(c.execs), "dispatches_awaiting_executors", restored)
+}

@@ -1,0 +1,217 @@
+package core
+
+import (
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// submitReq is a parsed, validated submit.
+type submitReq struct {
+	typ         string
+	priority    uint64
+	maxAttempts uint64
+	timeoutMs   uint64
+	delayMs     uint64
+	key         string
+	hasKey      bool
+	trace       string
+	deps        []uint64
+	wait        bool
+}
+
+func (c *Core) parseSubmit(m *wire.Message, s *submitReq) error {
+	var err error
+	typ, ok := m.Get("task_type")
+	if !ok {
+		return &wire.ValueError{Key: "task_type", Reason: "required key missing"}
+	}
+	if typ == "" {
+		return &wire.ValueError{Key: "task_type", Reason: "must not be empty"}
+	}
+	s.typ = typ
+	if s.priority, err = m.UintOr("priority", 0); err != nil {
+		return err
+	}
+	if s.priority > 9 {
+		return &wire.ValueError{Key: "priority", Reason: "must be 0 to 9"}
+	}
+	if s.maxAttempts, err = m.UintOr("max_attempts", DefaultMaxAttempts); err != nil {
+		return err
+	}
+	if s.maxAttempts < 1 {
+		return &wire.ValueError{Key: "max_attempts", Reason: "must be at least 1"}
+	}
+	if s.timeoutMs, err = m.UintOr("timeout_ms", 0); err != nil {
+		return err
+	}
+	if s.delayMs, err = m.UintOr("delay_ms", 0); err != nil {
+		return err
+	}
+	if s.key, s.hasKey = m.Get("key"); s.hasKey && s.key == "" {
+		return &wire.ValueError{Key: "key", Reason: "must not be empty"}
+	}
+	s.trace = m.Value("trace_id")
+	if s.wait, err = m.BoolOr("wait", false); err != nil {
+		return err
+	}
+	return c.parseDeps(m.Value("depends_on"), s)
+}
+
+// parseDeps reads depends_on: every id must be a known task; duplicates
+// count once and the first occurrence keeps its place.
+func (c *Core) parseDeps(v string, s *submitReq) error {
+	s.deps = s.deps[:0]
+	var bad error
+	ok := wire.ForEachItem(v, func(item string) bool {
+		id, ok := wire.ParseUint(item)
+		if !ok {
+			bad = &wire.ValueError{Key: "depends_on", Reason: "not a task id: " + strconv.Quote(clipText(item))}
+			return false
+		}
+		if c.tasks.get(id) == nil {
+			bad = &wire.ValueError{Key: "depends_on", Reason: "unknown task " + item}
+			return false
+		}
+		for _, d := range s.deps {
+			if d == id {
+				return true
+			}
+		}
+		s.deps = append(s.deps, id)
+		return true
+	})
+	if !ok {
+		return &wire.ValueError{Key: "depends_on", Reason: "bad list (comma-separated, no empty items, no spaces)"}
+	}
+	return bad
+}
+
+// taskFrameMax bounds the size of the task frame a submit will produce,
+// counting every number as 20 digits (spec section 1).
+func taskFrameMax(m *wire.Message, typ string, traceLen int) int {
+	n := len("type=task") +
+		len("\ntask_id=") + 20 + len("\nversion=") + 20 +
+		len("\ntask_type=") + wire.EscapedLen(typ) +
+		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 + len("\ntimeout_ms=") + 20 +
+		len("\ntrace_id=") + traceLen + len("\nstate_version=") + 20
+	for k, v := range m.WithPrefix(wire.PrefixArg) {
+		n += 1 + len(wire.PrefixArg) + len(k) + 1 + wire.EscapedLen(v)
+	}
+	return n
+}
+
+func (c *Core) submit(p *peer, m *wire.Message, req string) {
+	var s submitReq
+	if err := c.parseSubmit(m, &s); err != nil {
+		c.badRequest(p, req, err)
+		return
+	}
+	traceLen := wire.EscapedLen(s.trace)
+	if s.trace == "" {
+		traceLen = 32
+	}
+	if taskFrameMax(m, s.typ, traceLen) > c.cfg.MaxFrame {
+		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
+		return
+	}
+	if s.hasKey {
+		if id, ok := c.keys[s.key]; ok {
+			c.duplicateSubmit(p, req, id, s.wait)
+			return
+		}
+	}
+	if !c.available {
+		c.sendError(p, req, wire.CodeUnavailable, "the log cannot be written; try again later")
+		return
+	}
+	if c.nonTerminal() >= c.cfg.MaxPending {
+		c.sendError(p, req, wire.CodeQueueFull, "queue full: "+strconv.Itoa(c.cfg.MaxPending)+" tasks not yet ended; retry later")
+		return
+	}
+	now := c.now()
+	r := c.newRecord(recNew)
+	r.id, r.priority = c.nextID, uint8(s.priority)
+	if tt := c.types[s.typ]; tt != nil {
+		r.typ = tt.name // no copy of a type name already known
+	} else {
+		r.typ = strings.Clone(s.typ)
+	}
+	r.maxAttempts, r.timeoutMs, r.at = s.maxAttempts, s.timeoutMs, now
+	r.due = addMs(now, s.delayMs)
+	if s.hasKey {
+		r.key = strings.Clone(s.key)
+	}
+	r.trace = strings.Clone(s.trace)
+	if r.trace == "" {
+		r.trace = c.newTraceID()
+	}
+	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg)
+	r.deps = append(r.deps, s.deps...)
+	r.state = Pending
+	blocker, blockerState := uint64(0), State(0)
+	for _, d := range s.deps {
+		switch dt := c.tasks.get(d); dt.state {
+		case Succeeded:
+		case Failed, Cancelled:
+			if blocker == 0 {
+				blocker, blockerState = d, dt.state
+			}
+			r.state = Waiting
+		default:
+			r.state = Waiting
+		}
+	}
+	if !c.commit(r) {
+		c.sendError(p, req, wire.CodeBadRequest, "submit refused")
+		return
+	}
+	id := r.id
+	t := c.tasks.get(id)
+	c.logTransition(t, 0, t.state, "submit")
+	b := c.begin("submitted", req)
+	b.UintK(kTaskID, id)
+	c.send(p.id, &b)
+	if s.wait {
+		c.waiters[id] = append(c.waiters[id], waiter{peer: p.id, req: strings.Clone(req)})
+	}
+	if blocker != 0 {
+		c.endTask(id, Cancelled, "dependency "+strconv.FormatUint(blocker, 10)+" "+blockerState.String(), "", 0, "submit")
+	}
+}
+
+// duplicateSubmit answers a submit whose key names a known task.
+func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
+	b := c.begin("submitted", req)
+	b.UintK(kTaskID, id)
+	b.BoolK(kDuplicate, true)
+	c.send(p.id, &b)
+	if !wait {
+		return
+	}
+	if t := c.tasks.get(id); t.state.Terminal() {
+		c.sendDone(waiter{peer: p.id, req: req}, t)
+		return
+	}
+	c.waiters[id] = append(c.waiters[id], waiter{peer: p.id, req: strings.Clone(req)})
+}
+
+
+// newTraceID returns 32 random lower-case hex characters, like a W3C trace
+// id, for a submit that did not bring one.
+func (c *Core) newTraceID() string {
+	var b [16]byte
+	hi, lo := c.rnd.Uint64(), c.rnd.Uint64()
+	for i := 0; i < 8; i++ {
+		b[i] = byte(hi >> (8 * i))
+		b[8+i] = byte(lo >> (8 * i))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// nonTerminal counts tasks that have not ended, waiting included.
+func (c *Core) nonTerminal() int {
+	return c.counts[Waiting] + c.counts[Pending] + c.counts[Dispatched] + c.counts[Running] + c.counts[Retrying]
+}

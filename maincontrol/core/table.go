@@ -1,0 +1,191 @@
+package core
+
+// The task table maps ids to tasks. Ids only grow, so tasks sit in chunks of
+// chunkSize consecutive ids, and the directory is a slice of chunk pointers.
+// Chunks are copy-on-write across snapshots: Freeze copies the directory and
+// starts a new generation; the first change to a chunk of an older
+// generation clones it first, so a frozen snapshot never sees a change.
+
+const (
+	chunkBits = 10
+	chunkSize = 1 << chunkBits
+)
+
+type chunk struct {
+	gen    uint32
+	live   int32
+	states [NumStates + 1]int32 // tasks per state, so scans can skip chunks
+	slots  [chunkSize]task      // id 0 marks an empty slot
+}
+
+type table struct {
+	first  uint64   // chunk number of chunks[0]
+	chunks []*chunk // nil for chunks with no task left
+	gen    uint32
+	count  int
+}
+
+func (tb *table) chunkOf(id uint64) (*chunk, int) {
+	n := id >> chunkBits
+	if n < tb.first || n-tb.first >= uint64(len(tb.chunks)) {
+		return nil, -1
+	}
+	return tb.chunks[n-tb.first], int(n - tb.first)
+}
+
+// get returns the task with this id for reading, or nil. The pointer may
+// point into a frozen chunk: never write through it (use mut).
+func (tb *table) get(id uint64) *task {
+	ch, _ := tb.chunkOf(id)
+	if ch == nil {
+		return nil
+	}
+	t := &ch.slots[id&(chunkSize-1)]
+	if t.id != id {
+		return nil
+	}
+	return t
+}
+
+// mut returns the task for writing, cloning its chunk first if a snapshot
+// still holds it. The pointer is valid until the next Freeze.
+func (tb *table) mut(id uint64) *task {
+	ch, i := tb.chunkOf(id)
+	if ch == nil {
+		return nil
+	}
+	t := &ch.slots[id&(chunkSize-1)]
+	if t.id != id {
+		return nil
+	}
+	if ch.gen != tb.gen {
+		ch = tb.clone(i)
+		t = &ch.slots[id&(chunkSize-1)]
+	}
+	return t
+}
+
+func (tb *table) clone(i int) *chunk {
+	c := new(chunk)
+	*c = *tb.chunks[i]
+	c.gen = tb.gen
+	tb.chunks[i] = c
+	return c
+}
+
+// insert adds t, whose id must not be in the table; it returns the stored
+// copy.
+func (tb *table) insert(t task) *task {
+	n := t.id >> chunkBits
+	if len(tb.chunks) == 0 {
+		tb.first = n
+	}
+	for n < tb.first { // only on restore of sparse ids: grow downwards
+		tb.chunks = append([]*chunk{nil}, tb.chunks...)
+		tb.first--
+	}
+	for n-tb.first >= uint64(len(tb.chunks)) {
+		tb.chunks = append(tb.chunks, nil)
+	}
+	i := int(n - tb.first)
+	ch := tb.chunks[i]
+	switch {
+	case ch == nil:
+		ch = &chunk{gen: tb.gen}
+		tb.chunks[i] = ch
+	case ch.gen != tb.gen:
+		ch = tb.clone(i)
+	}
+	slot := &ch.slots[t.id&(chunkSize-1)]
+	*slot = t
+	ch.live++
+	ch.states[t.state]++
+	tb.count++
+	return slot
+}
+
+// setState moves t (obtained from mut) to state s, keeping the chunk's
+// per-state counts.
+func (tb *table) setState(t *task, s State) {
+	ch, _ := tb.chunkOf(t.id)
+	ch.states[t.state]--
+	ch.states[s]++
+	t.state = s
+}
+
+// remove forgets the task with this id and frees chunks left empty.
+func (tb *table) remove(id uint64) {
+	t := tb.mut(id)
+	if t == nil {
+		return
+	}
+	ch, i := tb.chunkOf(id)
+	ch.states[t.state]--
+	*t = task{}
+	ch.live--
+	tb.count--
+	if ch.live == 0 {
+		tb.chunks[i] = nil
+		for len(tb.chunks) > 0 && tb.chunks[0] == nil {
+			tb.chunks = tb.chunks[1:]
+			tb.first++
+		}
+		for len(tb.chunks) > 0 && tb.chunks[len(tb.chunks)-1] == nil {
+			tb.chunks = tb.chunks[:len(tb.chunks)-1]
+		}
+	}
+}
+
+// frozenTable is a read-only view of the table at one instant.
+type frozenTable struct {
+	chunks []*chunk
+}
+
+// freeze returns a view that later changes do not affect.
+func (tb *table) freeze() frozenTable {
+	f := frozenTable{chunks: make([]*chunk, 0, len(tb.chunks))}
+	for _, ch := range tb.chunks {
+		if ch != nil {
+			f.chunks = append(f.chunks, ch)
+		}
+	}
+	tb.gen++
+	return f
+}
+
+// each calls fn for every task in id order until fn returns false.
+func (f frozenTable) each(fn func(t *task) bool) {
+	for _, ch := range f.chunks {
+		for i := range ch.slots {
+			if t := &ch.slots[i]; t.id != 0 {
+				if !fn(t) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// scan calls fn, in ascending id order, for tasks with id > after in state
+// s (0: any state), skipping chunks with none, until fn returns false.
+func (tb *table) scan(after uint64, s State, fn func(t *task) bool) {
+	start := 0
+	if n := (after + 1) >> chunkBits; n > tb.first {
+		start = int(n - tb.first)
+	}
+	for ci := start; ci < len(tb.chunks); ci++ {
+		ch := tb.chunks[ci]
+		if ch == nil || ch.live == 0 || (s != 0 && ch.states[s] == 0) {
+			continue
+		}
+		for i := range ch.slots {
+			t := &ch.slots[i]
+			if t.id == 0 || t.id <= after || (s != 0 && t.state != s) {
+				continue
+			}
+			if !fn(t) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package core
+
+import (
+	"container/heap"
+	"strconv"
+)
+
+// fireTimers runs every timer that is due. Timers are lazily deleted: each
+// is checked against the task's current state, version and due time.
+func (c *Core) fireTimers(now int64) {
+	for {
+		tm, ok := c.timers.popDue(now)
+		if !ok {
+			return
+		}
+		t := c.tasks.get(tm.id)
+		if t == nil || t.version != tm.ver {
+			continue
+		}
+		if tm.kind == timerRestored {
+			c.expireRestored(t)
+			continue
+		}
+		if t.dueMs != tm.at {
+			continue
+		}
+		switch t.state {
+		case Pending:
+			if t.flags&flagDelayed != 0 {
+				mt := c.tasks.mut(t.id)
+				c.makePending(mt, now) // its delay ended: queue it
+			}
+		case Retrying:
+			if t.flags&flagArmed != 0 {
+				c.retryNow(t.id, "backoff over")
+			}
+		case Dispatched:
+			e := c.execs[t.execID]
+			c.sendCancel(e, t.id, t.version)
+			c.requeue(t.id, "start timeout")
+		case Running:
+			e := c.execs[t.execID]
+			c.sendCancel(e, t.id, t.version)
+			c.failAttempt(t.id, true, false, "timeout after "+strconv.FormatUint(t.timeoutMs, 10)+"ms", "", 0, "task timeout")
+		}
+	}
+}
+
+// expireRestored handles a dispatch restored after a restart whose executor
+// did not list it within one heartbeat timeout.
+func (c *Core) expireRestored(t *task) {
+	e := c.execs[t.execID]
+	if e == nil {
+		return
+	}
+	a, ok := e.tasks[t.id]
+	if !ok || !a.restored || a.ver != t.version {
+		return
+	}
+	switch t.state {
+	case Dispatched:
+		c.requeue(t.id, "not listed after restart")
+	case Running:
+		c.failAttempt(t.id, true, false, "not listed by executor "+e.id+" after restart", "", 0, "not listed after restart")
+	}
+}
+
+// livenessEntry is when an executor is next checked for silence.
+type livenessEntry struct {
+	at   int64
+	exec *executor
+}
+
+type livenessHeap []livenessEntry
+
+func (h livenessHeap) Len() int           { return len(h) }
+func (h livenessHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h livenessHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *livenessHeap) Push(x any)        { *h = append(*h, x.(livenessEntry)) }
+func (h *livenessHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// watchLiveness makes sure e has an entry in the liveness heap. Each
+// executor has at most one; it is pushed back when it fires early.
+func (c *Core) watchLiveness(e *executor) {
+	if e.watched {
+		return
+	}
+	e.watched = true
+	heap.Push(&c.liveness, livenessEntry{at: e.lastSeen + c.cfg.HeartbeatTimeout.Milliseconds(), exec: e})
+}
+
+// checkLiveness declares lost the executors from which nothing arrived for
+// the heartbeat timeout: their dispatched tasks go back to pending, their
+// running tasks are retried, their connection is closed.
+func (c *Core) checkLiveness(now int64) {
+	timeout := c.cfg.HeartbeatTimeout.Milliseconds()
+	for len(c.liveness) > 0 && c.liveness[0].at <= now {
+		e := heap.Pop(&c.liveness).(livenessEntry).exec
+		e.watched = false
+		if c.execs[e.id] != e {
+			continue // already gone
+		}
+		if deadline := e.lastSeen + timeout; deadline > now {
+			e.watched = true
+			heap.Push(&c.liveness, livenessEntry{at: deadline, exec: e})
+			continue
+		}
+		c.loseExecutor(e)
+	}
+}
+
+func (c *Core) loseExecutor(e *executor) {
+	c.log.Warn("executor lost: nothing arrived within the heartbeat timeout", "executor", e.id,
+		"timeout", c.cfg.HeartbeatTimeout, "tasks", len(e.tasks))
+	c.takeBackAll(e, false, "executor "+e.id+" lost")
+	if p := c.peers[e.peer]; p != nil {
+		c.closePeer(p)
+	}
+	r := c.newRecord(recExecGone)
+	r.exec, r.why = e.id, "lost"
+	c.commit(r)
+}
+
+// maxDropPerRecord bounds one retention record.
+const maxDropPerRecord = 4096
+
+// applyRetention forgets terminal tasks past --retention or beyond the
+// newest --retention-max, oldest ended first.
+func (c *Core) applyRetention(now int64) {
+	keep := c.cfg.Retention.Milliseconds()
+	terminal := c.counts[Succeeded] + c.counts[Failed] + c.counts[Cancelled]
+	for {
+		r := c.newRecord(recDrop)
+		r.at = now
+		for c.retention.len() > 0 && len(r.ids) < maxDropPerRecord {
+			t := c.tasks.get(c.retention.peek().id)
+			if t == nil || !t.state.Terminal() {
+				c.retention.pop()
+				continue
+			}
+			if terminal-len(r.ids) <= c.cfg.RetentionMax && t.updatedMs+keep > now {
+				break
+			}
+			c.retention.pop()
+			r.ids = append(r.ids, t.id)
+		}
+		if len(r.ids) == 0 {
+			return
+		}
+		n := len(r.ids)
+		c.commit(r)
+		terminal -= n
+	}
+}
