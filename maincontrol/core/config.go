@@ -43,9 +43,9 @@ type Config struct {
 	RetryCap    time.Duration // longest retry delay, default 60 s
 
 	Clock  Clock
-	Rand   *rand.Rand      // jitter and trace ids; nil: seeded randomly
-	Nonce  func() string   // welcome nonces; nil: crypto random
-	Logger *slog.Logger    // nil: slog.Default()
+	Rand   *rand.Rand    // jitter and trace ids; nil: seeded randomly
+	Nonce  func() string // welcome nonces; nil: crypto random
+	Logger *slog.Logger  // nil: slog.Default()
 }
 
 // ErrConfig wraps every configuration error.

@@ -46,9 +46,9 @@ type Core struct {
 	debug     bool
 	loading   bool // snapshot entries loaded, indexes not yet rebuilt
 
-	rec     record   // scratch for the record being committed
-	recBuf  []byte   // scratch for its encoding
-	frame   []byte   // scratch for frames
+	rec     record // scratch for the record being committed
+	recBuf  []byte // scratch for its encoding
+	frame   []byte // scratch for frames
 	listed  map[uint64]uint32
 	idsBuf  []uint64 // scratch
 	lostBuf []uint64 // scratch

@@ -170,4 +170,3 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string) string {
 	}
 	return ""
 }
-

@@ -198,7 +198,6 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 	c.waiters[id] = append(c.waiters[id], waiter{peer: p.id, req: strings.Clone(req)})
 }
 
-
 // newTraceID returns 32 random lower-case hex characters, like a W3C trace
 // id, for a submit that did not bring one.
 func (c *Core) newTraceID() string {

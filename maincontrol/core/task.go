@@ -24,11 +24,11 @@ type task struct {
 	state    State
 	priority uint8
 	flags    taskFlags
-	argKeys uint16
-	execID  string // executor of the latest dispatch, "" before the first
-	traceID string
-	args    string // pre-encoded arg.* lines, joined by LF
-	x       *taskExtra
+	argKeys  uint16
+	execID   string // executor of the latest dispatch, "" before the first
+	traceID  string
+	args     string // pre-encoded arg.* lines, joined by LF
+	x        *taskExtra
 }
 
 type taskFlags uint8
