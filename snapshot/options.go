@@ -61,7 +61,7 @@ type Options struct {
 	FS              FS            // nil: OS
 	Fsync           FsyncMode     // default FsyncAlways
 	FsyncInterval   time.Duration // FsyncBatch only; 0: DefaultFsyncInterval
-	SegmentBytes    int64         // rotate the active segment past this size; 0: DefaultSegmentBytes
+	SegmentBytes    int64         // rotate the active segment past this size (a record larger than it gets a segment of its own); 0: DefaultSegmentBytes
 	RecoverTruncate bool          // on mid-log corruption, cut the log there (loud warning) instead of refusing to start
 	ReadOnly        bool          // offline inspection: never create, truncate, delete or write anything
 	Logger          *slog.Logger  // nil: slog.Default()

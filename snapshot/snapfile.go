@@ -36,6 +36,7 @@ type SnapshotWriter struct {
 	size  int64
 	err   error
 	done  bool
+	lenb  [4]byte // scratch for entry lengths (a local would escape)
 }
 
 func newSnapshotWriter(dst io.Writer, lsn uint64) *SnapshotWriter {
@@ -57,9 +58,8 @@ func (w *SnapshotWriter) Add(payload []byte) error {
 	if uint64(len(payload)) > MaxPayload {
 		return fmt.Errorf("snapshot entry of %d bytes is larger than MaxPayload", len(payload))
 	}
-	var h [4]byte
-	binary.BigEndian.PutUint32(h[:], uint32(len(payload)))
-	w.write(h[:])
+	binary.BigEndian.PutUint32(w.lenb[:], uint32(len(payload)))
+	w.write(w.lenb[:])
 	w.write(payload)
 	if w.err == nil {
 		w.count++

@@ -172,7 +172,8 @@ func syncRecovered(o Options, r *recovery) error {
 // called from the same goroutine with the error when writing or fsyncing
 // starts failing, and with nil when it succeeds again; while unhealthy the
 // writer retries every second and whenever records arrive. Either callback
-// may be nil. Callbacks must not block for long: they delay the log.
+// may be nil. Callbacks must not block for long (they delay the log) and
+// must not call Close (it waits for the writer goroutine).
 //
 // Start panics if called twice, on a ReadOnly store, or when Replay found
 // records missing.
