@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultAddr         = "127.0.0.1:1969"
+	DefaultSlots        = 1
+	DefaultDrainTimeout = 30 * time.Second
+	DefaultBackoffMin   = 500 * time.Millisecond
+	DefaultBackoffMax   = 30 * time.Second
+	DefaultDialTimeout  = 5 * time.Second
+
+	// MaxSlots is the largest slot count the protocol allows.
+	MaxSlots = 65536
+	// MaxIDLen is the longest executor id the protocol allows.
+	MaxIDLen = 128
+)
+
+// Config configures an Executor. Zero fields take the defaults above.
+type Config struct {
+	// Addr is the main control's host:port.
+	Addr string
+	// ID is the executor_id: required, 1-128 bytes of A-Z a-z 0-9 _ . : -.
+	// It must be unique among the executors connected to one main control.
+	ID string
+	// Handlers maps each task type to its handler; the registered
+	// task_types are its keys, sorted. At least one is required. A task type
+	// is non-empty valid UTF-8 without commas or spaces (list syntax).
+	Handlers map[string]Handler
+	// Slots is how many handlers may run at once, 1 to 65536.
+	Slots int
+	// Token is the shared secret (see auth.LoadToken); nil means the
+	// executor signs nothing, which only a main control with auth=none
+	// accepts.
+	Token []byte
+	// DrainTimeout bounds the graceful stop: how long running handlers may
+	// go on, and their results wait for acknowledgement, once Run's context
+	// is cancelled.
+	DrainTimeout time.Duration
+	// BackoffMin and BackoffMax bound the reconnect delay, which doubles
+	// from BackoffMin after each failed attempt up to BackoffMax, each delay
+	// drawn at random from [d/2, d]. It resets after a registration.
+	BackoffMin, BackoffMax time.Duration
+	// DialTimeout bounds the TCP dial and each handshake step (welcome,
+	// registered).
+	DialTimeout time.Duration
+	// Logger receives the executor's structured logs; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrConfig is matched (errors.Is) by every configuration error from New.
+var ErrConfig = errors.New("invalid executor config")
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+}
+
+// withDefaults returns cfg with zero fields defaulted, or an error naming
+// the first invalid field.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if !validID(cfg.ID) {
+		return cfg, configErr("ID %q: want 1-%d bytes of A-Z a-z 0-9 _ . : -", cfg.ID, MaxIDLen)
+	}
+	if len(cfg.Handlers) == 0 {
+		return cfg, configErr("no handlers")
+	}
+	for typ, h := range cfg.Handlers {
+		if !validTaskType(typ) {
+			return cfg, configErr("task type %q: want non-empty UTF-8 without commas or spaces", typ)
+		}
+		if h == nil {
+			return cfg, configErr("task type %q: nil handler", typ)
+		}
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = DefaultSlots
+	}
+	if cfg.Slots < 1 || cfg.Slots > MaxSlots {
+		return cfg, configErr("Slots %d: want 1 to %d", cfg.Slots, MaxSlots)
+	}
+	if cfg.Token != nil && len(cfg.Token) == 0 {
+		return cfg, configErr("Token is empty (use nil for no auth)")
+	}
+	cfg.DrainTimeout = orDefault(cfg.DrainTimeout, DefaultDrainTimeout)
+	cfg.BackoffMin = orDefault(cfg.BackoffMin, DefaultBackoffMin)
+	cfg.BackoffMax = orDefault(cfg.BackoffMax, DefaultBackoffMax)
+	cfg.DialTimeout = orDefault(cfg.DialTimeout, DefaultDialTimeout)
+	if cfg.DrainTimeout < 0 || cfg.BackoffMin < 0 || cfg.DialTimeout < 0 {
+		return cfg, configErr("negative duration")
+	}
+	if cfg.BackoffMax < cfg.BackoffMin {
+		return cfg, configErr("BackoffMax %v is below BackoffMin %v", cfg.BackoffMax, cfg.BackoffMin)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg, nil
+}
+
+// taskTypes returns the handler keys, sorted.
+func (cfg Config) taskTypes() []string {
+	types := make([]string, 0, len(cfg.Handlers))
+	for t := range cfg.Handlers {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	return types
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validTaskType(t string) bool {
+	return t != "" && utf8.ValidString(t) && !strings.ContainsAny(t, ", ")
+}

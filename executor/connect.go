@@ -1,0 +1,74 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// connectLoop connects, serves and reconnects with backoff until ctx is
+// done or the executor is leaving.
+func (e *Executor) connectLoop(ctx context.Context) {
+	bo := backoff{min: e.cfg.BackoffMin, max: e.cfg.BackoffMax}
+	for {
+		registered, err := e.connectOnce(ctx)
+		if ctx.Err() != nil || e.isLeaving() {
+			return
+		}
+		if registered {
+			bo.reset()
+		}
+		d := bo.next()
+		e.logConnError(err, registered, d)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// connectOnce runs one connection: dial, handshake, serve. registered says
+// whether the handshake completed.
+func (e *Executor) connectOnce(ctx context.Context) (registered bool, err error) {
+	d := net.Dialer{Timeout: e.cfg.DialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", e.cfg.Addr)
+	if err != nil {
+		return false, fmt.Errorf("cannot connect: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	defer conn.Close()
+
+	s, err := e.handshake(conn)
+	if err != nil {
+		return false, err
+	}
+	e.activate(s)
+	err = s.serve(ctx)
+	conn.Close()
+	<-s.done
+	e.deactivate(s)
+	return true, err
+}
+
+// logConnError logs why a connection ended and when the next attempt is.
+func (e *Executor) logConnError(err error, registered bool, retryIn time.Duration) {
+	level := slog.LevelWarn
+	var se *ServerError
+	if errors.As(err, &se) && se.Code == wire.CodeAuthFailed {
+		level = slog.LevelError
+	}
+	msg := "cannot register with the main control"
+	if registered {
+		msg = "connection to the main control lost"
+	}
+	e.log.Log(context.Background(), level, msg, "addr", e.cfg.Addr, "err", err, "retry_in", retryIn)
+}

@@ -1,0 +1,232 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// handleFrame routes one frame from the main control. It runs on the
+// session's reader goroutine; m is valid only during the call.
+func (e *Executor) handleFrame(s *session, m *wire.Message) {
+	switch m.Type() {
+	case "task":
+		e.onTask(s, m)
+	case "cancel":
+		e.onCancel(s, m)
+	case "result_ack":
+		e.onResultAck(s, m)
+	case "pong":
+	case "state":
+		s.deliver(m)
+	case "error":
+		if m.Has("req") {
+			s.deliver(m)
+			return
+		}
+		level := slog.LevelWarn
+		if wire.Code(m.Value("code")).CloseAfter() {
+			level = slog.LevelError
+		}
+		s.log.Log(context.Background(), level, "error from the main control",
+			"code", m.Value("code"), "message", m.Value("message"))
+	case "bye_ack":
+		s.byeOnce.Do(func() { close(s.byeAck) })
+	default:
+		s.log.Debug("ignoring frame of unknown type", "type", m.Type())
+	}
+}
+
+// onTask starts a dispatch: `started` at once, then the handler on its own
+// goroutine. A task that finds no free slot, or arrives during a drain, is
+// not started; the main control takes it back after its start timeout.
+func (e *Executor) onTask(s *session, m *wire.Message) {
+	t, err := parseTask(m.Clone())
+	if err != nil {
+		s.log.Error("ignoring bad task frame", "err", err, "frame", clip(m.String()))
+		return
+	}
+	t.exec = e
+	tok := t.token()
+	e.mu.Lock()
+	refused := ""
+	switch {
+	case e.draining:
+		refused = "draining"
+	case e.runs[tok] != nil:
+		refused = "dispatch already running"
+	case len(e.runs) >= e.cfg.Slots:
+		refused = "no free slot"
+	}
+	if refused != "" {
+		e.mu.Unlock()
+		s.log.Warn("task not started", "reason", refused, "task_id", t.ID, "version", t.Version,
+			"task_type", t.Type, "trace_id", t.TraceID)
+		return
+	}
+	r := newRun(e.hardCtx, t)
+	e.runs[tok] = r
+	s.out.queue(startedFrame(tok))
+	e.mu.Unlock()
+	_ = s.out.flush() // a write error ends the session; the result is kept for the next one
+	go e.execute(r)
+}
+
+// onCancel cancels a running dispatch; its result will not be sent.
+func (e *Executor) onCancel(s *session, m *wire.Message) {
+	tok, err := tokenOf(m)
+	if err != nil {
+		s.log.Warn("ignoring bad cancel frame", "err", err)
+		return
+	}
+	e.mu.Lock()
+	r := e.runs[tok]
+	found := r != nil && !r.cancelled
+	if found {
+		r.cancelled = true
+		r.cancel(ErrCancelled)
+	}
+	e.mu.Unlock()
+	if found {
+		s.log.Info("task cancelled by the main control", "task_id", tok.id, "version", tok.version,
+			"task_type", r.task.Type, "trace_id", r.task.TraceID)
+	} else {
+		s.log.Debug("cancel for a dispatch not running here", "task_id", tok.id, "version", tok.version)
+	}
+}
+
+// onResultAck forgets an acknowledged result. A refused result is logged
+// and dropped: it is never re-sent.
+func (e *Executor) onResultAck(s *session, m *wire.Message) {
+	tok, err := tokenOf(m)
+	if err != nil {
+		s.log.Warn("ignoring bad result_ack frame", "err", err)
+		return
+	}
+	accepted, err := m.BoolOr("accepted", false)
+	if err != nil {
+		s.log.Warn("bad result_ack accepted value; dropping the result anyway", "err", err)
+	}
+	e.mu.Lock()
+	o := e.unacked[tok]
+	delete(e.unacked, tok)
+	e.notifyLocked()
+	e.mu.Unlock()
+	switch {
+	case o == nil:
+		s.log.Debug("result_ack for no pending result", "task_id", tok.id, "version", tok.version)
+	case !accepted:
+		s.log.Warn("result refused by the main control", "task_id", tok.id, "version", tok.version,
+			"status", o.status(), "reason", m.Value("reason"))
+	}
+}
+
+// activate makes s the current connection. Before anything else is sent on
+// it, it queues `started` for every handler still running and, in
+// completion order, `started` + `result` for every unacknowledged result,
+// all in one write.
+func (e *Executor) activate(s *session) {
+	e.mu.Lock()
+	running := 0
+	for _, tok := range sortedTokens(e.runs) {
+		if !e.runs[tok].cancelled {
+			s.out.queue(startedFrame(tok))
+			running++
+		}
+	}
+	pending := make([]*outcome, 0, len(e.unacked))
+	for _, o := range e.unacked {
+		pending = append(pending, o)
+	}
+	slices.SortFunc(pending, func(a, b *outcome) int { return cmp.Compare(a.seq, b.seq) })
+	for _, o := range pending {
+		frame, replaced := o.encode(s.maxFrame)
+		if replaced != "" {
+			s.log.Warn("result replaced", "task_id", o.tok.id, "version", o.tok.version, "reason", replaced)
+		}
+		s.out.queue(startedFrame(o.tok), frame)
+	}
+	e.cur = s
+	e.maxFrame.Store(int64(s.maxFrame))
+	e.mu.Unlock()
+	_ = s.out.flush()
+	s.log.Info("registered", "addr", e.cfg.Addr, "heartbeat", s.heartbeat, "timeout", s.timeout,
+		"max_frame", s.maxFrame, "running", running, "resent_results", len(pending))
+}
+
+// deactivate forgets s after its connection ended.
+func (e *Executor) deactivate(s *session) {
+	e.mu.Lock()
+	if e.cur == s {
+		e.cur = nil
+	}
+	e.mu.Unlock()
+}
+
+// sendHeartbeat sends `heartbeat` with the dispatches still executing
+// (those cancelled by the main control excluded).
+func (e *Executor) sendHeartbeat(s *session, seq uint64) {
+	e.mu.Lock()
+	items := make([]string, 0, len(e.runs))
+	for _, tok := range sortedTokens(e.runs) {
+		if !e.runs[tok].cancelled {
+			items = append(items, tok.String())
+		}
+	}
+	e.mu.Unlock()
+	b := wire.Begin(nil, "heartbeat")
+	b.Uint("seq", seq)
+	b.List("running", items)
+	frame, err := b.Finish()
+	if err != nil {
+		s.log.Error("cannot encode heartbeat", "err", err)
+		return
+	}
+	_ = s.send(frame)
+}
+
+func startedFrame(tok token) []byte {
+	b := wire.Begin(make([]byte, 0, 64), "started")
+	b.Uint("task_id", tok.id)
+	b.Uint("version", tok.version)
+	f, _ := b.Finish()
+	return f
+}
+
+// tokenOf reads task_id and version.
+func tokenOf(m *wire.Message) (token, error) {
+	id, err := m.Uint("task_id")
+	if err != nil {
+		return token{}, err
+	}
+	v, err := m.Uint("version")
+	if err != nil {
+		return token{}, err
+	}
+	return token{id, v}, nil
+}
+
+func sortedTokens[V any](m map[token]V) []token {
+	toks := make([]token, 0, len(m))
+	for k := range m {
+		toks = append(toks, k)
+	}
+	slices.SortFunc(toks, func(a, b token) int {
+		if c := cmp.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.version, b.version)
+	})
+	return toks
+}
+
+// clip bounds a frame quoted in a log.
+func clip(s string) string {
+	if len(s) > 256 {
+		return s[:256] + "..."
+	}
+	return s
+}

@@ -1,0 +1,36 @@
+// Package executor is the apollo11 executor library: a stateless worker
+// that connects to the main control over wire-v1 (sections 3 and 4),
+// registers the task types it can run, and runs each `task` it is sent with
+// the registered Handler.
+//
+// An Executor owns one connection at a time. It
+//
+//   - reads `welcome`, answers `register` (signed with the shared token when
+//     the main control asks for hmac-sha256) and waits for `registered`;
+//   - sends `heartbeat seq=<n> running=<task_id.version,...>` every
+//     heartbeat_ms, and reconnects when nothing at all arrived from the main
+//     control for timeout_ms;
+//   - answers each `task` with `started` at once and runs the handler in its
+//     own goroutine, under a context cancelled by `cancel`, by the task's
+//     timeout_ms and by Stop; when the handler returns it sends `result`
+//     and keeps it until the matching `result_ack`;
+//   - after a reconnect, sends `started` again for handlers still running and
+//     re-sends every unacknowledged result, each preceded by its `started`
+//     in the same write, before the first heartbeat;
+//   - reconnects with exponential backoff and jitter after any failure, and
+//     keeps retrying after `auth_failed` (logged at error level).
+//
+// Run(ctx) returns after a graceful stop when ctx is cancelled: no new task
+// is taken, running handlers get up to Config.DrainTimeout to finish and
+// have their results acknowledged, the rest are cancelled, then `bye
+// reason=shutdown` is sent and its `bye_ack` awaited briefly. Stop is the
+// hard stop: it cancels every handler at once, without a drain.
+//
+// Wire v1 has no way to say "draining", so the main control may still send
+// tasks during a drain; they are not started (and logged), and the main
+// control takes them back after its start timeout.
+//
+// The executor holds no state across tasks and writes nothing to disk: all
+// it keeps is the set of running handlers and of results awaiting their
+// acknowledgement, in memory.
+package executor

@@ -1,0 +1,384 @@
+package executor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/wire"
+	"github.com/stretchr/testify/require"
+)
+
+// waitFor bounds every wait in these tests.
+const waitFor = 5 * time.Second
+
+// fakeMain is a scripted main control: it accepts connections on loopback
+// and sends `welcome`; the test drives each connection by hand.
+type fakeMain struct {
+	ln       net.Listener
+	conns    chan *fakeConn
+	authMode string
+	maxFrame atomic.Int64
+}
+
+// fakeConn is one accepted connection.
+type fakeConn struct {
+	t     testing.TB
+	conn  net.Conn
+	r     *wire.Reader
+	nonce string
+}
+
+type fakeOpt func(*fakeMain)
+
+func withAuth() fakeOpt          { return func(f *fakeMain) { f.authMode = "hmac-sha256" } }
+func withMaxFrame(n int) fakeOpt { return func(f *fakeMain) { f.maxFrame.Store(int64(n)) } }
+
+// mustStartFakeMain listens on 127.0.0.1:0 and stops at the end of the test.
+func mustStartFakeMain(tb testing.TB, opts ...fakeOpt) *fakeMain {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(tb, err)
+	f := &fakeMain{ln: ln, conns: make(chan *fakeConn, 16), authMode: "none"}
+	f.maxFrame.Store(wire.DefaultMaxFrame)
+	for _, o := range opts {
+		o(f)
+	}
+	done, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fc := &fakeConn{t: tb, conn: c, r: wire.NewReader(c, 0), nonce: mustNonce(tb)}
+			_ = writeMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", fc.nonce,
+				"auth", f.authMode, "max_frame", strconv.FormatInt(f.maxFrame.Load(), 10))
+			select {
+			case f.conns <- fc:
+			case <-stop:
+				c.Close()
+				return
+			}
+		}
+	}()
+	tb.Cleanup(func() {
+		close(stop)
+		ln.Close()
+		<-done
+		close(f.conns)
+		for c := range f.conns {
+			c.conn.Close()
+		}
+	})
+	return f
+}
+
+func mustNonce(tb testing.TB) string {
+	n, err := auth.NewNonce()
+	require.NoError(tb, err)
+	return n
+}
+
+func (f *fakeMain) addr() string { return f.ln.Addr().String() }
+
+// accept returns the next connection; the test owns it (closed at cleanup).
+func (f *fakeMain) accept(tb testing.TB) *fakeConn {
+	tb.Helper()
+	select {
+	case c := <-f.conns:
+		c.t = tb
+		tb.Cleanup(func() { c.conn.Close() })
+		return c
+	case <-time.After(waitFor):
+		tb.Fatal("no connection from the executor")
+		return nil
+	}
+}
+
+// noConn checks that nobody connects within d.
+func (f *fakeMain) noConn(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	select {
+	case c := <-f.conns:
+		c.conn.Close()
+		tb.Fatal("unexpected connection")
+	case <-time.After(d):
+	}
+}
+
+// writeMsg writes a message built from key/value pairs.
+func writeMsg(w io.Writer, typ string, kv ...string) error {
+	m := wire.NewMessage(typ)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Set(kv[i], kv[i+1])
+	}
+	frame, err := wire.AppendFrame(nil, m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(frame)
+	return err
+}
+
+// send writes a message built from key/value pairs.
+func (c *fakeConn) send(typ string, kv ...string) {
+	c.t.Helper()
+	require.NoError(c.t, writeMsg(c.conn, typ, kv...))
+}
+
+// read reads the next frame, skipping heartbeats unless keepHB.
+func (c *fakeConn) read(keepHB bool, d time.Duration) (*wire.Message, error) {
+	for {
+		require.NoError(c.t, c.conn.SetReadDeadline(time.Now().Add(d)))
+		m, err := c.r.ReadMessage()
+		if err != nil {
+			return nil, err
+		}
+		if keepHB || m.Type() != "heartbeat" {
+			return m, nil
+		}
+	}
+}
+
+// expect reads the next frame other than a heartbeat and checks its type.
+func (c *fakeConn) expect(typ string) *wire.Message {
+	c.t.Helper()
+	m, err := c.read(false, waitFor)
+	require.NoError(c.t, err, "waiting for %s", typ)
+	require.Equal(c.t, typ, m.Type(), "frame: %s", m)
+	return m
+}
+
+// expectNothing checks that no frame other than heartbeats arrives within d.
+func (c *fakeConn) expectNothing(d time.Duration) {
+	c.t.Helper()
+	m, err := c.read(false, d)
+	if err == nil {
+		c.t.Fatalf("unexpected frame: %s", m)
+	}
+	require.ErrorIs(c.t, err, os.ErrDeadlineExceeded)
+	c.r = wire.NewReader(c.conn, 0) // a timed-out Reader keeps its error
+}
+
+// expectClosed checks that the executor closes the connection within d,
+// ignoring whatever it sends first.
+func (c *fakeConn) expectClosed(d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		require.NoError(c.t, c.conn.SetReadDeadline(deadline))
+		_, err := c.r.ReadMessage()
+		if err != nil {
+			require.ErrorIs(c.t, err, io.EOF, "want the executor to close the connection")
+			return
+		}
+	}
+}
+
+// register reads `register` and answers `registered` with the given timings.
+func (c *fakeConn) register(heartbeat, timeout time.Duration) *wire.Message {
+	c.t.Helper()
+	m := c.expect("register")
+	c.send("registered", "executor_id", m.Value("executor_id"),
+		"heartbeat_ms", strconv.FormatInt(heartbeat.Milliseconds(), 10),
+		"timeout_ms", strconv.FormatInt(timeout.Milliseconds(), 10), "state_version", "0")
+	return m
+}
+
+// registerQuiet registers with timings long enough that no heartbeat
+// interferes with the test.
+func (c *fakeConn) registerQuiet() *wire.Message {
+	c.t.Helper()
+	return c.register(time.Minute, 3*time.Minute)
+}
+
+// sendTask sends a `task` frame with the given args (arg.* keys).
+func (c *fakeConn) sendTask(id, version uint64, typ string, extra ...string) {
+	c.t.Helper()
+	kv := []string{"task_id", u(id), "version", u(version), "task_type", typ, "attempt", "1",
+		"max_attempts", "3", "timeout_ms", "0", "trace_id", "tr-" + u(id), "state_version", "0"}
+	c.send("task", append(kv, extra...)...)
+}
+
+// expectStarted reads `started` and checks its token.
+func (c *fakeConn) expectStarted(id, version uint64) {
+	c.t.Helper()
+	m := c.expect("started")
+	require.Equal(c.t, u(id), m.Value("task_id"))
+	require.Equal(c.t, u(version), m.Value("version"))
+}
+
+// expectResult reads `result`, checks its token and returns it.
+func (c *fakeConn) expectResult(id, version uint64) *wire.Message {
+	c.t.Helper()
+	m := c.expect("result")
+	require.Equal(c.t, u(id), m.Value("task_id"), "frame: %s", m)
+	require.Equal(c.t, u(version), m.Value("version"))
+	return m
+}
+
+func (c *fakeConn) ack(id, version uint64) {
+	c.t.Helper()
+	c.send("result_ack", "task_id", u(id), "version", u(version), "accepted", "true")
+}
+
+func u(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// prefixed returns the fields of m under prefix, without it.
+func prefixed(m *wire.Message, prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m.WithPrefix(prefix) {
+		out[k] = v
+	}
+	return out
+}
+
+// logBuffer collects JSON log records, safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// records returns the records so far, decoded.
+func (l *logBuffer) records() []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var recs []map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(l.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		if json.Unmarshal([]byte(line), &r) == nil {
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
+// find returns the first record with the given message, or nil.
+func (l *logBuffer) find(msg string) map[string]any {
+	for _, r := range l.records() {
+		if r["msg"] == msg {
+			return r
+		}
+	}
+	return nil
+}
+
+// eventually waits for a record with the given message.
+func (l *logBuffer) eventually(tb testing.TB, msg string) map[string]any {
+	tb.Helper()
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
+		if r := l.find(msg); r != nil {
+			return r
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tb.Fatalf("no log record %q", msg)
+	return nil
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// started is a running executor under test.
+type started struct {
+	e      *executor.Executor
+	cancel context.CancelFunc
+	done   chan error
+	logs   *logBuffer
+}
+
+// mustRun creates and runs an executor against f; cleanup hard-stops it and
+// waits for Run to return.
+func mustRun(tb testing.TB, f *fakeMain, cfg executor.Config) *started {
+	tb.Helper()
+	logs := &logBuffer{}
+	cfg.Addr = f.addr()
+	if cfg.ID == "" {
+		cfg.ID = "exec-1"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = newLogger(logs)
+	}
+	if cfg.BackoffMin == 0 {
+		cfg.BackoffMin, cfg.BackoffMax = 10*time.Millisecond, 50*time.Millisecond
+	}
+	e, err := executor.New(cfg)
+	require.NoError(tb, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{e: e, cancel: cancel, done: make(chan error, 1), logs: logs}
+	go func() { s.done <- e.Run(ctx) }()
+	tb.Cleanup(func() {
+		e.Stop()
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(waitFor):
+			tb.Error("Run did not return after Stop")
+		}
+	})
+	return s
+}
+
+// wait waits for Run to return and returns its error.
+func (s *started) wait(tb testing.TB, d time.Duration) error {
+	tb.Helper()
+	select {
+	case err := <-s.done:
+		s.done <- err // let cleanup see it too
+		return err
+	case <-time.After(d):
+		tb.Fatalf("Run did not return within %v", d)
+		return nil
+	}
+}
+
+// handlers used across tests.
+
+func echoHandler() executor.Handler {
+	return executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
+		return executor.Result{Out: t.Args}, nil
+	})
+}
+
+// blockHandler blocks until its context is done or release is closed, and
+// reports the context's cause on causes.
+func blockHandler(release <-chan struct{}, causes chan<- error) executor.Handler {
+	return executor.HandlerFunc(func(ctx context.Context, t *executor.Task) (executor.Result, error) {
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+			return executor.Result{}, ctx.Err()
+		case <-release:
+			causes <- nil
+			return executor.Result{Out: map[string]string{"done": "yes"}}, nil
+		}
+	})
+}
+
+func wrap(err error) error { return fmt.Errorf("wrapped: %w", err) }

@@ -1,0 +1,197 @@
+package executor_test
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/executor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestExecutor_Register(t *testing.T) {
+	handlers := map[string]executor.Handler{"zeta": echoHandler(), "alpha": echoHandler(), "mid": echoHandler()}
+	t.Run("auth none", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		mustRun(t, f, executor.Config{ID: "w:1", Handlers: handlers, Slots: 4, Token: []byte("secret")})
+		c := f.accept(t)
+		m := c.registerQuiet()
+		assert.Equal(t, "1", m.Value("proto"))
+		assert.Equal(t, "w:1", m.Value("executor_id"))
+		assert.Equal(t, "alpha,mid,zeta", m.Value("task_types"), "task types sorted")
+		assert.Equal(t, "4", m.Value("slots"))
+		assert.False(t, m.Has("auth"), "no auth sent when the main control says auth=none")
+	})
+	t.Run("hmac", func(t *testing.T) {
+		f := mustStartFakeMain(t, withAuth())
+		mustRun(t, f, executor.Config{ID: "w1", Handlers: handlers, Token: []byte("secret")})
+		c := f.accept(t)
+		m := c.registerQuiet()
+		assert.Equal(t, auth.Sign([]byte("secret"), c.nonce), m.Value("auth"))
+		assert.True(t, auth.Verify([]byte("secret"), c.nonce, m.Value("auth")))
+		assert.Equal(t, "1", m.Value("slots"), "default slots")
+	})
+	t.Run("hmac without token", func(t *testing.T) {
+		f := mustStartFakeMain(t, withAuth())
+		s := mustRun(t, f, executor.Config{Handlers: handlers})
+		m := f.accept(t).expect("register")
+		assert.False(t, m.Has("auth"))
+		rec := s.logs.eventually(t, "the main control requires auth but no token is configured")
+		assert.Equal(t, "ERROR", rec["level"])
+	})
+}
+
+func TestExecutor_RegisterRefused(t *testing.T) {
+	tests := []struct {
+		code  string
+		level string
+	}{
+		{"auth_failed", "ERROR"},
+		{"duplicate_executor", "WARN"},
+		{"unsupported_proto", "WARN"},
+		{"bad_request", "WARN"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.code, func(t *testing.T) {
+			f := mustStartFakeMain(t)
+			s := mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+			c := f.accept(t)
+			c.expect("register")
+			c.send("error", "code", tc.code, "message", "no")
+			c.conn.Close()
+
+			// It keeps retrying, with backoff, and logs the refusal.
+			c2 := f.accept(t)
+			c2.registerQuiet()
+			rec := s.logs.eventually(t, "cannot register with the main control")
+			assert.Equal(t, tc.level, rec["level"])
+			assert.Contains(t, rec["err"], tc.code)
+		})
+	}
+}
+
+func TestExecutor_Reconnect(t *testing.T) {
+	t.Run("after the connection drops", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+		for range 3 {
+			c := f.accept(t)
+			c.registerQuiet()
+			c.conn.Close()
+		}
+	})
+	t.Run("when no frame arrives for timeout_ms", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		s := mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+		c := f.accept(t)
+		start := time.Now()
+		c.register(20*time.Millisecond, 150*time.Millisecond)
+		// Never answer: no pong, nothing. The executor gives up on us.
+		c.expectClosed(waitFor)
+		assert.GreaterOrEqual(t, time.Since(start), 140*time.Millisecond)
+		f.accept(t).registerQuiet()
+		rec := s.logs.eventually(t, "connection to the main control lost")
+		assert.Contains(t, rec["err"], "no frame from the main control")
+	})
+	t.Run("pongs keep the connection", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+		c := f.accept(t)
+		c.register(20*time.Millisecond, 100*time.Millisecond)
+		deadline := time.Now().Add(400 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			m, err := c.read(true, waitFor)
+			require.NoError(t, err)
+			require.Equal(t, "heartbeat", m.Type())
+			c.send("pong", "seq", m.Value("seq"))
+		}
+		f.noConn(t, 10*time.Millisecond)
+	})
+	t.Run("closed before registered", func(t *testing.T) {
+		ln := mustStartFakeMain(t)
+		mustRun(t, ln, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}, DialTimeout: 100 * time.Millisecond})
+		c := ln.accept(t)
+		c.expect("register")
+		c.send("registered_not", "x", "1")
+		c.conn.Close()
+		ln.accept(t).registerQuiet()
+	})
+}
+
+func TestExecutor_Heartbeat(t *testing.T) {
+	f := mustStartFakeMain(t)
+	release := make(chan struct{})
+	causes := make(chan error, 1)
+	mustRun(t, f, executor.Config{Slots: 2, Handlers: map[string]executor.Handler{
+		"block": blockHandler(release, causes), "echo": echoHandler()}})
+	c := f.accept(t)
+	c.register(20*time.Millisecond, time.Minute)
+
+	hb := func() (seq, running string) {
+		t.Helper()
+		m, err := c.read(true, waitFor)
+		require.NoError(t, err)
+		require.Equal(t, "heartbeat", m.Type(), "frame %s", m)
+		require.True(t, m.Has("running"), "running= always sent")
+		return m.Value("seq"), m.Value("running")
+	}
+	seq, running := hb()
+	assert.Equal(t, "1", seq, "seq starts at 1")
+	assert.Equal(t, "", running)
+	seq, _ = hb()
+	assert.Equal(t, "2", seq)
+
+	c.sendTask(7, 3, "block")
+	for {
+		m, err := c.read(true, waitFor)
+		require.NoError(t, err)
+		if m.Type() == "started" {
+			break
+		}
+	}
+	_, running = hb()
+	assert.Equal(t, "7.3", running)
+	close(release)
+	m := c.expectResult(7, 3)
+	assert.Equal(t, "succeeded", m.Value("status"))
+	_, running = hb()
+	assert.Equal(t, "", running)
+
+	// seq restarts at 1 on a new connection.
+	c.conn.Close()
+	c2 := f.accept(t)
+	c2.register(20*time.Millisecond, time.Minute)
+	// The unacked result comes first, then heartbeats.
+	c2.expectStarted(7, 3)
+	c2.expectResult(7, 3)
+	c2.ack(7, 3)
+	m, err := c2.read(true, waitFor)
+	require.NoError(t, err)
+	assert.Equal(t, "heartbeat", m.Type())
+	assert.Equal(t, "1", m.Value("seq"))
+}
+
+func TestExecutor_Run(t *testing.T) {
+	t.Run("twice", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		s := mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+		f.accept(t).registerQuiet()
+		assert.ErrorIs(t, s.e.Run(context.Background()), executor.ErrAlreadyRunning)
+	})
+	t.Run("stop before run", func(t *testing.T) {
+		e, err := executor.New(executor.Config{ID: "x", Addr: "127.0.0.1:1", Logger: newLogger(io.Discard), Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+		require.NoError(t, err)
+		e.Stop()
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(waitFor):
+			t.Fatal("Run did not return")
+		}
+	})
+}

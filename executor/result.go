@@ -1,0 +1,146 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// MaxErrorText is the longest `error` text an executor sends; a longer
+// handler error is cut (on a rune boundary) and ends in "...".
+const MaxErrorText = 4096
+
+// Error texts of results the executor makes up itself.
+const (
+	errTextTooLarge = "result too large"
+	errTextPanic    = "panic: "
+)
+
+// outcome is a finished dispatch's result, kept until its result_ack.
+type outcome struct {
+	tok       token
+	seq       uint64 // completion order, for re-sending in order
+	ok        bool   // succeeded
+	retryable bool   // for a failure
+	errText   string
+	out       map[string]string
+	set       map[string]string
+	add       map[string]int64
+
+	frame    []byte // cached encoding
+	frameMax int    // the max_frame the cache was checked against
+}
+
+// newOutcome turns a handler's return values into a result.
+func newOutcome(tok token, res Result, err error) *outcome {
+	o := &outcome{tok: tok, ok: err == nil, out: res.Out}
+	if err != nil {
+		o.retryable = !IsPermanent(err)
+		o.errText = errorText(err)
+		return o
+	}
+	o.set, o.add = res.Set, res.Add
+	return o
+}
+
+// fail turns o into a permanent failure without outputs.
+func (o *outcome) fail(text string) {
+	o.ok, o.retryable, o.errText = false, false, text
+	o.out, o.set, o.add = nil, nil, nil
+	o.frame = nil
+}
+
+// status is the wire status word.
+func (o *outcome) status() string {
+	if o.ok {
+		return "succeeded"
+	}
+	return "failed"
+}
+
+// encode returns o's `result` frame, checked against maxFrame. A result the
+// codec refuses (a bad key or value) or too large for maxFrame is first
+// turned into a permanent failure without outputs; replaced says why.
+func (o *outcome) encode(maxFrame int) (frame []byte, replaced string) {
+	if o.frame != nil && o.frameMax == maxFrame {
+		return o.frame, ""
+	}
+	frame, err := o.build()
+	switch {
+	case err != nil:
+		replaced = "invalid result: " + err.Error()
+		o.fail(clipText(replaced))
+		frame, _ = o.build()
+	case len(frame)-wire.HeaderLen > maxFrame:
+		replaced = fmt.Sprintf("result of %d bytes exceeds max_frame %d", len(frame)-wire.HeaderLen, maxFrame)
+		o.fail(errTextTooLarge)
+		frame, _ = o.build()
+	}
+	o.frame, o.frameMax = frame, maxFrame
+	return frame, replaced
+}
+
+func (o *outcome) build() ([]byte, error) {
+	b := wire.Begin(nil, "result")
+	b.Uint("task_id", o.tok.id)
+	b.Uint("version", o.tok.version)
+	b.Str("status", o.status())
+	if !o.ok {
+		if !o.retryable {
+			b.Bool("retryable", false)
+		}
+		if o.errText != "" {
+			b.Str("error", o.errText)
+		}
+	}
+	for _, k := range sortedKeys(o.out) {
+		b.PrefixStr(wire.PrefixOut, k, o.out[k])
+	}
+	if o.ok {
+		for _, k := range sortedKeys(o.set) {
+			b.PrefixStr(wire.PrefixStateSet, k, o.set[k])
+		}
+		for _, k := range sortedKeys(o.add) {
+			b.PrefixStr(wire.PrefixStateAdd, k, strconv.FormatInt(o.add[k], 10))
+		}
+	}
+	return b.Finish()
+}
+
+// errorText renders a handler error for the wire: valid UTF-8, at most
+// MaxErrorText bytes, never empty.
+func errorText(err error) string {
+	text := err.Error()
+	if text == "" {
+		text = fmt.Sprintf("%T", errors.Unwrap(err))
+	}
+	return clipText(strings.ToValidUTF8(text, "\uFFFD"))
+}
+
+func clipText(s string) string {
+	if len(s) <= MaxErrorText {
+		return s
+	}
+	cut := MaxErrorText - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

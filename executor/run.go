@@ -1,0 +1,142 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+)
+
+// run is one executing dispatch.
+type run struct {
+	task      *Task
+	handler   Handler // nil for a task type with no handler
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stopTimer context.CancelFunc // releases the timeout; nil without one
+	cancelled bool               // by the main control; guarded by Executor.mu
+}
+
+// newRun derives the handler's context: cancelled by parent (hard stop), by
+// cancel, and by the task's timeout.
+func newRun(parent context.Context, t *Task) *run {
+	ctx, cancel := context.WithCancelCause(parent)
+	r := &run{task: t, handler: t.exec.cfg.Handlers[t.Type], ctx: ctx, cancel: cancel}
+	if t.Timeout > 0 {
+		r.ctx, r.stopTimer = context.WithTimeoutCause(ctx, t.Timeout, ErrTaskTimeout)
+	}
+	return r
+}
+
+// execute runs the handler and reports its result.
+func (e *Executor) execute(r *run) {
+	t := r.task
+	ctx := context.Background()
+	if e.log.Enabled(ctx, slog.LevelInfo) {
+		e.log.LogAttrs(ctx, slog.LevelInfo, "task started", taskAttrs(t)...)
+	}
+	start := time.Now()
+	res, err := e.call(r)
+	e.finish(r, res, err, time.Since(start))
+}
+
+// call runs the handler, turning a panic into a permanent failure.
+func (e *Executor) call(r *run) (res Result, err error) {
+	if r.handler == nil {
+		return Result{}, Permanent(fmt.Errorf("no handler for task type %q on this executor", r.task.Type))
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.LogAttrs(context.Background(), slog.LevelError, "handler panicked",
+				append(taskAttrs(r.task), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))...)
+			res, err = Result{}, Permanent(fmt.Errorf("panic: %v", v))
+		}
+	}()
+	return r.handler.Handle(r.ctx, r.task)
+}
+
+// finish records the handler's outcome and sends the result on the current
+// connection, if any; it stays pending until its result_ack. No result is
+// sent for a dispatch cancelled by the main control, nor for a failure
+// caused by the executor's own stop.
+func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
+	t := r.task
+	tok := t.token()
+	cause := context.Cause(r.ctx)
+	r.cancel(nil)
+	if r.stopTimer != nil {
+		r.stopTimer()
+	}
+	o := newOutcome(tok, res, err)
+	drop := ""
+	switch {
+	case errors.Is(cause, ErrCancelled):
+		drop = "cancelled by the main control"
+	case err != nil && (errors.Is(cause, ErrShutdown) || errors.Is(cause, ErrStopped)):
+		drop = "cancelled by executor stop"
+	}
+	var frame []byte
+	replaced := ""
+	if drop == "" {
+		frame, replaced = o.encode(int(e.maxFrame.Load()))
+	}
+
+	e.mu.Lock()
+	delete(e.runs, tok)
+	s := e.cur
+	if drop == "" {
+		e.seq++
+		o.seq = e.seq
+		e.unacked[tok] = o
+		if s != nil {
+			if o.frameMax != s.maxFrame {
+				var again string
+				frame, again = o.encode(s.maxFrame)
+				replaced = cmp.Or(replaced, again)
+			}
+			s.out.queue(frame)
+		}
+	}
+	e.notifyLocked()
+	e.mu.Unlock()
+	if s != nil && drop == "" {
+		_ = s.out.flush() // a write error ends the session; the result is re-sent on the next one
+	}
+	e.logEnd(t, o, dur, drop, replaced)
+}
+
+// logEnd logs a dispatch's end.
+func (e *Executor) logEnd(t *Task, o *outcome, dur time.Duration, drop, replaced string) {
+	ctx := context.Background()
+	level := slog.LevelInfo
+	if replaced != "" || (!o.ok && drop == "") {
+		level = slog.LevelWarn
+	}
+	if !e.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := append(taskAttrs(t), slog.Duration("duration", dur), slog.String("status", o.status()))
+	if !o.ok {
+		attrs = append(attrs, slog.Bool("retryable", o.retryable), slog.String("error", o.errText))
+	}
+	if drop != "" {
+		attrs = append(attrs, slog.String("result_not_sent", drop))
+	}
+	if replaced != "" {
+		attrs = append(attrs, slog.String("result_replaced", replaced))
+	}
+	e.log.LogAttrs(ctx, level, "task ended", attrs...)
+}
+
+func taskAttrs(t *Task) []slog.Attr {
+	return []slog.Attr{
+		slog.Uint64("task_id", t.ID),
+		slog.Uint64("version", t.Version),
+		slog.String("task_type", t.Type),
+		slog.String("trace_id", t.TraceID),
+		slog.Uint64("attempt", t.Attempt),
+	}
+}

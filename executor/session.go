@@ -1,0 +1,258 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// Fallbacks for a `registered` reply that lacks its timings.
+const (
+	fallbackTimeout = 15 * time.Second
+)
+
+// session is one registered connection to the main control. Its reader
+// goroutine handles incoming frames; the session goroutine sends
+// heartbeats; anyone may send through out.
+type session struct {
+	e         *Executor
+	conn      net.Conn
+	r         *wire.Reader
+	out       *outbox
+	log       *slog.Logger
+	maxFrame  int
+	heartbeat time.Duration
+	timeout   time.Duration
+
+	done    chan struct{} // closed when the reader goroutine exits
+	readErr error         // why it exited; read after done
+	byeAck  chan struct{} // closed on bye_ack
+	byeOnce sync.Once
+
+	mu      sync.Mutex
+	reqSeq  uint64
+	waiters map[string]chan *wire.Message // state_get replies by req
+}
+
+// handshake reads `welcome`, sends `register` and waits for `registered`.
+// An `error` reply is returned as *ServerError.
+func (e *Executor) handshake(conn net.Conn) (*session, error) {
+	r := wire.NewReader(conn, 0)
+	deadline := time.Now().Add(e.cfg.DialTimeout)
+	if err := conn.SetDeadline(deadline); err != nil {
+		return nil, fmt.Errorf("cannot set handshake deadline: %w", err)
+	}
+	welcome, err := r.Next()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read welcome: %w", err)
+	}
+	if welcome.Type() != "welcome" {
+		return nil, fmt.Errorf("expected welcome, got %q", welcome.Type())
+	}
+	maxFrame, err := welcome.UintOr("max_frame", wire.DefaultMaxFrame)
+	if err != nil || maxFrame == 0 || maxFrame > math.MaxUint32 {
+		return nil, fmt.Errorf("bad welcome max_frame %q", welcome.Value("max_frame"))
+	}
+	if p := welcome.Value("proto"); p != "" && p != "1" {
+		e.log.Warn("main control speaks another protocol version; registering with proto=1", "proto", p)
+	}
+	r.SetMaxFrame(int(maxFrame))
+
+	frame, err := e.registerFrame(welcome.Value("auth"), welcome.Value("nonce"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(frame); err != nil {
+		return nil, fmt.Errorf("cannot send register: %w", err)
+	}
+	for {
+		m, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("cannot read registered: %w", err)
+		}
+		switch m.Type() {
+		case "registered":
+			s, err := e.newSession(conn, r, int(maxFrame), m)
+			if err != nil {
+				return nil, err
+			}
+			if err := conn.SetDeadline(time.Time{}); err != nil {
+				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
+			}
+			return s, nil
+		case "error":
+			return nil, fmt.Errorf("register refused: %w", serverError(m))
+		default:
+			e.log.Debug("ignoring frame before registered", "type", m.Type())
+		}
+	}
+}
+
+// registerFrame builds `register`, signed when the main control asks.
+func (e *Executor) registerFrame(authMode, nonce string) ([]byte, error) {
+	b := wire.Begin(nil, "register")
+	b.Uint("proto", 1)
+	b.Str("executor_id", e.cfg.ID)
+	b.List("task_types", e.types)
+	b.Uint("slots", uint64(e.cfg.Slots))
+	switch {
+	case authMode == "none" || authMode == "":
+	case e.cfg.Token == nil:
+		e.log.Error("the main control requires auth but no token is configured", "auth", authMode)
+	default:
+		b.Str("auth", auth.Sign(e.cfg.Token, nonce))
+	}
+	frame, err := b.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode register: %w", err)
+	}
+	return frame, nil
+}
+
+// newSession reads the timings of `registered`.
+func (e *Executor) newSession(conn net.Conn, r *wire.Reader, maxFrame int, reg *wire.Message) (*session, error) {
+	timeout, err := reg.DurationOr("timeout_ms", fallbackTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("bad registered: %w", err)
+	}
+	if timeout <= 0 {
+		timeout = fallbackTimeout
+	}
+	hb, err := reg.DurationOr("heartbeat_ms", timeout/3)
+	if err != nil {
+		return nil, fmt.Errorf("bad registered: %w", err)
+	}
+	if hb <= 0 {
+		hb = timeout / 3
+	}
+	return &session{
+		e:         e,
+		conn:      conn,
+		r:         r,
+		out:       newOutbox(conn, timeout),
+		log:       e.log.With("conn", conn.LocalAddr().String()),
+		maxFrame:  maxFrame,
+		heartbeat: hb,
+		timeout:   timeout,
+		done:      make(chan struct{}),
+		byeAck:    make(chan struct{}),
+		waiters:   make(map[string]chan *wire.Message),
+	}, nil
+}
+
+// serve runs the reader goroutine and sends heartbeats until the
+// connection fails or ctx is done.
+func (s *session) serve(ctx context.Context) error {
+	go s.readLoop()
+	t := time.NewTicker(s.heartbeat)
+	defer t.Stop()
+	var seq uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return s.readErr
+		case <-t.C:
+			seq++
+			s.e.sendHeartbeat(s, seq)
+		}
+	}
+}
+
+// readLoop reads and handles frames until the connection fails or nothing
+// arrives for timeout_ms.
+func (s *session) readLoop() {
+	defer close(s.done)
+	for {
+		if err := s.conn.SetReadDeadline(time.Now().Add(s.timeout)); err != nil {
+			s.readErr = err
+			return
+		}
+		m, err := s.r.Next()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("no frame from the main control for %v: %w", s.timeout, err)
+			}
+			s.readErr = err
+			return
+		}
+		s.e.handleFrame(s, m)
+	}
+}
+
+// send queues frame and flushes.
+func (s *session) send(frame []byte) error {
+	if err := s.out.send(frame); err != nil {
+		return fmt.Errorf("%w: %w", ErrDisconnected, err)
+	}
+	return nil
+}
+
+// request sends a frame of type typ with a fresh req (fill adds the other
+// keys) and waits for the reply carrying that req.
+func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ string) (*wire.Message, error) {
+	ch := make(chan *wire.Message, 1)
+	s.mu.Lock()
+	s.reqSeq++
+	req := strconv.FormatUint(s.reqSeq, 36)
+	s.waiters[req] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.waiters, req)
+		s.mu.Unlock()
+	}()
+
+	b := wire.Begin(nil, typ)
+	b.Str("req", req)
+	fill(&b)
+	frame, err := b.Finish()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.send(frame); err != nil {
+		return nil, err
+	}
+	select {
+	case m := <-ch:
+		if m.Type() == "error" {
+			return nil, serverError(m)
+		}
+		return m, nil
+	case <-s.done:
+		return nil, ErrDisconnected
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// deliver hands a reply to the request waiting for its req; a reply nobody
+// waits for any more is dropped.
+func (s *session) deliver(m *wire.Message) {
+	req := m.Value("req")
+	s.mu.Lock()
+	ch := s.waiters[req]
+	delete(s.waiters, req)
+	s.mu.Unlock()
+	if ch == nil {
+		s.log.Debug("dropping reply nobody waits for", "type", m.Type(), "req", req)
+		return
+	}
+	ch <- m.Clone()
+}
+
+// serverError reads an `error` frame.
+func serverError(m *wire.Message) *ServerError {
+	return &ServerError{Code: wire.Code(m.Value("code")), Message: m.Value("message")}
+}
