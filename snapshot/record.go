@@ -83,12 +83,15 @@ func joinDir(dir, name string) string { return filepath.Join(dir, name) }
 func segName(first uint64) string { return fmt.Sprintf("%020d%s", first, segSuffix) }
 func snapName(lsn uint64) string  { return fmt.Sprintf("%s%020d", snapPrefix, lsn) }
 
+// parseSegName parses a segment name; LSNs start at 1, so a segment
+// named 0 is not one of ours.
 func parseSegName(name string) (uint64, bool) {
 	s, ok := strings.CutSuffix(name, segSuffix)
 	if !ok {
 		return 0, false
 	}
-	return parseLSN(s)
+	lsn, ok := parseLSN(s)
+	return lsn, ok && lsn > 0
 }
 
 func parseSnapName(name string) (uint64, bool) {
