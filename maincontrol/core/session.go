@@ -2,6 +2,7 @@ package core
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/wire"
@@ -125,10 +126,18 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.sendError(p, "", wire.CodeDuplicateExecutor, "executor "+id+" is already connected")
 		return
 	}
+	// The message borrows from the read buffer: copy what is kept.
 	r := c.newRecord(recExecReg)
-	r.exec = id
+	r.exec = strings.Clone(id)
+	if e := c.execs[id]; e != nil {
+		r.exec = e.id
+	}
 	for _, t := range types {
-		r.types = append(r.types, t)
+		if tt := c.types[t]; tt != nil {
+			r.types = append(r.types, tt.name)
+		} else {
+			r.types = append(r.types, strings.Clone(t))
+		}
 	}
 	r.slots = slots
 	c.commit(r)
