@@ -1,0 +1,77 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// envName returns the environment variable of a flag: APOLLO11_ and the
+// flag's name in upper case with - as _.
+func envName(flagName string) string {
+	return "APOLLO11_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet returns a flag set whose usage lists each flag with its
+// environment variable.
+func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: apollo11 %s\n\nFlags (each also from its environment variable):\n", synopsis)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := ""
+			if f.DefValue != "" {
+				def = " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(out, "  --%s  [%s]\n      %s%s\n", f.Name, envName(f.Name), f.Usage, def)
+		})
+	}
+	return fs
+}
+
+// parseFlags applies APOLLO11_* environment variables, then the command
+// line, which wins.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("environment %s=%q: %w", envName(f.Name), v, e)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+// logFlags are the logging flags every daemon has.
+type logFlags struct {
+	level  string
+	format string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
+}
+
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch l.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
+}

@@ -1,0 +1,92 @@
+// Command apollo11 is the one binary of apollo11: the main control, the
+// executor daemon, the local dev system and the client commands.
+//
+//	apollo11 maincontrol [flags]   run the main control
+//	apollo11 executor [flags]      run an executor
+//	apollo11 dev                   a main control plus two local executors
+//	apollo11 submit|status|cancel|list|stats|state|debug ...
+//	apollo11 inspect --data-dir DIR [TASK_ID]
+//
+// Every flag can also be set with an APOLLO11_* environment variable
+// (--max-frame is APOLLO11_MAX_FRAME); a flag on the command line wins.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"maincontrol": {"run the main control (the state authority)", runMaincontrol},
+		"version":     {"print the version", runVersion},
+	}
+}
+
+// exitError carries a process exit code through an error.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "apollo11: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := cmd.run(args[1:], stdout, stderr)
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "apollo11 %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "apollo11 %s: a small job server\n\nUsage: apollo11 <command> [flags]\n\nCommands:\n", version)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun apollo11 <command> --help for its flags. Every flag can also be set\nwith an APOLLO11_* environment variable (--max-frame: APOLLO11_MAX_FRAME).\n")
+}
+
+func runVersion(_ []string, stdout, _ io.Writer) error {
+	fmt.Fprintf(stdout, "apollo11 %s\n", version)
+	return nil
+}

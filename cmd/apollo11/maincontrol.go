@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/snapshot"
+)
+
+// maincontrolFlags are the main control's settings as flags.
+type maincontrolFlags struct {
+	listen, dataDir, tokenFile, fsync                         string
+	handshakeTimeout, heartbeatInterval, heartbeatTimeout     time.Duration
+	startTimeout, retention, fsyncInterval, snapshotInterval  time.Duration
+	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
+	maxRetrying, snapshotEvery, eventLoops                    int
+	recoverTruncate                                           bool
+	httpListen                                                string
+	log                                                       logFlags
+}
+
+func (f *maincontrolFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", maincontrol.DefaultListen, "address to listen on (host:port); loopback unless told otherwise")
+	fs.StringVar(&f.dataDir, "data-dir", "apollo-data", `data directory for the log and snapshots; "" keeps state in memory only`)
+	fs.StringVar(&f.tokenFile, "token-file", "", "shared token file: turns on HMAC-SHA256 auth")
+	fs.DurationVar(&f.handshakeTimeout, "handshake-timeout", core.DefaultHandshakeTimeout, "time a new connection has to register or say hello")
+	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", 0, "executor heartbeat interval (default a third of --heartbeat-timeout)")
+	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", core.DefaultHeartbeatTimeout, "executor silence after which it is lost")
+	fs.DurationVar(&f.startTimeout, "start-timeout", core.DefaultStartTimeout, "time a dispatched task has to start")
+	fs.IntVar(&f.maxPending, "max-pending", core.DefaultMaxPending, "tasks not yet ended before submit gets queue_full")
+	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
+	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
+	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")
+	fs.DurationVar(&f.retention, "retention", core.DefaultRetention, "how long ended tasks are kept")
+	fs.IntVar(&f.retentionMax, "retention-max", core.DefaultRetentionMax, "how many ended tasks are kept (newest)")
+	fs.IntVar(&f.maxRetrying, "max-retrying", core.DefaultMaxRetrying, "retrying tasks whose backoff runs at once; more wait their turn (-1: no cap)")
+	fs.StringVar(&f.fsync, "fsync", "always", "when the log is fsynced: always, batch or never")
+	fs.DurationVar(&f.fsyncInterval, "fsync-interval", snapshot.DefaultFsyncInterval, "longest wait between fsyncs with --fsync batch")
+	fs.IntVar(&f.snapshotEvery, "snapshot-every", maincontrol.DefaultSnapshotEvery, "log records between snapshots")
+	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", maincontrol.DefaultSnapshotInterval, "longest time between a change and the snapshot that holds it")
+	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, cut it there instead of refusing to start")
+	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops")
+	fs.StringVar(&f.httpListen, "http-listen", "", "address for Prometheus /metrics and /healthz (off when empty)")
+	f.log.register(fs)
+}
+
+// config turns the flags into a maincontrol.Config.
+func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) {
+	var cfg maincontrol.Config
+	logger, err := f.log.logger(stderr)
+	if err != nil {
+		return cfg, err
+	}
+	mode, err := snapshot.ParseFsyncMode(f.fsync)
+	if err != nil {
+		return cfg, fmt.Errorf("--fsync: %w", err)
+	}
+	var token []byte
+	if f.tokenFile != "" {
+		if token, err = auth.LoadToken(f.tokenFile); err != nil {
+			return cfg, err
+		}
+	}
+	cfg = maincontrol.Config{
+		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
+		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
+		MaxConns: f.maxConns, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, Logger: logger,
+		Core: core.Config{
+			Version: version, MaxFrame: f.maxFrame, Token: token,
+			HandshakeTimeout: f.handshakeTimeout, HeartbeatInterval: f.heartbeatInterval,
+			HeartbeatTimeout: f.heartbeatTimeout, StartTimeout: f.startTimeout,
+			MaxPending: f.maxPending, Retention: f.retention, RetentionMax: f.retentionMax,
+			MaxRetrying: f.maxRetrying, Logger: logger,
+		},
+	}
+	return cfg, nil
+}
+
+func runMaincontrol(args []string, _, stderr io.Writer) error {
+	fs := newFlagSet("maincontrol", "maincontrol [flags]", stderr)
+	var f maincontrolFlags
+	f.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := f.config(stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return maincontrol.Run(ctx, cfg)
+}

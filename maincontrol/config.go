@@ -1,0 +1,98 @@
+package maincontrol
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/snapshot"
+)
+
+// Defaults of the server's own settings.
+const (
+	DefaultListen           = "127.0.0.1:1969"
+	DefaultMaxConns         = 65536
+	DefaultMaxInflight      = 4096
+	DefaultSnapshotEvery    = 100
+	DefaultSnapshotInterval = 30 * time.Second
+	DefaultTickInterval     = 20 * time.Millisecond
+	minMaxOutbound          = 16 << 20
+)
+
+// Config is everything the main control needs to run.
+type Config struct {
+	Listen  string // host:port, or unix:///path
+	DataDir string // "" keeps everything in memory: nothing survives a restart
+
+	Fsync            snapshot.FsyncMode
+	FsyncInterval    time.Duration
+	SnapshotEvery    int           // log records between snapshots
+	SnapshotInterval time.Duration // longest wait for a snapshot after a change
+	SegmentBytes     int64
+	RecoverTruncate  bool
+
+	MaxConns    int
+	MaxInflight int // replies awaiting disk per connection before reading pauses
+	// MaxOutbound is the unsent output one connection may hold before it
+	// is cut off; default max(16 MiB, 4*MaxFrame).
+	MaxOutbound  int
+	EventLoops   int
+	TickInterval time.Duration
+
+	Core   core.Config
+	Logger *slog.Logger
+
+	// OnReady, if set, is called once recovery is done and the listener is
+	// up, with the address listened on.
+	OnReady func(addr string)
+	// OnTick, if set, is called from the ticker after each tick (the
+	// systemd watchdog keep-alive proves the event loop still ticks).
+	OnTick func()
+	// OnStopping, if set, is called when a graceful stop begins.
+	OnStopping func()
+}
+
+// ErrConfig wraps configuration errors.
+var ErrConfig = errors.New("invalid configuration")
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = DefaultMaxInflight
+	}
+	if c.EventLoops == 0 {
+		c.EventLoops = 1
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.Core.MaxFrame == 0 {
+		c.Core.MaxFrame = 1 << 20
+	}
+	if c.MaxOutbound == 0 {
+		c.MaxOutbound = max(minMaxOutbound, 4*c.Core.MaxFrame)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Core.Logger == nil {
+		c.Core.Logger = c.Logger
+	}
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 {
+		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
+	}
+	return c, nil
+}

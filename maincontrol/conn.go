@@ -1,0 +1,82 @@
+package maincontrol
+
+import (
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
+)
+
+// conn is the server's side of one connection. Every field is guarded by
+// Server.mu.
+type conn struct {
+	id core.PeerID
+	gc gnet.Conn
+	// out holds frames released for writing; spare is the other buffer of
+	// the pair, swapped in while out is being written.
+	out, spare []byte
+	closeAfter bool // close once out is written
+	closing    bool // read no more input
+	queued     bool // in Server.dirty, a wake is pending
+	held       int  // frames waiting for their records to be durable
+	paused     bool // reading paused: too many replies awaiting disk
+	dead       bool // gnet closed it
+}
+
+// heldFrame is a frame (or a close, when close is set) waiting until the
+// log is durable up to lsn.
+type heldFrame struct {
+	cn         *conn
+	start, end int // in heldQueue.arena
+	lsn        uint64
+	close      bool
+}
+
+// heldQueue keeps held frames in LSN order; frames live in one arena so that
+// holding a frame costs a copy, not an allocation.
+type heldQueue struct {
+	items []heldFrame
+	head  int
+	arena []byte
+}
+
+func (q *heldQueue) len() int { return len(q.items) - q.head }
+
+func (q *heldQueue) push(cn *conn, frame []byte, lsn uint64, close bool) {
+	start := len(q.arena)
+	q.arena = append(q.arena, frame...)
+	q.items = append(q.items, heldFrame{cn: cn, start: start, end: len(q.arena), lsn: lsn, close: close})
+}
+
+// release hands every frame durable at lsn to fn, in order.
+func (q *heldQueue) release(lsn uint64, fn func(h *heldFrame, frame []byte)) {
+	for q.head < len(q.items) && q.items[q.head].lsn <= lsn {
+		h := &q.items[q.head]
+		fn(h, q.arena[h.start:h.end])
+		q.items[q.head] = heldFrame{}
+		q.head++
+	}
+	q.compact()
+}
+
+// compact drops released frames once they are half the queue, keeping the
+// arena proportional to what is still held.
+func (q *heldQueue) compact() {
+	if q.head == len(q.items) {
+		q.items, q.head, q.arena = q.items[:0], 0, q.arena[:0]
+		return
+	}
+	if q.head < 1024 || q.head < len(q.items)/2 {
+		return
+	}
+	base := q.items[q.head].start
+	n := copy(q.arena, q.arena[base:])
+	q.arena = q.arena[:n]
+	m := copy(q.items, q.items[q.head:])
+	clear(q.items[m:])
+	q.items = q.items[:m]
+	for i := range q.items {
+		q.items[i].start -= base
+		q.items[i].end -= base
+	}
+	q.head = 0
+}

@@ -1,0 +1,34 @@
+// Package maincontrol is the main control's server: the core state machine
+// (package core) put on the network with gnet, and on disk with package
+// snapshot.
+//
+// # One owner for the core
+//
+// The core is not safe for concurrent use. Every goroutine that touches it
+// — the event loop(s) in OnTraffic, gnet's ticker goroutine in OnTick, the
+// log's writer goroutine when records become durable — holds one mutex.
+// By default there is one event loop: on the small hosts apollo11 targets
+// (measured on 2 cores), a second loop bought nothing, because the core
+// itself is the serial part and the other core is better spent on the log
+// writer, snapshots and the clients (numbers in bench/README.md).
+// --event-loops lets a bigger host try more.
+//
+// # Confirm after durable
+//
+// The core hands every change record to the log (Store.Append, no disk I/O
+// on the loop) and every frame to Send. A frame is held until every record
+// appended before it is durable, then released to its connection. The log's
+// writer goroutine reports durability; the release wakes the connection,
+// whose OnTraffic writes what was released. So connections are only ever
+// written from their own callbacks, and a Write that fails (closing the
+// connection inside gnet) never runs under the mutex.
+//
+// # Limits
+//
+// A frame header announcing more than --max-frame is answered with
+// frame_too_large and the connection closed before any payload is read. A
+// connection whose unsent output passes MaxOutbound (a peer that stopped
+// reading) is closed. A connection with more than --max-inflight replies
+// awaiting disk is not read until they are released. --max-conns bounds
+// connections.
+package maincontrol

@@ -1,0 +1,97 @@
+package maincontrol
+
+import (
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// The Server is the core's Effects. These methods run with s.mu held, on
+// whichever goroutine drives the core.
+var _ core.Effects = (*Server)(nil)
+
+// Record appends a change record to the log.
+func (s *Server) Record(payload []byte) {
+	if s.store == nil {
+		return
+	}
+	s.lastLSN = s.store.Append(payload)
+	if s.sinceSnapshot == 0 {
+		s.firstUnsnapped = s.now()
+	}
+	s.sinceSnapshot++
+}
+
+// Send queues a frame, held until every record appended so far is durable.
+func (s *Server) Send(peer core.PeerID, frame []byte) {
+	cn := s.conns[peer]
+	if cn == nil || cn.dead || cn.closeAfter {
+		return
+	}
+	if s.core != nil && s.core.Debug() {
+		s.logFrame("out", cn, frame[wire.HeaderLen:])
+	}
+	if s.lastLSN <= s.durableLSN {
+		cn.out = append(cn.out, frame...)
+		s.markDirty(cn)
+		return
+	}
+	s.held.push(cn, frame, s.lastLSN, false)
+	cn.held++
+}
+
+// Close closes a connection after the frames queued before.
+func (s *Server) Close(peer core.PeerID) {
+	cn := s.conns[peer]
+	if cn == nil || cn.dead {
+		return
+	}
+	cn.closing = true
+	if cn.held == 0 {
+		cn.closeAfter = true
+		s.markDirty(cn)
+		return
+	}
+	s.held.push(cn, nil, s.lastLSN, true)
+	cn.held++
+}
+
+func (s *Server) markDirty(cn *conn) {
+	if !cn.queued {
+		cn.queued = true
+		s.dirty = append(s.dirty, cn)
+	}
+}
+
+// releaseHeld moves frames durable at lsn to their connections.
+func (s *Server) releaseHeld(lsn uint64) {
+	s.durableLSN = max(s.durableLSN, lsn)
+	s.held.release(s.durableLSN, func(h *heldFrame, frame []byte) {
+		cn := h.cn
+		cn.held--
+		if cn.dead {
+			return
+		}
+		if h.close {
+			cn.closeAfter = true
+		} else if !cn.closeAfter {
+			cn.out = append(cn.out, frame...)
+		}
+		s.markDirty(cn)
+	})
+}
+
+// takeWakes returns the connections with output waiting, other than
+// self, and clears the list. They stay queued until their OnTraffic runs.
+func (s *Server) takeWakes(self *conn) []*conn {
+	if len(s.dirty) == 0 {
+		return nil
+	}
+	w := make([]*conn, 0, len(s.dirty))
+	for _, cn := range s.dirty {
+		if cn != self && cn.queued && !cn.dead {
+			w = append(w, cn)
+		}
+	}
+	s.dirty = s.dirty[:0]
+	return w
+}

@@ -1,0 +1,112 @@
+package maincontrol
+
+import (
+	"context"
+	"time"
+
+	"github.com/apollo11/apollo11/snapshot"
+)
+
+// shutdownGrace bounds each step of a graceful stop.
+const shutdownGrace = 10 * time.Second
+
+// maybeSnapshot starts a snapshot when enough records or time have passed
+// since the last one, unless one is running. Called with s.mu held.
+func (s *Server) maybeSnapshot() {
+	if s.store == nil || s.snapRunning || s.sinceSnapshot == 0 || s.stopping {
+		return
+	}
+	if s.sinceSnapshot < s.cfg.SnapshotEvery && s.now().Sub(s.firstUnsnapped) < s.cfg.SnapshotInterval {
+		return
+	}
+	s.startSnapshot()
+}
+
+// startSnapshot freezes the core and writes the snapshot on its own
+// goroutine. Called with s.mu held.
+func (s *Server) startSnapshot() {
+	snap := s.core.Freeze()
+	lsn := s.lastLSN
+	s.sinceSnapshot = 0
+	s.snapRunning = true
+	done := make(chan struct{})
+	s.snapDone = done
+	go func() {
+		defer close(done)
+		start := time.Now()
+		// The snapshot must not be durable before the records it covers.
+		for s.store.DurableLSN() < lsn {
+			time.Sleep(time.Millisecond)
+		}
+		err := s.store.WriteSnapshot(lsn, func(w *snapshot.SnapshotWriter) error { return snap.WriteTo(w.Add) })
+		s.mu.Lock()
+		s.snapRunning = false
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Error("snapshot failed", "lsn", lsn, "err", err)
+			return
+		}
+		s.log.Debug("snapshot written", "lsn", lsn, "tasks", snap.Tasks(), "took", time.Since(start).Round(time.Millisecond))
+	}()
+}
+
+// shutdown stops gracefully: no new connections or requests, replies
+// awaiting disk go out, connections close, a last snapshot is saved.
+func (s *Server) shutdown(engineDone <-chan error) error {
+	if s.cfg.OnStopping != nil {
+		s.cfg.OnStopping()
+	}
+	s.log.Info("stopping: answering what is in flight")
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	deadline := time.Now().Add(shutdownGrace)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		pending := s.held.len()
+		s.mu.Unlock()
+		if pending == 0 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := s.eng.Stop(ctx); err != nil {
+		s.log.Warn("event loop did not stop cleanly", "err", err)
+	}
+	<-engineDone
+	s.finalSnapshot()
+	s.closeStore()
+	s.log.Info("stopped")
+	return nil
+}
+
+func (s *Server) finalSnapshot() {
+	if s.store == nil {
+		return
+	}
+	s.mu.Lock()
+	done := s.snapDone
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	s.mu.Lock()
+	if s.sinceSnapshot > 0 {
+		s.startSnapshot()
+	}
+	done = s.snapDone
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+func (s *Server) closeStore() {
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			s.log.Error("cannot close the log", "err", err)
+		}
+	}
+}

@@ -1,0 +1,364 @@
+package maincontrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// maxPausedInbound bounds what a paused connection may pile up unread.
+const maxPausedInbound = 64 << 20
+
+// Server is a running main control.
+type Server struct {
+	gnet.BuiltinEventEngine
+
+	cfg   Config
+	log   *slog.Logger
+	store *snapshot.Store // nil: memory only
+	addr  string
+
+	mu             sync.Mutex
+	core           *core.Core
+	conns          map[core.PeerID]*conn
+	nextPeer       core.PeerID
+	dec            wire.Decoder
+	held           heldQueue
+	dirty          []*conn
+	lastLSN        uint64
+	durableLSN     uint64
+	stopping       bool
+	snapRunning    bool
+	sinceSnapshot  int
+	firstUnsnapped time.Time
+	snapDone       chan struct{}
+
+	eng    gnet.Engine
+	booted chan struct{}
+}
+
+func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
+
+// Run recovers the data dir, serves until ctx is cancelled, then stops
+// gracefully: it stops reading, lets replies awaiting disk go out, closes
+// connections, saves a snapshot and closes the log.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := newServer(cfg)
+	if err != nil {
+		return err
+	}
+	return s.serve(ctx)
+}
+
+func newServer(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Core.Clock == nil {
+		cfg.Core.Clock = core.SystemClock{}
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn), booted: make(chan struct{})}
+	s.dec.MaxFrame = cfg.Core.MaxFrame
+	c, err := core.New(cfg.Core, s)
+	if err != nil {
+		return nil, err
+	}
+	s.core = c
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// recover opens the data dir and replays it into the core.
+func (s *Server) recover() error {
+	if s.cfg.DataDir == "" {
+		s.log.Warn("no data dir: state is kept in memory only and lost on restart")
+		s.core.Recovered()
+		return nil
+	}
+	if s.cfg.Fsync == snapshot.FsyncNever {
+		s.log.Warn("fsync=never: confirmed changes can be lost on power loss")
+	}
+	start := time.Now()
+	st, err := snapshot.Open(snapshot.Options{Dir: s.cfg.DataDir, Fsync: s.cfg.Fsync,
+		FsyncInterval: s.cfg.FsyncInterval, SegmentBytes: s.cfg.SegmentBytes,
+		RecoverTruncate: s.cfg.RecoverTruncate, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	snapLSN, err := st.Replay(s.core.LoadEntry, func(_ uint64, p []byte) error { return s.core.ReplayRecord(p) })
+	if err != nil {
+		_ = st.Close()
+		return fmt.Errorf("cannot recover %s: %w", s.cfg.DataDir, err)
+	}
+	s.store = st
+	s.lastLSN, s.durableLSN = st.LastLSN(), st.LastLSN()
+	s.core.Recovered()
+	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.lastLSN,
+		"took", time.Since(start).Round(time.Millisecond))
+	st.Start(s.onDurable, s.onHealth)
+	return nil
+}
+
+func protoAddr(listen string) string {
+	if strings.Contains(listen, "://") {
+		return listen
+	}
+	return "tcp://" + listen
+}
+
+func (s *Server) serve(ctx context.Context) error {
+	s.addr = protoAddr(s.cfg.Listen)
+	opts := []gnet.Option{
+		gnet.WithMulticore(s.cfg.EventLoops > 1),
+		gnet.WithNumEventLoop(s.cfg.EventLoops),
+		gnet.WithTicker(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithReusePort(false),
+		gnet.WithLogger(gnetLogger{s.log}),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- gnet.Run(s, s.addr, opts...) }()
+	select {
+	case err := <-errc: // it never booted: the listener failed
+		s.closeStore()
+		if err == nil {
+			err = errors.New("engine stopped before it started")
+		}
+		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
+	case <-s.booted:
+	}
+	if s.cfg.OnReady != nil {
+		s.cfg.OnReady(s.cfg.Listen)
+	}
+	s.log.Info("main control ready", "listen", s.cfg.Listen, "data_dir", s.cfg.DataDir,
+		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil, "event_loops", s.cfg.EventLoops)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		s.closeStore()
+		return fmt.Errorf("event loop stopped: %w", err)
+	}
+	return s.shutdown(errc)
+}
+
+// OnBoot records the engine, so that shutdown can stop it.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.eng = eng
+	close(s.booted)
+	return gnet.None
+}
+
+// OnOpen registers the connection with the core, which says welcome.
+func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	s.mu.Lock()
+	if s.stopping || len(s.conns) >= s.cfg.MaxConns {
+		s.mu.Unlock()
+		s.log.Warn("connection refused", "remote", gc.RemoteAddr(), "reason", "max conns or stopping")
+		return nil, gnet.Close
+	}
+	s.nextPeer++
+	cn := &conn{id: s.nextPeer, gc: gc}
+	s.conns[cn.id] = cn
+	gc.SetContext(cn)
+	s.core.Open(cn.id)
+	out, _ := s.takeOutput(cn)
+	wakes := s.takeWakes(cn)
+	s.mu.Unlock()
+	wake(wakes)
+	return out, gnet.None
+}
+
+// OnClose tells the core the peer is gone.
+func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
+	cn, _ := gc.Context().(*conn)
+	if cn == nil {
+		return gnet.None
+	}
+	s.mu.Lock()
+	cn.dead = true
+	delete(s.conns, cn.id)
+	s.core.Closed(cn.id)
+	wakes := s.takeWakes(nil)
+	s.mu.Unlock()
+	wake(wakes)
+	return gnet.None
+}
+
+// OnTraffic decodes every whole frame buffered, hands each to the core,
+// then writes what this connection has released.
+func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
+	cn, _ := gc.Context().(*conn)
+	if cn == nil {
+		return gnet.Close
+	}
+	s.mu.Lock()
+	s.readFrames(cn, gc)
+	out, closeNow := s.takeOutput(cn)
+	wakes := s.takeWakes(cn)
+	s.mu.Unlock()
+	wake(wakes)
+	if len(out) > 0 {
+		if _, err := gc.Write(out); err != nil {
+			return gnet.Close
+		}
+		s.mu.Lock()
+		if len(cn.spare) == 0 && cap(out) <= 1<<20 {
+			cn.spare = out[:0] // reuse the buffer: gnet copied what it could not send
+		}
+		s.mu.Unlock()
+	}
+	if closeNow {
+		return gnet.Close
+	}
+	if gc.OutboundBuffered() > s.cfg.MaxOutbound {
+		s.log.Warn("peer is not reading: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
+			"unsent_bytes", gc.OutboundBuffered())
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// readFrames handles whole frames until only a partial frame is left.
+func (s *Server) readFrames(cn *conn, gc gnet.Conn) {
+	for !cn.closing && !cn.dead && !s.stopping {
+		if cn.held > s.cfg.MaxInflight {
+			if !cn.paused {
+				s.log.Debug("reading paused: replies awaiting disk", "peer", cn.id, "held", cn.held)
+			}
+			cn.paused = true
+			if gc.InboundBuffered() > maxPausedInbound {
+				s.log.Warn("peer sent too much while paused: connection closed", "peer", cn.id)
+				s.refuse(cn, gc, wire.CodeBadRequest, "too many requests awaiting disk")
+			}
+			return
+		}
+		cn.paused = false
+		hdr, err := gc.Peek(wire.HeaderLen)
+		if err != nil {
+			return // fewer than 4 bytes
+		}
+		size, _, err := s.dec.Header(hdr)
+		if err != nil {
+			s.refuseDecode(cn, gc, err)
+			return
+		}
+		if gc.InboundBuffered() < wire.HeaderLen+size {
+			return
+		}
+		frame, err := gc.Peek(wire.HeaderLen + size)
+		if err != nil {
+			return
+		}
+		m, n, err := s.dec.Decode(frame)
+		if err != nil {
+			s.refuseDecode(cn, gc, err)
+			return
+		}
+		if s.core.Debug() {
+			s.logFrame("in", cn, frame[wire.HeaderLen:])
+		}
+		s.core.Handle(cn.id, m)
+		_, _ = gc.Discard(n)
+	}
+}
+
+// refuseDecode answers a framing or payload error and closes: the peer's
+// framing can no longer be trusted (spec section 2).
+func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
+	var tooBig *wire.FrameTooLargeError
+	code := wire.CodeMalformed
+	if errors.As(err, &tooBig) {
+		code = wire.CodeFrameTooLarge
+	}
+	s.log.Info("protocol error: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(), "code", string(code), "err", err)
+	s.refuse(cn, gc, code, err.Error())
+}
+
+func (s *Server) refuse(cn *conn, gc gnet.Conn, code wire.Code, msg string) {
+	b := wire.Begin(nil, "error")
+	b.Str("code", string(code))
+	b.Str("message", msg)
+	frame, err := b.Finish()
+	if err == nil {
+		s.Send(cn.id, frame)
+	}
+	s.Close(cn.id)
+	s.core.Closed(cn.id)
+	_, _ = gc.Discard(gc.InboundBuffered())
+}
+
+// takeOutput swaps out the connection's released frames for writing.
+func (s *Server) takeOutput(cn *conn) ([]byte, bool) {
+	cn.queued = false
+	out := cn.out
+	cn.out, cn.spare = cn.spare, nil
+	if cn.paused && cn.held <= s.cfg.MaxInflight {
+		s.markDirty(cn) // resume reading on the next wake
+	}
+	return out, cn.closeAfter
+}
+
+func wake(cs []*conn) {
+	for _, cn := range cs {
+		_ = cn.gc.Wake(nil) // a closed connection ignores it
+	}
+}
+
+// OnTick runs the core's timers and starts snapshots when due.
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	s.mu.Lock()
+	s.core.Tick()
+	s.maybeSnapshot()
+	wakes := s.takeWakes(nil)
+	s.mu.Unlock()
+	wake(wakes)
+	if s.cfg.OnTick != nil {
+		s.cfg.OnTick()
+	}
+	return s.cfg.TickInterval, gnet.None
+}
+
+// onDurable runs on the log's writer goroutine.
+func (s *Server) onDurable(lsn uint64) {
+	s.mu.Lock()
+	s.releaseHeld(lsn)
+	wakes := s.takeWakes(nil)
+	s.mu.Unlock()
+	wake(wakes)
+}
+
+// onHealth runs on the log's writer goroutine when writes fail or recover.
+func (s *Server) onHealth(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.log.Error("log write failed: refusing changes until the disk recovers", "err", err)
+	}
+	s.core.SetAvailable(err == nil)
+}
+
+func (s *Server) logFrame(dir string, cn *conn, payload []byte) {
+	s.log.Info("frame", "dir", dir, "peer", cn.id, "payload", string(payload))
+}
+
+// gnetLogger routes gnet's own logs into slog.
+type gnetLogger struct{ l *slog.Logger }
+
+func (g gnetLogger) Debugf(f string, a ...any) { g.l.Debug("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error("gnet: " + fmt.Sprintf(f, a...)) }
