@@ -35,6 +35,7 @@ func init() {
 	commands = map[string]command{
 		"maincontrol": {"run the main control (the state authority)", runMaincontrol},
 		"version":     {"print the version", runVersion},
+		"inspect":     {"show a data dir offline: files, counts, one task's history", runInspect},
 	}
 }
 

@@ -1,0 +1,205 @@
+package core
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// TaskInfo is a read-only view of one task, for the offline inspector and
+// metrics.
+type TaskInfo struct {
+	ID, MaxAttempts, TimeoutMs uint64
+	Version, Attempt           uint32
+	State                      State
+	Priority                   uint8
+	Type, Executor, TraceID    string
+	Key, Error                 string
+	Out                        string // out.* lines as on the wire
+	Args                       string // arg.* lines as on the wire
+	DependsOn                  []uint64
+	Created, Updated           time.Time
+}
+
+// Task returns a view of the task with this id.
+func (c *Core) Task(id uint64) (TaskInfo, bool) {
+	c.finishLoad()
+	t := c.tasks.get(id)
+	if t == nil {
+		return TaskInfo{}, false
+	}
+	out, _ := t.out()
+	return TaskInfo{ID: t.id, MaxAttempts: t.maxAttempts, TimeoutMs: t.timeoutMs, Version: t.version,
+		Attempt: t.attempt, State: t.state, Priority: t.priority, Type: t.typ.name, Executor: t.execID,
+		TraceID: t.traceID, Key: t.key(), Error: t.errText(), Out: out, Args: t.args,
+		DependsOn: slices.Clone(t.deps()), Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}, true
+}
+
+// Counts returns the number of tasks in each state, indexed by State.
+func (c *Core) Counts() [NumStates + 1]int {
+	c.finishLoad()
+	return c.counts
+}
+
+// NextTaskID returns the id the next submit will get.
+func (c *Core) NextTaskID() uint64 { return c.nextID }
+
+// SharedState returns a copy of the shared state and its version.
+func (c *Core) SharedState() (map[string]string, uint64) {
+	m := make(map[string]string, len(c.state))
+	for k, v := range c.state {
+		m[k] = v
+	}
+	return m, c.stateVer
+}
+
+// ExecutorInfo is a read-only view of one registered executor.
+type ExecutorInfo struct {
+	ID        string
+	Types     []string
+	Slots     int
+	Load      int
+	Connected bool
+}
+
+// Executors returns the registered executors in registration order.
+func (c *Core) Executors() []ExecutorInfo {
+	c.finishLoad()
+	list := make([]*executor, 0, len(c.execs))
+	for _, e := range c.execs {
+		list = append(list, e)
+	}
+	slices.SortFunc(list, func(a, b *executor) int { return cmp.Compare(a.regSeq, b.regSeq) })
+	out := make([]ExecutorInfo, 0, len(list))
+	for _, e := range list {
+		info := ExecutorInfo{ID: e.id, Slots: e.slots, Load: e.load, Connected: e.connected()}
+		for _, tt := range e.types {
+			info.Types = append(info.Types, tt.name)
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// Record is a decoded change record or snapshot entry, for humans.
+type Record struct {
+	Kind    string
+	TaskIDs []uint64 // the tasks it concerns
+	Text    string   // its fields, key=value, space separated
+}
+
+// DescribeRecord decodes a log record or snapshot entry for the offline
+// inspector.
+func DescribeRecord(payload []byte) (Record, error) {
+	var r record
+	if err := decodeRecord(payload, &r); err != nil {
+		return Record{}, err
+	}
+	d := Record{Kind: r.kind.String()}
+	var f []string
+	add := func(k string, v any) { f = append(f, fmt.Sprintf("%s=%v", k, v)) }
+	ms := func(k string, v int64) {
+		if v != 0 {
+			add(k, time.UnixMilli(v).UTC().Format("2006-01-02T15:04:05.000Z"))
+		}
+	}
+	switch r.kind {
+	case recNew, recDispatch, recStart, recBack, recRetry, recArm, recReady, recEnd, snapTask:
+		d.TaskIDs = []uint64{r.id}
+		add("task_id", r.id)
+	case recDrop:
+		d.TaskIDs = slices.Clone(r.ids)
+		add("task_ids", r.ids)
+	}
+	switch r.kind {
+	case recNew:
+		add("task_type", r.typ)
+		add("state", r.state)
+		add("priority", r.priority)
+		add("max_attempts", r.maxAttempts)
+		add("timeout_ms", r.timeoutMs)
+		ms("at", r.at)
+		if r.due > r.at {
+			ms("not_before", r.due)
+		}
+		if r.key != "" {
+			add("key", r.key)
+		}
+		add("trace_id", r.trace)
+		if len(r.deps) > 0 {
+			add("depends_on", r.deps)
+		}
+		if r.args != "" {
+			add("args", strings.ReplaceAll(r.args, "\n", " "))
+		}
+	case recDispatch:
+		add("version", r.version)
+		add("attempt", r.attempt)
+		add("executor", r.exec)
+		ms("at", r.at)
+	case recStart:
+		add("version", r.version)
+		ms("at", r.at)
+		ms("deadline", r.due)
+	case recBack:
+		ms("at", r.at)
+		add("why", r.why)
+	case recRetry:
+		ms("at", r.at)
+		ms("retry_at", r.due)
+		add("error", r.errText)
+	case recArm:
+		ms("retry_at", r.due)
+	case recReady:
+		ms("at", r.at)
+	case recEnd:
+		add("state", r.state)
+		ms("at", r.at)
+		if r.errText != "" {
+			add("error", r.errText)
+		}
+		if r.out != "" {
+			add("out", strings.ReplaceAll(r.out, "\n", " "))
+		}
+		for _, p := range r.sets {
+			add("state."+p.k, p.v)
+		}
+	case recExecReg:
+		add("executor", r.exec)
+		add("task_types", strings.Join(r.types, ","))
+		add("slots", r.slots)
+	case recExecGone:
+		add("executor", r.exec)
+		add("why", r.why)
+	case snapMeta:
+		add("next_task_id", r.nextID)
+		add("state_version", r.stateVer)
+	case snapState:
+		add(r.key, r.args)
+	case snapTask:
+		add("state", r.state)
+		add("version", r.version)
+		add("attempt", r.attempt)
+		add("task_type", r.typ)
+		if r.exec != "" {
+			add("executor", r.exec)
+		}
+	}
+	d.Text = strings.Join(f, " ")
+	return d, nil
+}
+
+// Discard is an Effects that drops everything, for offline use of a core
+// (the inspector replays a data dir into one).
+type Discard struct{}
+
+// Record drops the record.
+func (Discard) Record([]byte) {}
+
+// Send drops the frame.
+func (Discard) Send(PeerID, []byte) {}
+
+// Close does nothing.
+func (Discard) Close(PeerID) {}
