@@ -42,6 +42,8 @@ type Config struct {
 	RetryBase   time.Duration // first retry delay, default 1 s
 	RetryCap    time.Duration // longest retry delay, default 60 s
 
+	Observer Observer // metrics; nil: none
+
 	Clock  Clock
 	Rand   *rand.Rand    // jitter and trace ids; nil: seeded randomly
 	Nonce  func() string // welcome nonces; nil: crypto random
@@ -101,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Version == "" {
 		c.Version = "dev"
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}

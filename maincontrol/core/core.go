@@ -12,6 +12,7 @@ import (
 // Core holds all of the main control's state and rules.
 type Core struct {
 	cfg   Config
+	obs   Observer
 	log   *slog.Logger
 	fx    Effects
 	clock Clock
@@ -97,6 +98,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 	}
 	c := &Core{
 		cfg:        cfg,
+		obs:        cfg.Observer,
 		log:        cfg.Logger,
 		fx:         fx,
 		clock:      cfg.Clock,

@@ -2,6 +2,7 @@ package core
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -53,6 +54,7 @@ func (c *Core) nextPending(tt *taskType) *task {
 // task frame reaches e only once the dispatch is durable.
 func (c *Core) dispatch(t *task, e *executor) {
 	now := c.now()
+	pendingSince := t.updatedMs
 	attempt := t.attempt + 1
 	if t.flags&flagRequeued != 0 {
 		attempt = t.attempt // taken back before it started: no attempt used
@@ -64,6 +66,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 		return
 	}
 	t = c.tasks.get(r.id)
+	c.obs.Dispatched(time.Duration(max(0, now-pendingSince)) * time.Millisecond)
 	c.logTransition(t, Pending, Dispatched, "dispatch")
 	b := wire.Begin(c.frame[:0], "task")
 	b.UintK(kTaskID, t.id)

@@ -25,6 +25,7 @@ func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16,
 		return false
 	}
 	t := c.tasks.get(id)
+	c.obs.Ended(to)
 	c.logTransition(t, from, to, why)
 	c.notifyDone(t)
 	c.followDependents(id, to)
@@ -54,6 +55,7 @@ func (c *Core) followDependents(id uint64, st State) {
 				r.id, r.at, r.state, r.errText = d, c.now(), Cancelled, msg
 				if c.commit(r) {
 					t = c.tasks.get(d)
+					c.obs.Ended(Cancelled)
 					c.logTransition(t, Waiting, Cancelled, msg)
 					c.notifyDone(t)
 					work = append(work, ended{d, Cancelled, append([]uint64(nil), c.released...)})
@@ -134,6 +136,7 @@ func (c *Core) failAttempt(id uint64, retryable, immediate bool, errText, out st
 	if !c.commit(r) {
 		return
 	}
+	c.obs.Retried()
 	c.logTransition(c.tasks.get(id), Running, Retrying, why)
 	if immediate {
 		c.retryNow(id, "retry without delay: "+why)

@@ -27,23 +27,46 @@ func (c *Core) fireTimers(now int64) {
 		switch t.state {
 		case Pending:
 			if t.flags&flagDelayed != 0 {
-				mt := c.tasks.mut(t.id)
-				c.makePending(mt, now) // its delay ended: queue it
+				// Its delay ended: queue it. A record, so that replay
+				// queues it at the same point and may dispatch it.
+				r := c.newRecord(recReady)
+				r.id, r.at = t.id, now
+				c.commit(r)
 			}
 		case Retrying:
 			if t.flags&flagArmed != 0 {
 				c.retryNow(t.id, "backoff over")
 			}
 		case Dispatched:
+			if c.awaitsListing(t) {
+				continue // restored: waits for its executor's running= list
+			}
 			e := c.execs[t.execID]
 			c.sendCancel(e, t.id, t.version)
+			c.obs.StartTimedOut()
 			c.requeue(t.id, "start timeout")
 		case Running:
+			if c.awaitsListing(t) {
+				continue // restored: its timeout starts when it is listed
+			}
 			e := c.execs[t.execID]
 			c.sendCancel(e, t.id, t.version)
+			c.obs.TimedOut()
 			c.failAttempt(t.id, true, false, "timeout after "+strconv.FormatUint(t.timeoutMs, 10)+"ms", "", 0, "task timeout")
 		}
 	}
+}
+
+// awaitsListing reports whether t's dispatch was restored after a restart
+// and its executor has not listed it yet: until then only the restored
+// timer may take it back (spec section 7).
+func (c *Core) awaitsListing(t *task) bool {
+	e := c.execs[t.execID]
+	if e == nil {
+		return false
+	}
+	a, ok := e.tasks[t.id]
+	return ok && a.restored && a.ver == t.version
 }
 
 // expireRestored handles a dispatch restored after a restart whose executor
@@ -115,6 +138,7 @@ func (c *Core) checkLiveness(now int64) {
 }
 
 func (c *Core) loseExecutor(e *executor) {
+	c.obs.ExecutorLost()
 	c.log.Warn("executor lost: nothing arrived within the heartbeat timeout", "executor", e.id,
 		"timeout", c.cfg.HeartbeatTimeout, "tasks", len(e.tasks))
 	c.takeBackAll(e, false, "executor "+e.id+" lost")
