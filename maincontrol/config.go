@@ -40,6 +40,7 @@ type Config struct {
 	MaxOutbound  int
 	EventLoops   int
 	TickInterval time.Duration
+	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
 
 	Core   core.Config
 	Logger *slog.Logger

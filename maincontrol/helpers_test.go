@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"testing"
@@ -140,4 +141,15 @@ func executorPeer(t testing.TB, addr, id, types string, slots int) *rawPeer {
 	p.send("register", "executor_id", id, "task_types", types, "slots", strconv.Itoa(slots))
 	p.expect("registered")
 	return p
+}
+
+func httpGet(t testing.TB, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	return string(b)
 }

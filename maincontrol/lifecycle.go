@@ -70,6 +70,7 @@ func (s *Server) shutdown(engineDone <-chan error) error {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	s.stopHTTP()
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := s.eng.Stop(ctx); err != nil {

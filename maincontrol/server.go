@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -43,8 +44,10 @@ type Server struct {
 	firstUnsnapped time.Time
 	snapDone       chan struct{}
 
-	eng    gnet.Engine
-	booted chan struct{}
+	eng     gnet.Engine
+	booted  chan struct{}
+	metrics *serverMetrics
+	http    *http.Server
 }
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
@@ -70,6 +73,10 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn), booted: make(chan struct{})}
 	s.dec.MaxFrame = cfg.Core.MaxFrame
+	s.metrics = newServerMetrics(s)
+	if cfg.Core.Observer == nil {
+		cfg.Core.Observer = s.metrics
+	}
 	c, err := core.New(cfg.Core, s)
 	if err != nil {
 		return nil, err
@@ -139,6 +146,14 @@ func (s *Server) serve(ctx context.Context) error {
 		}
 		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
 	case <-s.booted:
+	}
+	if err := s.startHTTP(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		_ = s.eng.Stop(ctx)
+		<-errc
+		s.closeStore()
+		return err
 	}
 	if s.cfg.OnReady != nil {
 		s.cfg.OnReady(s.cfg.Listen)

@@ -1,0 +1,110 @@
+package maincontrol
+
+import (
+	"time"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/metrics"
+	"github.com/apollo11/apollo11/snapshot"
+)
+
+// serverMetrics counts what the core observes; gauges are read from the
+// core (under the server's mutex) and from the log's stats when scraped.
+type serverMetrics struct {
+	reg           metrics.Registry
+	dispatchWait  *metrics.Histogram
+	retries       *metrics.Counter
+	timeouts      *metrics.Counter
+	startTimeouts *metrics.Counter
+	lost          *metrics.Counter
+	ended         [core.NumStates + 1]*metrics.Counter
+}
+
+var _ core.Observer = (*serverMetrics)(nil)
+
+var latencyBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+func newServerMetrics(s *Server) *serverMetrics {
+	m := &serverMetrics{}
+	r := &m.reg
+	r.GaugeVecFunc("apollo11_tasks", "Tasks by state.", "state", func() map[string]float64 {
+		s.mu.Lock()
+		counts := s.core.Counts()
+		s.mu.Unlock()
+		out := make(map[string]float64, core.NumStates)
+		for _, st := range core.AllStates {
+			out[st.String()] = float64(counts[st])
+		}
+		return out
+	})
+	r.GaugeFunc("apollo11_executors", "Executors connected.", func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := 0
+		for _, e := range s.core.Executors() {
+			if e.Connected {
+				n++
+			}
+		}
+		return float64(n)
+	})
+	r.GaugeFunc("apollo11_connections", "Open connections.", func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return float64(len(s.conns))
+	})
+	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch.", latencyBounds)
+	m.retries = r.Counter("apollo11_retries_total", "Attempts that failed and will run again.")
+	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks that passed their timeout_ms.")
+	m.startTimeouts = r.Counter("apollo11_start_timeouts_total", "Dispatched tasks not started in time.")
+	m.lost = r.Counter("apollo11_executors_lost_total", "Executors lost after the heartbeat timeout.")
+	for _, st := range []core.State{core.Succeeded, core.Failed, core.Cancelled} {
+		m.ended[st] = r.Counter("apollo11_tasks_"+st.String()+"_total", "Tasks that ended "+st.String()+".")
+	}
+	if s.cfg.DataDir != "" {
+		m.addStoreMetrics(func() snapshot.Stats {
+			if s.store == nil { // still recovering
+				return snapshot.Stats{}
+			}
+			return s.store.Stats()
+		})
+	}
+	return m
+}
+
+// addStoreMetrics exposes the log's stats; stats is read at each scrape.
+func (m *serverMetrics) addStoreMetrics(stats func() snapshot.Stats) {
+	r := &m.reg
+	bounds := snapshot.FsyncBucketBounds()
+	fb := make([]float64, len(bounds))
+	for i, b := range bounds {
+		fb[i] = b.Seconds()
+	}
+	r.HistogramFunc("apollo11_log_fsync_seconds", "Latency of log fsyncs.", fb, func() ([]uint64, float64) {
+		s := stats()
+		return s.FsyncHist[:], s.FsyncTotal.Seconds()
+	})
+	r.CounterFunc("apollo11_log_records_total", "Change records appended to the log.", func() float64 { return float64(stats().Records) })
+	r.CounterFunc("apollo11_log_write_errors_total", "Failed log writes or fsyncs.", func() float64 { return float64(stats().WriteErrs) })
+	r.GaugeFunc("apollo11_log_bytes", "Bytes in log segments.", func() float64 { return float64(stats().LogBytes) })
+	r.GaugeFunc("apollo11_log_healthy", "1 while the log accepts writes.", func() float64 {
+		if stats().Healthy {
+			return 1
+		}
+		return 0
+	})
+	r.CounterFunc("apollo11_snapshots_total", "Snapshots written.", func() float64 { return float64(stats().Snapshots) })
+	r.GaugeFunc("apollo11_snapshot_duration_seconds", "Time the last snapshot took.", func() float64 { return stats().SnapshotDuration.Seconds() })
+	r.GaugeFunc("apollo11_snapshot_bytes", "Size of the newest snapshot.", func() float64 { return float64(stats().SnapshotBytes) })
+}
+
+func (m *serverMetrics) Dispatched(wait time.Duration) { m.dispatchWait.Observe(wait.Seconds()) }
+func (m *serverMetrics) Retried()                      { m.retries.Inc() }
+func (m *serverMetrics) TimedOut()                     { m.timeouts.Inc() }
+func (m *serverMetrics) StartTimedOut()                { m.startTimeouts.Inc() }
+func (m *serverMetrics) ExecutorLost()                 { m.lost.Inc() }
+func (m *serverMetrics) Ended(s core.State) {
+	if c := m.ended[s]; c != nil {
+		c.Inc()
+	}
+}
