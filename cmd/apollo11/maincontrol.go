@@ -14,6 +14,7 @@ import (
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/systemd"
 )
 
 // maincontrolFlags are the main control's settings as flags.
@@ -74,6 +75,7 @@ func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) 
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
 		MaxConns: f.maxConns, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, Logger: logger,
+		HTTPListen: f.httpListen,
 		Core: core.Config{
 			Version: version, MaxFrame: f.maxFrame, Token: token,
 			HandshakeTimeout: f.handshakeTimeout, HeartbeatInterval: f.heartbeatInterval,
@@ -96,7 +98,17 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	notifier := systemd.FromEnv()
+	cfg.OnReady = func(string) { logNotifyErr(cfg, notifier.Ready()) }
+	cfg.OnTick = func() { logNotifyErr(cfg, notifier.Watchdog(time.Now())) }
+	cfg.OnStopping = func() { logNotifyErr(cfg, notifier.Stopping()) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return maincontrol.Run(ctx, cfg)
+}
+
+func logNotifyErr(cfg maincontrol.Config, err error) {
+	if err != nil {
+		cfg.Logger.Warn("systemd notification failed", "err", err)
+	}
 }

@@ -1,0 +1,54 @@
+package systemd_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestUnits_Verify runs systemd-analyze verify on both unit files, with
+// ExecStart pointed at a freshly built binary. Any warning fails the test:
+// verify exits 0 on unknown keys, printing them. CI installs systemd.
+func TestUnits_Verify(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed (CI installs it: .ci/run)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "apollo11")
+	build := exec.Command("go", "build", "-o", bin, "github.com/apollo11/apollo11/cmd/apollo11")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, unit := range []string{"apollo11-maincontrol.service", "apollo11-executor@.service"} {
+		text, err := os.ReadFile(unit)
+		require.NoError(t, err)
+		require.Contains(t, string(text), "ExecStart=/usr/local/bin/apollo11 ")
+		fixed := strings.ReplaceAll(string(text), "/usr/local/bin/apollo11", bin)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, unit), []byte(fixed), 0o644))
+	}
+	cmd := exec.Command(analyze, "verify", "apollo11-maincontrol.service", "apollo11-executor@test-1.service")
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Empty(t, strings.TrimSpace(string(out)), "systemd-analyze verify warned")
+}
+
+// TestUnits_Hardening pins the settings the operations guide promises.
+func TestUnits_Hardening(t *testing.T) {
+	main, err := os.ReadFile("apollo11-maincontrol.service")
+	require.NoError(t, err)
+	for _, want := range []string{"Type=notify", "WatchdogSec=", "StateDirectory=apollo11", "DynamicUser=yes",
+		"NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
+		"RestrictAddressFamilies=", "MemoryMax="} {
+		require.Contains(t, string(main), want)
+	}
+	ex, err := os.ReadFile("apollo11-executor@.service")
+	require.NoError(t, err)
+	for _, want := range []string{"--id %i", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict"} {
+		require.Contains(t, string(ex), want)
+	}
+}
