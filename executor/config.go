@@ -1,9 +1,11 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +55,9 @@ type Config struct {
 	// DialTimeout bounds the TCP dial and each handshake step (welcome,
 	// registered).
 	DialTimeout time.Duration
+	// Dial opens the connection to Addr; nil means TCP, bounded by
+	// DialTimeout. It is a seam for tests, Unix sockets or TLS.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// Logger receives the executor's structured logs; nil means
 	// slog.Default().
 	Logger *slog.Logger

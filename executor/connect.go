@@ -38,8 +38,7 @@ func (e *Executor) connectLoop(ctx context.Context) {
 // connectOnce runs one connection: dial, handshake, serve. registered says
 // whether the handshake completed.
 func (e *Executor) connectOnce(ctx context.Context) (registered bool, err error) {
-	d := net.Dialer{Timeout: e.cfg.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", e.cfg.Addr)
+	conn, err := e.dial(ctx)
 	if err != nil {
 		return false, fmt.Errorf("cannot connect: %w", err)
 	}
@@ -54,9 +53,20 @@ func (e *Executor) connectOnce(ctx context.Context) (registered bool, err error)
 	e.activate(s)
 	err = s.serve(ctx)
 	conn.Close()
+	s.out.close()
 	<-s.done
 	e.deactivate(s)
 	return true, err
+}
+
+func (e *Executor) dial(ctx context.Context) (net.Conn, error) {
+	if e.cfg.Dial != nil {
+		ctx, cancel := context.WithTimeout(ctx, e.cfg.DialTimeout)
+		defer cancel()
+		return e.cfg.Dial(ctx, e.cfg.Addr)
+	}
+	d := net.Dialer{Timeout: e.cfg.DialTimeout}
+	return d.DialContext(ctx, "tcp", e.cfg.Addr)
 }
 
 // logConnError logs why a connection ended and when the next attempt is.

@@ -67,12 +67,12 @@ func (e *Executor) onTask(s *session, m *wire.Message) {
 			"task_type", t.Type, "trace_id", t.TraceID)
 		return
 	}
-	r := newRun(e.hardCtx, t)
+	r := newRun(t)
 	e.runs[tok] = r
 	s.out.queue(startedFrame(tok))
 	e.mu.Unlock()
 	_ = s.out.flush() // a write error ends the session; the result is kept for the next one
-	go e.execute(r)
+	e.spawn(r)
 }
 
 // onCancel cancels a running dispatch; its result will not be sent.

@@ -32,11 +32,15 @@ type Executor struct {
 	// encode results before taking mu.
 	maxFrame atomic.Int64
 
-	// hardCtx is the parent of every handler's context; Stop cancels it.
+	// hardCtx is cancelled by Stop: it ends the connection loop and every
+	// wait of the stop sequence.
 	hardCtx    context.Context
 	hardCancel context.CancelCauseFunc
 	stopOnce   sync.Once
 	runCalled  atomic.Bool
+
+	// work hands a run to an idle worker goroutine (unbuffered).
+	work chan *run
 
 	mu       sync.Mutex
 	runs     map[token]*run     // handlers executing
@@ -63,6 +67,7 @@ func New(cfg Config) (*Executor, error) {
 		runs:    make(map[token]*run),
 		unacked: make(map[token]*outcome),
 		changed: make(chan struct{}),
+		work:    make(chan *run),
 	}
 	e.maxFrame.Store(wire.DefaultMaxFrame)
 	e.hardCtx, e.hardCancel = context.WithCancelCause(context.Background())
@@ -121,6 +126,7 @@ func (e *Executor) Stop() {
 			s.out.queue(byeFrame("stop"))
 			_ = s.out.flushAll(stopWriteTimeout)
 		}
+		e.cancelRuns(ErrStopped)
 		e.hardCancel(ErrStopped)
 		e.log.Info("executor hard stop")
 	})

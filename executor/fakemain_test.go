@@ -32,6 +32,27 @@ type fakeMain struct {
 	conns    chan *fakeConn
 	authMode string
 	maxFrame atomic.Int64
+	stop     chan struct{}
+}
+
+// serve sends welcome on c and hands it to accept.
+func (f *fakeMain) serve(c net.Conn) {
+	fc := &fakeConn{conn: c, r: wire.NewReader(c, 0), nonce: mustNonceRaw()}
+	_ = writeMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", fc.nonce,
+		"auth", f.authMode, "max_frame", strconv.FormatInt(f.maxFrame.Load(), 10))
+	select {
+	case f.conns <- fc:
+	case <-f.stop:
+		c.Close()
+	}
+}
+
+// pipeDial is an executor.Config.Dial that connects through net.Pipe, with
+// no sockets: the main control's side is handed to accept.
+func (f *fakeMain) pipeDial(context.Context, string) (net.Conn, error) {
+	client, server := net.Pipe()
+	go f.serve(server) // net.Pipe is synchronous: welcome waits for the reader
+	return client, nil
 }
 
 // fakeConn is one accepted connection.
@@ -58,6 +79,7 @@ func mustStartFakeMain(tb testing.TB, opts ...fakeOpt) *fakeMain {
 		o(f)
 	}
 	done, stop := make(chan struct{}), make(chan struct{})
+	f.stop = stop
 	go func() {
 		defer close(done)
 		for {
@@ -65,32 +87,30 @@ func mustStartFakeMain(tb testing.TB, opts ...fakeOpt) *fakeMain {
 			if err != nil {
 				return
 			}
-			fc := &fakeConn{t: tb, conn: c, r: wire.NewReader(c, 0), nonce: mustNonce(tb)}
-			_ = writeMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", fc.nonce,
-				"auth", f.authMode, "max_frame", strconv.FormatInt(f.maxFrame.Load(), 10))
-			select {
-			case f.conns <- fc:
-			case <-stop:
-				c.Close()
-				return
-			}
+			f.serve(c)
 		}
 	}()
 	tb.Cleanup(func() {
 		close(stop)
 		ln.Close()
 		<-done
-		close(f.conns)
-		for c := range f.conns {
-			c.conn.Close()
+		for {
+			select {
+			case c := <-f.conns:
+				c.conn.Close()
+			default:
+				return
+			}
 		}
 	})
 	return f
 }
 
-func mustNonce(tb testing.TB) string {
+func mustNonceRaw() string {
 	n, err := auth.NewNonce()
-	require.NoError(tb, err)
+	if err != nil {
+		panic(err)
+	}
 	return n
 }
 

@@ -6,28 +6,37 @@ import (
 	"time"
 )
 
-// outbox serializes and batches writes to one connection. Frames are queued
-// (cheap, under a mutex, never blocking on the network) and written by
-// flush. The first flusher writes everything queued, including frames other
-// goroutines queue while it writes, so frames queued together leave in one
-// write and concurrent senders share syscalls. A write error or timeout
-// closes the connection, which ends the session's reader.
+// outbox serializes and batches writes to one connection. Senders queue
+// whole frames (cheap, under a mutex, never blocking on the network) and
+// wake the outbox's writer goroutine, which writes everything queued in one
+// write; frames queued while it writes leave together in the next one. So
+// frames queued together (`started` + `result` after a reconnect) leave in
+// one write, and under load many frames share one syscall. A write error or
+// timeout closes the connection, which ends the session's reader.
 type outbox struct {
 	conn    net.Conn
 	timeout time.Duration // write deadline per write
 
-	mu       sync.Mutex
-	buf      []byte // queued frames
-	spare    []byte // the other buffer, reused
-	flushing bool   // a goroutine is writing
-	err      error  // first write error; sticky
+	wake chan struct{} // cap 1: something was queued
+	quit chan struct{} // closed by close
+	done chan struct{} // closed when the writer goroutine exits
+
+	mu      sync.Mutex
+	buf     []byte        // queued frames
+	writing bool          // the writer holds a batch
+	err     error         // first write error; sticky
+	idle    chan struct{} // closed and replaced whenever the outbox empties
 }
 
+// newOutbox starts the writer goroutine; close stops it.
 func newOutbox(conn net.Conn, timeout time.Duration) *outbox {
-	return &outbox{conn: conn, timeout: timeout}
+	o := &outbox{conn: conn, timeout: timeout, wake: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{}), idle: make(chan struct{})}
+	go o.run()
+	return o
 }
 
-// queue appends whole frames without writing them.
+// queue appends whole frames without waking the writer.
 func (o *outbox) queue(frames ...[]byte) {
 	o.mu.Lock()
 	if o.err == nil {
@@ -38,69 +47,101 @@ func (o *outbox) queue(frames ...[]byte) {
 	o.mu.Unlock()
 }
 
+// flush wakes the writer for what is queued. It returns the connection's
+// write error, if any so far; it does not wait for the write.
+func (o *outbox) flush() error {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
 // send queues frames and flushes.
 func (o *outbox) send(frames ...[]byte) error {
 	o.queue(frames...)
 	return o.flush()
 }
 
-// flush writes what is queued unless another goroutine is already writing
-// (that one then writes it too). It returns the connection's write error,
-// if any so far.
-func (o *outbox) flush() error { return o.flushWithin(o.timeout) }
-
-// flushWithin is flush with a given write deadline.
-func (o *outbox) flushWithin(timeout time.Duration) error {
-	o.mu.Lock()
-	if o.flushing || o.err != nil {
-		err := o.err
-		o.mu.Unlock()
+// flushAll flushes and waits until everything queued has been written, for
+// at most timeout.
+func (o *outbox) flushAll(timeout time.Duration) error {
+	if err := o.flush(); err != nil {
 		return err
 	}
-	o.flushing = true
-	for len(o.buf) > 0 && o.err == nil {
-		b := o.buf
-		o.buf = o.spare[:0]
-		o.mu.Unlock()
-		err := o.write(b, timeout)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
 		o.mu.Lock()
-		o.spare = b[:0]
-		if err != nil {
-			o.err = err
-			o.buf = nil
+		empty := len(o.buf) == 0 && !o.writing
+		idle, err := o.idle, o.err
+		o.mu.Unlock()
+		if err != nil || empty {
+			return err
+		}
+		select {
+		case <-idle:
+		case <-o.done:
+			return nil
+		case <-t.C:
+			return nil
 		}
 	}
-	o.flushing = false
-	err := o.err
-	o.mu.Unlock()
-	if err != nil {
-		o.conn.Close()
-	}
-	return err
 }
 
-func (o *outbox) write(b []byte, timeout time.Duration) error {
-	if timeout > 0 {
-		if err := o.conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+// close stops the writer goroutine (after its current write) and waits for
+// it. Frames still queued are dropped.
+func (o *outbox) close() {
+	select {
+	case <-o.quit:
+	default:
+		close(o.quit)
+	}
+	<-o.done
+}
+
+// run is the writer goroutine.
+func (o *outbox) run() {
+	defer close(o.done)
+	var spare []byte
+	for {
+		select {
+		case <-o.wake:
+		case <-o.quit:
+			return
+		}
+		for {
+			o.mu.Lock()
+			if len(o.buf) == 0 || o.err != nil {
+				o.writing = false
+				close(o.idle)
+				o.idle = make(chan struct{})
+				o.mu.Unlock()
+				break
+			}
+			b := o.buf
+			o.buf, o.writing = spare[:0], true
+			o.mu.Unlock()
+			err := o.write(b)
+			spare = b
+			if err != nil {
+				o.mu.Lock()
+				o.err, o.buf = err, nil
+				o.mu.Unlock()
+				o.conn.Close()
+			}
+		}
+	}
+}
+
+func (o *outbox) write(b []byte) error {
+	if o.timeout > 0 {
+		if err := o.conn.SetWriteDeadline(time.Now().Add(o.timeout)); err != nil {
 			return err
 		}
 	}
 	_, err := o.conn.Write(b)
 	return err
-}
-
-// flushAll flushes and, when another goroutine is writing, waits until
-// everything queued has been written, for at most timeout.
-func (o *outbox) flushAll(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := o.flushWithin(time.Until(deadline))
-		o.mu.Lock()
-		pending := o.flushing || len(o.buf) > 0
-		o.mu.Unlock()
-		if err != nil || !pending || !time.Now().Before(deadline) {
-			return err
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

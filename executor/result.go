@@ -86,7 +86,7 @@ func (o *outcome) encode(maxFrame int) (frame []byte, replaced string) {
 }
 
 func (o *outcome) build() ([]byte, error) {
-	b := wire.Begin(nil, "result")
+	b := wire.Begin(make([]byte, 0, o.sizeHint()), "result")
 	b.Uint("task_id", o.tok.id)
 	b.Uint("version", o.tok.version)
 	b.Str("status", o.status())
@@ -112,6 +112,20 @@ func (o *outcome) build() ([]byte, error) {
 	return b.Finish()
 }
 
+// sizeHint estimates the encoded frame's size, so that it is built in one
+// allocation.
+func (o *outcome) sizeHint() int {
+	n := 96 + len(o.errText)
+	for k, v := range o.out {
+		n += len(k) + len(v) + 6
+	}
+	for k, v := range o.set {
+		n += len(k) + len(v) + 12
+	}
+	n += len(o.add) * (64 + 21)
+	return n
+}
+
 // errorText renders a handler error for the wire: valid UTF-8, at most
 // MaxErrorText bytes, never empty.
 func errorText(err error) string {
@@ -134,8 +148,13 @@ func clipText(s string) string {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	if len(m) == 0 {
+	switch len(m) {
+	case 0:
 		return nil
+	case 1:
+		for k := range m {
+			return []string{k}
+		}
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {

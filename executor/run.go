@@ -20,15 +20,50 @@ type run struct {
 	cancelled bool               // by the main control; guarded by Executor.mu
 }
 
-// newRun derives the handler's context: cancelled by parent (hard stop), by
-// cancel, and by the task's timeout.
-func newRun(parent context.Context, t *Task) *run {
-	ctx, cancel := context.WithCancelCause(parent)
+// newRun makes the handler's context: cancelled through r.cancel (by
+// `cancel`, a drain timeout or Stop, see cancelRuns) and by the task's
+// timeout. It does not derive from a shared parent, so that starting and
+// ending tasks never contend on one parent context's lock.
+func newRun(t *Task) *run {
+	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &run{task: t, handler: t.exec.cfg.Handlers[t.Type], ctx: ctx, cancel: cancel}
 	if t.Timeout > 0 {
 		r.ctx, r.stopTimer = context.WithTimeoutCause(ctx, t.Timeout, ErrTaskTimeout)
 	}
 	return r
+}
+
+// workerIdle is how long a worker goroutine waits for its next task
+// before it exits.
+const workerIdle = 10 * time.Second
+
+// spawn runs r on an idle worker goroutine, or on a new one. Workers are
+// reused so that a busy executor does not pay for a goroutine and its stack
+// growth per task.
+func (e *Executor) spawn(r *run) {
+	select {
+	case e.work <- r:
+	default:
+		go e.worker(r)
+	}
+}
+
+// worker executes r, then waits up to workerIdle for more work; it exits
+// early after Stop.
+func (e *Executor) worker(r *run) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		e.execute(r)
+		idle.Reset(workerIdle)
+		select {
+		case r = <-e.work:
+		case <-idle.C:
+			return
+		case <-e.hardCtx.Done():
+			return
+		}
+	}
 }
 
 // execute runs the handler and reports its result.

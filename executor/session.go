@@ -47,7 +47,8 @@ type session struct {
 // handshake reads `welcome`, sends `register` and waits for `registered`.
 // An `error` reply is returned as *ServerError.
 func (e *Executor) handshake(conn net.Conn) (*session, error) {
-	r := wire.NewReader(conn, 0)
+	wd := &watchdogReader{conn: conn, timeout: e.cfg.DialTimeout, set: time.Now()}
+	r := wire.NewReader(wd, 0)
 	deadline := time.Now().Add(e.cfg.DialTimeout)
 	if err := conn.SetDeadline(deadline); err != nil {
 		return nil, fmt.Errorf("cannot set handshake deadline: %w", err)
@@ -86,7 +87,9 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := conn.SetDeadline(time.Time{}); err != nil {
+			wd.timeout, wd.set = s.timeout, time.Time{} // from now on the watchdog of timeout_ms
+			if err := conn.SetWriteDeadline(time.Time{}); err != nil {
+				s.out.close()
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
 			}
 			return s, nil
@@ -175,10 +178,6 @@ func (s *session) serve(ctx context.Context) error {
 func (s *session) readLoop() {
 	defer close(s.done)
 	for {
-		if err := s.conn.SetReadDeadline(time.Now().Add(s.timeout)); err != nil {
-			s.readErr = err
-			return
-		}
 		m, err := s.r.Next()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -188,6 +187,38 @@ func (s *session) readLoop() {
 			return
 		}
 		s.e.handleFrame(s, m)
+	}
+}
+
+// watchdogReader reads from a connection and fails with
+// os.ErrDeadlineExceeded when a read waits timeout for data. To keep
+// deadline updates off the per-read path it moves the deadline only when
+// the one in force was set more than timeout/16 ago; a deadline that fires
+// early because of that is pushed back to the read's start + timeout.
+type watchdogReader struct {
+	conn    net.Conn
+	timeout time.Duration
+	set     time.Time // when the deadline in force was set
+}
+
+func (w *watchdogReader) Read(p []byte) (int, error) {
+	start := time.Now()
+	if start.Sub(w.set) > w.timeout/16 {
+		if err := w.conn.SetReadDeadline(start.Add(w.timeout)); err != nil {
+			return 0, err
+		}
+		w.set = start
+	}
+	for {
+		n, err := w.conn.Read(p)
+		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Since(start) < w.timeout {
+			if err := w.conn.SetReadDeadline(start.Add(w.timeout)); err != nil {
+				return 0, err
+			}
+			w.set = start
+			continue
+		}
+		return n, err
 	}
 }
 
