@@ -201,6 +201,9 @@ func (d *Decoder) unescape(raw []byte, payloadLen int) string {
 // keyShapeProblem checks a key whose bytes are already known to be in the
 // alphabet: its length and the bare prefixes.
 func keyShapeProblem(k []byte) string {
+	if len(k) == 0 {
+		return "empty key"
+	}
 	if len(k) > MaxKeyLen {
 		return "key longer than 64 bytes"
 	}
