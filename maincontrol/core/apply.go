@@ -107,6 +107,13 @@ func (c *Core) check(r *record) error {
 		if r.version != t.version {
 			return illegal(t, to, fmt.Sprintf("started version %d is not current", r.version))
 		}
+	case recReady:
+		if t.state == Pending { // a delayed task's delay ended
+			if t.flags&flagDelayed == 0 || r.at < t.dueMs {
+				return illegal(t, to, "pending task not waiting for its delay")
+			}
+			return nil
+		}
 	}
 	if !Legal(t.state, to) {
 		return illegal(t, to, "not in the transition table")

@@ -21,7 +21,7 @@ const (
 	recBack                        // dispatched -> pending (no attempt used)
 	recRetry                       // running -> retrying
 	recArm                         // a retrying task's backoff starts (it waited for the retry cap)
-	recReady                       // retrying or waiting -> pending
+	recReady                       // retrying or waiting -> pending; a delayed pending task queued
 	recEnd                         // -> succeeded, failed or cancelled
 	recDrop                        // terminal tasks forgotten (retention)
 	recExecReg                     // an executor registered
