@@ -41,7 +41,7 @@ func (tb *table) get(id uint64) *task {
 		return nil
 	}
 	t := &ch.slots[id&(chunkSize-1)]
-	if t.id != id {
+	if t.id != id || id == 0 { // id 0 marks an empty slot: no task has it
 		return nil
 	}
 	return t
@@ -55,7 +55,7 @@ func (tb *table) mut(id uint64) *task {
 		return nil
 	}
 	t := &ch.slots[id&(chunkSize-1)]
-	if t.id != id {
+	if t.id != id || id == 0 {
 		return nil
 	}
 	if ch.gen != tb.gen {
