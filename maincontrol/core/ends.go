@@ -33,7 +33,9 @@ func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16,
 }
 
 // followDependents releases or cancels the waiting tasks of a task that
-// just ended, iteratively, so long chains do not recurse deeply.
+// just ended, iteratively, so long chains do not recurse deeply. Tasks are
+// followed in the order they ended (a queue, not a stack), so a task with
+// several ending dependencies names the first that ended.
 func (c *Core) followDependents(id uint64, st State) {
 	type ended struct {
 		id    uint64
@@ -41,9 +43,8 @@ func (c *Core) followDependents(id uint64, st State) {
 		deps  []uint64
 	}
 	work := []ended{{id, st, append([]uint64(nil), c.released...)}}
-	for len(work) > 0 {
-		w := work[len(work)-1]
-		work = work[:len(work)-1]
+	for i := 0; i < len(work); i++ {
+		w := work[i]
 		for _, d := range w.deps {
 			t := c.tasks.get(d)
 			if t == nil || t.state != Waiting {
