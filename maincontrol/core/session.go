@@ -42,12 +42,12 @@ func (c *Core) badRequest(p *peer, req string, err error) {
 func (c *Core) handshake(p *peer, m *wire.Message) {
 	typ := m.Type()
 	if typ != "register" && typ != "hello" {
-		c.sendError(p, m.Value("req"), wire.CodeNotRegistered, "first frame must be register or hello, got "+strconv.Quote(clipText(typ)))
+		c.sendError(p, echoReq(m), wire.CodeNotRegistered, "first frame must be register or hello, got "+strconv.Quote(clipText(typ)))
 		return
 	}
 	req := ""
 	if typ == "hello" {
-		req = m.Value("req")
+		req = echoReq(m)
 	}
 	if v, ok := m.Get("proto"); ok && v != "1" {
 		c.sendError(p, req, wire.CodeUnsupportedProto, "proto "+strconv.Quote(clipText(v))+" is not spoken here; proto=1 is")
@@ -211,11 +211,18 @@ func (c *Core) executorMessage(p *peer, m *wire.Message) {
 	}
 }
 
-func (c *Core) refuseType(p *peer, m *wire.Message, typ string) {
+// echoReq returns the req an error reply carries: the request's, or none
+// when it is over 64 bytes (such a req is never echoed).
+func echoReq(m *wire.Message) string {
 	req := m.Value("req")
 	if len(req) > wire.MaxReqLen {
-		req = ""
+		return ""
 	}
+	return req
+}
+
+func (c *Core) refuseType(p *peer, m *wire.Message, typ string) {
+	req := echoReq(m)
 	if knownTypes[typ] {
 		c.sendError(p, req, wire.CodeNotPermitted, strconv.Quote(clipText(typ))+" is not permitted from this peer")
 		return
