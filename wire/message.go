@@ -102,12 +102,13 @@ func (m *Message) Clone() *Message {
 	for _, f := range m.Fields {
 		n += len(f.Key) + len(f.Value)
 	}
-	arena := make([]byte, 0, n)
+	var arena strings.Builder // String() hands over its buffer without a copy
+	arena.Grow(n)
 	for _, f := range m.Fields {
-		arena = append(arena, f.Key...)
-		arena = append(arena, f.Value...)
+		arena.WriteString(f.Key)
+		arena.WriteString(f.Value)
 	}
-	all := string(arena)
+	all := arena.String()
 	c := &Message{Fields: make([]Field, len(m.Fields))}
 	off := 0
 	for i, f := range m.Fields {
