@@ -1,0 +1,412 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apollo11/apollo11/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Scenario tests for the executor rules of spec section 4.
+
+func TestCore_Register(t *testing.T) {
+	h := newHarness(t)
+	p := h.open()
+	h.send(p, "register", "executor_id", "ex-1:a.b_C", "task_types", "a,b")
+	m := h.expect(p, "registered")
+	assert.Equal(t, "ex-1:a.b_C", m.Value("executor_id"))
+	assert.Equal(t, "5000", m.Value("heartbeat_ms"))
+	assert.Equal(t, "15000", m.Value("timeout_ms"))
+	assert.Equal(t, "0", m.Value("state_version"))
+	e := h.c.execs["ex-1:a.b_C"]
+	require.NotNil(t, e)
+	assert.Equal(t, 1, e.slots, "slots default to 1")
+	require.Len(t, e.types, 2)
+	assert.Equal(t, "a", e.types[0].name)
+	assert.Equal(t, "b", e.types[1].name)
+
+	h = newHarness(t, func(c *Config) { c.HeartbeatTimeout = 9 * time.Second; c.HeartbeatInterval = 2 * time.Second })
+	p = h.executor("e1", "a", 65536)
+	_ = p
+	assert.Equal(t, 65536, h.c.execs["e1"].slots)
+}
+
+func TestCore_RegisterBadValues(t *testing.T) {
+	bad := [][]string{
+		{"task_types", "a"},                                          // no executor_id
+		{"executor_id", "", "task_types", "a"},                       // empty id
+		{"executor_id", "has space", "task_types", "a"},              //
+		{"executor_id", "slash/", "task_types", "a"},                 //
+		{"executor_id", strings.Repeat("e", 129), "task_types", "a"}, // too long
+		{"executor_id", "e1"},                                        // no task_types
+		{"executor_id", "e1", "task_types", "a,,b"},                  //
+		{"executor_id", "e1", "task_types", "a", "slots", "0"},       //
+		{"executor_id", "e1", "task_types", "a", "slots", "65537"},   //
+		{"executor_id", "e1", "task_types", "a", "slots", "x"},       //
+		{"executor_id", "e1", "task_types", "a", "slots", "-1"},      //
+	}
+	for _, kv := range bad {
+		t.Run(fmt.Sprint(kv), func(t *testing.T) {
+			h := newHarness(t)
+			p := h.open()
+			h.send(p, "register", kv...)
+			e := h.expectErr(p, wire.CodeBadRequest)
+			assert.False(t, e.Has("req"))
+			assert.False(t, h.fx.closed[p], "the peer may try again")
+			assert.Empty(t, h.c.execs)
+			assert.Empty(t, h.fx.records)
+			// The handshake is not complete: a heartbeat is not_registered.
+			// First, a good register completes it.
+			h.send(p, "register", "executor_id", "e1", "task_types", "a", "slots", "2")
+			h.expect(p, "registered")
+			assert.Equal(t, 2, h.c.execs["e1"].slots)
+		})
+	}
+	t.Run("not complete", func(t *testing.T) {
+		h := newHarness(t)
+		p := h.open()
+		h.send(p, "register", "executor_id", "e1", "task_types", "a", "slots", "0")
+		h.expectErr(p, wire.CodeBadRequest)
+		h.send(p, "heartbeat", "seq", "1")
+		h.expectErr(p, wire.CodeNotRegistered)
+		assert.True(t, h.fx.closed[p])
+	})
+	t.Run("max id length", func(t *testing.T) {
+		h := newHarness(t)
+		h.executor(strings.Repeat("e", 128), "a", 1)
+	})
+}
+
+func TestCore_DuplicateExecutor(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	live := h.executor("e1", "x", 1)
+	dup := h.open()
+	h.send(dup, "register", "executor_id", "e1", "task_types", "x,y", "slots", "5")
+	h.expectErr(dup, wire.CodeDuplicateExecutor)
+	assert.True(t, h.fx.closed[dup])
+	assert.False(t, h.fx.closed[live])
+	e := h.c.execs["e1"]
+	assert.Equal(t, live, e.peer)
+	assert.Equal(t, 1, e.slots, "the live registration is not affected")
+	require.Len(t, e.types, 1)
+	// The live one still works.
+	id := h.submit(cl, "task_type", "x")
+	h.task(live)
+	h.heartbeat(live, "")
+	h.start(live, id, 1)
+	h.accepted(live, id, 1, "succeeded")
+	h.none(dup)
+	h.checkReplay()
+}
+
+func TestCore_ReRegisterKeepsTasks(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 2)
+	a := h.submit(cl, "task_type", "x")
+	b := h.submit(cl, "task_type", "x")
+	h.task(ex)
+	h.task(ex)
+	h.start(ex, a, 1)
+	h.c.Closed(ex)
+	h.advance(2 * time.Second)
+	assert.Equal(t, Running, h.state(a))
+	assert.Equal(t, Dispatched, h.state(b))
+	// A task submitted while it is away is not sent to it.
+	c := h.submit(cl, "task_type", "x")
+	ex2 := h.executor("e1", "x", 2)
+	h.none(ex2)
+	assert.Equal(t, Pending, h.state(c))
+	assert.Equal(t, 2, h.c.execs["e1"].load)
+	h.heartbeat(ex2, fmt.Sprintf("%d.1,%d.1", a, b))
+	h.accepted(ex2, a, 1, "succeeded")
+	id, _ := h.task(ex2) // the freed slot
+	assert.Equal(t, c, id)
+	h.accepted(ex2, b, 1, "succeeded") // b was listed: running
+	h.checkReplay()
+}
+
+func TestCore_HeartbeatPong(t *testing.T) {
+	h := newHarness(t)
+	ex := h.executor("e1", "x", 1)
+	h.send(ex, "heartbeat", "seq", "7", "running", "")
+	assert.Equal(t, "7", h.expect(ex, "pong").Value("seq"))
+	h.send(ex, "heartbeat", "seq", "8") // an absent list is an empty one
+	assert.Equal(t, "8", h.expect(ex, "pong").Value("seq"))
+	h.send(ex, "heartbeat", "seq", "1") // not checked
+	h.expect(ex, "pong")
+	for _, kv := range [][]string{{}, {"seq", "x"}, {"seq", "1", "running", "1"}, {"seq", "1", "running", "1.x"},
+		{"seq", "1", "running", "1.1,,2.1"}, {"seq", "1", "running", "1.4294967296"}} {
+		h.send(ex, "heartbeat", kv...)
+		h.expectErr(ex, wire.CodeBadRequest)
+	}
+	assert.False(t, h.fx.closed[ex])
+}
+
+func TestCore_ExecutorLost(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.StartTimeout = time.Hour }) // b stays dispatched
+	cl := h.client()
+	ex := h.executor("e1", "x", 2)
+	a := h.submit(cl, "task_type", "x") // will be running
+	h.task(ex)
+	h.start(ex, a, 1)
+	b := h.submit(cl, "task_type", "x") // stays dispatched
+	h.task(ex)
+
+	// Any frame counts as life.
+	h.advance(10 * time.Second)
+	h.send(ex, "progress", "task_id", itoa(a), "version", "1", "percent", "50", "note", "half")
+	h.advance(14 * time.Second)
+	assert.False(t, h.fx.closed[ex])
+	h.send(ex, "state_get", "req", "s")
+	h.expect(ex, "state")
+	h.advance(15*time.Second - time.Millisecond)
+	assert.False(t, h.fx.closed[ex])
+	// Only ticks that start the timeout are no life.
+	h.advance(time.Millisecond)
+	assert.True(t, h.fx.closed[ex], "lost: connection closed")
+	assert.NotContains(t, h.c.execs, "e1")
+	assert.Equal(t, Retrying, h.state(a), "running: retried")
+	assert.Equal(t, Pending, h.state(b), "dispatched: back to pending")
+	assert.Equal(t, uint32(1), h.get(b).attempt)
+	h.checkReplay()
+
+	// It registers again to come back.
+	ex2 := h.executor("e1", "x", 2)
+	m := h.expect(ex2, "task")
+	assert.Equal(t, itoa(b), m.Value("task_id"))
+	assert.Equal(t, "1", m.Value("attempt"), "no attempt used")
+	h.advance(time.Second)
+	m = h.expect(ex2, "task")
+	assert.Equal(t, itoa(a), m.Value("task_id"))
+	assert.Equal(t, "2", m.Value("attempt"))
+	h.checkReplay()
+}
+
+func TestCore_DisconnectedExecutorLost(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.HeartbeatTimeout = 3 * time.Second; c.HeartbeatInterval = time.Second })
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	a := h.submit(cl, "task_type", "x")
+	h.task(ex)
+	h.start(ex, a, 1)
+	h.c.Closed(ex)
+	h.advance(3 * time.Second)
+	assert.NotContains(t, h.c.execs, "e1")
+	assert.Equal(t, Retrying, h.state(a))
+	h.checkReplay()
+}
+
+func TestCore_Bye(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 3)
+	a := h.submit(cl, "task_type", "x")                      // dispatched
+	b := h.submit(cl, "task_type", "x")                      // running, attempts left
+	c := h.submit(cl, "task_type", "x", "max_attempts", "1") // running, last attempt
+	for range 3 {
+		h.task(ex)
+	}
+	h.start(ex, b, 1)
+	h.start(ex, c, 1)
+	h.send(ex, "bye", "reason", "shutdown")
+	h.expect(ex, "bye_ack")
+	assert.True(t, h.fx.closed[ex])
+	assert.NotContains(t, h.c.execs, "e1")
+	assert.Equal(t, Pending, h.state(a))
+	assert.Equal(t, Pending, h.state(b), "running: through retrying to pending, no delay")
+	assert.Equal(t, Failed, h.state(c), "attempts used up")
+	assert.Equal(t, uint32(1), h.get(b).attempt)
+	h.checkReplay()
+
+	ex2 := h.executor("e2", "x", 3)
+	got := map[string]string{}
+	for range 2 {
+		m := h.expect(ex2, "task")
+		got[m.Value("task_id")] = m.Value("attempt")
+	}
+	assert.Equal(t, map[string]string{itoa(a): "1", itoa(b): "2"}, got)
+	h.checkReplay()
+}
+
+func TestCore_TwoListsRule(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 4)
+	a := h.submit(cl, "task_type", "x")
+	b := h.submit(cl, "task_type", "x")
+	c := h.submit(cl, "task_type", "x") // dispatched, never listed
+	for range 3 {
+		h.task(ex)
+	}
+	h.start(ex, a, 1)
+	h.start(ex, b, 1)
+	la := fmt.Sprintf("%d.1", a)
+	lb := fmt.Sprintf("%d.1", b)
+
+	// Missing once, then listed: the count starts again.
+	h.heartbeat(ex, la)
+	h.heartbeat(ex, la+","+lb)
+	h.heartbeat(ex, la)
+	assert.Equal(t, Running, h.state(b))
+	h.none(ex)
+	// Missing from two consecutive lists: lost, cancel sent, retried.
+	h.send(ex, "heartbeat", "seq", "9", "running", la)
+	h.expect(ex, "pong")
+	m := h.expect(ex, "cancel")
+	assert.Equal(t, itoa(b), m.Value("task_id"))
+	assert.Equal(t, "1", m.Value("version"))
+	assert.Equal(t, Retrying, h.state(b))
+	assert.Equal(t, Running, h.state(a))
+	assert.Equal(t, Dispatched, h.state(c), "a dispatched task not listed is left alone")
+	h.refused(ex, b, 1, wire.ReasonStale, "succeeded")
+
+	// A listed token not dispatched or running there gets a cancel.
+	e2 := h.executor("e2", "y", 1)
+	h.send(e2, "heartbeat", "seq", "1", "running", la+",999.1")
+	h.expect(e2, "pong")
+	var cancels []string
+	for _, f := range h.drain(e2) {
+		require.Equal(t, "cancel", f.Type())
+		cancels = append(cancels, f.Value("task_id")+"."+f.Value("version"))
+	}
+	assert.ElementsMatch(t, []string{la, "999.1"}, cancels)
+	assert.Equal(t, Running, h.state(a), "listed elsewhere: nothing changes")
+
+	// A wrong version of a task it holds: cancel that version.
+	h.send(ex, "heartbeat", "seq", "10", "running", fmt.Sprintf("%s,%d.7", la, c))
+	h.expect(ex, "pong")
+	m = h.expect(ex, "cancel")
+	assert.Equal(t, itoa(c), m.Value("task_id"))
+	assert.Equal(t, "7", m.Value("version"))
+	// A dispatched task listed in running=: it runs.
+	h.heartbeat(ex, fmt.Sprintf("%s,%d.1", la, c))
+	assert.Equal(t, Running, h.state(c))
+	h.checkReplay()
+}
+
+func TestCore_DispatchChoice(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	e1 := h.executor("e1", "a", 2)
+	e2 := h.executor("e2", "a,b", 2)
+	e3 := h.executor("e3", "c", 5)
+	var where []PeerID
+	owner := func() PeerID {
+		for _, p := range []PeerID{e1, e2, e3} {
+			if len(h.fx.frames[p]) > 0 {
+				h.expect(p, "task")
+				return p
+			}
+		}
+		return 0
+	}
+	for range 4 {
+		h.submit(cl, "task_type", "a")
+		where = append(where, owner())
+	}
+	assert.Equal(t, []PeerID{e1, e2, e1, e2}, where, "least loaded first, ties to the first registered")
+	h.submit(cl, "task_type", "a")
+	assert.Zero(t, owner(), "no free slot")
+	b := h.submit(cl, "task_type", "b")
+	assert.Zero(t, owner(), "only e2 takes b, and it is full")
+	h.submit(cl, "task_type", "nobody")
+	assert.Zero(t, owner())
+	// e2 frees a slot: it gets the a task queued first (FIFO across
+	// types is not defined; one task per free slot).
+	h.start(e2, 2, 1)
+	h.accepted(e2, 2, 1, "succeeded")
+	assert.Equal(t, e2, owner())
+	assert.Zero(t, owner())
+	h.start(e2, 4, 1)
+	h.accepted(e2, 4, 1, "succeeded")
+	m := h.expect(e2, "task")
+	assert.Equal(t, "1", m.Value("version"))
+	assert.Contains(t, []string{"5", itoa(b)}, m.Value("task_id"))
+	assert.Zero(t, owner())
+	h.checkReplay()
+}
+
+func TestCore_DispatchLeastLoadedAcrossTypes(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	e1 := h.executor("e1", "a,b", 3)
+	e2 := h.executor("e2", "a", 3)
+	h.submit(cl, "task_type", "b") // to e1, the only b
+	h.task(e1)
+	h.submit(cl, "task_type", "a") // e1 has 1, e2 0: to e2
+	h.task(e2)
+	h.submit(cl, "task_type", "a") // 1 and 1: to e1, registered first
+	h.task(e1)
+	h.submit(cl, "task_type", "a") // 2 and 1: to e2
+	h.task(e2)
+	h.none(e1)
+	h.none(e2)
+}
+
+// A slot is free as soon as the result arrives: the next task is sent on
+// the same input, after the result_ack.
+func TestCore_SlotFreeOnResult(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	a := h.submit(cl, "task_type", "x")
+	b := h.submit(cl, "task_type", "x")
+	h.task(ex)
+	h.start(ex, a, 1)
+	h.send(ex, "result", "task_id", itoa(a), "version", "1", "status", "succeeded")
+	assert.Equal(t, []string{"result_ack", "task"}, h.types(ex))
+	h.expect(ex, "result_ack")
+	id, _ := h.task(ex)
+	assert.Equal(t, b, id)
+	// Also when the result fails the attempt or is refused illegal_value.
+	c := h.submit(cl, "task_type", "x")
+	h.start(ex, b, 1)
+	h.send(ex, "result", "task_id", itoa(b), "version", "1", "status", "succeeded", "state.add.n", "x")
+	assert.Equal(t, []string{"result_ack", "task"}, h.types(ex))
+	h.drain(ex)
+	h.start(ex, c, 1)
+	h.submit(cl, "task_type", "x")
+	h.send(ex, "result", "task_id", itoa(c), "version", "1", "status", "failed")
+	assert.Equal(t, []string{"result_ack", "task"}, h.types(ex))
+}
+
+func TestCore_ExecutorMessagesChecked(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	a := h.submit(cl, "task_type", "x")
+	h.task(ex)
+	before := dump(h.c)
+	for _, kv := range [][]string{
+		{"started"},
+		{"started", "task_id", "1"},
+		{"started", "task_id", "x", "version", "1"},
+		{"result", "task_id", "1", "version", "1"},
+		{"result", "task_id", "1", "version", "1", "status", "done"},
+		{"result", "task_id", "1", "version", "1", "status", "failed", "retryable", "maybe"},
+		{"progress", "task_id", "1", "version", "1"},
+		{"progress", "task_id", "1", "version", "1", "percent", "101"},
+	} {
+		h.send(ex, kv[0], kv[1:]...)
+		h.expectErr(ex, wire.CodeBadRequest)
+	}
+	assert.Equal(t, before, dump(h.c))
+	// A started that does not match the current dispatch is ignored.
+	for _, kv := range [][]string{{"task_id", "1", "version", "2"}, {"task_id", "1", "version", "0"},
+		{"task_id", "9", "version", "1"}, {"task_id", "1", "version", "99999999999"}} {
+		h.send(ex, "started", kv...)
+		h.none(ex)
+	}
+	assert.Equal(t, before, dump(h.c))
+	// Progress is informational, even for a dispatch that is not current.
+	h.send(ex, "progress", "task_id", itoa(a), "version", "1", "percent", "100")
+	h.send(ex, "progress", "task_id", "99", "version", "1", "percent", "0")
+	h.none(ex)
+	assert.Equal(t, before, dump(h.c))
+}
