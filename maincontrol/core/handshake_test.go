@@ -1,0 +1,340 @@
+package core
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests for the connection life of spec section 3.
+
+func TestCore_Welcome(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Nonce = nil; c.Version = "1.2.3"; c.MaxFrame = 4096 })
+	h.c.Open(1)
+	h.c.Open(2)
+	w1 := h.expect(1, "welcome")
+	w2 := h.expect(2, "welcome")
+	assert.Equal(t, "welcome", w1.Fields[0].Value, "welcome first, type first")
+	assert.Equal(t, "1", w1.Value("proto"))
+	assert.Equal(t, "apollo11/1.2.3", w1.Value("server"))
+	assert.Equal(t, "none", w1.Value("auth"))
+	assert.Equal(t, "4096", w1.Value("max_frame"))
+	hex32 := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	assert.Regexp(t, hex32, w1.Value("nonce"))
+	assert.Regexp(t, hex32, w2.Value("nonce"))
+	assert.NotEqual(t, w1.Value("nonce"), w2.Value("nonce"), "a new nonce on every connection")
+	assert.Equal(t, 2, h.c.PeerCount())
+
+	h = newHarness(t, func(c *Config) { c.Token = []byte("secret") })
+	h.c.Open(1)
+	w := h.expect(1, "welcome")
+	assert.Equal(t, "hmac-sha256", w.Value("auth"))
+	assert.Equal(t, "1048576", w.Value("max_frame"), "default max frame")
+	assert.Equal(t, "apollo11/dev", w.Value("server"))
+}
+
+func TestCore_NotRegistered(t *testing.T) {
+	for _, kv := range [][]string{
+		{"submit", "req", "r1", "task_type", "x"},
+		{"heartbeat", "seq", "1"},
+		{"query", "req", "r2", "task_id", "1"},
+		{"bogus", "req", "r3"},
+		{"welcome"},
+		{"state_get"},
+	} {
+		t.Run(kv[0], func(t *testing.T) {
+			h := newHarness(t)
+			p := h.open()
+			h.send(p, kv[0], kv[1:]...)
+			e := h.expectErr(p, wire.CodeNotRegistered)
+			if len(kv) > 2 && kv[1] == "req" {
+				assert.Equal(t, kv[2], e.Value("req"))
+			}
+			assert.True(t, h.fx.closed[p])
+			assert.Zero(t, h.c.PeerCount())
+			h.send(p, "hello", "req", "h") // gone: ignored
+			h.none(p)
+		})
+	}
+}
+
+func TestCore_UnsupportedProto(t *testing.T) {
+	for _, typ := range []string{"hello", "register"} {
+		for _, proto := range []string{"2", "0", "", "01", "x"} {
+			h := newHarness(t)
+			p := h.open()
+			h.send(p, typ, "req", "r", "proto", proto, "executor_id", "e1", "task_types", "x")
+			e := h.expectErr(p, wire.CodeUnsupportedProto)
+			if typ == "hello" {
+				assert.Equal(t, "r", e.Value("req"))
+			}
+			assert.True(t, h.fx.closed[p], "%s proto=%q", typ, proto)
+		}
+		h := newHarness(t)
+		p := h.open()
+		h.send(p, typ, "req", "r", "proto", "1", "executor_id", "e1", "task_types", "x")
+		assert.Len(t, h.drain(p), 1)
+		assert.False(t, h.fx.closed[p])
+	}
+}
+
+func TestCore_Auth(t *testing.T) {
+	token := []byte("s3cret")
+	nonce := "0123456789abcdef0123456789abcdef"
+	good := auth.Sign(token, nonce)
+	require.Len(t, good, 64)
+	for _, typ := range []string{"hello", "register"} {
+		reply := map[string]string{"hello": "hello_ok", "register": "registered"}[typ]
+		kv := func(extra ...string) []string {
+			return append([]string{"req", "r", "executor_id", "e1", "task_types", "x"}, extra...)
+		}
+		for name, extra := range map[string][]string{
+			"missing":    nil,
+			"wrong":      {"auth", auth.Sign([]byte("other"), nonce)},
+			"upper case": {"auth", strings.ToUpper(good)},
+			"truncated":  {"auth", good[:63]},
+			"empty":      {"auth", ""},
+			"token":      {"auth", string(token)},
+		} {
+			t.Run(typ+"/"+name, func(t *testing.T) {
+				h := newHarness(t, func(c *Config) { c.Token = token })
+				p := h.open()
+				h.send(p, typ, kv(extra...)...)
+				e := h.expectErr(p, wire.CodeAuthFailed)
+				if typ == "hello" {
+					assert.Equal(t, "r", e.Value("req"))
+				}
+				assert.True(t, h.fx.closed[p])
+				assert.Empty(t, h.c.execs)
+			})
+		}
+		t.Run(typ+"/right", func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.Token = token })
+			p := h.open()
+			h.send(p, typ, kv("auth", good)...)
+			h.expect(p, reply)
+			assert.False(t, h.fx.closed[p])
+		})
+		t.Run(typ+"/ignored without a token", func(t *testing.T) {
+			h := newHarness(t)
+			p := h.open()
+			h.send(p, typ, kv("auth", "whatever")...)
+			h.expect(p, reply)
+		})
+	}
+	// The nonce is the one sent on this connection.
+	h := newHarness(t, func(c *Config) { c.Token = token; c.Nonce = nil })
+	h.c.Open(1)
+	h.c.Open(2)
+	n1 := h.expect(1, "welcome").Value("nonce")
+	h.expect(2, "welcome")
+	h.send(2, "hello", "auth", auth.Sign(token, n1))
+	h.expectErr(2, wire.CodeAuthFailed)
+	h.send(1, "hello", "auth", auth.Sign(token, n1))
+	h.expect(1, "hello_ok")
+}
+
+// A register or hello is checked in this order: proto, auth, values.
+func TestCore_HandshakeCheckOrder(t *testing.T) {
+	token := []byte("tok")
+	h := newHarness(t, func(c *Config) { c.Token = token })
+	p := h.open()
+	h.send(p, "register", "proto", "2", "auth", "bad", "slots", "0")
+	h.expectErr(p, wire.CodeUnsupportedProto)
+	p = h.open()
+	h.send(p, "register", "auth", "bad", "slots", "0")
+	h.expectErr(p, wire.CodeAuthFailed)
+	p = h.open()
+	h.send(p, "register", "auth", auth.Sign(token, "0123456789abcdef0123456789abcdef"), "slots", "0", "executor_id", "e", "task_types", "x")
+	h.expectErr(p, wire.CodeBadRequest)
+	assert.False(t, h.fx.closed[p])
+	// An over-long req is never echoed, whatever the error.
+	long := strings.Repeat("r", 65)
+	p = h.open()
+	h.send(p, "hello", "req", long, "auth", "bad")
+	assert.False(t, h.expectErr(p, wire.CodeAuthFailed).Has("req"))
+	p = h.open()
+	h.send(p, "hello", "req", long, "proto", "2")
+	assert.False(t, h.expectErr(p, wire.CodeUnsupportedProto).Has("req"))
+	p = h.open()
+	h.send(p, "query", "req", long)
+	assert.False(t, h.expectErr(p, wire.CodeNotRegistered).Has("req"))
+}
+
+func TestCore_HandshakeTimeout(t *testing.T) {
+	h := newHarness(t)
+	slow := h.open()
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	h.advance(DefaultHandshakeTimeout - time.Millisecond)
+	assert.False(t, h.fx.closed[slow])
+	// A refused register does not complete the handshake.
+	h.send(slow, "register", "executor_id", "e2", "task_types", "x", "slots", "0")
+	h.expectErr(slow, wire.CodeBadRequest)
+	h.advance(time.Millisecond)
+	assert.True(t, h.fx.closed[slow])
+	h.none(slow) // closed without an error frame
+	assert.False(t, h.fx.closed[cl])
+	assert.False(t, h.fx.closed[ex])
+	// Idle clients are kept.
+	h.advance(48 * time.Hour)
+	assert.False(t, h.fx.closed[cl])
+	h.send(cl, "stats", "req", "s")
+	h.expect(cl, "stats")
+
+	// Configurable; a peer gone before the timeout is no trouble.
+	h = newHarness(t, func(c *Config) { c.HandshakeTimeout = time.Second })
+	a := h.open()
+	b := h.open()
+	h.c.Closed(a)
+	h.advance(time.Second)
+	assert.True(t, h.fx.closed[b])
+	assert.False(t, h.fx.closed[a])
+	assert.Zero(t, h.c.PeerCount())
+}
+
+func TestCore_NotPermitted(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	for _, typ := range []string{"heartbeat", "started", "progress", "result", "bye", "register", "hello",
+		"task", "welcome", "pong", "result_ack", "done", "error", "registered"} {
+		h.send(cl, typ, "req", "r", "seq", "1")
+		e := h.expectErr(cl, wire.CodeNotPermitted)
+		assert.Equal(t, "r", e.Value("req"), typ)
+	}
+	for _, typ := range []string{"submit", "query", "cancel", "list", "stats", "debug", "hello", "register",
+		"task", "cancelled", "tasks"} {
+		h.send(ex, typ, "executor_id", "e1", "task_types", "x", "task_type", "x")
+		h.expectErr(ex, wire.CodeNotPermitted)
+	}
+	assert.False(t, h.fx.closed[cl])
+	assert.False(t, h.fx.closed[ex])
+	assert.Len(t, h.fx.records, 1, "nothing but the registration was recorded")
+	assert.Len(t, h.c.execs, 1)
+	// Both still work.
+	h.send(cl, "stats", "req", "s")
+	h.expect(cl, "stats")
+	h.heartbeat(ex, "")
+}
+
+func TestCore_UnknownType(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	h.send(cl, "frobnicate", "req", "u")
+	e := h.expectErr(cl, wire.CodeUnknownType)
+	assert.Equal(t, "u", e.Value("req"))
+	h.send(ex, "frobnicate")
+	h.expectErr(ex, wire.CodeUnknownType)
+	h.send(cl, "frobnicate", "req", strings.Repeat("x", 65))
+	assert.False(t, h.expectErr(cl, wire.CodeUnknownType).Has("req"))
+	assert.False(t, h.fx.closed[cl])
+	assert.False(t, h.fx.closed[ex])
+}
+
+func TestCore_Req(t *testing.T) {
+	h := newHarness(t)
+	p := h.open()
+	long := strings.Repeat("r", 65)
+	h.send(p, "hello", "req", long)
+	e := h.expectErr(p, wire.CodeBadRequest)
+	assert.False(t, e.Has("req"), "answered without a req")
+	assert.False(t, h.fx.closed[p], "the hello may be sent again")
+	max := strings.Repeat("\n", 64) // 64 bytes after unescaping
+	h.send(p, "hello", "req", max)
+	assert.Equal(t, max, h.expect(p, "hello_ok").Value("req"))
+
+	ex := h.executor("e1", "x", 1)
+	id := h.submit(p, "task_type", "x")
+	h.task(ex)
+	// Every reply carries the request's req, or none without one.
+	requests := [][]string{
+		{"submit", "task_type", "x"},
+		{"query", "task_id", itoa(id)},
+		{"query", "task_id", "99"},
+		{"cancel", "task_id", "99"},
+		{"list", "state", "pending"},
+		{"list", "state", "bogus"},
+		{"stats"},
+		{"state_get"},
+		{"debug", "on", "false"},
+		{"debug", "on", "maybe"},
+		{"cancel", "task_id", itoa(id)},
+		{"cancel", "task_id", itoa(id)},
+	}
+	for _, withReq := range []bool{true, false} {
+		for _, r := range requests {
+			kv := r[1:]
+			if withReq {
+				kv = append([]string{"req", "R-" + r[0]}, kv...)
+			}
+			h.send(p, r[0], kv...)
+			m := h.drain(p)
+			require.Len(t, m, 1, "%v", r)
+			if withReq {
+				assert.Equal(t, "R-"+r[0], m[0].Value("req"), "%v: %s", r, m[0])
+			} else {
+				assert.False(t, m[0].Has("req"), "%v: %s", r, m[0])
+			}
+			if r[0] == "cancel" && m[0].Type() == "cancelled" {
+				h.expect(ex, "cancel")
+			}
+		}
+		id = h.submit(p, "task_type", "x")
+		h.drain(ex)
+	}
+	for _, typ := range []string{"submit", "query", "cancel", "list", "stats", "state_get", "debug"} {
+		h.send(p, typ, "req", long, "task_type", "x", "task_id", "1", "state", "pending", "on", "true")
+		e := h.expectErr(p, wire.CodeBadRequest)
+		assert.False(t, e.Has("req"), typ)
+		assert.Contains(t, e.Value("message"), "req")
+	}
+	assert.False(t, h.fx.closed[p])
+	assert.False(t, h.c.Debug())
+	// An executor's state_get with a long req too.
+	h.send(ex, "state_get", "req", long)
+	assert.False(t, h.expectErr(ex, wire.CodeBadRequest).Has("req"))
+}
+
+func TestCore_Debug(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	h.send(cl, "debug", "req", "d", "on", "true")
+	assert.Equal(t, "d", h.expect(cl, "debug_ok").Value("req"))
+	assert.True(t, h.c.Debug())
+	h.send(cl, "debug", "req", "d", "on", "false")
+	h.expect(cl, "debug_ok")
+	assert.False(t, h.c.Debug())
+	h.send(cl, "debug", "req", "d")
+	h.expectErr(cl, wire.CodeBadRequest)
+}
+
+func TestCore_Unavailable(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	a := h.submit(cl, "task_type", "x")
+	h.task(ex)
+	h.c.SetAvailable(false)
+	assert.False(t, h.c.Available())
+	h.send(cl, "submit", "req", "s", "task_type", "x")
+	h.expectErr(cl, wire.CodeUnavailable)
+	h.send(cl, "cancel", "req", "c", "task_id", itoa(a))
+	h.expectErr(cl, wire.CodeUnavailable)
+	h.send(cl, "query", "req", "q", "task_id", itoa(a))
+	h.expect(cl, "task_state") // reads are served
+	assert.False(t, h.fx.closed[cl])
+	h.c.SetAvailable(true)
+	b := h.submit(cl, "task_type", "x")
+	h.start(ex, a, 1)
+	h.accepted(ex, a, 1, "succeeded")
+	id, _ := h.task(ex)
+	assert.Equal(t, b, id)
+}
