@@ -1,0 +1,332 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Restart and recovery: snapshots, log replay and spec section 7's rules
+// for the dispatches that were out when the main control stopped.
+
+// richState fills h with tasks in every state and with every index in use:
+// priorities, a delay, dependencies, keys, outputs, errors, shared state,
+// armed and waiting retries, a task taken back to pending, two executors.
+func richState(t *testing.T, h *harness) (cl, e1, e2 PeerID) {
+	t.Helper()
+	cl = h.client()
+	e1 = h.executor("e1", "x,y", 3)
+	e2 = h.executor("e2", "x", 2)
+	h.submit(cl, "task_type", "z", "priority", "4", "arg.a", "1", "key", "kz") // 1 pending
+	h.submit(cl, "task_type", "z", "priority", "7")                            // 2 pending
+	h.submit(cl, "task_type", "z", "delay_ms", "60000", "trace_id", "tr")      // 3 pending, delayed
+	h.submit(cl, "task_type", "z", "depends_on", "1,2")                        // 4 waiting
+	h.submit(cl, "task_type", "x", "timeout_ms", "30000", "key", "kx")         // 5 -> e1 running
+	h.submit(cl, "task_type", "x")                                             // 6 -> e2 dispatched
+	h.submit(cl, "task_type", "y")                                             // 7 -> e1 succeeded
+	h.submit(cl, "task_type", "x", "max_attempts", "1")                        // 8 -> e2 failed
+	h.submit(cl, "task_type", "x")                                             // 9 -> e1 retrying, armed
+	h.submit(cl, "task_type", "z", "wait", "true")                             // 10 cancelled
+	for _, p := range []PeerID{e1, e2, e1, e2, e1} {
+		h.task(p)
+	}
+	h.start(e1, 5, 1)
+	h.start(e1, 7, 1)
+	h.start(e2, 8, 1)
+	h.start(e1, 9, 1)
+	h.accepted(e1, 7, 1, "succeeded", "out.r", "seven", "state.set.s", "x", "state.add.n", "7")
+	h.accepted(e2, 8, 1, "failed", "error", "bad", "out.o", "1")
+	h.accepted(e1, 9, 1, "failed", "error", "again")
+	h.send(cl, "cancel", "req", "c", "task_id", "10")
+	require.Equal(t, []string{"done", "cancelled"}, h.types(cl))
+	h.drain(cl)
+	// 11: retrying, waiting behind the retry cap (MaxRetrying=1).
+	h.submit(cl, "task_type", "y")
+	id, v := h.task(e1)
+	require.Equal(t, uint64(11), id)
+	h.start(e1, id, v)
+	h.accepted(e1, id, v, "failed")
+	// 12: taken back to pending by the start timeout of e2's dispatch (e2
+	// does not take x tasks any more, so it stays pending).
+	h.submit(cl, "task_type", "x", "priority", "9")
+	h.task(e1)
+	h.advance(time.Millisecond)
+	require.Equal(t, Retrying, h.state(9))
+	require.Equal(t, Retrying, h.state(11))
+	require.NotZero(t, h.get(9).flags&flagArmed)
+	require.Zero(t, h.get(11).flags&flagArmed)
+	require.Equal(t, Dispatched, h.state(12))
+	return cl, e1, e2
+}
+
+func TestCore_SnapshotRoundTrip(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxRetrying = 1 })
+	cl, e1, _ := richState(t, h)
+	entries := snapshotEntries(t, h.c)
+	n := len(h.fx.records)
+	assert.Equal(t, dump(h.c), dump(h.loaded(entries, nil)), "snapshot alone")
+
+	// More changes after the snapshot: snapshot + the log after it.
+	h.advance(DefaultStartTimeout) // 6 and 12 taken back
+	h.drain(e1)
+	h.submit(cl, "task_type", "x", "key", "k13")
+	h.drain(e1)
+	h.start(e1, 5, 1)
+	h.accepted(e1, 5, 1, "succeeded", "state.add.n", "1")
+	h.advance(time.Minute) // the delay of 3 ends, 9's backoff ends, 11 is armed, e2 lost
+	h.checkReplay()
+	assert.Equal(t, dump(h.c), dump(h.loaded(entries, h.fx.records[n:])))
+
+	// A second snapshot on top.
+	entries2 := snapshotEntries(t, h.c)
+	n2 := len(h.fx.records)
+	h.send(cl, "cancel", "req", "c", "task_id", "1")
+	h.expect(cl, "cancelled")
+	h.advance(time.Second)
+	assert.Equal(t, dump(h.c), dump(h.loaded(entries2, h.fx.records[n2:])))
+	assert.Equal(t, dump(h.c), dump(h.loaded(entries, h.fx.records[n:])))
+}
+
+// A frozen snapshot is not affected by the changes made before it is
+// written: copy-on-write chunks and shared-state map.
+func TestCore_FreezeIsolation(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxRetrying = 1; c.RetentionMax = 3 })
+	cl, e1, _ := richState(t, h)
+	snap := h.c.Freeze()
+	at := dump(h.c)
+	assert.Equal(t, 12, snap.Tasks())
+	// Change every kind of thing: states, outputs, shared state, drops,
+	// executors, new tasks.
+	for range 1200 { // more than one chunk of new tasks
+		h.submit(cl, "task_type", "q")
+	}
+	h.start(e1, 5, 1)
+	h.accepted(e1, 5, 1, "succeeded", "state.set.s", "changed", "state.add.n", "100", "state.set.new", "1")
+	for id := 1; id <= 4; id++ {
+		h.send(cl, "cancel", "req", "c", "task_id", itoa(id))
+	}
+	h.advance(time.Minute)
+	h.executor("e3", "q", 5)
+	require.NotEqual(t, at, dump(h.c))
+	var entries [][]byte
+	require.NoError(t, snap.WriteTo(func(p []byte) error {
+		entries = append(entries, append([]byte(nil), p...))
+		return nil
+	}))
+	assert.Equal(t, at, dump(h.loaded(entries, nil)))
+	assert.Equal(t, 12, snap.Tasks())
+
+	// A sink error stops WriteTo.
+	boom := errors.New("disk full")
+	calls := 0
+	err := snap.WriteTo(func([]byte) error {
+		calls++
+		if calls == 5 {
+			return boom
+		}
+		return nil
+	})
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, 5, calls)
+}
+
+// restartedWith builds the common restart scenario: e1 holds 1 (running,
+// timeout 10 s), 2 (dispatched) and 3 (running); then the main control
+// restarts.
+func restartedWith(t *testing.T, mods ...func(*Config)) *harness {
+	h := newHarness(t, mods...)
+	cl := h.client()
+	ex := h.executor("e1", "x", 3)
+	h.submit(cl, "task_type", "x", "timeout_ms", "10000")
+	h.submit(cl, "task_type", "x")
+	h.submit(cl, "task_type", "x")
+	for range 3 {
+		h.task(ex)
+	}
+	h.start(ex, 1, 1)
+	h.start(ex, 3, 1)
+	h.heartbeat(ex, "1.1,2.1,3.1")
+	require.Equal(t, Running, h.state(2), "listed: started")
+	h.advance(4 * time.Second)
+	h.heartbeat(ex, "1.1,2.1,3.1")
+	h.advance(4 * time.Second) // 1's deadline is 2 s away
+	h.restart()
+	return h
+}
+
+func TestCore_RecoveredListing(t *testing.T) {
+	h := restartedWith(t)
+	for id := uint64(1); id <= 3; id++ {
+		require.Equal(t, Running, h.state(id))
+	}
+	ex := h.executor("e1", "x", 3)
+	// The old deadline of 1 passes while it waits to be listed: nothing.
+	h.advance(3 * time.Second)
+	assert.Equal(t, Running, h.state(1))
+	h.none(ex)
+	// Two empty lists: restored tasks are not subject to the two-lists
+	// rule until listed.
+	h.heartbeat(ex, "")
+	h.heartbeat(ex, "")
+	for id := uint64(1); id <= 3; id++ {
+		assert.Equal(t, Running, h.state(id))
+	}
+	h.none(ex)
+	// 1 is listed: it continues as running, its timeout starts now.
+	h.advance(3 * time.Second)
+	h.heartbeat(ex, "1.1")
+	listed := h.c.now()
+	assert.Equal(t, listed+10000, h.get(1).dueMs)
+	// 3 is listed later, still within the heartbeat timeout; 2 never.
+	h.advance(2 * time.Second)
+	h.heartbeat(ex, "1.1,3.1")
+	h.advance(7*time.Second - time.Millisecond) // the restart deadline minus 1 ms
+	h.heartbeat(ex, "1.1,3.1")
+	assert.Equal(t, Running, h.state(2))
+	h.advance(time.Millisecond) // one heartbeat timeout after the restart
+	assert.Equal(t, Retrying, h.state(2), "running, not listed: retried")
+	assert.Equal(t, Running, h.state(1))
+	assert.Equal(t, Running, h.state(3))
+	// Now listed, 1 and 3 are subject to the two-lists rule.
+	h.heartbeat(ex, "1.1")
+	h.heartbeat(ex, "1.1")
+	assert.Equal(t, "3", h.expect(ex, "cancel").Value("task_id"))
+	assert.Equal(t, Retrying, h.state(3))
+	// And 1's timeout runs from its listing.
+	h.clock.t = time.UnixMilli(listed + 10000 - 1)
+	h.c.Tick()
+	assert.Equal(t, Running, h.state(1))
+	h.clock.t = time.UnixMilli(listed + 10000)
+	h.c.Tick()
+	assert.Equal(t, Retrying, h.state(1))
+}
+
+func TestCore_RecoveredDispatched(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 3)
+	for range 3 {
+		h.submit(cl, "task_type", "x")
+	}
+	for range 3 {
+		h.task(ex)
+	}
+	h.restart()
+	ex = h.executor("e1", "x", 3)
+	// The start timeout (5 s) does not take restored dispatches back: they
+	// wait one heartbeat timeout for a listing.
+	h.advance(6 * time.Second)
+	h.none(ex)
+	for id := uint64(1); id <= 3; id++ {
+		require.Equal(t, Dispatched, h.state(id))
+	}
+	h.heartbeat(ex, "1.1") // listed in running=: it runs
+	assert.Equal(t, Running, h.state(1))
+	h.start(ex, 2, 1) // a started after the restart counts too
+	assert.Equal(t, Running, h.state(2))
+	h.advance(9 * time.Second)
+	// 3, dispatched and not listed: back to pending, and out again.
+	m := h.expect(ex, "task")
+	assert.Equal(t, "3", m.Value("task_id"))
+	assert.Equal(t, "2", m.Value("version"))
+	assert.Equal(t, "1", m.Value("attempt"), "no attempt used")
+	h.accepted(ex, 1, 1, "succeeded")
+	h.accepted(ex, 2, 1, "succeeded")
+	h.checkReplay()
+}
+
+func TestCore_RecoveredExecutorNeverReturns(t *testing.T) {
+	h := restartedWith(t)
+	cl := h.client()
+	h.advance(DefaultHeartbeatTimeout - time.Millisecond)
+	assert.Contains(t, h.c.execs, "e1")
+	h.advance(time.Millisecond)
+	assert.NotContains(t, h.c.execs, "e1")
+	for id := uint64(1); id <= 3; id++ {
+		assert.Equal(t, Retrying, h.state(id), "%d", id)
+	}
+	h.send(cl, "stats", "req", "s")
+	assert.Equal(t, "3", h.expect(cl, "stats").Value("tasks.retrying"))
+	h.checkReplay()
+}
+
+func TestCore_RecoveredRetryWaitsRestOfDelay(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	id := h.submit(cl, "task_type", "x", "max_attempts", "5")
+	for range 4 { // attempt 4 fails: delay in [4 s, 8 s]
+		_, v := h.task(ex)
+		h.start(ex, id, v)
+		h.accepted(ex, id, v, "failed")
+		if h.state(id) == Retrying && h.get(id).attempt < 4 {
+			h.advance(4 * time.Second)
+		}
+	}
+	due := h.get(id).dueMs
+	h.advance(2 * time.Second)
+	h.restart()
+	ex = h.executor("e1", "x", 1)
+	h.clock.t = time.UnixMilli(due - 1)
+	h.c.Tick()
+	assert.Equal(t, Retrying, h.state(id))
+	h.clock.t = time.UnixMilli(due)
+	h.c.Tick()
+	m := h.expect(ex, "task")
+	assert.Equal(t, "5", m.Value("attempt"))
+}
+
+func TestCore_RecoveredFromSnapshot(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxRetrying = 1 })
+	cl, _, _ := richState(t, h)
+	_ = cl
+	entries := snapshotEntries(t, h.c)
+	n := len(h.fx.records)
+	before := dump(h.c)
+	h.restartFrom(entries, n)
+	assert.Equal(t, before, dump(h.c), "Recovered changes no durable state")
+	// The dispatches out at the restart: 5 running and 12 dispatched on
+	// e1, 6 dispatched on e2. e1 comes back and lists 5; e2 never does.
+	e1 := h.executor("e1", "x,y", 3)
+	h.heartbeat(e1, "5.1")
+	h.advance(DefaultHeartbeatTimeout / 2)
+	h.drain(e1) // 9's retry
+	h.heartbeat(e1, "5.1")
+	h.advance(DefaultHeartbeatTimeout / 2)
+	assert.Equal(t, Running, h.state(5))
+	assert.NotContains(t, h.c.execs, "e2")
+	// 6 and 12 went back to pending, 12 (priority 9) out again to e1.
+	assert.Equal(t, Dispatched, h.state(12))
+	assert.Equal(t, uint32(2), h.get(12).version)
+	assert.Equal(t, "e1", h.get(12).execID)
+	assert.Equal(t, uint32(1), h.get(12).attempt)
+	assert.Equal(t, Pending, h.state(6))
+	assert.Equal(t, uint32(1), h.get(6).attempt)
+	// New ids continue; keys are known.
+	cl = h.client()
+	assert.Equal(t, uint64(13), h.submit(cl, "task_type", "q"))
+	h.send(cl, "submit", "req", "k", "task_type", "q", "key", "kx")
+	assert.Equal(t, "5", h.expect(cl, "submitted").Value("task_id"))
+	h.send(cl, "state_get", "req", "g")
+	st := h.expect(cl, "state")
+	assert.Equal(t, "7", st.Value("state.n"))
+	assert.Equal(t, "1", st.Value("state_version"))
+	// The deadline of a restored task set by its listing is live state,
+	// not in the log: the only difference replay shows.
+	assert.NotEqual(t, dump(h.c), dump(h.replayed()))
+	assert.Equal(t, maskDue(dump(h.c), 5), maskDue(dump(h.replayed()), 5))
+}
+
+// maskDue hides the due time of the given tasks in a dump.
+func maskDue(d string, ids ...uint64) string {
+	for _, id := range ids {
+		re := regexp.MustCompile(fmt.Sprintf(`(?m)^(task %d .*) due=\d+ `, id))
+		d = re.ReplaceAllString(d, "$1 due=? ")
+	}
+	return d
+}
