@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -25,9 +26,7 @@ type Decoder struct {
 
 	msg     Message
 	scratch []byte
-	dup     []uint16 // open-addressing set of field indexes+1, for big payloads
-	dupLen  int      // fields already in dup
-	dupFor  int      // len(Fields)+1 when dup was last brought up to date
+	keys    keySet
 }
 
 // NewDecoder returns a decoder with the given payload limit (0: default).
@@ -97,10 +96,11 @@ func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
 	}
 	d.scratch = d.scratch[:0]
 	hasType := false
-	d.dupFor = 0
-	var seen [2]uint64 // 128-bit fingerprint set of the keys so far
+	d.keys.reset()
+	fields := m.Fields[:0]
 	for off := 0; off <= len(p); {
 		// Key: up to the first '='; a LF first means a line without one.
+		// Keys are short, so a byte loop beats word-at-a-time tricks here.
 		eq := off
 		for eq < len(p) && keyByte[p[eq]] {
 			eq++
@@ -111,11 +111,24 @@ func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
 		if reason := keyShapeProblem(p[off:eq]); reason != "" {
 			return nil, malformed(reason, off)
 		}
-		// Value: up to LF or the end, checking escapes on the way.
+		// Value: up to LF or the end, checking escapes on the way. The
+		// scan goes a word at a time (written out here: this is the
+		// server's hot loop); the byte loop after it finishes the last few
+		// bytes of the payload, and does nothing when the word loop
+		// stopped at a special byte.
 		escaped := false
 		end := eq + 1
 		for {
-			end = indexSpecial(p, end)
+			for end+8 <= len(p) {
+				if ms := specialMask(le64(p, end)); ms != 0 {
+					end += bits.TrailingZeros64(ms) >> 3
+					break
+				}
+				end += 8
+			}
+			for end < len(p) && !specialByte[p[end]] {
+				end++
+			}
 			if end == len(p) || p[end] == '\n' {
 				break
 			}
@@ -133,8 +146,19 @@ func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
 				return nil, malformed("unknown escape sequence in value", end)
 			}
 		}
-		if len(m.Fields) == MaxKeys {
+		if len(fields) == MaxKeys {
 			return nil, malformed("more than 1024 keys", off)
+		}
+		k := borrow(p[off:eq])
+		if len(fields) < smallNKeys {
+			fp := keyFingerprint(k)
+			word, bit := fp>>6&3, uint64(1)<<(fp&63)
+			if d.keys.seen[word]&bit != 0 && hasKey(fields, k) {
+				return nil, malformed("duplicate key", off)
+			}
+			d.keys.seen[word] |= bit
+		} else if d.keys.repeated(fields, k) {
+			return nil, malformed("duplicate key", off)
 		}
 		raw := p[eq+1 : end]
 		var val string
@@ -143,24 +167,13 @@ func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
 		} else {
 			val = borrow(raw)
 		}
-		k := borrow(p[off:eq])
-		// A cheap fingerprint of the key; only a repeated fingerprint
-		// pays for comparing keys.
-		h := uint(len(k))*0x9e37 ^ uint(k[0])*0x85eb ^ uint(k[len(k)-1])*0xc2b3 ^ uint(k[len(k)/2])*0x27d5
-		h ^= h >> 7
-		fp := [2]uint64{}
-		fp[h>>6&1] = 1 << (h & 63)
-		if (seen[0]&fp[0]|seen[1]&fp[1]) != 0 && d.seenBefore(k) {
-			return nil, malformed("duplicate key", off)
-		}
-		seen[0] |= fp[0]
-		seen[1] |= fp[1]
-		m.Fields = append(m.Fields, Field{Key: k, Value: val})
+		fields = append(fields, Field{Key: k, Value: val})
 		if k == "type" {
 			hasType = true
 		}
 		off = end + 1
 	}
+	m.Fields = fields
 	if !hasType {
 		return nil, malformed("missing type", 0)
 	}
@@ -214,56 +227,6 @@ func keyShapeProblem(k []byte) string {
 		}
 	}
 	return ""
-}
-
-// seenBefore reports whether k is already a key of the message being
-// decoded. Small payloads compare directly; big ones keep a hash set so that
-// 1,024 keys cost linear time.
-func (d *Decoder) seenBefore(k string) bool {
-	f := d.msg.Fields
-	if len(f) < 32 {
-		for i := range f {
-			if f[i].Key == k {
-				return true
-			}
-		}
-		return false
-	}
-	const size = 2048 // power of two, at least twice MaxKeys
-	if d.dup == nil {
-		d.dup = make([]uint16, size)
-	}
-	if d.dupFor != len(f) {
-		// (Re)build the set for the fields so far; after that each call adds
-		// the fields appended since.
-		clear(d.dup)
-		d.dupLen = 0
-	}
-	for ; d.dupLen < len(f); d.dupLen++ {
-		h := fnv32(f[d.dupLen].Key) & (size - 1)
-		for d.dup[h] != 0 {
-			h = (h + 1) & (size - 1)
-		}
-		d.dup[h] = uint16(d.dupLen + 1)
-	}
-	d.dupFor = len(f) + 1
-	h := fnv32(k) & (size - 1)
-	for d.dup[h] != 0 {
-		if f[d.dup[h]-1].Key == k {
-			return true
-		}
-		h = (h + 1) & (size - 1)
-	}
-	return false
-}
-
-func fnv32(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return h
 }
 
 // borrow views b as a string without copying. The caller must not modify b

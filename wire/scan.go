@@ -209,16 +209,3 @@ func hasKey(fields []Field, k string) bool {
 	}
 	return false
 }
-
-// indexSpecial returns the index of the first LF, '=' or '\' in b at or after
-// i, or len(b).
-func indexSpecial(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		if m := specialMask(le64(b, i)); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	for ; i < len(b) && !specialByte[b[i]]; i++ {
-	}
-	return i
-}
