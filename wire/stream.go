@@ -18,8 +18,13 @@ type Reader struct {
 	dec        Decoder
 	buf        []byte
 	start, end int
-	err        error
+	err        error // sticky: returned by every later call
+	readErr    error // from r, held back until the bytes read with it are used
 }
+
+// maxEmptyReads is how many reads in a row may return no data and no error
+// before Next gives up with io.ErrNoProgress (as bufio does).
+const maxEmptyReads = 100
 
 // NewReader returns a Reader with the given payload limit (0: default).
 func NewReader(r io.Reader, maxFrame int) *Reader {
@@ -73,6 +78,9 @@ func (r *Reader) ReadMessage() (*Message, error) {
 // and grows the buffer (doubling, capped by the frame being read) only when
 // a frame already fills it.
 func (r *Reader) fill() error {
+	if r.readErr != nil {
+		return r.readErr
+	}
 	if r.start > 0 && (r.start == r.end || len(r.buf)-r.end < readChunk/4) {
 		r.end = copy(r.buf, r.buf[r.start:r.end])
 		r.start = 0
@@ -88,15 +96,25 @@ func (r *Reader) fill() error {
 		r.start = 0
 		r.buf = nb
 	}
-	n, err := r.r.Read(r.buf[r.end:])
-	r.end += n
-	if n > 0 {
-		return nil
+	for range maxEmptyReads {
+		n, err := r.r.Read(r.buf[r.end:])
+		if n < 0 || n > len(r.buf)-r.end {
+			return errors.New("wire: reader returned an invalid count")
+		}
+		r.end += n
+		if err != nil {
+			// A reader may return data and an error together: use the
+			// data first, report the error when more is needed.
+			r.readErr = err
+		}
+		if n > 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		err = io.ErrNoProgress
-	}
-	return err
+	return io.ErrNoProgress
 }
 
 // Writer writes frames to a stream. Frames are buffered until Flush; Send
