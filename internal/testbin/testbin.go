@@ -1,0 +1,196 @@
+// Package testbin builds the apollo11 binary once per test process and runs
+// it as a child process, for tests that need the real thing: crash tests
+// (kill -9), CLI tests, the reliability suite.
+package testbin
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// moduleRoot finds the directory holding go.mod, from this source file.
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Build compiles cmd/apollo11 once per test process and returns its path.
+func Build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "apollo11-testbin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "apollo11")
+		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/apollo11")
+		cmd.Dir = moduleRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Proc is a running apollo11 child process.
+type Proc struct {
+	t    testing.TB
+	Cmd  *exec.Cmd
+	Addr string // for main controls: the address it listens on
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// syncBuffer is a bytes.Buffer safe for the child's writes and test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start runs the binary with args. The process is killed when the test
+// ends if it is still running.
+func Start(t testing.TB, bin string, env []string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{t: t, out: &syncBuffer{}, done: make(chan struct{})}
+	p.Cmd = exec.Command(bin, args...)
+	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatalf("cannot start %s: %v", bin, err)
+	}
+	go func() {
+		p.err = p.Cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.Exited() {
+			p.Kill()
+		}
+	})
+	return p
+}
+
+// StartMaincontrol runs `apollo11 maincontrol` on a free loopback port with
+// the given extra flags and waits until it answers with a welcome.
+func StartMaincontrol(t testing.TB, bin string, args ...string) *Proc {
+	t.Helper()
+	addr := FreeAddr(t)
+	p := Start(t, bin, nil, append([]string{"maincontrol", "--listen", addr}, args...)...)
+	p.Addr = addr
+	if err := WaitWelcome(addr, 20*time.Second, p.done); err != nil {
+		p.Kill()
+		t.Fatalf("main control did not come up: %v\noutput:\n%s", err, p.Output())
+	}
+	return p
+}
+
+// WaitWelcome polls addr until a connection gets the first bytes of a
+// welcome frame, or until timeout or exited closes.
+func WaitWelcome(addr string, timeout time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.SetReadDeadline(time.Now().Add(time.Second))
+			buf := make([]byte, 16)
+			n, rerr := c.Read(buf)
+			c.Close()
+			if rerr == nil && n > 4 && strings.HasPrefix(string(buf[4:n]), "type=welcome") {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("process exited")
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no welcome from %s within %v (last error %v)", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Output returns what the process wrote so far.
+func (p *Proc) Output() string { return p.out.String() }
+
+// Exited reports whether the process has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill sends SIGKILL to the process group and waits for the exit.
+func (p *Proc) Kill() {
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig syscall.Signal) { _ = p.Cmd.Process.Signal(sig) }
+
+// Wait waits up to timeout for the exit and returns its error (nil: exit
+// status 0).
+func (p *Proc) Wait(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		return fmt.Errorf("still running after %v", timeout)
+	}
+}
+
+// ExitCode returns the exit code once the process exited, -1 if killed.
+func (p *Proc) ExitCode() int {
+	<-p.done
+	return p.Cmd.ProcessState.ExitCode()
+}
