@@ -220,7 +220,7 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	s.mu.Lock()
-	s.readFrames(cn, gc)
+	more := s.readFrames(cn, gc)
 	out, closeNow := s.takeOutput(cn)
 	wakes := s.takeWakes(cn)
 	s.mu.Unlock()
@@ -243,12 +243,22 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 			"unsent_bytes", gc.OutboundBuffered())
 		return gnet.Close
 	}
+	if more {
+		_ = gc.Wake(nil) // read on once this output is written
+	}
 	return gnet.None
 }
 
-// readFrames handles whole frames until only a partial frame is left.
-func (s *Server) readFrames(cn *conn, gc gnet.Conn) {
+// readFrames handles whole frames until only a partial frame is left. It
+// stops early, returning true, once this round's replies reach
+// MaxOutbound: a burst of small requests with large replies must not make
+// one call buffer unbounded output (and stall the loop) before the
+// outbound cap is checked.
+func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	for !cn.closing && !cn.dead && !s.stopping {
+		if len(cn.out) >= s.cfg.MaxOutbound {
+			return true
+		}
 		if cn.held > s.cfg.MaxInflight {
 			if !cn.paused {
 				s.log.Debug("reading paused: replies awaiting disk", "peer", cn.id, "held", cn.held)
@@ -258,29 +268,29 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) {
 				s.log.Warn("peer sent too much while paused: connection closed", "peer", cn.id)
 				s.refuse(cn, gc, wire.CodeBadRequest, "too many requests awaiting disk")
 			}
-			return
+			return false
 		}
 		cn.paused = false
 		hdr, err := gc.Peek(wire.HeaderLen)
 		if err != nil {
-			return // fewer than 4 bytes
+			return false // fewer than 4 bytes
 		}
 		size, _, err := s.dec.Header(hdr)
 		if err != nil {
 			s.refuseDecode(cn, gc, err)
-			return
+			return false
 		}
 		if gc.InboundBuffered() < wire.HeaderLen+size {
-			return
+			return false
 		}
 		frame, err := gc.Peek(wire.HeaderLen + size)
 		if err != nil {
-			return
+			return false
 		}
 		m, n, err := s.dec.Decode(frame)
 		if err != nil {
 			s.refuseDecode(cn, gc, err)
-			return
+			return false
 		}
 		if s.core.Debug() {
 			s.logFrame("in", cn, frame[wire.HeaderLen:])
@@ -288,6 +298,7 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) {
 		s.core.Handle(cn.id, m)
 		_, _ = gc.Discard(n)
 	}
+	return false
 }
 
 // refuseDecode answers a framing or payload error and closes: the peer's
