@@ -170,7 +170,7 @@ func TestStore_FsyncBatch(t *testing.T) {
 	t0 := time.Now()
 	lsn := s.Append([]byte("k=v"))
 	waitDurable(t, s, lsn)
-	assert.Less(t, time.Since(t0), 2*interval)
+	assert.Less(t, time.Since(t0), 5*interval, "not held back beyond the interval")
 	assert.Equal(t, st.Fsyncs+1, s.Stats().Fsyncs)
 }
 
