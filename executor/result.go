@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -127,13 +126,9 @@ func (o *outcome) sizeHint() int {
 }
 
 // errorText renders a handler error for the wire: valid UTF-8, at most
-// MaxErrorText bytes, never empty.
+// MaxErrorText bytes. An empty text is sent as no `error` key.
 func errorText(err error) string {
-	text := err.Error()
-	if text == "" {
-		text = fmt.Sprintf("%T", errors.Unwrap(err))
-	}
-	return clipText(strings.ToValidUTF8(text, "\uFFFD"))
+	return clipText(strings.ToValidUTF8(err.Error(), "\uFFFD"))
 }
 
 func clipText(s string) string {

@@ -64,6 +64,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 	if err != nil || maxFrame == 0 || maxFrame > math.MaxUint32 {
 		return nil, fmt.Errorf("bad welcome max_frame %q", welcome.Value("max_frame"))
 	}
+	maxFrame = min(maxFrame, math.MaxInt32) // an int on 32-bit platforms too
 	if p := welcome.Value("proto"); p != "" && p != "1" {
 		e.log.Warn("main control speaks another protocol version; registering with proto=1", "proto", p)
 	}

@@ -1,0 +1,45 @@
+package builtin
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// argvOf reads the command line from a task's args: arg.argv.0, arg.argv.1,
+// ... when arg.argv.0 is present, else arg.argv split on white space.
+func argvOf(args map[string]string) ([]string, error) {
+	if _, ok := args["argv.0"]; ok {
+		var argv []string
+		for i := 0; ; i++ {
+			v, ok := args["argv."+strconv.Itoa(i)]
+			if !ok {
+				break
+			}
+			argv = append(argv, v)
+		}
+		if n := countIndexed(args); n != len(argv) {
+			return nil, fmt.Errorf("exec: arg.argv.N keys must run from argv.0 without gaps (found %d, consecutive %d)", n, len(argv))
+		}
+		return argv, nil
+	}
+	if line, ok := args["argv"]; ok {
+		if argv := strings.Fields(line); len(argv) > 0 {
+			return argv, nil
+		}
+		return nil, errors.New("exec: arg.argv is empty")
+	}
+	return nil, errors.New("exec: no command: set arg.argv.0, arg.argv.1, ... or arg.argv")
+}
+
+// countIndexed counts the args named argv.<decimal>.
+func countIndexed(args map[string]string) int {
+	n := 0
+	for k := range args {
+		if rest, ok := strings.CutPrefix(k, "argv."); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			n++
+		}
+	}
+	return n
+}

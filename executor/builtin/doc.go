@@ -1,0 +1,38 @@
+// Package builtin holds the handlers built into the apollo11 executor
+// daemon: echo, sleep, fail and exec. Each constructor returns an
+// executor.Handler; register it under the task type of your choice
+// (the daemon uses the names below).
+//
+//   - Echo: every arg.<k> comes back as out.<k>; it always succeeds.
+//   - Sleep: sleeps arg.ms milliseconds, or until the task is cancelled.
+//   - Fail: fails with error=arg.error (default "fail handler"), retryable
+//     unless arg.retryable=false.
+//   - Exec: runs one program, without a shell, when the daemon allows it.
+//
+// # Exec
+//
+// The command line travels in the task's arguments in one of two forms:
+//
+//   - arg.argv.0, arg.argv.1, ... : one argument per key, exactly as given
+//     (spaces, quotes and empty strings included). The keys must run from
+//     argv.0 without gaps. This form wins when arg.argv.0 is present.
+//   - arg.argv : the whole command line, split on white space
+//     (strings.Fields); no quoting of any kind.
+//
+// Optional arg.stdin is written to the program's standard input (otherwise
+// it reads /dev/null).
+//
+// argv[0] must be an absolute path that appears exactly (byte for byte) in
+// ExecConfig.Allow, and ExecConfig.Enabled must be true; anything else is
+// a permanent failure. The program runs in its own process group, with a
+// scrubbed environment (PATH=/usr/local/bin:/usr/bin:/bin, LANG=C.UTF-8 and
+// ExecConfig.Env), in the executor's working directory. The whole group is
+// killed with SIGKILL when the task is cancelled or times out, and again
+// once the program exits, so that nothing it started outlives it.
+//
+// Outputs: out.stdout and out.stderr (each cut after ExecConfig.MaxOutput
+// bytes, with out.stdout_truncated=true / out.stderr_truncated=true, and
+// invalid UTF-8 replaced by U+FFFD), out.exit_code, and out.signal when a
+// signal ended the program. A non-zero exit is a retryable failure with
+// error="exit status N", outputs kept.
+package builtin

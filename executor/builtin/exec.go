@@ -1,0 +1,224 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/apollo11/apollo11/executor"
+)
+
+// DefaultMaxOutput is ExecConfig.MaxOutput's default: 64 KiB per stream.
+const DefaultMaxOutput = 64 << 10
+
+// BaseEnv is the whole environment of an exec'd program, before
+// ExecConfig.Env.
+var BaseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+
+// pipeDrain bounds the wait for a program's output pipes to close after
+// its process group was killed (a process that left the group may hold
+// them open).
+const pipeDrain = 2 * time.Second
+
+// ExecConfig configures Exec.
+type ExecConfig struct {
+	// Enabled must be true for Exec to run anything (the daemon's
+	// --allow-exec).
+	Enabled bool
+	// Allow lists the programs that may run, as absolute paths; argv[0]
+	// must equal one of them exactly (the daemon's --exec-allow).
+	Allow []string
+	// Env holds extra KEY=value entries added to BaseEnv; a later entry
+	// for the same key wins.
+	Env []string
+	// MaxOutput is how many bytes of stdout, and of stderr, are kept
+	// (0: DefaultMaxOutput).
+	MaxOutput int
+}
+
+// Exec returns the handler that runs one program without a shell; see the
+// package documentation for the argv convention, the checks and the
+// outputs.
+func Exec(cfg ExecConfig) executor.Handler {
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = DefaultMaxOutput
+	}
+	env := append(slices.Clone(BaseEnv), cfg.Env...)
+	return &execHandler{cfg: cfg, env: env}
+}
+
+type execHandler struct {
+	cfg ExecConfig
+	env []string
+}
+
+var _ executor.Handler = (*execHandler)(nil)
+
+// Handle checks the command against the configuration and runs it.
+func (x *execHandler) Handle(ctx context.Context, t *executor.Task) (executor.Result, error) {
+	if !x.cfg.Enabled {
+		return executor.Result{}, executor.Permanent(errors.New("exec is disabled: start the executor with --allow-exec"))
+	}
+	argv, err := argvOf(t.Args)
+	if err != nil {
+		return executor.Result{}, executor.Permanent(err)
+	}
+	prog := argv[0]
+	if !filepath.IsAbs(prog) {
+		return executor.Result{}, executor.Permanent(fmt.Errorf("exec: %s is not on the --exec-allow list (the program must be an absolute path)", prog))
+	}
+	if !slices.Contains(x.cfg.Allow, prog) {
+		return executor.Result{}, executor.Permanent(fmt.Errorf("exec: %s is not on the --exec-allow list", prog))
+	}
+	stdin, hasStdin := t.Args["stdin"]
+	return x.run(ctx, argv, stdin, hasStdin)
+}
+
+// run starts argv in its own process group, feeds stdin, captures the
+// outputs, and kills the group on cancel and after the program exits.
+func (x *execHandler) run(ctx context.Context, argv []string, stdin string, hasStdin bool) (executor.Result, error) {
+	stdout := &cappedBuffer{max: x.cfg.MaxOutput}
+	stderr := &cappedBuffer{max: x.cfg.MaxOutput}
+	p, err := newPipes(hasStdin)
+	if err != nil {
+		return executor.Result{}, fmt.Errorf("exec: %w", err)
+	}
+	defer p.closeAll()
+	cmd := &exec.Cmd{
+		Path:        argv[0],
+		Args:        argv,
+		Env:         x.env,
+		Stdout:      p.outW,
+		Stderr:      p.errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if hasStdin {
+		cmd.Stdin = p.inR // else /dev/null
+	}
+	if err := cmd.Start(); err != nil {
+		return executor.Result{}, fmt.Errorf("exec: cannot start %s: %w", argv[0], err)
+	}
+	p.closeChildEnds()
+	pgid := cmd.Process.Pid
+	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	stopWatch := context.AfterFunc(ctx, killGroup)
+
+	copied := p.copyOut(stdout, stderr)
+	if hasStdin {
+		go func() {
+			_, _ = io.WriteString(p.inW, stdin) // EPIPE if the program does not read it all
+			p.inW.Close()
+		}()
+	}
+	waitErr := cmd.Wait()
+	stopWatch()
+	killGroup() // whatever the program left behind dies with it
+	select {
+	case <-copied:
+	case <-time.After(pipeDrain):
+		p.closeReadEnds() // someone outside the group holds the pipes
+		<-copied
+	}
+	return result(ctx, argv[0], cmd, waitErr, stdout, stderr)
+}
+
+// result builds the handler's outcome from the finished command.
+func result(ctx context.Context, prog string, cmd *exec.Cmd, waitErr error, stdout, stderr *cappedBuffer) (executor.Result, error) {
+	out := map[string]string{}
+	var truncated bool
+	if out["stdout"], truncated = stdout.text(); truncated {
+		out["stdout_truncated"] = "true"
+	}
+	if out["stderr"], truncated = stderr.text(); truncated {
+		out["stderr_truncated"] = "true"
+	}
+	if ps := cmd.ProcessState; ps != nil {
+		out["exit_code"] = strconv.Itoa(ps.ExitCode())
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out["signal"] = ws.Signal().String()
+		}
+	}
+	res := executor.Result{Out: out}
+	if err := ctx.Err(); err != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != err {
+			return res, fmt.Errorf("exec: %s killed: %w (%w)", prog, err, cause)
+		}
+		return res, fmt.Errorf("exec: %s killed: %w", prog, err)
+	}
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		return res, errors.New(ee.Error()) // "exit status N" or "signal: ..."
+	}
+	if waitErr != nil {
+		return res, fmt.Errorf("exec: %s: %w", prog, waitErr)
+	}
+	return res, nil
+}
+
+// pipes are the program's stdio pipes; the parent keeps the read ends of
+// stdout/stderr and the write end of stdin.
+type pipes struct {
+	outR, outW, errR, errW, inR, inW *os.File
+}
+
+func newPipes(withStdin bool) (*pipes, error) {
+	p := &pipes{}
+	var err error
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("cannot make stdout pipe: %w", err)
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, fmt.Errorf("cannot make stderr pipe: %w", err)
+	}
+	if withStdin {
+		if p.inR, p.inW, err = os.Pipe(); err != nil {
+			p.closeAll()
+			return nil, fmt.Errorf("cannot make stdin pipe: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// copyOut copies both outputs into their buffers; the channel closes when
+// both pipes reached EOF (or were closed).
+func (p *pipes) copyOut(stdout, stderr io.Writer) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		errDone := make(chan struct{})
+		go func() {
+			defer close(errDone)
+			_, _ = io.Copy(stderr, p.errR)
+		}()
+		_, _ = io.Copy(stdout, p.outR)
+		<-errDone
+	}()
+	return done
+}
+
+// closeChildEnds closes the ends the child inherited, so that EOF arrives
+// when the child side is gone.
+func (p *pipes) closeChildEnds() {
+	closeFiles(p.outW, p.errW, p.inR)
+}
+
+func (p *pipes) closeReadEnds() { closeFiles(p.outR, p.errR) }
+
+func (p *pipes) closeAll() { closeFiles(p.outR, p.outW, p.errR, p.errW, p.inR, p.inW) }
+
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close() // closing twice returns os.ErrClosed, harmlessly
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// Echo returns a handler that sends every arg.<k> back as out.<k> and
+// succeeds.
+func Echo() executor.Handler {
+	return executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
+		out := make(map[string]string, len(t.Args))
+		for k, v := range t.Args {
+			out[k] = v
+		}
+		return executor.Result{Out: out}, nil
+	})
+}
+
+// maxSleepMillis is the longest sleep a time.Duration holds.
+const maxSleepMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// Sleep returns a handler that sleeps arg.ms milliseconds (a spec number,
+// required) and succeeds. A cancelled sleep returns the context's error; a
+// missing or bad arg.ms is a permanent failure.
+func Sleep() executor.Handler {
+	return executor.HandlerFunc(func(ctx context.Context, t *executor.Task) (executor.Result, error) {
+		raw, ok := t.Args["ms"]
+		if !ok {
+			return executor.Result{}, executor.Permanent(errors.New("sleep: arg.ms is required"))
+		}
+		ms, ok := wire.ParseUint(raw)
+		if !ok || ms > uint64(maxSleepMillis) {
+			return executor.Result{}, executor.Permanent(fmt.Errorf("sleep: bad arg.ms %q: want milliseconds", raw))
+		}
+		timer := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return executor.Result{}, ctx.Err()
+		case <-timer.C:
+			return executor.Result{}, nil
+		}
+	})
+}
+
+// DefaultFailError is Fail's error text when arg.error is absent.
+const DefaultFailError = "fail handler"
+
+// Fail returns a handler that always fails, with error=arg.error (when
+// absent or empty: "fail handler"), retryable unless arg.retryable=false. An arg.retryable
+// other than true or false is itself a permanent failure.
+func Fail() executor.Handler {
+	return executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
+		retryable := true
+		if raw, ok := t.Args["retryable"]; ok {
+			b, ok := wire.ParseBool(raw)
+			if !ok {
+				return executor.Result{}, executor.Permanent(fmt.Errorf("fail: bad arg.retryable %q: want true or false", raw))
+			}
+			retryable = b
+		}
+		msg := t.Args["error"]
+		if msg == "" {
+			msg = DefaultFailError
+		}
+		err := errors.New(msg)
+		if !retryable {
+			err = executor.Permanent(err)
+		}
+		return executor.Result{}, err
+	})
+}
