@@ -49,3 +49,21 @@ func (s *Store) Replay(entry func(payload []byte) error, record func(lsn uint64,
 	}
 	return snapLSN, nil
 }
+
+// ReadLog calls record for every log record on disk, in order, from the
+// oldest segment kept, snapshot or not: the inspector shows a task's whole
+// remaining history with it. It may be called on a ReadOnly store.
+func (s *Store) ReadLog(record func(lsn uint64, payload []byte) error) error {
+	s.filesMu.Lock()
+	segs := make([]segment, len(s.segs))
+	for i, seg := range s.segs {
+		segs[i] = *seg
+	}
+	s.filesMu.Unlock()
+	for _, seg := range segs {
+		if err := readSegment(s.fsys, s.dir, seg, 0, record); err != nil {
+			return err
+		}
+	}
+	return nil
+}

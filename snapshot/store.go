@@ -49,6 +49,8 @@ type Store struct {
 
 	// filesMu guards the lists of segments and snapshots, shared by the
 	// writer (rotation) and WriteSnapshot (retention).
+	lock *os.File // flock on the data dir; nil when ReadOnly
+
 	filesMu sync.Mutex
 	segs    []*segment
 	snaps   []*snapFile
@@ -78,17 +80,29 @@ type Store struct {
 // written; cuts are applied only to what Replay reads.
 func Open(opts Options) (*Store, error) {
 	o := opts.withDefaults()
+	var lock *os.File
 	if !o.ReadOnly {
 		if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cannot create data dir %s: %w", o.Dir, err)
 		}
+		var err error
+		if lock, err = lockDir(o.Dir); err != nil {
+			return nil, err
+		}
+	}
+	unlock := func() {
+		if lock != nil {
+			lock.Close()
+		}
 	}
 	r, err := recoverDir(o)
 	if err != nil {
+		unlock()
 		return nil, err
 	}
 	if !o.ReadOnly {
 		if err := syncRecovered(o, r); err != nil {
+			unlock()
 			return nil, err
 		}
 	}
@@ -102,6 +116,7 @@ func Open(opts Options) (*Store, error) {
 		durCh:    make(chan struct{}),
 		segs:     r.segs, snaps: r.snaps,
 		base: r.base, replayErr: r.replayErr,
+		lock: lock,
 	}
 	s.lastLSN.Store(r.lastLSN)
 	s.durableLSN.Store(r.lastLSN)
@@ -284,6 +299,9 @@ func (s *Store) Close() error {
 		err = s.drain()
 	}
 	close(s.closedCh)
+	if s.lock != nil {
+		s.lock.Close() // releases the flock
+	}
 	if err != nil {
 		s.log.Error("log not fully flushed on close", "err", err)
 	}

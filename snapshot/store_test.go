@@ -238,3 +238,21 @@ func TestStore_Replay(t *testing.T) {
 		assert.Equal(t, 2, seen)
 	})
 }
+
+func TestOpen_LocksDataDir(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOptions(dir)
+	s, err := snapshot.Open(opts)
+	require.NoError(t, err)
+	_, err = snapshot.Open(opts)
+	require.ErrorIs(t, err, snapshot.ErrLocked)
+	ro := opts
+	ro.ReadOnly = true
+	r, err := snapshot.Open(ro)
+	require.NoError(t, err, "a read-only open takes no lock")
+	require.NoError(t, r.Close())
+	require.NoError(t, s.Close())
+	s, err = snapshot.Open(opts)
+	require.NoError(t, err, "Close releases the lock")
+	require.NoError(t, s.Close())
+}

@@ -96,12 +96,20 @@ func inspectDir(dir string, taskID uint64) (*inspectReport, error) {
 	_, err = st.Replay(func(p []byte) error {
 		note("snapshot", p)
 		return c.LoadEntry(p)
-	}, func(lsn uint64, p []byte) error {
-		note("lsn "+strconv.FormatUint(lsn, 10), p)
+	}, func(_ uint64, p []byte) error {
 		return c.ReplayRecord(p)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot replay %s: %w", dir, err)
+	}
+	if taskID != 0 { // the whole log kept, also the part before the snapshot
+		err = st.ReadLog(func(lsn uint64, p []byte) error {
+			note("lsn "+strconv.FormatUint(lsn, 10), p)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the log of %s: %w", dir, err)
+		}
 	}
 	counts := c.Counts()
 	for _, s := range core.AllStates {
