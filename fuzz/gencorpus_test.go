@@ -58,9 +58,10 @@ var specMessages = []struct {
 	{"error", []string{"type", "error", "req", "c1-2", "code", "bad_request", "message", "priority: not a number (0-9): \"10=ten\""}},
 }
 
-// malformedFrames are frames every decoder must reject (or, for the last
-// ones, must treat with care).
-var malformedFrames = []struct {
+// edgeFrames are frames at the edges of spec sections 1 and 2: malformed
+// ones every decoder must reject, and a few valid or incomplete ones close
+// to them.
+var edgeFrames = []struct {
 	name  string
 	frame []byte
 }{
@@ -137,8 +138,8 @@ func TestGenCorpus(t *testing.T) {
 			client.Write(fr)
 		}
 	}
-	for _, mf := range malformedFrames {
-		add("FuzzDecode", "malformed_"+mf.name, mf.frame)
+	for _, mf := range edgeFrames {
+		add("FuzzDecode", "edge_"+mf.name, mf.frame)
 	}
 	add("FuzzDecode", "keys_1024", frameOf(manyKeys(1024)))
 	add("FuzzDecode", "keys_1025", frameOf(manyKeys(1025)))
@@ -155,7 +156,7 @@ func TestGenCorpus(t *testing.T) {
 	add("FuzzReader", "executor_session_1_byte", executor.Bytes(), []byte{0})
 	add("FuzzReader", "client_session_chunks", client.Bytes(), []byte{2, 7, 250, 0, 31})
 	add("FuzzReader", "every_type_whole", all.Bytes(), []byte{})
-	add("FuzzReader", "announced_1MiB_10_bytes", malformedFrames[3].frame, []byte{3})
+	add("FuzzReader", "announced_1MiB_10_bytes", edgeFrames[3].frame, []byte{3})
 	add("FuzzReader", "good_then_malformed", goodThenBad, []byte{5})
 	add("FuzzReader", "big_frame", frameOf("type=blob\ndata="+strings.Repeat("x", 66000)), []byte{255, 128})
 
