@@ -36,6 +36,7 @@ func init() {
 		"maincontrol": {"run the main control (the state authority)", runMaincontrol},
 		"version":     {"print the version", runVersion},
 		"inspect":     {"show a data dir offline: files, counts, one task's history", runInspect},
+		"bench":       {"load a main control and report throughput, latency and cost", runBench},
 	}
 }
 

@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// readChunk is the size of a connection's read buffer and of each read.
+const readChunk = 256 << 10
+
+// frameConn reads frames in batches: one read, then every whole frame that
+// read completed. Callers answer a batch with one write, which is how the
+// raw producers and executors pipeline. Writes may come from several
+// goroutines and are serialised by a mutex.
+type frameConn struct {
+	c          net.Conn
+	dec        wire.Decoder
+	buf        []byte
+	start, end int
+
+	wmu sync.Mutex
+}
+
+func newFrameConn(c net.Conn) *frameConn {
+	return &frameConn{c: c, buf: make([]byte, readChunk)}
+}
+
+// readBatch reads once and calls fn for each whole frame now buffered. The
+// message borrows from the buffer: it is valid only during fn.
+func (f *frameConn) readBatch(fn func(m *wire.Message) error) error {
+	if f.start > 0 {
+		f.end = copy(f.buf, f.buf[f.start:f.end])
+		f.start = 0
+	}
+	if f.end == len(f.buf) { // one frame bigger than the buffer
+		nb := make([]byte, 2*len(f.buf))
+		copy(nb, f.buf[:f.end])
+		f.buf = nb
+	}
+	n, err := f.c.Read(f.buf[f.end:])
+	f.end += n
+	for f.end > f.start {
+		m, used, derr := f.dec.Decode(f.buf[f.start:f.end])
+		if derr != nil {
+			return derr
+		}
+		if m == nil {
+			break
+		}
+		f.start += used
+		if ferr := fn(m); ferr != nil {
+			return ferr
+		}
+	}
+	return err
+}
+
+// next returns the next frame, reading as needed. It is for handshakes,
+// before the batch loop starts; the message is valid until the next call.
+func (f *frameConn) next() (*wire.Message, error) {
+	for {
+		if f.end > f.start {
+			m, used, err := f.dec.Decode(f.buf[f.start:f.end])
+			if err != nil {
+				return nil, err
+			}
+			if m != nil {
+				f.start += used
+				return m, nil
+			}
+		}
+		if f.start > 0 {
+			f.end = copy(f.buf, f.buf[f.start:f.end])
+			f.start = 0
+		}
+		n, err := f.c.Read(f.buf[f.end:])
+		f.end += n
+		if err != nil && n == 0 {
+			return nil, err
+		}
+	}
+}
+
+// write writes whole frames, serialised with other writers.
+func (f *frameConn) write(b []byte) error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	_, err := f.c.Write(b)
+	return err
+}
+
+// ErrRefused is returned when the main control answers a handshake with an
+// error frame.
+var ErrRefused = errors.New("main control refused")
+
+// dialWelcome connects and reads the welcome frame, returning the nonce.
+func dialWelcome(addr string, timeout time.Duration) (*frameConn, string, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, "", err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	f := newFrameConn(c)
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	m, err := f.next()
+	if err != nil {
+		c.Close()
+		return nil, "", fmt.Errorf("cannot read welcome from %s: %w", addr, err)
+	}
+	if m.Type() != "welcome" {
+		c.Close()
+		return nil, "", fmt.Errorf("%w: first frame from %s is %q, not welcome", ErrRefused, addr, m.Type())
+	}
+	nonce := m.Value("nonce")
+	_ = c.SetDeadline(time.Time{})
+	return f, nonce, nil
+}
+
+// dialClient connects as a client (hello) and returns the connection.
+func dialClient(addr string, token []byte, name string, timeout time.Duration) (*frameConn, error) {
+	f, nonce, err := dialWelcome(addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	b := wire.Begin(nil, "hello")
+	b.Str("req", "h")
+	b.Str("client", name)
+	if token != nil {
+		b.Str("auth", auth.Sign(token, nonce))
+	}
+	if _, err := f.handshake(b, "hello_ok", timeout); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// dialExecutor connects as an executor and returns the connection and the
+// announced heartbeat interval.
+func dialExecutor(addr string, token []byte, id string, types []string, slots int, timeout time.Duration) (*frameConn, time.Duration, error) {
+	f, nonce, err := dialWelcome(addr, timeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	b := wire.Begin(nil, "register")
+	b.Str("proto", "1")
+	b.Str("executor_id", id)
+	b.List("task_types", types)
+	b.Uint("slots", uint64(slots))
+	if token != nil {
+		b.Str("auth", auth.Sign(token, nonce))
+	}
+	hb, err := f.handshake(b, "registered", timeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f, hb, nil
+}
+
+// handshake sends the built frame and waits for the wanted reply type; it
+// returns the reply's heartbeat_ms as a duration (0 when absent). On error
+// the connection is closed.
+func (f *frameConn) handshake(b wire.Builder, want string, timeout time.Duration) (time.Duration, error) {
+	frame, err := b.Finish()
+	if err == nil {
+		_ = f.c.SetDeadline(time.Now().Add(timeout))
+		err = f.write(frame)
+	}
+	var m *wire.Message
+	if err == nil {
+		m, err = f.next()
+	}
+	if err != nil {
+		f.c.Close()
+		return 0, err
+	}
+	if m.Type() != want {
+		f.c.Close()
+		return 0, fmt.Errorf("%w: %s code=%s message=%s", ErrRefused, m.Type(), m.Value("code"), m.Value("message"))
+	}
+	_ = f.c.SetDeadline(time.Time{})
+	ms, _ := strconv.ParseUint(m.Value("heartbeat_ms"), 10, 64)
+	return time.Duration(ms) * time.Millisecond, nil
+}

@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The plot has two panels: latency by percentile (the x axis spreads the
+// tail out, as HdrHistogram plots do: x = log10(1/(1-p))) and throughput
+// over time, one point per second. The same drawing is rendered to SVG
+// or, through a small rasteriser, PNG.
+
+const (
+	plotW, plotH = 960, 880
+	marginL      = 90
+	marginR      = 60
+	panelH       = 270
+	panelGap     = 130 // from one panel's bottom to the next one's top
+	firstPanel   = 150 // top of the first panel's plot area
+	charW        = 12  // text advance in pixels (the PNG font; SVG text is narrower)
+)
+
+var (
+	colInk    = color.RGBA{0x22, 0x22, 0x22, 0xff}
+	colGrid   = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
+	colSeries = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}}
+)
+
+// canvas is what a renderer draws on, in pixels from the top left.
+type canvas interface {
+	line(x1, y1, x2, y2 float64, c color.RGBA, width float64)
+	polyline(pts [][2]float64, c color.RGBA, width float64)
+	// text draws s with its baseline at y; anchor is "start", "middle"
+	// or "end".
+	text(x, y float64, s string, anchor string, c color.RGBA)
+}
+
+// series is one line of a panel, in data coordinates.
+type series struct {
+	name string
+	pts  [][2]float64
+}
+
+// tick is an axis mark at a data coordinate.
+type tick struct {
+	at    float64
+	label string
+}
+
+// panel is one chart.
+type panel struct {
+	title          string
+	xLabel, yLabel string
+	xMin, xMax     float64
+	yMax           float64
+	xTicks, yTicks []tick
+	lines          []series
+}
+
+// WritePlotFile draws the report's latency distribution and throughput
+// over time to path, as SVG or PNG by its extension.
+func WritePlotFile(path string, r *Report) error {
+	var data []byte
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg":
+		data = PlotSVG(r)
+	case ".png":
+		var err error
+		if data, err = PlotPNG(r); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--plot %s: want a .svg or .png file", path)
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// draw renders the report's two panels on c.
+func draw(c canvas, r *Report) {
+	title := fmt.Sprintf("apollo11 bench: %s loop, %s tasks completed, %s tasks/s", r.Loop,
+		group(float64(r.Completed)), group(r.Throughput))
+	if r.Loop == "open" {
+		title += fmt.Sprintf(" (target %s/s)", group(r.Rate))
+	}
+	lines := append(wrap(title, plotW/charW-4), wrap(r.Setup, plotW/charW-4)...)
+	for i, l := range lines[:min(len(lines), 4)] {
+		c.text(plotW/2, 26+22*float64(i), l, "middle", colInk)
+	}
+	drawPanel(c, latencyPanel(r), firstPanel)
+	drawPanel(c, throughputPanel(r), firstPanel+panelH+panelGap)
+}
+
+// wrap cuts s into lines of at most n characters at spaces.
+func wrap(s string, n int) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(s) {
+		if cur != "" && len(cur)+1+len(w) > n {
+			lines = append(lines, cur)
+			cur = ""
+		}
+		if cur != "" {
+			cur += " "
+		}
+		cur += w
+	}
+	return append(lines, cur)
+}
+
+// latencyPanel plots submit-to-dispatch, submit-to-done and
+// submit-to-submitted against the percentile.
+func latencyPanel(r *Report) panel {
+	p := panel{title: "latency by percentile", xLabel: "percentile", yLabel: "ms"}
+	var n uint64
+	for _, h := range []*Histogram{r.DispatchHist, r.DoneHist, r.AckHist} {
+		if h != nil {
+			n = max(n, h.Count())
+		}
+	}
+	decades := math.Ceil(math.Log10(float64(max(n, 10))))
+	decades = min(max(decades, 1), 6)
+	p.xMin, p.xMax = 0, decades
+	for d := 0.0; d <= decades; d++ {
+		p.xTicks = append(p.xTicks, tick{d, percentLabel(d)})
+	}
+	var top float64
+	for _, s := range []struct {
+		name string
+		h    *Histogram
+	}{{"submit -> dispatch", r.DispatchHist}, {"submit -> done", r.DoneHist}, {"submit -> submitted", r.AckHist}} {
+		if s.h == nil || s.h.Count() == 0 {
+			continue
+		}
+		var pts [][2]float64
+		for x := 0.0; x < decades; x += decades / 300 {
+			pc := 100 * (1 - math.Pow(10, -x))
+			pts = append(pts, [2]float64{x, float64(s.h.Percentile(max(pc, 1e-9))) / 1e6})
+		}
+		pts = append(pts, [2]float64{decades, float64(s.h.Max()) / 1e6})
+		top = max(top, pts[len(pts)-1][1])
+		p.lines = append(p.lines, series{s.name, pts})
+	}
+	p.yMax, p.yTicks = niceAxis(top)
+	return p
+}
+
+// percentLabel names the percentile at x = log10(1/(1-p)).
+func percentLabel(d float64) string {
+	if d == 0 {
+		return "0%"
+	}
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", 100*(1-math.Pow(10, -d))), "0"), ".") + "%"
+}
+
+// throughputPanel plots submits and completions per second.
+func throughputPanel(r *Report) panel {
+	p := panel{title: "throughput over time", xLabel: "seconds", yLabel: "tasks/s"}
+	secs := r.Timeline
+	elapsed := max(r.Elapsed, 1e-9)
+	rate := func(i int, n uint64) (float64, bool) {
+		w := min(1, elapsed-float64(i))
+		if w < 0.25 {
+			return 0, false // a sliver of a second says nothing
+		}
+		return float64(n) / w, true
+	}
+	var sub, done [][2]float64
+	var top float64
+	for i, s := range secs {
+		if v, ok := rate(i, s.Submitted); ok {
+			sub = append(sub, [2]float64{float64(i) + 0.5, v})
+			top = max(top, v)
+		}
+		if v, ok := rate(i, s.Done); ok {
+			done = append(done, [2]float64{float64(i) + 0.5, v})
+			top = max(top, v)
+		}
+	}
+	p.lines = []series{{"submitted", sub}, {"completed", done}}
+	p.xMin, p.xMax = 0, math.Max(1, math.Ceil(elapsed))
+	step := niceStep(p.xMax / 10)
+	for x := 0.0; x <= p.xMax+1e-9; x += step {
+		p.xTicks = append(p.xTicks, tick{x, trimFloat(x)})
+	}
+	p.yMax, p.yTicks = niceAxis(top)
+	return p
+}
+
+// niceAxis returns an axis top at or above v and about five ticks.
+func niceAxis(v float64) (float64, []tick) {
+	if v <= 0 {
+		v = 1
+	}
+	step := niceStep(v / 5)
+	top := math.Ceil(v/step) * step
+	var ts []tick
+	for y := 0.0; y <= top+step/2; y += step {
+		ts = append(ts, tick{y, trimFloat(y)})
+	}
+	return top, ts
+}
+
+// niceStep rounds v up to 1, 2 or 5 times a power of ten.
+func niceStep(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*e >= v {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
+func trimFloat(f float64) string {
+	if math.Abs(f) >= 1000 {
+		return group(f)
+	}
+	s := fmt.Sprintf("%.3f", f)
+	return strings.TrimRight(strings.TrimRight(s, "0"), ".")
+}
+
+// drawPanel draws one panel whose plot area starts at top.
+func drawPanel(c canvas, p panel, top float64) {
+	left, right, bottom := float64(marginL), float64(plotW-marginR), top+panelH
+	sx := func(x float64) float64 { return left + (x-p.xMin)/(p.xMax-p.xMin)*(right-left) }
+	sy := func(y float64) float64 { return bottom - y/p.yMax*(bottom-top) }
+	c.text(left, top-34, p.title+" ("+p.yLabel+")", "start", colInk)
+	for _, t := range p.yTicks {
+		y := sy(t.at)
+		c.line(left, y, right, y, colGrid, 1)
+		c.text(left-8, y+5, t.label, "end", colInk)
+	}
+	for _, t := range p.xTicks {
+		x := sx(t.at)
+		c.line(x, top, x, bottom, colGrid, 1)
+		c.text(x, bottom+20, t.label, "middle", colInk)
+	}
+	c.line(left, bottom, right, bottom, colInk, 1)
+	c.line(left, top, left, bottom, colInk, 1)
+	c.text((left+right)/2, bottom+44, p.xLabel, "middle", colInk)
+	lx := left
+	for i, s := range p.lines {
+		col := colSeries[i%len(colSeries)]
+		pts := make([][2]float64, len(s.pts))
+		for j, pt := range s.pts {
+			pts[j] = [2]float64{sx(pt[0]), sy(math.Min(pt[1], p.yMax))}
+		}
+		if len(pts) > 0 {
+			c.polyline(pts, col, 2)
+		}
+		c.line(lx, top-15, lx+24, top-15, col, 3)
+		c.text(lx+30, top-10, s.name, "start", colInk)
+		lx += 60 + charW*float64(len(s.name))
+	}
+}

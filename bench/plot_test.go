@@ -1,0 +1,72 @@
+package bench_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/bench"
+)
+
+// sampleReport is a report with every series filled in.
+func sampleReport() *bench.Report {
+	r := &bench.Report{Setup: "4 producers, 8 raw executors x 256 slots <&>", Loop: "open", Rate: 5000,
+		Completed: 10_000, Throughput: 4999.5, Elapsed: 2.4,
+		AckHist: bench.NewHistogram(), DispatchHist: bench.NewHistogram(), DoneHist: bench.NewHistogram()}
+	for i := range int64(10_000) {
+		r.AckHist.Record(50_000 + i*10)
+		r.DispatchHist.Record(80_000 + i*20)
+		r.DoneHist.Record(150_000 + i*i)
+	}
+	r.Timeline = []bench.Second{{T: 0, Submitted: 5000, Done: 4900}, {T: 1, Submitted: 5000, Done: 5000}, {T: 2, Submitted: 2000, Done: 2100}}
+	return r
+}
+
+func TestPlotSVG_WellFormed(t *testing.T) {
+	for name, r := range map[string]*bench.Report{"full": sampleReport(), "empty": {}} {
+		t.Run(name, func(t *testing.T) {
+			svg := bench.PlotSVG(r)
+			dec := xml.NewDecoder(bytes.NewReader(svg))
+			var root string
+			elems := 0
+			for {
+				tok, err := dec.Token()
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+				if se, ok := tok.(xml.StartElement); ok {
+					if root == "" {
+						root = se.Name.Local
+					}
+					elems++
+				}
+			}
+			assert.Equal(t, "svg", root)
+			assert.Greater(t, elems, 20)
+			assert.NotContains(t, string(svg), "NaN")
+			assert.NotContains(t, string(svg), "Inf")
+		})
+	}
+}
+
+func TestPlotPNG_Decodes(t *testing.T) {
+	b, err := bench.PlotPNG(sampleReport())
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(b))
+	require.NoError(t, err)
+	assert.Equal(t, 960, img.Bounds().Dx())
+}
+
+func TestWritePlotFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, bench.WritePlotFile(filepath.Join(dir, "a.svg"), sampleReport()))
+	require.NoError(t, bench.WritePlotFile(filepath.Join(dir, "a.PNG"), sampleReport()))
+	assert.Error(t, bench.WritePlotFile(filepath.Join(dir, "a.jpg"), sampleReport()))
+}

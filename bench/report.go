@@ -1,0 +1,259 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Report is the outcome of one Run.
+type Report struct {
+	Phase  string  `json:"phase,omitempty"`
+	Target string  `json:"target"`
+	Setup  string  `json:"setup"`
+	Loop   string  `json:"loop"`           // closed or open
+	Rate   float64 `json:"rate,omitempty"` // open loop: the intended tasks/s
+	// PeakThroughput is the closed-loop peak measured first (RateOfPeak).
+	PeakThroughput float64 `json:"peak_throughput,omitempty"`
+
+	Submitted  int64            `json:"submitted"`
+	Accepted   int64            `json:"accepted"` // submitted replies
+	Completed  int64            `json:"completed"`
+	Failed     int64            `json:"failed"` // done, but not succeeded
+	Errors     int64            `json:"errors"`
+	ErrorCodes map[string]int64 `json:"error_codes,omitempty"`
+	Elapsed    float64          `json:"elapsed_s"`
+	Throughput float64          `json:"throughput"` // completed tasks per second
+
+	// SendLag is how late the harness wrote each submit after its intended
+	// time (open loop only): latency the harness itself added.
+	SendLag          Summary `json:"send_lag"`
+	SubmitToAck      Summary `json:"submit_to_ack"`
+	SubmitToDispatch Summary `json:"submit_to_dispatch"`
+	SubmitToDone     Summary `json:"submit_to_done"`
+
+	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown
+	Harness     ProcReport  `json:"harness"`
+	Cores       int         `json:"cores"`
+	// MachineBusy is the share of the whole machine's CPU time that was
+	// busy during the run, and OtherShare the part of it used by neither
+	// the main control nor the harness: other load that skews the numbers.
+	MachineBusy float64 `json:"machine_busy"`
+	OtherShare  float64 `json:"other_share"`
+
+	Timeline []Second `json:"timeline"`
+
+	// The full histograms, for plots.
+	AckHist, DispatchHist, DoneHist, LagHist *Histogram `json:"-"`
+}
+
+// ProcReport is one process's resource use during the measured interval.
+type ProcReport struct {
+	CPUSeconds float64 `json:"cpu_s"`
+	// CoreShare is CPU time over wall time: 1 is one core busy all along.
+	CoreShare float64 `json:"core_share"`
+	// MachineShare is CoreShare over the number of cores.
+	MachineShare float64 `json:"machine_share"`
+	RSS          int64   `json:"rss_bytes,omitempty"`
+	PeakRSS      int64   `json:"peak_rss_bytes,omitempty"`
+}
+
+func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end time.Time) *Report {
+	r := &Report{Cores: cores, ErrorCodes: map[string]int64{}, AckHist: NewHistogram(),
+		DispatchHist: NewHistogram(), DoneHist: NewHistogram(), LagHist: NewHistogram()}
+	r.Target = t.addr
+	if t.mc != nil {
+		r.Target = fmt.Sprintf("apollo11 maincontrol started by the harness (pid %d, fsync %s)", t.pid, cfg.Fsync)
+	}
+	r.Setup = fmt.Sprintf("%d producers, %d %s executors x %d slots, payload %d B, task %s, wait=%t",
+		cfg.Producers, cfg.Executors, cfg.ExecutorMode, cfg.Slots, cfg.Payload, cfg.TaskType, cfg.Wait)
+	r.Loop = "closed"
+	if cfg.Rate > 0 {
+		r.Loop, r.Rate = "open", cfg.Rate
+	} else {
+		r.Setup += fmt.Sprintf(", window %d per producer", cfg.Window)
+	}
+	sub, disp, done := newTimeline(start), newTimeline(start), newTimeline(start)
+	for _, p := range prods {
+		r.Submitted += p.sent.Load()
+		r.Accepted += p.acked.Load()
+		r.Errors += p.errs.Load()
+		r.Failed += p.failed.Load()
+		for k, v := range p.codes {
+			r.ErrorCodes[k] += v
+		}
+		r.AckHist.Merge(p.ack)
+		r.DoneHist.Merge(p.doneLat)
+		r.LagHist.Merge(p.lag)
+		sub.merge(p.tlSubmit)
+		done.merge(p.tlDone)
+	}
+	for _, e := range fl.raw {
+		r.DispatchHist.Merge(e.dispatch)
+		disp.merge(e.tl)
+	}
+	if cfg.Wait {
+		for _, p := range prods {
+			r.Completed += p.done.Load()
+		}
+	} else {
+		r.Completed = fl.tasks()
+		if len(fl.raw) == 0 {
+			r.Completed = r.Accepted
+		}
+		done = disp
+	}
+	r.Timeline = seconds(sub, disp, done)
+	r.Elapsed = end.Sub(start).Seconds()
+	if r.Elapsed > 0 {
+		r.Throughput = float64(r.Completed) / r.Elapsed
+	}
+	r.SendLag = r.LagHist.Summarize()
+	r.SubmitToAck = r.AckHist.Summarize()
+	r.SubmitToDispatch = r.DispatchHist.Summarize()
+	r.SubmitToDone = r.DoneHist.Summarize()
+	return r
+}
+
+func (r *Report) setCPU(mc0, mc1 procSample, self time.Duration) {
+	share := func(cpu time.Duration) ProcReport {
+		p := ProcReport{CPUSeconds: cpu.Seconds()}
+		if r.Elapsed > 0 {
+			p.CoreShare = p.CPUSeconds / r.Elapsed
+			p.MachineShare = p.CoreShare / float64(r.Cores)
+		}
+		return p
+	}
+	r.Harness = share(self)
+	if mc0.ok && mc1.ok {
+		p := share(mc1.cpu - mc0.cpu)
+		p.RSS, p.PeakRSS = mc1.rss, mc1.peak
+		r.MainControl = &p
+	}
+}
+
+func (r *Report) setMachine(busy, total time.Duration) {
+	if total <= 0 {
+		return
+	}
+	r.MachineBusy = busy.Seconds() / total.Seconds()
+	other := r.MachineBusy - r.Harness.MachineShare
+	if r.MainControl != nil {
+		other -= r.MainControl.MachineShare
+	}
+	r.OtherShare = max(other, 0)
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report as a table for people.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	title := "apollo11 bench"
+	if r.Phase != "" {
+		title += " (" + strings.TrimSpace(r.Phase) + ")"
+	}
+	fmt.Fprintf(&b, "%s\n  target      %s\n  setup       %s\n", title, r.Target, r.Setup)
+	if r.Loop == "open" {
+		fmt.Fprintf(&b, "  load        open loop at %s tasks/s", group(r.Rate))
+		if r.PeakThroughput > 0 {
+			fmt.Fprintf(&b, " (%.0f%% of the measured peak %s tasks/s)", 100*r.Rate/r.PeakThroughput, group(r.PeakThroughput))
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString("  load        closed loop (as fast as the window allows)\n")
+	}
+	fmt.Fprintf(&b, "  tasks       %s submitted, %s accepted, %s completed, %d failed, %d errors%s\n",
+		group(float64(r.Submitted)), group(float64(r.Accepted)), group(float64(r.Completed)), r.Failed, r.Errors, codes(r.ErrorCodes))
+	fmt.Fprintf(&b, "  elapsed     %.2f s\n  throughput  %s tasks/s\n\n", r.Elapsed, group(r.Throughput))
+	fmt.Fprintf(&b, "  %-20s %9s %9s %9s %9s %9s %9s %11s\n", "latency (ms)", "p50", "p90", "p99", "p99.9", "max", "mean", "count")
+	for _, row := range []struct {
+		name string
+		s    Summary
+	}{{"intended -> sent", r.SendLag}, {"submit -> submitted", r.SubmitToAck}, {"submit -> dispatch", r.SubmitToDispatch}, {"submit -> done", r.SubmitToDone}} {
+		if row.s.Count == 0 {
+			if row.name != "intended -> sent" {
+				fmt.Fprintf(&b, "  %-20s %9s\n", row.name, "n/a")
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "  %-20s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %11s\n", row.name, row.s.P50, row.s.P90,
+			row.s.P99, row.s.P999, row.s.Max, row.s.Mean, group(float64(row.s.Count)))
+	}
+	b.WriteString("\n")
+	if mc := r.MainControl; mc != nil {
+		fmt.Fprintf(&b, "  main control  cpu %.2f s = %.0f%% of one core; rss %s, peak rss %s\n",
+			mc.CPUSeconds, 100*mc.CoreShare, mib(mc.RSS), mib(mc.PeakRSS))
+	} else {
+		b.WriteString("  main control  cpu and memory unknown (pass --pid for a main control the harness did not start)\n")
+	}
+	fmt.Fprintf(&b, "  harness       cpu %.2f s = %.0f%% of one core, %.0f%% of the machine (%d cores)\n",
+		r.Harness.CPUSeconds, 100*r.Harness.CoreShare, 100*r.Harness.MachineShare, r.Cores)
+	if r.MachineBusy > 0 {
+		fmt.Fprintf(&b, "  machine       %.0f%% busy during the run (other processes: %.0f%% of the machine)%s\n",
+			100*r.MachineBusy, 100*r.OtherShare, r.bottleneck())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// bottleneck warns when the numbers say more about the machine than about
+// the main control.
+func (r *Report) bottleneck() string {
+	var notes []string
+	if r.OtherShare > 0.1 {
+		notes = append(notes, "other load skews this run")
+	}
+	if r.MachineBusy > 0.95 && r.Harness.CoreShare > 0.5 {
+		notes = append(notes, "the machine was saturated and the harness took a large share")
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "\n                WARNING: " + strings.Join(notes, "; ")
+}
+
+func codes(m map[string]int64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return " (" + strings.Join(parts, " ") + ")"
+}
+
+// group formats a number with thousands separators, rounded to a unit.
+func group(f float64) string {
+	s := fmt.Sprintf("%.0f", f)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+func mib(n int64) string {
+	if n == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}

@@ -1,0 +1,370 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// target is the main control a run loads: started here, or given.
+type target struct {
+	addr string
+	pid  int
+	mc   *MainControl // nil when given
+}
+
+func openTarget(ctx context.Context, cfg *Config) (*target, error) {
+	if cfg.Addr != "" {
+		return &target{addr: cfg.Addr, pid: cfg.PID}, nil
+	}
+	mc, err := StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary, Fsync: cfg.Fsync,
+		DataDir: cfg.DataDir, Args: cfg.MainControlArgs})
+	if err != nil {
+		return nil, err
+	}
+	return &target{addr: mc.Addr, pid: mc.PID(), mc: mc}, nil
+}
+
+func (t *target) close() error {
+	if t.mc == nil {
+		return nil
+	}
+	return t.mc.Close()
+}
+
+// Run loads a main control with producers and executors as cfg says and
+// reports throughput, latencies and CPU. With RateOfPeak it first measures
+// the closed-loop peak for PeakDuration, then runs open loop at that
+// fraction of it. A main control it started is stopped, and its temp data
+// dir removed, before Run returns, also when ctx is cancelled.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	_, _ = RaiseFileLimit()
+	t, err := openTarget(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := runTarget(ctx, cfg, t)
+	if cerr := t.close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return rep, err
+}
+
+func runTarget(ctx context.Context, cfg Config, t *target) (*Report, error) {
+	if cfg.RateOfPeak <= 0 {
+		return runOnce(ctx, cfg, t, "")
+	}
+	pc := cfg
+	pc.Rate, pc.RateOfPeak, pc.Tasks, pc.Duration = 0, 0, 0, cfg.PeakDuration
+	peak, err := runOnce(ctx, pc, t, "peak ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot measure the peak: %w", err)
+	}
+	if peak.Throughput <= 0 {
+		return nil, errors.New("cannot measure the peak: nothing finished")
+	}
+	cfg.Rate = peak.Throughput * cfg.RateOfPeak
+	rep, err := runOnce(ctx, cfg, t, "")
+	if rep != nil {
+		rep.PeakThroughput = peak.Throughput
+	}
+	return rep, err
+}
+
+// runID tells apart the executors of runs against one main control.
+var runID = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+
+// fleet is the executors of one run.
+type fleet struct {
+	raw   []*RawExecutor
+	procs []*exec.Cmd
+	wg    sync.WaitGroup
+	stop  context.CancelFunc
+}
+
+func startFleet(ctx context.Context, cfg Config, t *target, label string) (*fleet, error) {
+	ectx, cancel := context.WithCancel(ctx)
+	f := &fleet{stop: cancel}
+	for i := range cfg.Executors {
+		id := fmt.Sprintf("bench-%s-%s%d", runID, label, i)
+		if cfg.ExecutorMode == "process" {
+			if err := f.spawn(cfg, t.addr, id); err != nil {
+				f.close()
+				return nil, err
+			}
+			continue
+		}
+		e, err := DialExecutor(ExecutorOptions{Addr: t.addr, ID: id, Types: []string{cfg.TaskType},
+			Slots: cfg.Slots, Token: cfg.Token})
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		f.raw = append(f.raw, e)
+	}
+	if len(f.procs) > 0 {
+		if err := waitExecutors(ectx, t.addr, cfg.Token, len(f.procs)); err != nil {
+			f.close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// spawn starts one `apollo11 executor` process.
+func (f *fleet) spawn(cfg Config, addr, id string) error {
+	bin := cfg.Binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		bin = exe
+	}
+	args := append([]string{"executor", "--connect", addr, "--id", id, "--types", cfg.TaskType,
+		"--slots", strconv.Itoa(cfg.Slots)}, cfg.ExecutorArgs...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = &tailBuffer{max: 16 << 10}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot start %s executor: %w", bin, err)
+	}
+	f.procs = append(f.procs, cmd)
+	return nil
+}
+
+// run starts the raw executors' loops; their timelines begin at start.
+func (f *fleet) run(ctx context.Context, start time.Time) {
+	ectx, cancel := context.WithCancel(ctx)
+	prev := f.stop
+	f.stop = func() { cancel(); prev() }
+	for _, e := range f.raw {
+		e.tl = newTimeline(start)
+		f.wg.Add(1)
+		go func() { defer f.wg.Done(); _ = e.Run(ectx) }()
+	}
+}
+
+func (f *fleet) tasks() int64 {
+	var n int64
+	for _, e := range f.raw {
+		n += e.Tasks()
+	}
+	return n
+}
+
+func (f *fleet) close() {
+	f.stop()
+	for _, e := range f.raw {
+		_ = e.Close()
+	}
+	f.wg.Wait()
+	for _, c := range f.procs {
+		_ = c.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = c.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = c.Process.Kill()
+			<-done
+		}
+	}
+}
+
+// runOnce is one measured run against t.
+func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report, error) {
+	fl, err := startFleet(ctx, cfg, t, phase[:min(len(phase), 1)])
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
+	prods := make([]*producer, cfg.Producers)
+	conns := make([]*frameConn, cfg.Producers)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.c.Close()
+			}
+		}
+	}()
+	for i := range conns {
+		if conns[i], err = dialClient(t.addr, cfg.Token, "apollo11-bench", 10*time.Second); err != nil {
+			return nil, fmt.Errorf("producer %d: %w", i, err)
+		}
+	}
+	start := time.Now().Add(10 * time.Millisecond)
+	total := cfg.total()
+	for i := range prods {
+		prods[i] = newProducer(conns[i], NewPacer(start, cfg.Rate, total, i, cfg.Producers), &cfg, start)
+	}
+	fl.run(ctx, start)
+	mc0 := sampleProc(t.pid)
+	self0 := SelfCPU()
+	busy0, all0, _ := MachineCPU()
+
+	var readers, writers sync.WaitGroup
+	wctx, stopWriters := context.WithCancel(ctx)
+	defer stopWriters()
+	var writeErr error
+	var errMu sync.Mutex
+	for _, p := range prods {
+		readers.Add(1)
+		go func() { defer readers.Done(); _ = p.read() }()
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			if err := p.write(wctx); err != nil {
+				errMu.Lock()
+				writeErr = errors.Join(writeErr, err)
+				errMu.Unlock()
+			}
+		}()
+	}
+	bar := newProgress(cfg.Progress, phase, total, cfg.Duration, start)
+	wait := &waiter{prods: prods, fleet: fl, wait: cfg.Wait}
+	err = wait.until(ctx, cfg.Drain, bar)
+	stopWriters()
+	writers.Wait()
+	end := wait.end(start)
+	self1 := SelfCPU()
+	mc1 := sampleProc(t.pid)
+	busy1, all1, _ := MachineCPU()
+	bar.finish()
+	for _, c := range conns {
+		c.c.Close()
+	}
+	readers.Wait()
+	fl.close()
+	rep := assemble(cfg, t, prods, fl, start, end)
+	rep.Phase = phase
+	rep.setCPU(mc0, mc1, self1-self0)
+	rep.setMachine(busy1-busy0, all1-all0)
+	if writeErr != nil && err == nil {
+		err = fmt.Errorf("a producer could not write: %w", writeErr)
+	}
+	return rep, err
+}
+
+// waiter watches a run until every submit has finished.
+type waiter struct {
+	prods []*producer
+	fleet *fleet
+	wait  bool
+}
+
+func (w *waiter) sent() (sent, finished int64, writing bool) {
+	for _, p := range w.prods {
+		sent += p.sent.Load()
+		finished += p.finished.Load()
+		writing = writing || p.sending.Load()
+	}
+	return
+}
+
+// completed is the run's count of tasks done end to end: done replies with
+// wait=true; else tasks that reached an executor.
+func (w *waiter) completed() int64 {
+	if w.wait {
+		var n int64
+		for _, p := range w.prods {
+			n += p.done.Load()
+		}
+		return n
+	}
+	return w.fleet.tasks()
+}
+
+// until waits for every submit to finish (and, without wait=true, for raw
+// executors to receive the accepted tasks), for ctx, or for drain after
+// the writers stopped.
+func (w *waiter) until(ctx context.Context, drain time.Duration, bar *progress) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var drainEnd time.Time
+	for {
+		sent, finished, writing := w.sent()
+		bar.update(w.completed(), sent)
+		if !writing {
+			if finished >= sent && w.executorsCaughtUp() {
+				return nil
+			}
+			if drainEnd.IsZero() {
+				drainEnd = time.Now().Add(drain)
+			} else if time.Now().After(drainEnd) {
+				return fmt.Errorf("%d of %d submits unfinished %s after the last one", sent-finished, sent, drain)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *waiter) executorsCaughtUp() bool {
+	if w.wait || len(w.fleet.raw) == 0 {
+		return true
+	}
+	var acked int64
+	for _, p := range w.prods {
+		acked += p.acked.Load()
+	}
+	return w.fleet.tasks() >= acked
+}
+
+// end returns the time of the last completion.
+func (w *waiter) end(start time.Time) time.Time {
+	var last int64
+	for _, p := range w.prods {
+		last = max(last, p.lastFin.Load())
+	}
+	for _, e := range w.fleet.raw {
+		last = max(last, e.lastTask.Load())
+	}
+	if last == 0 {
+		return time.Now()
+	}
+	end := time.Unix(0, last)
+	if end.Before(start) {
+		return start
+	}
+	return end
+}
+
+// procSample is a process's CPU and memory at one moment.
+type procSample struct {
+	ok        bool
+	cpu       time.Duration
+	rss, peak int64
+}
+
+func sampleProc(pid int) procSample {
+	if pid <= 0 {
+		return procSample{}
+	}
+	cpu, err := ProcCPU(pid)
+	if err != nil {
+		return procSample{}
+	}
+	rss, peak, err := ProcMem(pid)
+	if err != nil {
+		return procSample{}
+	}
+	return procSample{ok: true, cpu: cpu, rss: rss, peak: peak}
+}
+
+// cores is the machine's CPU count, for the CPU shares.
+var cores = runtime.NumCPU()

@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MainControlOptions says how to start a main control child process.
+type MainControlOptions struct {
+	Binary string // the apollo11 binary; "" means this executable
+	// Fsync is "off" (no data dir: persistence off), "never", "batch" or
+	// "always"; the three last use DataDir, or a temp dir removed at Stop.
+	Fsync   string
+	DataDir string
+	Args    []string // more maincontrol flags
+	Ready   time.Duration
+}
+
+// MainControl is a main control child process. Its CPU and memory are read
+// from /proc. Every method is safe to call from one goroutine at a time.
+type MainControl struct {
+	Addr    string
+	DataDir string // "" when persistence is off
+
+	opts    MainControlOptions
+	ownDir  bool
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	stderr  *tailBuffer
+	started time.Time
+}
+
+// StartMainControl starts `apollo11 maincontrol` on a free loopback port and
+// waits until it says welcome.
+func StartMainControl(ctx context.Context, o MainControlOptions) (*MainControl, error) {
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("cannot find the apollo11 binary: %w", err)
+		}
+		o.Binary = exe
+	}
+	if o.Ready == 0 {
+		o.Ready = 2 * time.Minute
+	}
+	if o.Fsync == "" {
+		o.Fsync = "off"
+	}
+	m := &MainControl{opts: o, DataDir: o.DataDir}
+	if o.Fsync != "off" && m.DataDir == "" {
+		dir, err := os.MkdirTemp("", "apollo11-bench-")
+		if err != nil {
+			return nil, err
+		}
+		m.DataDir, m.ownDir = dir, true
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		m.removeDir()
+		return nil, err
+	}
+	m.Addr = addr
+	if _, err := m.Start(ctx); err != nil {
+		m.removeDir()
+		return nil, err
+	}
+	return m, nil
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// Start starts the process (again, after Stop or Kill, on the same address
+// and data dir) and returns how long it took until the listener answered
+// with a welcome.
+func (m *MainControl) Start(ctx context.Context) (time.Duration, error) {
+	fsync := m.opts.Fsync
+	if fsync == "off" {
+		fsync = "never"
+	}
+	args := append([]string{"maincontrol", "--listen", m.Addr, "--data-dir", m.DataDir, "--fsync", fsync,
+		"--log-level", "warn"}, m.opts.Args...)
+	cmd := exec.Command(m.opts.Binary, args...)
+	m.stderr = &tailBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = m.stderr, m.stderr
+	// Its own process group keeps a terminal's Ctrl-C away from it (the
+	// harness stops it itself); Pdeathsig kills it if the harness dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	m.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("cannot start %s: %w", m.opts.Binary, err)
+	}
+	m.cmd = cmd
+	m.exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(m.exited) }()
+	took, err := m.waitReady(ctx)
+	if err != nil {
+		m.Kill()
+		return 0, err
+	}
+	return took, nil
+}
+
+// waitReady polls until a connection reads a welcome.
+func (m *MainControl) waitReady(ctx context.Context) (time.Duration, error) {
+	deadline := time.Now().Add(m.opts.Ready)
+	for {
+		if fc, _, err := dialWelcome(m.Addr, time.Second); err == nil {
+			took := time.Since(m.started)
+			fc.c.Close()
+			return took, nil
+		}
+		select {
+		case <-m.exited:
+			return 0, fmt.Errorf("main control exited during startup: %s", m.stderr.String())
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("main control did not answer in %s: %s", m.opts.Ready, m.stderr.String())
+		}
+	}
+}
+
+// PID returns the process id (0 when not running).
+func (m *MainControl) PID() int {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// Stderr returns the last 64 KiB the process wrote.
+func (m *MainControl) Stderr() string { return m.stderr.String() }
+
+// Stop sends SIGTERM and waits for a graceful stop (SIGKILL after 60 s). It
+// returns how long the stop took.
+func (m *MainControl) Stop() (time.Duration, error) {
+	if m.cmd == nil {
+		return 0, nil
+	}
+	start := time.Now()
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(time.Minute):
+		m.Kill()
+		return time.Since(start), errors.New("main control did not stop in 60 s after SIGTERM: killed")
+	}
+	took := time.Since(start)
+	err := exitErr(m.cmd)
+	m.cmd = nil
+	return took, err
+}
+
+// Kill sends SIGKILL and waits for the process to go.
+func (m *MainControl) Kill() {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	<-m.exited
+	m.cmd = nil
+}
+
+// Close stops the process if it still runs and removes a temp data dir.
+func (m *MainControl) Close() error {
+	var err error
+	if m.cmd != nil {
+		_, err = m.Stop()
+	}
+	m.removeDir()
+	return err
+}
+
+func (m *MainControl) removeDir() {
+	if m.ownDir {
+		_ = os.RemoveAll(m.DataDir)
+		m.ownDir = false
+	}
+}
+
+// exitErr returns nil for a clean exit of an already waited command.
+func exitErr(cmd *exec.Cmd) error {
+	if cmd.ProcessState == nil || cmd.ProcessState.Success() {
+		return nil
+	}
+	return fmt.Errorf("main control exited with %s", cmd.ProcessState)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

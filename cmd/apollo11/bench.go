@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/bench"
+)
+
+// benchSubcommands are the scenarios of `apollo11 bench <name>`; without a
+// name, bench runs the throughput and latency load.
+var benchSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, ok := benchSubcommands[args[0]]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q: want one of wire, idle, pending, failover, executor, or flags", args[0])
+		}
+		return sub(ctx, args[1:], stdout, stderr)
+	}
+	return runBenchLoad(ctx, args, stdout, stderr)
+}
+
+// commonBenchFlags are the flags every scenario has.
+type commonBenchFlags struct {
+	addr, binary, tokenFile, fsync, jsonOut string
+	mcArgs                                  string
+	progress                                bool
+}
+
+func (c *commonBenchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", "", `main control to load (host:port); "" starts one as a child process`)
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: this one)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
+	fs.StringVar(&c.fsync, "fsync", "off", "for a started main control: off (no data dir), never, batch or always")
+	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
+	fs.BoolVar(&c.progress, "progress", isTerminal(os.Stderr), "draw a progress bar on stderr (default: when stderr is a terminal)")
+	fs.StringVar(&c.jsonOut, "json", "", `write the report as JSON to this file ("-": stdout, instead of the table)`)
+}
+
+func (c *commonBenchFlags) token() ([]byte, error) {
+	if c.tokenFile == "" {
+		return nil, nil
+	}
+	return auth.LoadToken(c.tokenFile)
+}
+
+func (c *commonBenchFlags) progressTo(stderr io.Writer) io.Writer {
+	if c.progress {
+		return stderr
+	}
+	return nil
+}
+
+// report writes r as the flags say: JSON to a file or stdout, else text.
+func (c *commonBenchFlags) report(stdout io.Writer, text, js func(io.Writer) error) error {
+	switch c.jsonOut {
+	case "":
+		return text(stdout)
+	case "-":
+		return js(stdout)
+	}
+	f, err := os.Create(c.jsonOut)
+	if err != nil {
+		return err
+	}
+	if err := js(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return text(stdout)
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", "bench [wire|idle|pending|failover] [flags]", stderr)
+	var c commonBenchFlags
+	c.register(fs)
+	var cfg bench.Config
+	var rate, plot string
+	fs.IntVar(&cfg.PID, "pid", 0, "pid of the main control at --addr, to report its CPU and memory")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "data dir for a started main control with persistence (default: a temp dir, removed after)")
+	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting, each pipelining")
+	fs.IntVar(&cfg.Executors, "executors", 8, "executors")
+	fs.StringVar(&cfg.ExecutorMode, "executor-mode", "raw", "raw (in-process raw-wire executors) or process (apollo11 executor processes)")
+	fs.IntVar(&cfg.Slots, "slots", 256, "slots per executor")
+	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload (arg.p) per task")
+	fs.StringVar(&cfg.TaskType, "task-type", "echo", "task type submitted and served")
+	fs.BoolVar(&cfg.Wait, "wait", true, "submit with wait=true and measure submit-to-done")
+	fs.Int64Var(&cfg.Tasks, "tasks", 0, "tasks to submit (or give --duration)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "how long to submit (with --rate: tasks = rate x duration)")
+	fs.StringVar(&rate, "rate", "", `open-loop target rate in tasks/s, or "50%" of the closed-loop peak measured first; "" is closed loop`)
+	fs.DurationVar(&cfg.PeakDuration, "peak-duration", 5*time.Second, "how long the peak is measured for a --rate in percent")
+	fs.IntVar(&cfg.Window, "window", 1024, "closed loop: tasks in flight per producer")
+	fs.DurationVar(&cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
+	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Rate, cfg.RateOfPeak, err = parseRate(rate); err != nil {
+		return err
+	}
+	if cfg.Token, err = c.token(); err != nil {
+		return err
+	}
+	cfg.Addr, cfg.Binary, cfg.Fsync = c.addr, c.binary, c.fsync
+	cfg.MainControlArgs = strings.Fields(c.mcArgs)
+	cfg.Progress = c.progressTo(stderr)
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil && rep == nil {
+		return err
+	}
+	if perr := c.report(stdout, rep.WriteText, rep.WriteJSON); perr != nil {
+		return perr
+	}
+	if plot != "" {
+		if perr := bench.WritePlotFile(plot, rep); perr != nil {
+			return perr
+		}
+		fmt.Fprintf(stderr, "plot written to %s\n", plot)
+	}
+	return err
+}
+
+// parseRate reads --rate: tasks/s, or a percentage of the peak.
+func parseRate(s string) (rate, ofPeak float64, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || f <= 0 || f > 100 {
+			return 0, 0, fmt.Errorf("--rate %q: want a percentage in (0, 100]", s)
+		}
+		return 0, f / 100, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 {
+		return 0, 0, fmt.Errorf("--rate %q: want tasks per second or a percentage of the peak", s)
+	}
+	return f, 0, nil
+}
