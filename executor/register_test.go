@@ -100,8 +100,8 @@ func TestExecutor_Reconnect(t *testing.T) {
 		f := mustStartFakeMain(t)
 		mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})
 		c := f.accept(t)
-		c.register(20*time.Millisecond, 100*time.Millisecond)
-		deadline := time.Now().Add(400 * time.Millisecond)
+		c.register(20*time.Millisecond, 300*time.Millisecond)
+		deadline := time.Now().Add(time.Second)
 		for time.Now().Before(deadline) {
 			m, err := c.read(true, waitFor)
 			require.NoError(t, err)

@@ -54,6 +54,22 @@ func (o *outcome) fail(text string) {
 	o.frame = nil
 }
 
+// summary is what the logs show of an outcome, copied so that it can be
+// read without Executor.mu.
+type summary struct {
+	ok, retryable bool
+	errText       string
+}
+
+func (o *outcome) summary() summary { return summary{o.ok, o.retryable, o.errText} }
+
+func (s summary) status() string {
+	if s.ok {
+		return "succeeded"
+	}
+	return "failed"
+}
+
 // status is the wire status word.
 func (o *outcome) status() string {
 	if o.ok {

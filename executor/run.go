@@ -135,16 +135,17 @@ func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
 			s.out.queue(frame)
 		}
 	}
+	sum := o.summary() // o belongs to e.mu from here on
 	e.notifyLocked()
 	e.mu.Unlock()
 	if s != nil && drop == "" {
 		_ = s.out.flush() // a write error ends the session; the result is re-sent on the next one
 	}
-	e.logEnd(t, o, dur, drop, replaced)
+	e.logEnd(t, sum, dur, drop, replaced)
 }
 
 // logEnd logs a dispatch's end.
-func (e *Executor) logEnd(t *Task, o *outcome, dur time.Duration, drop, replaced string) {
+func (e *Executor) logEnd(t *Task, o summary, dur time.Duration, drop, replaced string) {
 	ctx := context.Background()
 	level := slog.LevelInfo
 	if replaced != "" || (!o.ok && drop == "") {
