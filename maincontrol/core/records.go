@@ -293,6 +293,15 @@ func (d *dec) ids(dst []uint64) []uint64 {
 	return dst
 }
 
+// prio reads a priority, 0 to 9: it indexes the queues.
+func (d *dec) prio() uint8 {
+	p := d.byte()
+	if p > 9 {
+		d.fail()
+	}
+	return p
+}
+
 func (d *dec) state() State {
 	s := State(d.byte())
 	if s == 0 || s > NumStates {
@@ -308,7 +317,7 @@ func decodeRecord(payload []byte, r *record) error {
 	r.kind = recKind(d.byte())
 	switch r.kind {
 	case recNew:
-		r.id, r.typ, r.priority = d.u(), d.s(), d.byte()
+		r.id, r.typ, r.priority = d.u(), d.s(), d.prio()
 		r.maxAttempts, r.timeoutMs, r.at, r.due = d.u(), d.u(), d.i(), d.i()
 		r.state, r.key, r.trace = d.state(), d.s(), d.s()
 		r.deps = d.ids(r.deps)
@@ -358,7 +367,7 @@ func decodeRecord(payload []byte, r *record) error {
 		r.id, r.maxAttempts, r.timeoutMs = d.u(), d.u(), d.u()
 		r.created, r.at, r.due, r.seq = d.i(), d.i(), d.i(), d.u()
 		r.version, r.attempt, r.typ = d.u32(), d.u32(), d.s()
-		r.state, r.priority, r.flags = d.state(), d.byte(), taskFlags(d.byte())
+		r.state, r.priority, r.flags = d.state(), d.prio(), taskFlags(d.byte())
 		r.exec, r.trace, r.argKeys, r.args = d.s(), d.s(), d.u16(), d.s()
 		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()
 		r.deps = d.ids(r.deps)
