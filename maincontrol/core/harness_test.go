@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,11 +165,10 @@ func dump(c *Core) string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "state %s=%q\n", k, c.state[k])
 	}
+	var line []byte
 	c.tasks.scan(0, 0, func(t *task) bool {
-		out, n := t.out()
-		fmt.Fprintf(&b, "task %d v%d %s att=%d/%d type=%s prio=%d flags=%b due=%d seq=%d exec=%q trace=%q args=%q/%d key=%q err=%q out=%q/%d deps=%v created=%d updated=%d timeout=%d\n",
-			t.id, t.version, t.state, t.attempt, t.maxAttempts, t.typ.name, t.priority, t.flags, t.dueMs, t.seq,
-			t.execID, t.traceID, t.args, t.argKeys, t.key(), t.errText(), out, n, t.deps(), t.createdMs, t.updatedMs, t.timeoutMs)
+		line = appendTaskLine(line[:0], t)
+		b.Write(line)
 		return true
 	})
 	names := make([]string, 0, len(c.execs))
@@ -232,4 +232,46 @@ func dump(c *Core) string {
 	slices.Sort(kk)
 	fmt.Fprintf(&b, "keys %v\n", kk)
 	return b.String()
+}
+
+// appendTaskLine renders one task for dump, as
+//
+//	task %d v%d %s att=%d/%d type=%s prio=%d flags=%b due=%d seq=%d exec=%q trace=%q args=%q/%d key=%q err=%q out=%q/%d deps=%v created=%d updated=%d timeout=%d
+//
+// with strconv rather than fmt: the property test dumps often.
+func appendTaskLine(b []byte, t *task) []byte {
+	u := func(pre string, v uint64) { b = strconv.AppendUint(append(b, pre...), v, 10) }
+	i := func(pre string, v int64) { b = strconv.AppendInt(append(b, pre...), v, 10) }
+	q := func(pre, v string) { b = strconv.AppendQuote(append(b, pre...), v) }
+	out, n := t.out()
+	u("task ", t.id)
+	u(" v", uint64(t.version))
+	b = append(append(b, ' '), t.state.String()...)
+	u(" att=", uint64(t.attempt))
+	u("/", t.maxAttempts)
+	b = append(append(b, " type="...), t.typ.name...)
+	u(" prio=", uint64(t.priority))
+	b = strconv.AppendUint(append(b, " flags="...), uint64(t.flags), 2)
+	i(" due=", t.dueMs)
+	u(" seq=", t.seq)
+	q(" exec=", t.execID)
+	q(" trace=", t.traceID)
+	q(" args=", t.args)
+	u("/", uint64(t.argKeys))
+	q(" key=", t.key())
+	q(" err=", t.errText())
+	q(" out=", out)
+	u("/", uint64(n))
+	b = append(b, " deps=["...)
+	for j, d := range t.deps() {
+		if j > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendUint(b, d, 10)
+	}
+	b = append(b, ']')
+	i(" created=", t.createdMs)
+	i(" updated=", t.updatedMs)
+	u(" timeout=", t.timeoutMs)
+	return append(b, '\n')
 }

@@ -3,7 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
-	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -324,9 +324,22 @@ func TestCore_RecoveredFromSnapshot(t *testing.T) {
 
 // maskDue hides the due time of the given tasks in a dump.
 func maskDue(d string, ids ...uint64) string {
+	mask := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		re := regexp.MustCompile(fmt.Sprintf(`(?m)^(task %d .*) due=\d+ `, id))
-		d = re.ReplaceAllString(d, "$1 due=? ")
+		mask[fmt.Sprintf("task %d ", id)] = true
 	}
-	return d
+	lines := strings.Split(d, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "task ") {
+			continue
+		}
+		if sp := strings.IndexByte(l[5:], ' '); sp < 0 || !mask[l[:5+sp+1]] {
+			continue
+		}
+		if at := strings.Index(l, " due="); at >= 0 {
+			end := at + 5 + strings.IndexByte(l[at+5:], ' ')
+			lines[i] = l[:at] + " due=?" + l[end:]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
