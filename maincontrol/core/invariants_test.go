@@ -1,0 +1,213 @@
+package core
+
+import (
+	"fmt"
+)
+
+// checkInvariants returns the first broken structural invariant of c, or
+// nil. It looks at the indexes the core keeps beside the task table: counts,
+// executor assignments and loads, queues, timers, the retry cap, keys and
+// dependencies.
+func checkInvariants(c *Core) error {
+	c.finishLoad()
+	now := c.now()
+	var counts [NumStates + 1]int
+	total := 0
+	holders := map[uint64]int{}
+	for _, e := range c.execs {
+		if e.load != len(e.tasks) {
+			return fmt.Errorf("executor %s: load %d, %d tasks", e.id, e.load, len(e.tasks))
+		}
+		if e.load > e.slots {
+			return fmt.Errorf("executor %s: load %d over %d slots", e.id, e.load, e.slots)
+		}
+		for id, a := range e.tasks {
+			holders[id]++
+			t := c.tasks.get(id)
+			if t == nil || (t.state != Dispatched && t.state != Running) || t.execID != e.id || t.version != a.ver {
+				return fmt.Errorf("executor %s holds %d.%d, which is %+v", e.id, id, a.ver, t)
+			}
+		}
+		free := e.connected() && e.hasFreeSlot()
+		for i, tt := range e.types {
+			if in := e.heapIdx[i] >= 0; in != free {
+				return fmt.Errorf("executor %s: in the free heap of %s: %v, free: %v", e.id, tt.name, in, free)
+			}
+		}
+	}
+	valid := map[*taskType]map[uint64]int{}
+	for _, tt := range c.types {
+		v := map[uint64]int{}
+		for p := range tt.queues {
+			q := &tt.queues[p]
+			for i := 0; i < q.n; i++ {
+				if e := q.buf[(q.head+i)%len(q.buf)]; c.validEntry(e) {
+					if c.tasks.get(e.id).priority != uint8(p) {
+						return fmt.Errorf("task %d queued at priority %d", e.id, p)
+					}
+					v[e.id]++
+				}
+			}
+		}
+		valid[tt] = v
+	}
+	timers := map[timer]bool{}
+	for _, tm := range c.timers {
+		timers[tm] = true
+	}
+	pendingOf := map[*taskType]int{}
+	armed, unarmed := 0, 0
+	var err error
+	restored := map[uint64]bool{}
+	for _, e := range c.execs {
+		for id, a := range e.tasks {
+			if a.restored {
+				restored[id] = true
+			}
+		}
+	}
+	c.tasks.scan(0, 0, func(t *task) bool {
+		total++
+		counts[t.state]++
+		if t.id >= c.nextID {
+			err = fmt.Errorf("task %d at or above next id %d", t.id, c.nextID)
+			return false
+		}
+		due := t.dueMs > 0
+		delayed := t.flags&flagDelayed != 0
+		hasTimer := timers[timer{at: t.dueMs, id: t.id, ver: t.version, kind: timerDue}]
+		switch t.state {
+		case Dispatched, Running:
+			if holders[t.id] != 1 {
+				err = fmt.Errorf("task %d %s held by %d executors", t.id, t.state, holders[t.id])
+			}
+			// A restored dispatch waits for its listing, whatever its due.
+			if due && !restored[t.id] && (!hasTimer || t.dueMs <= now) {
+				err = fmt.Errorf("task %d %s: due %d (now %d), timer %v", t.id, t.state, t.dueMs, now, hasTimer)
+			}
+			if t.state == Dispatched && !due {
+				err = fmt.Errorf("task %d dispatched with no start deadline", t.id)
+			}
+		case Pending:
+			if delayed != due {
+				err = fmt.Errorf("task %d pending: delayed %v, due %d", t.id, delayed, t.dueMs)
+			}
+			if delayed && (!hasTimer || t.dueMs <= now) {
+				err = fmt.Errorf("task %d delayed to %d (now %d), timer %v", t.id, t.dueMs, now, hasTimer)
+			}
+			want := 1
+			if delayed {
+				want = 0
+			} else {
+				pendingOf[t.typ]++
+			}
+			if got := valid[t.typ][t.id]; got != want {
+				err = fmt.Errorf("task %d pending (delayed %v) has %d live queue entries", t.id, delayed, got)
+			}
+		case Retrying:
+			if t.flags&flagArmed != 0 {
+				armed++
+				if !due || !hasTimer || t.dueMs <= now {
+					err = fmt.Errorf("task %d armed with due %d (now %d), timer %v", t.id, t.dueMs, now, hasTimer)
+				}
+			} else {
+				unarmed++
+				if due {
+					err = fmt.Errorf("task %d waits for the retry cap with due %d", t.id, t.dueMs)
+				}
+			}
+		case Waiting:
+			succeeded := true
+			for _, d := range t.deps() {
+				dt := c.tasks.get(d)
+				if dt != nil && (dt.state == Failed || dt.state == Cancelled) {
+					err = fmt.Errorf("task %d waits on %d, which is %s", t.id, d, dt.state)
+				}
+				if dt != nil && dt.state != Succeeded {
+					succeeded = false
+				}
+			}
+			if succeeded {
+				err = fmt.Errorf("task %d waits though its dependencies succeeded", t.id)
+			}
+		}
+		if t.state != Dispatched && t.state != Running && holders[t.id] != 0 {
+			err = fmt.Errorf("task %d %s held by an executor", t.id, t.state)
+		}
+		if t.state.Terminal() && (due || t.flags&(flagDelayed|flagArmed) != 0) {
+			err = fmt.Errorf("terminal task %d with due %d flags %b", t.id, t.dueMs, t.flags)
+		}
+		if k := t.key(); k != "" && c.keys[k] != t.id {
+			err = fmt.Errorf("task %d key %q maps to %d", t.id, k, c.keys[k])
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if counts != c.counts {
+		return fmt.Errorf("counts %v, scan %v", c.counts, counts)
+	}
+	if total != c.tasks.count {
+		return fmt.Errorf("table count %d, scan %d", c.tasks.count, total)
+	}
+	for i, ch := range c.tasks.chunks {
+		if ch == nil {
+			continue
+		}
+		var st [NumStates + 1]int32
+		var live int32
+		for j := range ch.slots {
+			if t := &ch.slots[j]; t.id != 0 {
+				if want := (c.tasks.first+uint64(i))<<chunkBits + uint64(j); t.id != want {
+					return fmt.Errorf("task %d in the slot of %d", t.id, want)
+				}
+				st[t.state]++
+				live++
+			}
+		}
+		if st != ch.states || live != ch.live || live == 0 {
+			return fmt.Errorf("chunk %d: states %v live %d, slots say %v %d", i, ch.states, ch.live, st, live)
+		}
+	}
+	if len(holders) != counts[Dispatched]+counts[Running] {
+		return fmt.Errorf("%d tasks held by executors, %d dispatched or running", len(holders), counts[Dispatched]+counts[Running])
+	}
+	for _, tt := range c.types {
+		if tt.pending != pendingOf[tt] {
+			return fmt.Errorf("type %s: pending %d, queued tasks %d", tt.name, tt.pending, pendingOf[tt])
+		}
+		// Dispatch is eager: no queued task while an executor of its type
+		// has a free slot.
+		if c.available && pendingOf[tt] > 0 && len(tt.free.items) > 0 {
+			return fmt.Errorf("type %s: %d queued tasks and a free executor %s", tt.name, pendingOf[tt], tt.free.items[0].id)
+		}
+		for i, e := range tt.free.items {
+			if e.heapIdx[e.typeIndex(tt)] != i {
+				return fmt.Errorf("type %s: executor %s at %d, index says %d", tt.name, e.id, i, e.heapIdx[e.typeIndex(tt)])
+			}
+		}
+	}
+	if armed != c.armed {
+		return fmt.Errorf("armed %d, scan %d", c.armed, armed)
+	}
+	if c.cfg.MaxRetrying >= 0 && armed > c.cfg.MaxRetrying {
+		return fmt.Errorf("armed %d over the cap %d", armed, c.cfg.MaxRetrying)
+	}
+	if unarmed > 0 && (c.cfg.MaxRetrying < 0 || armed < c.cfg.MaxRetrying) {
+		return fmt.Errorf("%d retrying tasks wait though only %d of %d are armed", unarmed, armed, c.cfg.MaxRetrying)
+	}
+	for k, id := range c.keys {
+		if t := c.tasks.get(id); t == nil || t.key() != k {
+			return fmt.Errorf("key %q maps to %d, which is %+v", k, id, t)
+		}
+	}
+	for d, ws := range c.dependents {
+		dt := c.tasks.get(d)
+		if dt == nil || dt.state.Terminal() {
+			return fmt.Errorf("dependents of %d kept though it is %+v", d, dt)
+		}
+		_ = ws
+	}
+	return nil
+}
