@@ -1,0 +1,127 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// DefaultDialTimeout bounds the dial and the handshake when
+// Options.DialTimeout is zero.
+const DefaultDialTimeout = 10 * time.Second
+
+// Options configures Dial.
+type Options struct {
+	// Token is the shared secret (see auth.LoadToken); it is needed when
+	// the main control announces auth=hmac-sha256.
+	Token []byte
+	// Name is sent as `client=<Name>` for the main control's logs.
+	Name string
+	// DialTimeout bounds the TCP dial and the handshake (default 10 s).
+	DialTimeout time.Duration
+	// Logger receives the client's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrAuthRequired is returned by Dial when the main control requires the
+// shared token and Options.Token is empty.
+var ErrAuthRequired = errors.New("the main control requires auth (hmac-sha256) but no token is set")
+
+// Dial connects to the main control at addr, sends `hello` and waits for
+// `hello_ok`. A refused hello returns *Error (auth_failed,
+// unsupported_proto, ...). ctx bounds the dial and the handshake only.
+func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = DefaultDialTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	d := net.Dialer{Timeout: opts.DialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
+	}
+	c, err := handshake(ctx, conn, opts)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c.log = opts.Logger.With("addr", addr)
+	go c.readLoop()
+	return c, nil
+}
+
+// handshake reads `welcome`, sends `hello` and waits for `hello_ok`.
+func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error) {
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := conn.SetDeadline(time.Now().Add(opts.DialTimeout)); err != nil {
+		return nil, fmt.Errorf("cannot set handshake deadline: %w", err)
+	}
+	r := wire.NewReader(conn, 0)
+	welcome, err := r.Next()
+	if err != nil {
+		return nil, handshakeErr(ctx, "cannot read welcome", err)
+	}
+	if welcome.Type() != "welcome" {
+		return nil, fmt.Errorf("expected welcome, got %q", welcome.Type())
+	}
+	maxFrame, err := welcome.UintOr("max_frame", wire.DefaultMaxFrame)
+	if err != nil || maxFrame == 0 || maxFrame > math.MaxUint32 {
+		return nil, fmt.Errorf("bad welcome max_frame %q", welcome.Value("max_frame"))
+	}
+	maxFrame = min(maxFrame, math.MaxInt32)
+	r.SetMaxFrame(int(maxFrame))
+
+	b := wire.Begin(nil, "hello")
+	b.Str("req", "0")
+	b.Uint("proto", 1)
+	if opts.Name != "" {
+		b.Str("client", opts.Name)
+	}
+	if mode := welcome.Value("auth"); mode != "none" && mode != "" {
+		if len(opts.Token) == 0 {
+			return nil, ErrAuthRequired
+		}
+		b.Str("auth", auth.Sign(opts.Token, welcome.Value("nonce")))
+	}
+	frame, err := b.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode hello: %w", err)
+	}
+	if _, err := conn.Write(frame); err != nil {
+		return nil, handshakeErr(ctx, "cannot send hello", err)
+	}
+	for {
+		m, err := r.Next()
+		if err != nil {
+			return nil, handshakeErr(ctx, "cannot read hello_ok", err)
+		}
+		switch m.Type() {
+		case "hello_ok":
+			if err := conn.SetDeadline(time.Time{}); err != nil {
+				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
+			}
+			return &Client{conn: conn, r: r, maxFrame: int(maxFrame), done: make(chan struct{}),
+				pending: make(map[string]*call)}, nil
+		case "error":
+			return nil, fmt.Errorf("hello refused: %w", errorOf(m))
+		}
+	}
+}
+
+// handshakeErr prefers ctx's error to the deadline error it caused.
+func handshakeErr(ctx context.Context, what string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s: %w", what, ctxErr)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,124 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dialAsync starts Dial in the background.
+func dialAsync(ctx context.Context, f *fakeServer, opts client.Options) <-chan error {
+	ch := make(chan error, 1)
+	opts.Logger = slog.New(slog.DiscardHandler)
+	go func() {
+		c, err := client.Dial(ctx, f.addr(), opts)
+		if c != nil {
+			c.Close()
+		}
+		ch <- err
+	}()
+	return ch
+}
+
+func wait(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(waitFor):
+		t.Fatal("Dial did not return")
+		return nil
+	}
+}
+
+func TestDial(t *testing.T) {
+	t.Run("no auth", func(t *testing.T) {
+		f := mustStartFakeServer(t)
+		done := dialAsync(context.Background(), f, client.Options{Name: "my tool", Token: []byte("unused")})
+		sc := f.accept(t)
+		m := sc.hello()
+		assert.Equal(t, "1", m.Value("proto"))
+		assert.Equal(t, "my tool", m.Value("client"))
+		assert.False(t, m.Has("auth"), "no auth sent with auth=none, token or not")
+		require.NoError(t, wait(t, done))
+	})
+	t.Run("hmac", func(t *testing.T) {
+		f := mustStartFakeServer(t, withAuth())
+		done := dialAsync(context.Background(), f, client.Options{Token: []byte("s3cret")})
+		sc := f.accept(t)
+		m := sc.expect("hello")
+		assert.Equal(t, auth.Sign([]byte("s3cret"), sc.nonce), m.Value("auth"))
+		assert.True(t, auth.Verify([]byte("s3cret"), sc.nonce, m.Value("auth")))
+		assert.False(t, m.Has("client"))
+		sc.send("hello_ok", "req", m.Value("req"))
+		require.NoError(t, wait(t, done))
+	})
+	t.Run("auth refused", func(t *testing.T) {
+		f := mustStartFakeServer(t, withAuth())
+		done := dialAsync(context.Background(), f, client.Options{Token: []byte("wrong")})
+		sc := f.accept(t)
+		m := sc.expect("hello")
+		sc.send("error", "req", m.Value("req"), "code", "auth_failed", "message", "bad auth")
+		sc.conn.Close()
+		err := wait(t, done)
+		assert.True(t, client.IsCode(err, wire.CodeAuthFailed), "%v", err)
+	})
+	t.Run("auth required without token", func(t *testing.T) {
+		f := mustStartFakeServer(t, withAuth())
+		done := dialAsync(context.Background(), f, client.Options{})
+		f.accept(t)
+		assert.ErrorIs(t, wait(t, done), client.ErrAuthRequired)
+	})
+	t.Run("no welcome", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err == nil {
+				_ = writeMsg(c, "hello_ok", "req", "0")
+				defer c.Close()
+				time.Sleep(time.Second)
+			}
+		}()
+		_, err = client.Dial(context.Background(), ln.Addr().String(), client.Options{Logger: slog.New(slog.DiscardHandler)})
+		assert.ErrorContains(t, err, "expected welcome")
+	})
+	t.Run("context cancelled during handshake", func(t *testing.T) {
+		f := mustStartFakeServer(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := dialAsync(ctx, f, client.Options{})
+		f.accept(t).expect("hello") // and never answer
+		start := time.Now()
+		cancel()
+		err := wait(t, done)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Less(t, time.Since(start), time.Second)
+	})
+	t.Run("handshake timeout", func(t *testing.T) {
+		f := mustStartFakeServer(t)
+		done := dialAsync(context.Background(), f, client.Options{DialTimeout: 100 * time.Millisecond})
+		f.accept(t).expect("hello")
+		var ne net.Error
+		err := wait(t, done)
+		require.True(t, errors.As(err, &ne), "%v", err)
+		assert.True(t, ne.Timeout())
+	})
+	t.Run("nothing listening", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		ln.Close()
+		_, err = client.Dial(context.Background(), addr, client.Options{})
+		assert.ErrorContains(t, err, "cannot connect")
+	})
+}

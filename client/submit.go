@@ -1,0 +1,147 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// Submit sends `submit` and returns the `submitted` reply: the task is
+// durable. A full queue returns an *Error with code queue_full (see
+// IsQueueFull).
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Submitted, error) {
+	fill, err := req.fill(false)
+	if err != nil {
+		return Submitted{}, err
+	}
+	m, err := c.roundTrip(ctx, "submit", "submitted", fill)
+	if err != nil {
+		return Submitted{}, err
+	}
+	return parseSubmitted(m)
+}
+
+// SubmitWait submits with wait=true and waits until the task ends: it
+// returns the `submitted` reply and the `done` notice. When ctx ends after
+// `submitted` arrived, the returned Submitted holds the task's id (the task
+// goes on: Query it later).
+func (c *Client) SubmitWait(ctx context.Context, req SubmitRequest) (Submitted, Done, error) {
+	fill, err := req.fill(true)
+	if err != nil {
+		return Submitted{}, Done{}, err
+	}
+	cl, id, err := c.start("submit", fill, true)
+	if err != nil {
+		return Submitted{}, Done{}, fmt.Errorf("submit: %w", err)
+	}
+	defer c.forget(id)
+	var sub Submitted
+	for {
+		m, err := c.await(ctx, cl, id)
+		if err != nil {
+			return sub, Done{}, fmt.Errorf("submit: %w", err)
+		}
+		switch m.Type() {
+		case "submitted":
+			if sub, err = parseSubmitted(m); err != nil {
+				return sub, Done{}, err
+			}
+		case "done":
+			done, err := parseDone(m)
+			if sub.ID == 0 {
+				sub.ID = done.ID
+			}
+			return sub, done, err
+		case "error":
+			return sub, Done{}, fmt.Errorf("submit: %w", errorOf(m))
+		default:
+			return sub, Done{}, fmt.Errorf("submit: unexpected reply %q", m.Type())
+		}
+	}
+}
+
+// fill checks r and returns the function that adds its keys to a submit.
+func (r SubmitRequest) fill(wait bool) (func(*wire.Builder), error) {
+	switch {
+	case r.Type == "":
+		return nil, errors.New("submit: Type is required")
+	case r.Priority < 0:
+		return nil, fmt.Errorf("submit: negative Priority %d", r.Priority)
+	case r.MaxAttempts < 0:
+		return nil, fmt.Errorf("submit: negative MaxAttempts %d", r.MaxAttempts)
+	case r.Timeout < 0 || r.Delay < 0:
+		return nil, errors.New("submit: negative Timeout or Delay")
+	}
+	return func(b *wire.Builder) {
+		b.Str("task_type", r.Type)
+		keys := make([]string, 0, len(r.Args))
+		for k := range r.Args {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			b.PrefixStr(wire.PrefixArg, k, r.Args[k])
+		}
+		if r.Priority > 0 {
+			b.Uint("priority", uint64(r.Priority))
+		}
+		if r.MaxAttempts > 0 {
+			b.Uint("max_attempts", uint64(r.MaxAttempts))
+		}
+		if r.Timeout > 0 {
+			b.Uint("timeout_ms", millis(r.Timeout))
+		}
+		if r.Delay > 0 {
+			b.Uint("delay_ms", millis(r.Delay))
+		}
+		if r.Key != "" {
+			b.Str("key", r.Key)
+		}
+		if r.TraceID != "" {
+			b.Str("trace_id", r.TraceID)
+		}
+		if len(r.DependsOn) > 0 {
+			ids := make([]string, len(r.DependsOn))
+			for i, id := range r.DependsOn {
+				ids[i] = strconv.FormatUint(id, 10)
+			}
+			b.List("depends_on", ids)
+		}
+		if wait {
+			b.Bool("wait", true)
+		}
+	}, nil
+}
+
+func parseSubmitted(m *wire.Message) (Submitted, error) {
+	id, err := m.Uint("task_id")
+	if err != nil {
+		return Submitted{}, fmt.Errorf("submit: bad submitted: %w", err)
+	}
+	dup, err := m.BoolOr("duplicate", false)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("submit: bad submitted: %w", err)
+	}
+	return Submitted{ID: id, Duplicate: dup}, nil
+}
+
+func parseDone(m *wire.Message) (Done, error) {
+	id, err := m.Uint("task_id")
+	if err != nil {
+		return Done{}, fmt.Errorf("submit: bad done: %w", err)
+	}
+	return Done{ID: id, State: m.Value("state"), Out: prefixed(m, wire.PrefixOut), Error: m.Value("error")}, nil
+}
+
+// prefixed returns the fields of m under prefix, without it.
+func prefixed(m *wire.Message, prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m.WithPrefix(prefix) {
+		out[k] = v
+	}
+	return out
+}
