@@ -381,6 +381,7 @@ func (c *Core) applyEnd(r *record) {
 	t := c.setState(r.id, r.state, r.at)
 	c.disarm(t)
 	t.flags &^= flagDelayed
+	t.flags |= r.flags & flagTakenBack
 	t.dueMs = 0
 	t.setOutcome(r.errText, r.out, r.outKeys)
 	t.seq = c.nextSeq()

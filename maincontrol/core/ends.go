@@ -12,13 +12,16 @@ import (
 // the chain. sets and stateVer carry an accepted result's shared-state
 // changes.
 func (c *Core) endTask(id uint64, to State, errText, out string, outKeys uint16, why string) bool {
-	return c.endWith(id, to, errText, out, outKeys, nil, 0, why)
+	return c.endWith(id, to, errText, out, outKeys, nil, 0, 0, why)
 }
 
-func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16, sets []kv, stateVer uint64, why string) bool {
+// endWith is endTask with an accepted result's shared-state changes, and
+// flags for the ended task (flagTakenBack: its dispatch was taken back).
+func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16, sets []kv, stateVer uint64, flags taskFlags, why string) bool {
 	from := c.tasks.get(id).state
 	r := c.newRecord(recEnd)
 	r.id, r.at, r.state, r.errText, r.out, r.outKeys = id, c.now(), to, errText, out, outKeys
+	r.flags = flags
 	r.sets = append(r.sets, sets...)
 	r.stateVer = stateVer
 	if !c.commit(r) {
@@ -116,11 +119,18 @@ func (c *Core) sendDone(w waiter, t *task) {
 // failAttempt ends a running task's attempt that did not succeed: retrying
 // while attempts remain and the failure is retryable, else failed. The
 // attempt's error and outputs stay visible until the next attempt.
-// immediate skips the backoff (bye).
-func (c *Core) failAttempt(id uint64, retryable, immediate bool, errText, out string, outKeys uint16, why string) {
+// immediate skips the backoff (bye). takenBack: the dispatch was taken
+// back (task timeout, loss, bye, reconciliation, not listed after a
+// restart), so it stops being current even when the task fails: a late
+// result for it is stale.
+func (c *Core) failAttempt(id uint64, retryable, immediate, takenBack bool, errText, out string, outKeys uint16, why string) {
 	t := c.tasks.get(id)
 	if !retryable || uint64(t.attempt) >= t.maxAttempts {
-		c.endTask(id, Failed, errText, out, outKeys, why)
+		var flags taskFlags
+		if takenBack {
+			flags = flagTakenBack
+		}
+		c.endWith(id, Failed, errText, out, outKeys, nil, 0, flags, why)
 		return
 	}
 	now := c.now()

@@ -99,7 +99,7 @@ func (c *Core) reconcile(e *executor) {
 	for _, id := range lost {
 		ver := e.tasks[id].ver
 		c.sendCancel(e, id, ver)
-		c.failAttempt(id, true, false, "missing from two running lists of executor "+e.id, "", 0, "reconciliation")
+		c.failAttempt(id, true, false, true, "missing from two running lists of executor "+e.id, "", 0, "reconciliation")
 	}
 	c.lostBuf = lost[:0]
 }
@@ -210,7 +210,7 @@ func (c *Core) takeBackAll(e *executor, immediate bool, why string) {
 		case Dispatched:
 			c.requeue(id, why)
 		case Running:
-			c.failAttempt(id, true, immediate, why, "", 0, why)
+			c.failAttempt(id, true, immediate, true, why, "", 0, why)
 		}
 	}
 	c.idsBuf = ids[:0]

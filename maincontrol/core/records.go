@@ -162,6 +162,7 @@ func appendRecord(dst []byte, r *record) []byte {
 			e.s(p.k)
 			e.s(p.v)
 		}
+		e.byte(uint8(r.flags))
 	case recDrop:
 		e.i(r.at)
 		e.ids(r.ids)
@@ -344,6 +345,7 @@ func decodeRecord(payload []byte, r *record) error {
 		for ; n > 0 && d.err == nil; n-- {
 			r.sets = append(r.sets, kv{d.s(), d.s()})
 		}
+		r.flags = taskFlags(d.byte())
 	case recDrop:
 		r.at = d.i()
 		r.ids = d.ids(r.ids)

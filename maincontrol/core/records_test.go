@@ -26,6 +26,7 @@ func sampleRecords() []record {
 		{kind: recEnd, id: 7, at: 105, state: Succeeded, errText: "e", outKeys: 1, out: "out.y=2", stateVer: 42,
 			sets: []kv{{"a", "1"}, {"b", ""}, {"", "x"}}},
 		{kind: recEnd, id: 8, at: 106, state: Cancelled},
+		{kind: recEnd, id: 9, at: 107, state: Failed, flags: flagTakenBack},
 		{kind: recDrop, at: 107, ids: []uint64{1, 2, 1 << 62}},
 		{kind: recExecReg, exec: "e-1:x", types: []string{"a", "b", ""}, slots: 65536},
 		{kind: recExecGone, exec: "e-1:x", why: "bye"},

@@ -70,9 +70,9 @@ func (c *Core) result(p *peer, m *wire.Message) {
 		if len(sets) > 0 {
 			stateVer = c.stateVer + 1
 		}
-		c.endWith(id, Succeeded, "", out, outKeys, sets, stateVer, "succeeded")
+		c.endWith(id, Succeeded, "", out, outKeys, sets, stateVer, 0, "succeeded")
 	} else {
-		c.failAttempt(id, retryable, false, errText, out, outKeys, "failed")
+		c.failAttempt(id, retryable, false, false, errText, out, outKeys, "failed")
 	}
 	b := wire.Begin(c.frame[:0], "result_ack")
 	b.UintK(kTaskID, id)

@@ -433,6 +433,65 @@ func TestCore_ResultReasons(t *testing.T) {
 			ex := s.h.executor("e1", "x", 1)
 			return s, ex, s.id, s.v
 		}},
+		{"taken back by task timeout, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+			h := newHarness(t)
+			cl := h.client()
+			ex := h.executor("e1", "x", 1)
+			id := h.submit(cl, "task_type", "x", "timeout_ms", "100", "max_attempts", "1")
+			_, v := h.task(ex)
+			h.start(ex, id, v)
+			h.advance(100 * time.Millisecond)
+			h.expect(ex, "cancel")
+			require.Equal(t, Failed, h.state(id))
+			return setup{h, cl, ex, id, v}, ex, id, v
+		}},
+		{"taken back by reconciliation, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+			h := newHarness(t)
+			cl := h.client()
+			ex := h.executor("e1", "x", 1)
+			id := h.submit(cl, "task_type", "x", "max_attempts", "1")
+			_, v := h.task(ex)
+			h.start(ex, id, v)
+			h.heartbeat(ex, "")
+			h.heartbeat(ex, "")
+			h.expect(ex, "cancel")
+			require.Equal(t, Failed, h.state(id))
+			return setup{h, cl, ex, id, v}, ex, id, v
+		}},
+		{"taken back by loss, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+			h := newHarness(t)
+			cl := h.client()
+			ex := h.executor("e1", "x", 1)
+			id := h.submit(cl, "task_type", "x", "max_attempts", "1")
+			_, v := h.task(ex)
+			h.start(ex, id, v)
+			h.advance(DefaultHeartbeatTimeout)
+			require.Equal(t, Failed, h.state(id))
+			ex = h.executor("e1", "x", 1)
+			return setup{h, cl, ex, id, v}, ex, id, v
+		}},
+		{"taken back by bye, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+			h := newHarness(t)
+			cl := h.client()
+			ex := h.executor("e1", "x", 1)
+			id := h.submit(cl, "task_type", "x", "max_attempts", "1")
+			_, v := h.task(ex)
+			h.start(ex, id, v)
+			h.send(ex, "bye")
+			require.Equal(t, Failed, h.state(id))
+			ex = h.executor("e1", "x", 1)
+			return setup{h, cl, ex, id, v}, ex, id, v
+		}},
+		{"after a failed result", wire.ReasonIllegalTransition, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+			s := running(t)
+			s.h.accepted(s.ex, s.id, s.v, "failed", "retryable", "false")
+			return s, s.ex, s.id, s.v
+		}},
+		{"after a retried result", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+			s := running(t)
+			s.h.accepted(s.ex, s.id, s.v, "failed")
+			return s, s.ex, s.id, s.v
+		}},
 		{"cancelled", wire.ReasonCancelled, func(t *testing.T) (setup, PeerID, uint64, uint32) {
 			s := running(t)
 			s.h.send(s.cl, "cancel", "req", "c", "task_id", itoa(s.id))
@@ -477,6 +536,7 @@ func TestCore_ResultReasons(t *testing.T) {
 			}
 			assert.Equal(t, before, dump(h.c), "a refused result changes nothing")
 			assert.Len(t, h.fx.records, nrec)
+			h.checkReplay() // what decides the reason is durable
 			assert.Empty(t, h.c.state)
 			h.none(from)
 			assert.False(t, h.fx.closed[from])

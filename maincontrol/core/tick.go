@@ -52,7 +52,7 @@ func (c *Core) fireTimers(now int64) {
 			e := c.execs[t.execID]
 			c.sendCancel(e, t.id, t.version)
 			c.obs.TimedOut()
-			c.failAttempt(t.id, true, false, "timeout after "+strconv.FormatUint(t.timeoutMs, 10)+"ms", "", 0, "task timeout")
+			c.failAttempt(t.id, true, false, true, "timeout after "+strconv.FormatUint(t.timeoutMs, 10)+"ms", "", 0, "task timeout")
 		}
 	}
 }
@@ -84,7 +84,7 @@ func (c *Core) expireRestored(t *task) {
 	case Dispatched:
 		c.requeue(t.id, "not listed after restart")
 	case Running:
-		c.failAttempt(t.id, true, false, "not listed by executor "+e.id+" after restart", "", 0, "not listed after restart")
+		c.failAttempt(t.id, true, false, true, "not listed by executor "+e.id+" after restart", "", 0, "not listed after restart")
 	}
 }
 
