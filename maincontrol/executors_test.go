@@ -93,7 +93,7 @@ func TestExecutors_HeartbeatsKeepAlive(t *testing.T) {
 	t.Parallel()
 	addr := startServer(t, maincontrol.Config{Core: shortTimeouts()})
 	cl := clientPeer(t, addr)
-ex := executorPeer(t, addr, "hb-1", "t", 1)
+	ex := executorPeer(t, addr, "hb-1", "t", 1)
 	id := cl.submit("s", "task_type", "t")
 	task := ex.expectTask(id)
 	ex.start(task)
