@@ -47,21 +47,19 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	}
 	succeeded := status == "succeeded"
 	errText := m.Value("error")
-	if key := c.outTooLarge(t, m, errText); key != "" {
-		c.refuseResult(p, id, ver, wire.ReasonIllegalValue, key)
-		c.endTask(id, Failed, "illegal_value "+key, "", 0, "illegal_value "+key)
-		return
-	}
+	bad := c.outTooLarge(t, m, errText)
 	var sets []kv
 	if succeeded {
-		var bad string
-		if sets, bad = c.stateChanges(m); bad != "" {
-			c.refuseResult(p, id, ver, wire.ReasonIllegalValue, bad)
-			c.endTask(id, Failed, "illegal_value "+bad, "", 0, "illegal_value "+bad)
-			return
-		}
+		var badState string
+		sets, badState = c.stateChanges(m)
+		bad = firstSent(m, bad, badState)
 	} else if c.debugEnabled() && hasStateKeys(m) {
 		c.log.Debug("state changes of a failed result ignored", "task_id", id, "version", ver, "executor", e.id)
+	}
+	if bad != "" {
+		c.refuseResult(p, id, ver, wire.ReasonIllegalValue, bad)
+		c.endTask(id, Failed, "illegal_value "+bad, "", 0, "illegal_value "+bad)
+		return
 	}
 	out, outKeys := encodePrefixed(m, wire.PrefixOut)
 	errText = strings.Clone(errText)
@@ -90,6 +88,20 @@ func (c *Core) refuseResult(p *peer, id uint64, ver uint32, reason wire.Reason, 
 	b.BoolK(kAccepted, false)
 	b.StrK(kReason, string(reason))
 	c.send(p.id, &b)
+}
+
+// firstSent returns whichever of the keys a and b (either may be "") comes
+// first in m: the illegal_value key is the first offending key as sent.
+func firstSent(m *wire.Message, a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	for _, f := range m.Fields {
+		if f.Key == a || f.Key == b {
+			return f.Key
+		}
+	}
+	return a
 }
 
 func hasStateKeys(m *wire.Message) bool {

@@ -229,6 +229,9 @@ func TestCore_SharedStateIllegalValue(t *testing.T) {
 		{"set and add of one key", []string{"state.set.n", "1", "state.add.n", "1"}, "state.set.n"},
 		{"add and set of one key", []string{"state.add.ok", "1", "state.add.n", "1", "state.set.n", "1"}, "state.add.n"},
 		{"first offending key as sent", []string{"state.add.text", "1", "state.add.x", "y"}, "state.add.text"},
+		{"state before a large out", []string{"state.add.x", "y", "out.big", strings.Repeat("b", 1<<20)}, "state.add.x"},
+		{"large out before state", []string{"out.big", strings.Repeat("b", 1<<20), "state.add.x", "y"}, "out.big"},
+		{"large error before state", []string{"error", strings.Repeat("e", 1<<20), "state.add.x", "y"}, "error"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
