@@ -18,7 +18,9 @@ import (
 // fake keeps in flight (the executor has as many slots): window=1 is
 // latency, dominated by loopback round trips; a larger window is
 // throughput. The fake batches its writes like a real event loop would. ns/op
-// is per task and includes the fake's own work.
+// is per task and includes the fake's own work; cpu-ns/op is the CPU time
+// of the whole test binary per task, which stays meaningful on a busy
+// machine.
 //
 // With conn=pipe the executor talks to the fake through net.Pipe (see
 // Config.Dial) instead of a socket: no syscalls, so ns/op is close to the
@@ -47,8 +49,10 @@ func benchEcho(b *testing.B, pipe bool, window int) {
 	require.NoError(b, c.conn.SetDeadline(time.Now().Add(10*time.Minute)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime(b)
 	blast(b, c, window, b.N)
 	b.StopTimer()
+	reportCPU(b, cpu)
 }
 
 // blast sends n echo tasks keeping window in flight, acks every result and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"sort"
 	"strings"
@@ -82,6 +83,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if len(cfg.Handlers) == 0 {
 		return cfg, configErr("no handlers")
 	}
+	cfg.Handlers = maps.Clone(cfg.Handlers) // the caller may reuse its map
 	for typ, h := range cfg.Handlers {
 		if !validTaskType(typ) {
 			return cfg, configErr("task type %q: want non-empty UTF-8 without commas or spaces", typ)
