@@ -1,0 +1,196 @@
+package core
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// discard is an Effects for benchmarks: it counts and forgets.
+type discard struct {
+	records, frames, closes int
+	recBytes, frameBytes    int
+}
+
+func (d *discard) Record(p []byte)         { d.records++; d.recBytes += len(p) }
+func (d *discard) Send(_ PeerID, f []byte) { d.frames++; d.frameBytes += len(f) }
+func (d *discard) Close(PeerID)            { d.closes++ }
+
+var _ Effects = (*discard)(nil)
+
+// benchClock is a fake clock the benchmark moves by hand.
+type benchClock struct{ t time.Time }
+
+func (c *benchClock) Now() time.Time { return c.t }
+
+func benchCore(tb testing.TB, clock Clock, mods ...func(*Config)) (*Core, *discard) {
+	fx := &discard{}
+	cfg := Config{Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)), Logger: slog.New(slog.DiscardHandler),
+		Nonce: func() string { return "0123456789abcdef0123456789abcdef" }}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	c, err := New(cfg, fx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, fx
+}
+
+// idField sets field i of m to the decimal of v, written into buf: like a
+// decoded message, the value borrows from a buffer the core must not keep.
+func idField(m *wire.Message, i int, buf []byte, v uint64) []byte {
+	buf = strconv.AppendUint(buf[:0], v, 10)
+	m.Fields[i].Value = unsafe.String(unsafe.SliceData(buf), len(buf))
+	return buf
+}
+
+// BenchmarkCore_Cycle runs submit, dispatch, started and result (with
+// submitted, task and result_ack frames and four records) through the core
+// alone: one client, one executor with many slots, messages built once.
+// inflight tasks are submitted before the first is started.
+func BenchmarkCore_Cycle(b *testing.B) {
+	for _, inflight := range []int{1, 256} {
+		for _, clk := range []string{"fake", "system"} {
+			b.Run("inflight="+strconv.Itoa(inflight)+"/clock="+clk, func(b *testing.B) {
+				benchCycle(b, inflight, clk == "system")
+			})
+		}
+	}
+}
+
+func benchCycle(b *testing.B, inflight int, system bool) {
+	fake := &benchClock{t: time.UnixMilli(1_700_000_000_000)}
+	var clock Clock = fake
+	if system {
+		clock = SystemClock{}
+	}
+	c, fx := benchCore(b, clock)
+	const cl, ex = PeerID(1), PeerID(2)
+	c.Open(cl)
+	c.Handle(cl, msg("hello", "req", "h"))
+	c.Open(ex)
+	c.Handle(ex, msg("register", "executor_id", "e1", "task_types", "echo", "slots", "65536"))
+	submit := msg("submit", "req", "r1", "task_type", "echo", "arg.msg", "hello")
+	started := msg("started", "task_id", "0", "version", "1")
+	result := msg("result", "task_id", "0", "version", "1", "status", "succeeded", "out.msg", "hello")
+	var sbuf, rbuf []byte
+	next := c.nextID
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := 0
+	for done < b.N {
+		n := min(inflight, b.N-done)
+		for range n {
+			c.Handle(cl, submit)
+		}
+		for i := range uint64(n) {
+			sbuf = idField(started, 1, sbuf, next+i)
+			c.Handle(ex, started)
+			rbuf = idField(result, 1, rbuf, next+i)
+			c.Handle(ex, result)
+		}
+		next += uint64(n)
+		done += n
+		if done%1024 < n { // the server ticks every few tens of ms
+			fake.t = fake.t.Add(time.Millisecond)
+			c.Tick()
+		}
+	}
+	b.StopTimer()
+	if c.counts[Succeeded] == 0 || c.counts[Pending]+c.counts[Dispatched]+c.counts[Running] != 0 {
+		b.Fatalf("cycle broken: counts %v", c.counts)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+	b.ReportMetric(float64(fx.records)/float64(b.N), "records/task")
+	b.ReportMetric(float64(fx.frames)/float64(b.N), "frames/task")
+}
+
+// fillPending submits n tasks of type "x", no executor, like a client
+// would (no trace id: the core makes one).
+func fillPending(tb testing.TB, c *Core, n int) {
+	const cl = PeerID(1)
+	c.Open(cl)
+	c.Handle(cl, msg("hello"))
+	submit := msg("submit", "req", "r", "task_type", "x")
+	for range n {
+		c.Handle(cl, submit)
+	}
+	if c.counts[Pending] != n {
+		tb.Fatalf("%d pending, want %d", c.counts[Pending], n)
+	}
+}
+
+// BenchmarkCore_MemoryPerPendingTask measures the heap per pending task:
+// 1,000,000 submits with no executor, HeapAlloc after a GC before and
+// after. Each iteration builds a new core.
+func BenchmarkCore_MemoryPerPendingTask(b *testing.B) {
+	const n = 1_000_000
+	b.ReportAllocs()
+	var perTask float64
+	for range b.N {
+		b.StopTimer()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		c, _ := benchCore(b, &benchClock{t: time.UnixMilli(1_700_000_000_000)})
+		b.StartTimer()
+		fillPending(b, c, n)
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perTask = float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(c)
+		b.StartTimer()
+	}
+	b.ReportMetric(perTask, "bytes/task")
+}
+
+// BenchmarkCore_Freeze measures a snapshot of 1,000,000 tasks: Freeze on
+// the core's goroutine, and WriteTo into a sink that only counts.
+func BenchmarkCore_Freeze(b *testing.B) {
+	const n = 1_000_000
+	c, _ := benchCore(b, &benchClock{t: time.UnixMilli(1_700_000_000_000)})
+	fillPending(b, c, n)
+	b.Run("Freeze", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = c.Freeze()
+		}
+	})
+	b.Run("FreezeAfterChange", func(b *testing.B) {
+		// A change between snapshots makes the next write copy a chunk.
+		b.ReportAllocs()
+		id := uint64(1)
+		for b.Loop() {
+			c.tasks.mut(id).updatedMs++
+			_ = c.Freeze()
+			id = id%n + 1
+		}
+	})
+	b.Run("WriteTo", func(b *testing.B) {
+		s := c.Freeze()
+		b.ReportAllocs()
+		var entries, bytes int
+		for b.Loop() {
+			entries, bytes = 0, 0
+			if err := s.WriteTo(func(p []byte) error {
+				entries++
+				bytes += len(p)
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if entries != n+1 {
+			b.Fatalf("%d entries", entries)
+		}
+		b.ReportMetric(float64(bytes)/float64(n), "bytes/task")
+	})
+}
