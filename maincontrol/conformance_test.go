@@ -20,6 +20,7 @@ import (
 var lowerHex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func TestConformance_Welcome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		core     core.Config
@@ -52,6 +53,7 @@ func TestConformance_Welcome(t *testing.T) {
 }
 
 func TestConformance_Register(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name              string
 		core              core.Config
@@ -108,6 +110,7 @@ func TestConformance_Register(t *testing.T) {
 }
 
 func TestConformance_Hello(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	tests := []struct {
 		name string
@@ -138,6 +141,7 @@ func TestConformance_Hello(t *testing.T) {
 }
 
 func TestConformance_HeartbeatPong(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	ex := executorPeer(t, addr, "e1", "t", 1)
 	for _, seq := range []string{"1", "2", "42", "0", "18446744073709551615"} {
@@ -156,6 +160,7 @@ func TestConformance_HeartbeatPong(t *testing.T) {
 }
 
 func TestConformance_Task(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "work", 4)
@@ -208,6 +213,7 @@ func TestConformance_Task(t *testing.T) {
 }
 
 func TestConformance_StartedProgressResult(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 1)
@@ -262,6 +268,7 @@ func TestConformance_StartedProgressResult(t *testing.T) {
 }
 
 func TestConformance_ResultAck(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{Core: core.Config{RetryBase: 10 * time.Millisecond}})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 8)
@@ -403,6 +410,7 @@ func TestConformance_ResultAck(t *testing.T) {
 }
 
 func TestConformance_StateGet(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 1)
@@ -452,6 +460,7 @@ func TestConformance_StateGet(t *testing.T) {
 }
 
 func TestConformance_Bye(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	for _, kv := range [][]string{nil, {"reason", "shutting down"}} {
 		ex := executorPeer(t, addr, "e1", "t", 1)
@@ -465,6 +474,7 @@ func TestConformance_Bye(t *testing.T) {
 }
 
 func TestConformance_CancelToExecutor(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 2)
@@ -500,6 +510,7 @@ func TestConformance_CancelToExecutor(t *testing.T) {
 }
 
 func TestConformance_SubmitDone(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 4)
@@ -596,6 +607,7 @@ func TestConformance_SubmitDone(t *testing.T) {
 }
 
 func TestConformance_Query(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{Core: core.Config{RetryBase: 10 * time.Millisecond}})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 1)
@@ -642,6 +654,7 @@ func TestConformance_Query(t *testing.T) {
 }
 
 func TestConformance_List(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	var ids []uint64
@@ -694,6 +707,7 @@ func TestConformance_List(t *testing.T) {
 }
 
 func TestConformance_Stats(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	statesKeys := []string{"tasks.waiting", "tasks.pending", "tasks.dispatched", "tasks.running",
@@ -743,6 +757,7 @@ func TestConformance_Stats(t *testing.T) {
 }
 
 func TestConformance_Debug(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	for _, on := range []string{"true", "false"} {

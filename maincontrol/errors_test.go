@@ -17,6 +17,7 @@ import (
 // whether the connection stays open.
 
 func TestErrors_FrameTooLarge(t *testing.T) {
+	t.Parallel()
 	for _, maxFrame := range []int{0, 4096} {
 		limit := maxFrame
 		if limit == 0 {
@@ -56,6 +57,7 @@ func TestErrors_FrameTooLarge(t *testing.T) {
 }
 
 func TestErrors_Malformed(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	tests := []struct {
 		name  string
@@ -138,6 +140,7 @@ func keysPayload(n int) string {
 }
 
 func TestErrors_UnknownType(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	t.Run("client", func(t *testing.T) {
 		p := clientPeer(t, addr)
@@ -156,6 +159,7 @@ func TestErrors_UnknownType(t *testing.T) {
 }
 
 func TestErrors_BadRequest(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	known := cl.submit("k", "task_type", "t")
@@ -243,6 +247,7 @@ func TestErrors_BadRequest(t *testing.T) {
 }
 
 func TestErrors_BadRequestExecutor(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	registers := []struct {
 		name string
@@ -305,6 +310,7 @@ func TestErrors_BadRequestExecutor(t *testing.T) {
 }
 
 func TestErrors_NotRegistered(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	for _, typ := range []string{"submit", "query", "cancel", "list", "stats", "state_get", "debug",
 		"heartbeat", "started", "progress", "result", "bye", "welcome", "task", "error", "pong",
@@ -330,6 +336,7 @@ func TestErrors_NotRegistered(t *testing.T) {
 }
 
 func TestErrors_UnsupportedProto(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	for _, proto := range []string{"2", "0", "", "01", "one"} {
 		t.Run("hello proto="+proto, func(t *testing.T) {
@@ -351,6 +358,7 @@ func TestErrors_UnsupportedProto(t *testing.T) {
 }
 
 func TestErrors_NotPermitted(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	t.Run("executor", func(t *testing.T) {
 		ex := executorPeer(t, addr, "e1", "t", 1)
@@ -378,6 +386,7 @@ func TestErrors_NotPermitted(t *testing.T) {
 }
 
 func TestErrors_DuplicateExecutor(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	first := executorPeer(t, addr, "e1", "t", 1)
@@ -402,6 +411,7 @@ func TestErrors_DuplicateExecutor(t *testing.T) {
 }
 
 func TestErrors_UnknownTask(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	for _, typ := range []string{"query", "cancel"} {
@@ -414,6 +424,7 @@ func TestErrors_UnknownTask(t *testing.T) {
 }
 
 func TestErrors_IllegalTransition(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 1)
@@ -443,6 +454,7 @@ func TestErrors_IllegalTransition(t *testing.T) {
 }
 
 func TestErrors_QueueFull(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t, maincontrol.Config{Core: core.Config{MaxPending: 5}})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 1)
