@@ -94,6 +94,11 @@ func TestAuth_HMAC(t *testing.T) {
 		p.send("register", "executor_id", "e3", "task_types", "t", "auth", mac)
 		p.expect("registered")
 	})
+	t.Run("auth is checked before values: an oversize req is not echoed", func(t *testing.T) {
+		p := dialRaw(t, addr)
+		p.send("hello", "req", strings.Repeat("r", 65))
+		p.expectErrorClose(wire.CodeAuthFailed, "")
+	})
 	t.Run("not_registered with auth on", func(t *testing.T) {
 		p := dialRaw(t, addr)
 		p.send("stats", "req", "s")

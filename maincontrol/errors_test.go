@@ -44,6 +44,12 @@ func TestErrors_FrameTooLarge(t *testing.T) {
 				p.expectErrorClose(wire.CodeFrameTooLarge, "")
 			})
 		}
+		t.Run(name+"/header and the whole payload", func(t *testing.T) {
+			p := clientPeer(t, addr)
+			frame := append(header(uint32(limit)+1), make([]byte, limit+1)...)
+			go func() { _, _ = p.c.Write(frame) }() // may fail once the server closes
+			p.expectErrorClose(wire.CodeFrameTooLarge, "")
+		})
 		t.Run(name+"/exactly max_frame is accepted", func(t *testing.T) {
 			p := clientPeer(t, addr)
 			payload := "type=stats\nreq=full\npad="
@@ -326,6 +332,11 @@ func TestErrors_NotRegistered(t *testing.T) {
 		p.send("stats")
 		p.expectErrorClose(wire.CodeNotRegistered, "")
 	})
+	t.Run("req over 64 bytes is not echoed", func(t *testing.T) {
+		p := dialRaw(t, addr)
+		p.send("stats", "req", strings.Repeat("r", 65))
+		p.expectErrorClose(wire.CodeNotRegistered, "")
+	})
 	t.Run("after a refused hello", func(t *testing.T) {
 		p := dialRaw(t, addr)
 		p.send("register", "executor_id", "x", "task_types", "t", "slots", "0")
@@ -350,6 +361,11 @@ func TestErrors_UnsupportedProto(t *testing.T) {
 			p.expectErrorClose(wire.CodeUnsupportedProto, "")
 		})
 	}
+	t.Run("req over 64 bytes is not echoed", func(t *testing.T) {
+		p := dialRaw(t, addr)
+		p.send("hello", "req", strings.Repeat("r", 65), "proto", "2")
+		p.expectErrorClose(wire.CodeUnsupportedProto, "")
+	})
 	t.Run("proto is checked before values", func(t *testing.T) {
 		p := dialRaw(t, addr)
 		p.send("register", "proto", "2", "executor_id", "e1", "task_types", "t", "slots", "0")

@@ -70,8 +70,17 @@ func submitAndQuery(addr string, i int) (uint64, error) {
 
 func TestLoad_ThousandConcurrentClients(t *testing.T) {
 	t.Parallel()
+	for _, loops := range []int{1, 4} {
+		t.Run("event loops "+strconv.Itoa(loops), func(t *testing.T) {
+			t.Parallel()
+			concurrentClients(t, maincontrol.Config{EventLoops: loops})
+		})
+	}
+}
+
+func concurrentClients(t *testing.T, cfg maincontrol.Config) {
 	const n = 1000
-	addr := startServer(t, maincontrol.Config{})
+	addr := startServer(t, cfg)
 	ids := make([]uint64, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
