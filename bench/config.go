@@ -54,6 +54,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.Producers, 4)
 	def(&c.Executors, 8)
+	c.Executors = max(c.Executors, 0) // negative: none
 	def(&c.Slots, 256)
 	def(&c.Window, 1024)
 	if c.Payload < 0 {
@@ -75,7 +76,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.PeakDuration = 5 * time.Second
 	}
 	switch {
-	case c.Producers < 1 || c.Executors < 0 || c.Slots < 1 || c.Window < 1:
+	case c.Producers < 1 || c.Slots < 1 || c.Window < 1:
 		return c, fmt.Errorf("%w: producers, slots and window must be positive", ErrBadConfig)
 	case c.ExecutorMode != "raw" && c.ExecutorMode != "process":
 		return c, fmt.Errorf("%w: executor mode %q: want raw or process", ErrBadConfig, c.ExecutorMode)

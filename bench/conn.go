@@ -28,8 +28,12 @@ type frameConn struct {
 	wmu sync.Mutex
 }
 
-func newFrameConn(c net.Conn) *frameConn {
-	return &frameConn{c: c, buf: make([]byte, readChunk)}
+func newFrameConn(c net.Conn) *frameConn { return newFrameConnSize(c, readChunk) }
+
+// newFrameConnSize uses a read buffer of size bytes (it grows for a frame
+// that does not fit).
+func newFrameConnSize(c net.Conn, size int) *frameConn {
+	return &frameConn{c: c, buf: make([]byte, max(size, 512))}
 }
 
 // readBatch reads once and calls fn for each whole frame now buffered. The
@@ -80,6 +84,9 @@ func (f *frameConn) next() (*wire.Message, error) {
 			f.end = copy(f.buf, f.buf[f.start:f.end])
 			f.start = 0
 		}
+		if f.end == len(f.buf) {
+			f.buf = append(f.buf, make([]byte, len(f.buf))...)
+		}
 		n, err := f.c.Read(f.buf[f.end:])
 		f.end += n
 		if err != nil && n == 0 {
@@ -102,6 +109,11 @@ var ErrRefused = errors.New("main control refused")
 
 // dialWelcome connects and reads the welcome frame, returning the nonce.
 func dialWelcome(addr string, timeout time.Duration) (*frameConn, string, error) {
+	return dialWelcomeSize(addr, timeout, readChunk)
+}
+
+// dialWelcomeSize is dialWelcome with a read buffer of size bytes.
+func dialWelcomeSize(addr string, timeout time.Duration, size int) (*frameConn, string, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, "", err
@@ -109,7 +121,7 @@ func dialWelcome(addr string, timeout time.Duration) (*frameConn, string, error)
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	f := newFrameConn(c)
+	f := newFrameConnSize(c, size)
 	_ = c.SetDeadline(time.Now().Add(timeout))
 	m, err := f.next()
 	if err != nil {
@@ -145,8 +157,8 @@ func dialClient(addr string, token []byte, name string, timeout time.Duration) (
 
 // dialExecutor connects as an executor and returns the connection and the
 // announced heartbeat interval.
-func dialExecutor(addr string, token []byte, id string, types []string, slots int, timeout time.Duration) (*frameConn, time.Duration, error) {
-	f, nonce, err := dialWelcome(addr, timeout)
+func dialExecutor(addr string, token []byte, id string, types []string, slots int, timeout time.Duration, bufSize int) (*frameConn, time.Duration, error) {
+	f, nonce, err := dialWelcomeSize(addr, timeout, bufSize)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -60,11 +60,12 @@ type RawExecutor struct {
 	errFrames atomic.Int64 // error frames received
 
 	mu      sync.Mutex
-	running map[string]struct{} // task_id.version held (hold, nostart)
+	running map[string]struct{} // task_id.version started and held (hold)
 	seq     uint64
 
 	// OnTask, if set before Run, is called on the reading goroutine for
-	// every task received, with its id and version.
+	// every task received, with its id and version. The strings borrow
+	// from the read buffer: clone what is kept.
 	OnTask func(taskID, version string)
 }
 
@@ -78,6 +79,9 @@ type ExecutorOptions struct {
 	Token   []byte
 	Timeout time.Duration // for the handshake; default 10 s
 	Start   time.Time     // origin of the per-second timeline
+	// BufSize is the read buffer in bytes (default 256 KiB); idle fleets
+	// of thousands of executors use a small one.
+	BufSize int
 }
 
 // DialExecutor connects and registers a raw executor.
@@ -91,7 +95,10 @@ func DialExecutor(o ExecutorOptions) (*RawExecutor, error) {
 	if o.Slots == 0 {
 		o.Slots = 1
 	}
-	fc, hb, err := dialExecutor(o.Addr, o.Token, o.ID, o.Types, o.Slots, o.Timeout)
+	if o.BufSize == 0 {
+		o.BufSize = readChunk
+	}
+	fc, hb, err := dialExecutor(o.Addr, o.Token, o.ID, o.Types, o.Slots, o.Timeout, o.BufSize)
 	if err != nil {
 		return nil, fmt.Errorf("executor %s: cannot register: %w", o.ID, err)
 	}
@@ -171,13 +178,13 @@ func (e *RawExecutor) handle(m *wire.Message) error {
 
 // answer appends the frames that answer one task to the pending write.
 func (e *RawExecutor) answer(m *wire.Message, id, ver string) error {
-	if e.mode != ExecEcho {
+	switch e.mode {
+	case ExecNoStart:
+		return nil // not started, so not listed in running= either
+	case ExecHold:
 		e.mu.Lock()
 		e.running[id+"."+ver] = struct{}{}
 		e.mu.Unlock()
-		if e.mode == ExecNoStart {
-			return nil
-		}
 	}
 	b := wire.Begin(e.out, "started")
 	b.StrK(keyTaskID, id)

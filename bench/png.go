@@ -19,12 +19,19 @@ var _ canvas = (*pngCanvas)(nil)
 // fontScale is the size of one font cell in pixels.
 const fontScale = 2
 
+// set paints one pixel, ignoring those outside the image.
+func (p *pngCanvas) set(x, y int, c color.RGBA) {
+	if x < 0 || y < 0 || x >= plotW || y >= plotH {
+		return
+	}
+	i := y*p.img.Stride + 4*x
+	p.img.Pix[i], p.img.Pix[i+1], p.img.Pix[i+2], p.img.Pix[i+3] = c.R, c.G, c.B, c.A
+}
+
 func (p *pngCanvas) dot(x, y int, half int, c color.RGBA) {
 	for dy := -half; dy <= half; dy++ {
 		for dx := -half; dx <= half; dx++ {
-			if image.Pt(x+dx, y+dy).In(p.img.Rect) {
-				p.img.SetRGBA(x+dx, y+dy, c)
-			}
+			p.set(x+dx, y+dy, c)
 		}
 	}
 }
@@ -63,10 +70,7 @@ func (p *pngCanvas) text(x, y float64, s, anchor string, c color.RGBA) {
 				}
 				for dy := range fontScale {
 					for dx := range fontScale {
-						px, py := x0+i*adv+col*fontScale+dx, y0+row*fontScale+dy
-						if image.Pt(px, py).In(p.img.Rect) {
-							p.img.SetRGBA(px, py, c)
-						}
+						p.set(x0+i*adv+col*fontScale+dx, y0+row*fontScale+dy, c)
 					}
 				}
 			}
@@ -78,8 +82,9 @@ func (p *pngCanvas) text(x, y float64, s, anchor string, c color.RGBA) {
 // PlotPNG returns the report's plot as a PNG image.
 func PlotPNG(r *Report) ([]byte, error) {
 	img := image.NewRGBA(image.Rect(0, 0, plotW, plotH))
-	for i := range img.Pix {
-		img.Pix[i] = 0xff
+	img.Pix[0] = 0xff
+	for n := 1; n < len(img.Pix); n *= 2 { // white, by doubling copies
+		copy(img.Pix[n:], img.Pix[:n])
 	}
 	draw(&pngCanvas{img: img}, r)
 	var b bytes.Buffer

@@ -123,6 +123,9 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if cfg.Token, err = c.token(); err != nil {
 		return err
 	}
+	if cfg.Executors == 0 {
+		cfg.Executors = -1 // none: the library reads 0 as its default
+	}
 	cfg.Addr, cfg.Binary, cfg.Fsync = c.addr, c.binary, c.fsync
 	cfg.MainControlArgs = strings.Fields(c.mcArgs)
 	cfg.Progress = c.progressTo(stderr)
@@ -159,4 +162,154 @@ func parseRate(s string) (rate, ofPeak float64, err error) {
 		return 0, 0, fmt.Errorf("--rate %q: want tasks per second or a percentage of the peak", s)
 	}
 	return f, 0, nil
+}
+
+func init() {
+	benchSubcommands["wire"] = runBenchWire
+}
+
+func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench wire", "bench wire [--addr A] [flags]", stderr)
+	var c commonBenchFlags
+	c.register(fs)
+	var cfg bench.WireConfig
+	fs.Float64Var(&cfg.Rate, "rate", 200, "probes per second")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to probe")
+	fs.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1e6), "random seed: the same seed sends the same probes")
+	fs.IntVar(&cfg.Probe, "probe", -1, "run only this probe of the seed's sequence and show it (to reproduce a finding)")
+	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "how long to wait for an answer")
+	fs.DurationVar(&cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 256, "probes in flight at most")
+	fs.StringVar(&cfg.Cases, "cases", "", "only the probe cases whose name contains this")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Token, err = c.token(); err != nil {
+		return err
+	}
+	cfg.Addr, cfg.Binary = c.addr, c.binary
+	cfg.Progress = c.progressTo(stderr)
+	rep, err := bench.RunWire(ctx, cfg)
+	if rep == nil {
+		return err
+	}
+	if perr := c.report(stdout, rep.WriteText, rep.WriteJSON); perr != nil {
+		return perr
+	}
+	if err == nil && (rep.Unexpected > 0 || !rep.AliveAfter || rep.Crashed != "") {
+		return exitError{code: 3}
+	}
+	return err
+}
+
+func init() {
+	benchSubcommands["idle"] = runBenchIdle
+	benchSubcommands["pending"] = runBenchPending
+	benchSubcommands["failover"] = runBenchFailover
+	benchSubcommands["executor"] = runBenchExecutor
+}
+
+func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench idle", "bench idle [flags]", stderr)
+	var c commonBenchFlags
+	c.register(fs)
+	var cfg bench.IdleConfig
+	fs.IntVar(&cfg.Executors, "executors", 10_000, "idle executors to connect")
+	fs.DurationVar(&cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
+	fs.IntVar(&cfg.Dialers, "dialers", 100, "connections opened at once")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if c.addr != "" {
+		return fmt.Errorf("bench idle starts its own main control, to read its memory: drop --addr")
+	}
+	cfg.Binary, cfg.Args, cfg.Progress = c.binary, strings.Fields(c.mcArgs), c.progressTo(stderr)
+	rep, err := bench.RunIdle(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return c.report(stdout, rep.WriteText, rep.WriteJSON)
+}
+
+func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench pending", "bench pending [flags]", stderr)
+	var c commonBenchFlags
+	c.register(fs)
+	fs.Lookup("fsync").DefValue = "never"
+	_ = fs.Set("fsync", "never")
+	var cfg bench.PendingConfig
+	fs.Int64Var(&cfg.Tasks, "tasks", 1_000_000, "tasks to leave pending")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "data dir (default: a temp dir, removed after)")
+	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting")
+	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload per task")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if c.addr != "" {
+		return fmt.Errorf("bench pending starts and restarts its own main control: drop --addr")
+	}
+	cfg.Binary, cfg.Fsync, cfg.Args, cfg.Progress = c.binary, c.fsync, strings.Fields(c.mcArgs), c.progressTo(stderr)
+	rep, err := bench.RunPending(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return c.report(stdout, rep.WriteText, rep.WriteJSON)
+}
+
+func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench failover", "bench failover [flags]", stderr)
+	var c commonBenchFlags
+	c.register(fs)
+	var cfg bench.FailoverConfig
+	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
+	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds per variant")
+	fs.StringVar(&cfg.Victim, "victim", "raw", "the executor killed: raw (apollo11 bench executor) or process (apollo11 executor)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if c.addr != "" {
+		return fmt.Errorf("bench failover starts its own main control with a short heartbeat timeout: drop --addr")
+	}
+	cfg.Binary, cfg.Args, cfg.Progress = c.binary, strings.Fields(c.mcArgs), c.progressTo(stderr)
+	rep, err := bench.RunFailover(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return c.report(stdout, rep.WriteText, rep.WriteJSON)
+}
+
+// runBenchExecutor is a raw-wire executor process: what bench failover
+// kills, and a light executor for load runs on another machine.
+func runBenchExecutor(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlagSet("bench executor", "bench executor --connect A --id ID [flags]", stderr)
+	var o bench.ExecutorOptions
+	var types, mode, tokenFile string
+	fs.StringVar(&o.Addr, "connect", "127.0.0.1:1969", "main control address")
+	fs.StringVar(&o.ID, "id", "", "executor id")
+	fs.StringVar(&types, "types", "echo", "task types served, comma-separated")
+	fs.IntVar(&o.Slots, "slots", 1, "slots")
+	fs.StringVar(&mode, "mode", "echo", "echo (answer at once), hold (start and keep running) or nostart (never start)")
+	fs.StringVar(&tokenFile, "token-file", "", "shared token file, when the main control has auth on")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if o.ID == "" {
+		return fmt.Errorf("--id is required")
+	}
+	var err error
+	if o.Mode, err = bench.ParseExecMode(mode); err != nil {
+		return err
+	}
+	if tokenFile != "" {
+		if o.Token, err = auth.LoadToken(tokenFile); err != nil {
+			return err
+		}
+	}
+	o.Types = strings.Split(types, ",")
+	e, err := bench.DialExecutor(o)
+	if err != nil {
+		return err
+	}
+	return e.Run(ctx)
 }

@@ -1,0 +1,447 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// WireConfig is a protocol probe run: valid and damaged frames sent to a
+// main control (ours or anyone's implementation of wire-v1) at a set rate,
+// each probe on its own connection, with the answers checked against the
+// spec.
+type WireConfig struct {
+	Addr   string // "" starts a main control as a child process
+	Binary string // apollo11 binary for that; "" means this executable
+	Token  []byte
+
+	Rate     float64       // probes per second (default 200)
+	Duration time.Duration // default 10 s
+	Seed     uint64        // same seed, same probes
+	// Probe, when >= 0, runs only probe number Probe of the seed's
+	// sequence and reports its bytes: how to reproduce a finding.
+	Probe       int
+	Timeout     time.Duration // how long to wait for an answer (default 2 s)
+	Linger      time.Duration // how long to watch for a close after an answer (default 200 ms)
+	Concurrency int           // probes in flight at most (default 256)
+	Cases       string        // only cases whose name contains this
+	Progress    io.Writer
+}
+
+func (c WireConfig) withDefaults() WireConfig {
+	if c.Rate <= 0 {
+		c.Rate = 200
+	}
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 2 * time.Second
+	}
+	if c.Linger <= 0 {
+		c.Linger = 200 * time.Millisecond
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 256
+	}
+	return c
+}
+
+// WireReport is what the peer answered.
+type WireReport struct {
+	Target     string           `json:"target"`
+	Seed       uint64           `json:"seed"`
+	Probes     int64            `json:"probes"`
+	Elapsed    float64          `json:"elapsed_s"`
+	Outcomes   map[string]int64 `json:"outcomes"` // over every probe
+	Unexpected int64            `json:"unexpected"`
+	DialErrors int64            `json:"dial_errors"`
+	Cases      []WireCaseReport `json:"cases"`
+	// Examples are the first few unexpected probes, with what to run to
+	// reproduce each.
+	Examples []WireExample `json:"examples,omitempty"`
+	// AliveAfter says whether the peer still answered a stats request
+	// after the run.
+	AliveAfter bool    `json:"alive_after"`
+	AliveError string  `json:"alive_error,omitempty"`
+	Latency    Summary `json:"latency"` // probe sent to first answer
+	// Crashed is set when the main control the harness started exited.
+	Crashed string `json:"crashed,omitempty"`
+
+	hist *Histogram
+}
+
+// WireCaseReport is one case's tally.
+type WireCaseReport struct {
+	Name       string           `json:"name"`
+	Expect     string           `json:"expect"`
+	Probes     int64            `json:"probes"`
+	Outcomes   map[string]int64 `json:"outcomes"`
+	Unexpected int64            `json:"unexpected"`
+	Latency    Summary          `json:"latency"`
+
+	hist *Histogram
+}
+
+// WireExample is one unexpected probe.
+type WireExample struct {
+	Probe     int    `json:"probe"`
+	Case      string `json:"case"`
+	Sent      string `json:"sent"` // Go-quoted bytes
+	Outcome   string `json:"outcome"`
+	Expect    string `json:"expect"`
+	Reproduce string `json:"reproduce"`
+}
+
+// probeResult is one probe's outcome.
+type probeResult struct {
+	idx     int
+	c       *wireCase
+	sent    []byte
+	outcome string
+	latency time.Duration // -1: no answer
+	dialErr error
+}
+
+// RunWire runs the probes and tallies the answers. It returns an error only
+// when it could not run at all; a peer that misbehaves is in the report.
+func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
+	cfg = cfg.withDefaults()
+	_, _ = RaiseFileLimit()
+	var mc *MainControl
+	if cfg.Addr == "" {
+		var err error
+		if mc, err = StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary}); err != nil {
+			return nil, err
+		}
+		defer mc.Close()
+		cfg.Addr = mc.Addr
+	}
+	cases := wireCases
+	if cfg.Cases != "" {
+		cases = nil
+		for _, c := range wireCases {
+			if strings.Contains(c.name, cfg.Cases) {
+				cases = append(cases, c)
+			}
+		}
+		if len(cases) == 0 {
+			return nil, fmt.Errorf("%w: no probe case matches %q", ErrBadConfig, cfg.Cases)
+		}
+	}
+	rep := newWireReport(cfg, cases)
+	start := time.Now()
+	if cfg.Probe >= 0 {
+		rep.add(cfg, runProbe(cfg, cases, cfg.Probe))
+	} else {
+		runProbes(ctx, cfg, cases, start, rep)
+	}
+	rep.Elapsed = time.Since(start).Seconds()
+	rep.finish()
+	rep.checkAlive(cfg)
+	if mc != nil {
+		select {
+		case <-mc.exited:
+			rep.Crashed = "the main control exited during the run: " + mc.Stderr()
+		default:
+		}
+	}
+	return rep, ctx.Err()
+}
+
+func newWireReport(cfg WireConfig, cases []wireCase) *WireReport {
+	rep := &WireReport{Target: cfg.Addr, Seed: cfg.Seed, Outcomes: map[string]int64{}, hist: NewHistogram()}
+	for _, c := range cases {
+		rep.Cases = append(rep.Cases, WireCaseReport{Name: c.name, Expect: c.expect, Outcomes: map[string]int64{},
+			hist: NewHistogram()})
+	}
+	return rep
+}
+
+// runProbes sends probes on an open-loop schedule, at most Concurrency at
+// once.
+func runProbes(ctx context.Context, cfg WireConfig, cases []wireCase, start time.Time, rep *WireReport) {
+	total := int64(cfg.Rate * cfg.Duration.Seconds())
+	pacer := NewPacer(start, cfg.Rate, total, 0, 1)
+	results := make(chan probeResult, cfg.Concurrency)
+	sem := make(chan struct{}, cfg.Concurrency)
+	var wg sync.WaitGroup
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		bar := newProgress(cfg.Progress, "", total, 0, start)
+		var n int64
+		for r := range results {
+			rep.add(cfg, r)
+			n++
+			bar.update(n, n)
+		}
+		bar.finish()
+	}()
+	for i := range total {
+		if d := time.Until(pacer.Intended(i)); d > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results <- runProbe(cfg, cases, int(i))
+		}()
+	}
+	wg.Wait()
+	close(results)
+	<-collected
+}
+
+// probeRand is the random source of probe i: the same seed and index give
+// the same probe.
+func probeRand(seed uint64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(i)))
+}
+
+// runProbe sends probe i and classifies the answer.
+func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
+	r := probeRand(cfg.Seed, i)
+	c := &cases[r.IntN(len(cases))]
+	req := "p" + strconv.Itoa(i)
+	payload := c.build(r, req)
+	res := probeResult{idx: i, c: c, sent: payload, latency: -1}
+	conn, err := net.DialTimeout("tcp", cfg.Addr, cfg.Timeout)
+	if err != nil {
+		res.dialErr = err
+		return res
+	}
+	defer conn.Close()
+	fc := newFrameConn(conn)
+	_ = conn.SetDeadline(time.Now().Add(cfg.Timeout))
+	welcome, err := fc.next()
+	if err != nil || welcome.Type() != "welcome" {
+		res.outcome = "no welcome"
+		return res
+	}
+	if c.hello {
+		nonce := welcome.Value("nonce")
+		kv := []string{"type", "hello", "req", "h", "client", "apollo11-bench-wire"}
+		if cfg.Token != nil {
+			kv = append(kv, "auth", auth.Sign(cfg.Token, nonce))
+		}
+		if err := fc.write(frame(kv...)); err != nil {
+			res.outcome = "hello failed: " + errClass(err)
+			return res
+		}
+		if m, err := fc.next(); err != nil || m.Type() != "hello_ok" {
+			res.outcome = "hello refused"
+			return res
+		}
+	}
+	sentAt := time.Now()
+	if err := fc.write(payload); err != nil {
+		res.outcome = "write failed: " + errClass(err)
+		return res
+	}
+	_ = conn.SetDeadline(sentAt.Add(cfg.Timeout))
+	want := max(c.replies, 1)
+	var first *wire.Message
+	var outcome string
+	for got := 0; got < want; got++ {
+		m, err := fc.next()
+		if err != nil {
+			outcome = readOutcome(outcome, err)
+			break
+		}
+		if got == 0 {
+			res.latency = time.Since(sentAt)
+			first = m
+			outcome = m.Type()
+			if outcome == "error" {
+				outcome += ":" + m.Value("code")
+			}
+		}
+	}
+	if first != nil && !strings.HasSuffix(outcome, "timeout") && !strings.Contains(outcome, "close") {
+		// Watch for a close after the answer.
+		_ = conn.SetDeadline(time.Now().Add(cfg.Linger))
+		for {
+			if _, err := fc.next(); err != nil {
+				if !isTimeout(err) {
+					outcome += "+close"
+				}
+				break
+			}
+		}
+	}
+	res.outcome = outcome
+	return res
+}
+
+// readOutcome names how a read ended when no (further) frame came.
+func readOutcome(sofar string, err error) string {
+	var what string
+	switch {
+	case isTimeout(err):
+		what = "timeout"
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, net.ErrClosed):
+		what = "close"
+	case errors.Is(err, wire.ErrMalformed), errors.Is(err, wire.ErrFrameTooLarge):
+		what = "malformed-answer"
+	default:
+		what = errClass(err)
+	}
+	if sofar == "" {
+		return what
+	}
+	if what == "timeout" {
+		return sofar + "+missing-replies"
+	}
+	return sofar + "+" + what
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func errClass(err error) string {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return se.Error()
+	}
+	return "error"
+}
+
+// matches reports whether outcome is one of expect's alternatives.
+func matches(expect, outcome string) bool {
+	for alt := range strings.SplitSeq(expect, "|") {
+		if alt == outcome {
+			return true
+		}
+		if alt == "any" && !strings.Contains(outcome, "missing-replies") && !strings.Contains(outcome, "malformed-answer") &&
+			!strings.HasPrefix(outcome, "no welcome") {
+			return true
+		}
+	}
+	return false
+}
+
+// add tallies one probe; it runs on one goroutine.
+func (rep *WireReport) add(cfg WireConfig, r probeResult) {
+	rep.Probes++
+	if r.dialErr != nil {
+		rep.DialErrors++
+		rep.Outcomes["dial error"]++
+		return
+	}
+	rep.Outcomes[r.outcome]++
+	var cr *WireCaseReport
+	for i := range rep.Cases {
+		if rep.Cases[i].Name == r.c.name {
+			cr = &rep.Cases[i]
+		}
+	}
+	cr.Probes++
+	cr.Outcomes[r.outcome]++
+	if r.latency >= 0 {
+		cr.hist.RecordDuration(r.latency)
+		rep.hist.RecordDuration(r.latency)
+	}
+	if !matches(r.c.expect, r.outcome) {
+		cr.Unexpected++
+		rep.Unexpected++
+		if len(rep.Examples) < 10 || cfg.Probe >= 0 {
+			sent := r.sent
+			if len(sent) > 300 {
+				sent = sent[:300]
+			}
+			rep.Examples = append(rep.Examples, WireExample{Probe: r.idx, Case: r.c.name, Sent: strconv.Quote(string(sent)),
+				Outcome: r.outcome, Expect: r.c.expect,
+				Reproduce: fmt.Sprintf("apollo11 bench wire --addr %s --seed %d --probe %d", cfg.Addr, cfg.Seed, r.idx)})
+		}
+	}
+}
+
+func (rep *WireReport) finish() {
+	rep.Latency = rep.hist.Summarize()
+	for i := range rep.Cases {
+		rep.Cases[i].Latency = rep.Cases[i].hist.Summarize()
+	}
+}
+
+// checkAlive asks for stats on a fresh connection.
+func (rep *WireReport) checkAlive(cfg WireConfig) {
+	fc, err := dialClient(cfg.Addr, cfg.Token, "apollo11-bench-wire", cfg.Timeout)
+	if err == nil {
+		defer fc.c.Close()
+		_, err = stats(fc)
+	}
+	rep.AliveAfter = err == nil
+	if err != nil {
+		rep.AliveError = err.Error()
+	}
+}
+
+// WriteJSON writes the tally as indented JSON.
+func (rep *WireReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteText writes the tally as a table.
+func (rep *WireReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apollo11 bench wire: %d probes to %s in %.1f s (seed %d)\n", rep.Probes, rep.Target, rep.Elapsed, rep.Seed)
+	fmt.Fprintf(&b, "  unexpected answers  %d\n  dial errors         %d\n", rep.Unexpected, rep.DialErrors)
+	alive := "yes"
+	if !rep.AliveAfter {
+		alive = "NO: " + rep.AliveError
+	}
+	fmt.Fprintf(&b, "  peer alive after    %s\n", alive)
+	if rep.Crashed != "" {
+		fmt.Fprintf(&b, "  CRASH               %s\n", rep.Crashed)
+	}
+	fmt.Fprintf(&b, "  answer latency      p50 %.3f ms, p99 %.3f ms, max %.3f ms\n\n", rep.Latency.P50, rep.Latency.P99, rep.Latency.Max)
+	b.WriteString("  outcomes (all probes)\n")
+	for _, k := range slices.Sorted(maps.Keys(rep.Outcomes)) {
+		fmt.Fprintf(&b, "    %-40s %8d\n", k, rep.Outcomes[k])
+	}
+	fmt.Fprintf(&b, "\n  %-26s %6s %5s %9s  %-34s %s\n", "case", "probes", "bad", "p99 ms", "expected", "seen")
+	for _, c := range rep.Cases {
+		if c.Probes == 0 {
+			continue
+		}
+		var seen []string
+		for _, k := range slices.Sorted(maps.Keys(c.Outcomes)) {
+			seen = append(seen, fmt.Sprintf("%s x%d", k, c.Outcomes[k]))
+		}
+		fmt.Fprintf(&b, "  %-26s %6d %5d %9.3f  %-34s %s\n", c.Name, c.Probes, c.Unexpected, c.Latency.P99, c.Expect,
+			strings.Join(seen, ", "))
+	}
+	for _, e := range rep.Examples {
+		fmt.Fprintf(&b, "\n  unexpected: probe %d (%s): got %s, want %s\n    sent %s\n    reproduce: %s\n",
+			e.Probe, e.Case, e.Outcome, e.Expect, e.Sent, e.Reproduce)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// wireCase is one kind of probe of `apollo11 bench wire`: the bytes it
+// sends after the welcome (and after a hello when hello is set) and the
+// answer wire-v1 requires of a main control.
+type wireCase struct {
+	name  string
+	hello bool
+	build func(r *rand.Rand, req string) []byte
+	// expect lists the acceptable outcomes, separated by |. An outcome is
+	// the reply's type, ":code" for errors, "+close" when the peer closed
+	// after it; "close" alone is a close without a reply, "timeout" no
+	// answer within the timeout, "any" accepts everything but a hang
+	// with the connection left open when a reply was due.
+	expect  string
+	replies int // frames expected (pipelined cases); 0 means 1
+}
+
+// frame encodes a message given as alternating keys and values, type
+// first, without checks: the point is to send what the caller says.
+func frame(kv ...string) []byte {
+	var p []byte
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			p = append(p, '\n')
+		}
+		p = append(p, kv[i]...)
+		p = append(p, '=')
+		p = append(p, kv[i+1]...)
+	}
+	return rawFrame(p)
+}
+
+// rawFrame puts a length header in front of a payload.
+func rawFrame(p []byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(p)))
+	return append(b, p...)
+}
+
+// randValue is a short value that needs escaping now and then.
+func randValue(r *rand.Rand) string {
+	const chars = "abcxyz0129 _-.,é"
+	var b strings.Builder
+	for range 1 + r.IntN(12) {
+		b.WriteString(string([]rune(chars)[r.IntN(len([]rune(chars)))]))
+	}
+	switch r.IntN(6) {
+	case 0:
+		b.WriteString(`\e`) // an escaped '='
+	case 1:
+		b.WriteString(`\n\\`)
+	}
+	return b.String()
+}
+
+// validSubmit is a well-formed submit of a task type nobody serves.
+func validSubmit(r *rand.Rand, req string) []byte {
+	kv := []string{"type", "submit", "req", req, "task_type", "bench-wire-probe", "priority", fmt.Sprint(r.IntN(10))}
+	for i := range r.IntN(4) {
+		kv = append(kv, fmt.Sprintf("arg.k%d", i), randValue(r))
+	}
+	return frame(kv...)
+}
+
+// mutate flips one random bit of the payload of f (never the header).
+func flipPayloadBit(r *rand.Rand, f []byte) []byte {
+	i := wire.HeaderLen + r.IntN(len(f)-wire.HeaderLen)
+	f[i] ^= 1 << r.IntN(8)
+	return f
+}
+
+var wireCases = []wireCase{
+	// Valid requests.
+	{name: "valid stats", hello: true, expect: "stats",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req) }},
+	{name: "valid submit", hello: true, expect: "submitted", build: validSubmit},
+	{name: "valid query", hello: true, expect: "task_state|error:unknown_task",
+		build: func(r *rand.Rand, req string) []byte {
+			return frame("type", "query", "req", req, "task_id", fmt.Sprint(1+r.IntN(1000)))
+		}},
+	{name: "valid state_get", hello: true, expect: "state",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "state_get", "req", req) }},
+	{name: "valid list", hello: true, expect: "tasks",
+		build: func(r *rand.Rand, req string) []byte {
+			return frame("type", "list", "req", req, "state", "pending", "limit", fmt.Sprint(1+r.IntN(1000)))
+		}},
+	{name: "valid pipelined x20", hello: true, expect: "stats", replies: 20,
+		build: func(_ *rand.Rand, req string) []byte {
+			var b []byte
+			for i := range 20 {
+				b = append(b, frame("type", "stats", "req", fmt.Sprintf("%s-%d", req, i))...)
+			}
+			return b
+		}},
+	{name: "valid trailing LF", hello: true, expect: "stats",
+		build: func(_ *rand.Rand, req string) []byte { return rawFrame([]byte("type=stats\nreq=" + req + "\n")) }},
+	{name: "valid unknown key", hello: true, expect: "stats",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "x-future", "1") }},
+
+	// Well-formed but wrong: an error, the connection stays open.
+	{name: "unknown type", hello: true, expect: "error:unknown_type",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "frobnicate", "req", req) }},
+	{name: "bad value priority=10", hello: true, expect: "error:bad_request",
+		build: func(_ *rand.Rand, req string) []byte {
+			return frame("type", "submit", "req", req, "task_type", "t", "priority", "10")
+		}},
+	{name: "missing task_type", hello: true, expect: "error:bad_request",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "submit", "req", req) }},
+	{name: "number with sign", hello: true, expect: "error:bad_request",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "query", "req", req, "task_id", "+5") }},
+	{name: "req over 64 bytes", hello: true, expect: "error:bad_request",
+		build: func(_ *rand.Rand, _ string) []byte { return frame("type", "stats", "req", strings.Repeat("r", 65)) }},
+	{name: "client sends heartbeat", hello: true, expect: "error:not_permitted",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "heartbeat", "req", req, "seq", "1") }},
+	{name: "second hello", hello: true, expect: "error:not_permitted",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "hello", "req", req) }},
+
+	// Before the handshake.
+	{name: "submit before hello", expect: "error:not_registered+close",
+		build: func(r *rand.Rand, req string) []byte { return validSubmit(r, req) }},
+	{name: "hello proto=2", expect: "error:unsupported_proto+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "hello", "req", req, "proto", "2") }},
+	{name: "hello proto=abc", expect: "error:bad_request|error:unsupported_proto+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "hello", "req", req, "proto", "abc") }},
+
+	// Malformed: an error, then the connection closes.
+	{name: "duplicate key", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "req", req) }},
+	{name: "bad escape", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "x", `a\qb`) }},
+	{name: "lone backslash", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "x", `ab\`) }},
+	{name: "raw = in value", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "x", "a=b") }},
+	{name: "upper-case key", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "Key", "v") }},
+	{name: "key of 65 bytes", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte {
+			return frame("type", "stats", "req", req, strings.Repeat("k", 65), "v")
+		}},
+	{name: "bare prefix key", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "arg.", "v") }},
+	{name: "empty line", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return rawFrame([]byte("type=stats\n\nreq=" + req)) }},
+	{name: "line without =", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte {
+			return rawFrame([]byte("type=stats\nreq=" + req + "\nnoequals"))
+		}},
+	{name: "missing type", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("req", req, "x", "1") }},
+	{name: "invalid UTF-8", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "x", "\xff\xfe") }},
+	{name: "zero-length frame", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, _ string) []byte { return []byte{0, 0, 0, 0} }},
+	{name: "1025 keys", hello: true, expect: "error:malformed+close",
+		build: func(_ *rand.Rand, req string) []byte {
+			kv := []string{"type", "stats", "req", req}
+			for i := range 1023 {
+				kv = append(kv, fmt.Sprintf("k%d", i), "v")
+			}
+			return frame(kv...)
+		}},
+	{name: "oversize header", hello: true, expect: "error:frame_too_large+close",
+		build: func(r *rand.Rand, _ string) []byte {
+			return binary.BigEndian.AppendUint32(nil, 0x7fffffff-uint32(r.IntN(1000)))
+		}},
+	{name: "malformed before hello", expect: "error:malformed+close",
+		build: func(_ *rand.Rand, _ string) []byte { return rawFrame([]byte("type=hello\nreq=a\nreq=b")) }},
+
+	// Incomplete: the peer must keep waiting for the rest.
+	{name: "truncated frame", hello: true, expect: "timeout",
+		build: func(r *rand.Rand, req string) []byte {
+			f := frame("type", "stats", "req", req, "pad", strings.Repeat("p", 20))
+			return f[:len(f)-1-r.IntN(20)]
+		}},
+
+	// Random damage: any answer but a hang or a crash.
+	{name: "bit flip in payload", hello: true, expect: "any",
+		build: func(r *rand.Rand, req string) []byte { return flipPayloadBit(r, validSubmit(r, req)) }},
+	{name: "random bytes", hello: true, expect: "any",
+		build: func(r *rand.Rand, _ string) []byte {
+			b := make([]byte, 4+r.IntN(64))
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+			return b
+		}},
+}
