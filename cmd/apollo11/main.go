@@ -35,7 +35,16 @@ func init() {
 	commands = map[string]command{
 		"maincontrol": {"run the main control (the state authority)", runMaincontrol},
 		"version":     {"print the version", runVersion},
+		"executor":    {"run an executor (the built-in task types)", runExecutor},
+		"dev":         {"run a main control and two local executors: the quick start", runDev},
 		"inspect":     {"show a data dir offline: files, counts, one task's history", runInspect},
+		"submit":      {"submit a task (--wait: follow it to the end)", runSubmit},
+		"status":      {"show one task", runStatus},
+		"cancel":      {"cancel a task", runCancel},
+		"list":        {"list task ids in one state", runList},
+		"stats":       {"show the main control's counters", runStats},
+		"state":       {"show the shared state", runState},
+		"debug":       {"turn the main control's frame logging on or off", runDebug},
 		"bench":       {"load a main control and report throughput, latency and cost", runBench},
 	}
 }

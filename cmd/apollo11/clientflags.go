@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/client"
+)
+
+// clientFlags are the flags every client command has.
+type clientFlags struct {
+	addr      string
+	tokenFile string
+	asJSON    bool
+	timeout   time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:1969", "main control address")
+	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of text")
+	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "time allowed to connect and get a reply (not the wait of submit --wait)")
+}
+
+// dial connects and says hello.
+func (c *clientFlags) dial() (*client.Client, error) {
+	var token []byte
+	if c.tokenFile != "" {
+		var err error
+		if token, err = auth.LoadToken(c.tokenFile); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	cl, err := client.Dial(ctx, c.addr, client.Options{Token: token, Name: "apollo11-cli",
+		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the main control at %s: %w", c.addr, err)
+	}
+	return cl, nil
+}
+
+func (c *clientFlags) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), c.timeout)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// clientCommand parses flags, dials, runs fn and closes.
+func clientCommand(name, synopsis string, args []string, stderr io.Writer,
+	extra func(fs *flag.FlagSet), fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
+	fs := newFlagSet(name, synopsis, stderr)
+	var cf clientFlags
+	cf.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cl, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(fs, &cf, cl)
+}

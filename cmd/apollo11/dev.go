@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/maincontrol"
+)
+
+// runDev runs a main control and two local executors in one process: the
+// quick start.
+func runDev(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dev", "dev [flags]", stderr)
+	var f maincontrolFlags
+	f.register(fs)
+	slots := fs.Int("executor-slots", 2, "slots of each local executor")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := f.config(stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	ready := make(chan struct{})
+	cfg.OnReady = func(string) { close(ready) }
+	mcCtx, stopMC := context.WithCancel(context.Background())
+	defer stopMC()
+	mcDone := make(chan error, 1)
+	go func() { mcDone <- maincontrol.Run(mcCtx, cfg) }()
+	select {
+	case err := <-mcDone:
+		return err
+	case <-ready:
+	}
+
+	exCtx, stopExecutors := context.WithCancel(context.Background())
+	defer stopExecutors()
+	var wg sync.WaitGroup
+	exErrs := make(chan error, 2)
+	for i := 1; i <= 2; i++ {
+		ef := executorFlags{connect: cfg.Listen, id: fmt.Sprintf("dev-%d", i), types: "echo,sleep,fail",
+			slots: *slots, drainTimeout: 5e9}
+		ecfg, err := ef.config(cfg.Logger)
+		if err != nil {
+			return err
+		}
+		ecfg.Token = cfg.Core.Token
+		ex, err := executor.New(ecfg)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ex.Run(exCtx); err != nil {
+				exErrs <- err
+			}
+		}()
+	}
+	addrFlag := ""
+	if cfg.Listen != maincontrol.DefaultListen {
+		addrFlag = " --addr " + cfg.Listen
+	}
+	fmt.Fprintf(stdout, `apollo11 dev: main control on %s (data dir %q), executors dev-1 and dev-2 (echo, sleep, fail).
+Try, in another terminal:
+  go run ./cmd/apollo11 submit%s --type echo --arg msg=hi --wait
+  go run ./cmd/apollo11 submit%s --type sleep --arg ms=2000 --wait
+  go run ./cmd/apollo11 stats%s
+Ctrl-C stops everything.
+`, cfg.Listen, cfg.DataDir, addrFlag, addrFlag, addrFlag)
+
+	select {
+	case <-ctx.Done():
+	case err := <-mcDone:
+		stopExecutors()
+		wg.Wait()
+		return err
+	}
+	stop() // a second Ctrl-C now kills the process
+	stopExecutors()
+	wg.Wait()
+	stopMC()
+	err = <-mcDone
+	close(exErrs)
+	for e := range exErrs {
+		err = errors.Join(err, e)
+	}
+	return err
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/executor/builtin"
+)
+
+// executorFlags are the executor daemon's settings as flags.
+type executorFlags struct {
+	connect, id, types, tokenFile, execAllow string
+	slots, execMaxOutput                     int
+	drainTimeout                             time.Duration
+	allowExec                                bool
+	log                                      logFlags
+}
+
+func defaultExecutorID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "executor"
+	}
+	// Keep to the executor_id alphabet: A-Z a-z 0-9 _ . : -
+	host = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == ':', r == '-':
+			return r
+		}
+		return '-'
+	}, host)
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+func (f *executorFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.connect, "connect", "127.0.0.1:1969", "main control address")
+	fs.StringVar(&f.id, "id", defaultExecutorID(), "executor id, unique among connected executors")
+	fs.StringVar(&f.types, "types", "echo,sleep,fail", "task types to run: echo, sleep, fail, exec (comma-separated)")
+	fs.IntVar(&f.slots, "slots", 1, "tasks run at once, 1 to 65536")
+	fs.StringVar(&f.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tasks may finish before they are cancelled")
+	fs.BoolVar(&f.allowExec, "allow-exec", false, "allow the exec task type to run programs (off by default)")
+	fs.StringVar(&f.execAllow, "exec-allow", "", "comma-separated absolute paths of the programs exec may run")
+	fs.IntVar(&f.execMaxOutput, "exec-max-output", builtin.DefaultMaxOutput, "bytes of stdout and of stderr an exec task keeps")
+	f.log.register(fs)
+}
+
+// config turns the flags into an executor.Config.
+func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
+	cfg := executor.Config{Addr: f.connect, ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
+		Logger: logger, Handlers: map[string]executor.Handler{}}
+	if f.tokenFile != "" {
+		tok, err := auth.LoadToken(f.tokenFile)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Token = tok
+	}
+	var allow []string
+	for _, p := range strings.Split(f.execAllow, ",") {
+		if p != "" {
+			allow = append(allow, p)
+		}
+	}
+	for _, t := range strings.Split(f.types, ",") {
+		switch t {
+		case "echo":
+			cfg.Handlers[t] = builtin.Echo()
+		case "sleep":
+			cfg.Handlers[t] = builtin.Sleep()
+		case "fail":
+			cfg.Handlers[t] = builtin.Fail()
+		case "exec":
+			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: f.allowExec, Allow: allow, MaxOutput: f.execMaxOutput})
+		case "":
+		default:
+			return cfg, fmt.Errorf("--types: unknown built-in task type %q (echo, sleep, fail, exec)", t)
+		}
+	}
+	if f.allowExec && cfg.Handlers["exec"] == nil {
+		logger.Warn("--allow-exec given but exec is not in --types: nothing will run programs")
+	}
+	return cfg, nil
+}
+
+func runExecutor(args []string, _, stderr io.Writer) error {
+	fs := newFlagSet("executor", "executor [flags]", stderr)
+	var f executorFlags
+	f.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := f.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(logger)
+	if err != nil {
+		return err
+	}
+	ex, err := executor.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go stopOnSignals(cancel, ex.Stop, logger)
+	return ex.Run(ctx)
+}
+
+// stopOnSignals cancels (graceful stop) on the first SIGTERM or SIGINT and
+// calls hard on the second.
+func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	s := <-sig
+	log.Info("stopping: draining running tasks (signal again to stop at once)", "signal", s.String())
+	graceful()
+	<-sig
+	log.Warn("second signal: stopping at once")
+	hard()
+}

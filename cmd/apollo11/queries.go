@@ -1,0 +1,200 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/apollo11/apollo11/client"
+)
+
+func taskIDArg(fs *flag.FlagSet) (uint64, error) {
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 0, fmt.Errorf("want exactly one task id")
+	}
+	id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a task id", fs.Arg(0))
+	}
+	return id, nil
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) error {
+	return clientCommand("status", "status [flags] TASK_ID", args, stderr, nil,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			id, err := taskIDArg(fs)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			st, err := cl.Query(ctx, id)
+			if err != nil {
+				return err
+			}
+			if cf.asJSON {
+				return printJSON(stdout, st)
+			}
+			fmt.Fprintf(stdout, "task %d %s\n", st.ID, st.State)
+			fmt.Fprintf(stdout, "type %s  attempt %d/%d  version %d\n", st.Type, st.Attempt, st.MaxAttempts, st.Version)
+			if st.ExecutorID != "" {
+				fmt.Fprintf(stdout, "executor %s\n", st.ExecutorID)
+			}
+			fmt.Fprintf(stdout, "created %s  updated %s\ntrace_id %s\n",
+				st.Created.UTC().Format(time.RFC3339Nano), st.Updated.UTC().Format(time.RFC3339Nano), st.TraceID)
+			if st.Error != "" {
+				fmt.Fprintf(stdout, "error: %s\n", st.Error)
+			}
+			printOut(stdout, st.Out)
+			return nil
+		})
+}
+
+func runCancel(args []string, stdout, stderr io.Writer) error {
+	return clientCommand("cancel", "cancel [flags] TASK_ID", args, stderr, nil,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			id, err := taskIDArg(fs)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			if err := cl.Cancel(ctx, id); err != nil {
+				return err
+			}
+			if cf.asJSON {
+				return printJSON(stdout, map[string]any{"task_id": id, "cancelled": true})
+			}
+			_, err = fmt.Fprintf(stdout, "task %d cancelled\n", id)
+			return err
+		})
+}
+
+func runList(args []string, stdout, stderr io.Writer) error {
+	var state string
+	var limit int
+	var after uint64
+	var all bool
+	extra := func(fs *flag.FlagSet) {
+		fs.StringVar(&state, "state", "", "task state: waiting, pending, dispatched, running, retrying, succeeded, failed or cancelled (required)")
+		fs.IntVar(&limit, "limit", 100, "ids per page, 1 to 1000")
+		fs.Uint64Var(&after, "after", 0, "list ids after this one (the previous page's next)")
+		fs.BoolVar(&all, "all", false, "follow next to the end")
+	}
+	return clientCommand("list", "list --state S [flags]", args, stderr, extra,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			if state == "" {
+				fs.Usage()
+				return fmt.Errorf("--state is required")
+			}
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			var ids []uint64
+			var next uint64
+			var err error
+			if all {
+				ids, err = cl.ListAll(ctx, state)
+			} else {
+				ids, next, err = cl.List(ctx, state, limit, after)
+			}
+			if err != nil {
+				return err
+			}
+			if cf.asJSON {
+				out := map[string]any{"state": state, "count": len(ids), "ids": ids}
+				if next != 0 {
+					out["next"] = next
+				}
+				return printJSON(stdout, out)
+			}
+			for _, id := range ids {
+				fmt.Fprintln(stdout, id)
+			}
+			if next != 0 {
+				fmt.Fprintf(stderr, "more: apollo11 list --state %s --after %d\n", state, next)
+			}
+			return nil
+		})
+}
+
+func runStats(args []string, stdout, stderr io.Writer) error {
+	return clientCommand("stats", "stats [flags]", args, stderr, nil,
+		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			st, err := cl.Stats(ctx)
+			if err != nil {
+				return err
+			}
+			if cf.asJSON {
+				return printJSON(stdout, st)
+			}
+			total := uint64(0)
+			for _, n := range st.Tasks {
+				total += n
+			}
+			fmt.Fprintf(stdout, "tasks %d:", total)
+			for _, s := range []string{"waiting", "pending", "dispatched", "running", "retrying", "succeeded", "failed", "cancelled"} {
+				fmt.Fprintf(stdout, " %s=%d", s, st.Tasks[s])
+			}
+			fmt.Fprintf(stdout, "\nexecutors %d  state_version %d  uptime %s\n", st.Executors, st.StateVersion, st.Uptime.Round(time.Second))
+			keys := make([]string, 0, len(st.Extra))
+			for k := range st.Extra {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				fmt.Fprintf(stdout, "%s %s\n", k, st.Extra[k])
+			}
+			return nil
+		})
+}
+
+func runState(args []string, stdout, stderr io.Writer) error {
+	return clientCommand("state", "state [flags] [KEY ...]", args, stderr, nil,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			vals, ver, err := cl.StateGet(ctx, fs.Args()...)
+			if err != nil {
+				return err
+			}
+			if cf.asJSON {
+				return printJSON(stdout, map[string]any{"state_version": ver, "state": vals})
+			}
+			fmt.Fprintf(stdout, "state_version %d\n", ver)
+			keys := make([]string, 0, len(vals))
+			for k := range vals {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				fmt.Fprintf(stdout, "%s=%s\n", k, vals[k])
+			}
+			return nil
+		})
+}
+
+func runDebug(args []string, stdout, stderr io.Writer) error {
+	return clientCommand("debug", "debug [flags] on|off", args, stderr, nil,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			if fs.NArg() != 1 || (fs.Arg(0) != "on" && fs.Arg(0) != "off") {
+				fs.Usage()
+				return fmt.Errorf("want on or off")
+			}
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			if err := cl.Debug(ctx, fs.Arg(0) == "on"); err != nil {
+				return err
+			}
+			if cf.asJSON {
+				return printJSON(stdout, map[string]any{"debug": fs.Arg(0) == "on"})
+			}
+			_, err := fmt.Fprintf(stdout, "frame logging %s\n", fs.Arg(0))
+			return err
+		})
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apollo11/apollo11/client"
+)
+
+// Exit codes of `submit --wait`.
+const (
+	exitFailed    = 1
+	exitCancelled = 3
+)
+
+// kvFlag collects repeated --arg k=v.
+type kvFlag map[string]string
+
+func (k kvFlag) String() string { return "" }
+func (k kvFlag) Set(s string) error {
+	key, val, ok := strings.Cut(s, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("want k=v, got %q", s)
+	}
+	k[key] = val
+	return nil
+}
+
+func runSubmit(args []string, stdout, stderr io.Writer) error {
+	var (
+		req       client.SubmitRequest
+		argsFlag  = kvFlag{}
+		deps      string
+		wait      bool
+		waitLimit time.Duration
+	)
+	extra := func(fs *flag.FlagSet) {
+		fs.StringVar(&req.Type, "type", "", "task type (required)")
+		fs.Var(argsFlag, "arg", "task argument k=v (repeat for more)")
+		fs.IntVar(&req.Priority, "priority", 0, "priority 0-9, 9 most urgent")
+		fs.IntVar(&req.MaxAttempts, "max-attempts", 0, "attempts before the task fails (default 3)")
+		fs.DurationVar(&req.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
+		fs.DurationVar(&req.Delay, "delay", 0, "do not dispatch before this much time")
+		fs.StringVar(&req.Key, "key", "", "idempotency key: a known key returns its task instead")
+		fs.StringVar(&req.TraceID, "trace-id", "", "trace id (default: a new one)")
+		fs.StringVar(&deps, "depends-on", "", "comma-separated task ids that must succeed first")
+		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled")
+		fs.DurationVar(&waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
+	}
+	return clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", args, stderr, extra,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			if req.Type == "" {
+				fs.Usage()
+				return fmt.Errorf("--type is required")
+			}
+			req.Args = argsFlag
+			for _, d := range strings.Split(deps, ",") {
+				if d == "" {
+					continue
+				}
+				id, err := strconv.ParseUint(d, 10, 64)
+				if err != nil {
+					return fmt.Errorf("--depends-on: %q is not a task id", d)
+				}
+				req.DependsOn = append(req.DependsOn, id)
+			}
+			if !wait {
+				ctx, cancel := cf.ctx()
+				defer cancel()
+				sub, err := cl.Submit(ctx, req)
+				if err != nil {
+					return err
+				}
+				return printSubmitted(stdout, cf.asJSON, sub)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			if waitLimit > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, waitLimit)
+				defer cancel()
+			}
+			sub, done, err := cl.SubmitWait(ctx, req)
+			if err != nil {
+				if sub.ID != 0 {
+					return fmt.Errorf("task %d submitted, but waiting failed: %w", sub.ID, err)
+				}
+				return err
+			}
+			if err := printDone(stdout, cf.asJSON, sub, done); err != nil {
+				return err
+			}
+			switch done.State {
+			case "succeeded":
+				return nil
+			case "cancelled":
+				return exitError{exitCancelled}
+			}
+			return exitError{exitFailed}
+		})
+}
+
+func printSubmitted(w io.Writer, asJSON bool, s client.Submitted) error {
+	if asJSON {
+		return printJSON(w, map[string]any{"task_id": s.ID, "duplicate": s.Duplicate})
+	}
+	if s.Duplicate {
+		_, err := fmt.Fprintf(w, "task %d (duplicate key: no new task)\n", s.ID)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "task %d submitted\n", s.ID)
+	return err
+}
+
+func printDone(w io.Writer, asJSON bool, s client.Submitted, d client.Done) error {
+	if asJSON {
+		return printJSON(w, map[string]any{"task_id": d.ID, "duplicate": s.Duplicate, "state": d.State,
+			"out": d.Out, "error": d.Error})
+	}
+	fmt.Fprintf(w, "task %d %s\n", d.ID, d.State)
+	if d.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", d.Error)
+	}
+	printOut(w, d.Out)
+	return nil
+}
+
+func printOut(w io.Writer, out map[string]string) {
+	keys := make([]string, 0, len(out))
+	for k := range out {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "out.%s=%s\n", k, out[k])
+	}
+}
