@@ -101,24 +101,6 @@ func appendFieldSlow(buf []byte, k, v string) ([]byte, error) {
 	return appendEscaped(buf, v), nil
 }
 
-// appendKey appends LF key '=' after checking the key.
-func appendKey(buf []byte, k string) ([]byte, error) {
-	if !keyOK(k) {
-		return buf, keyError(k, keyProblem(k))
-	}
-	n := len(buf)
-	need := 2 + len(k)
-	if cap(buf)-n < need {
-		buf = slices.Grow(buf, need)
-	}
-	buf = buf[:n+need]
-	line := buf[n:]
-	line[0] = '\n'
-	copy(line[1:], k)
-	line[1+len(k)] = '='
-	return buf, nil
-}
-
 // appendValue appends v escaped. On error the value is not appended.
 func appendValue(buf []byte, v string) ([]byte, error) {
 	if plainString(v) {
@@ -210,12 +192,13 @@ func (b *Builder) key(k string) bool {
 	if b.err != nil {
 		return false
 	}
-	buf, err := appendKey(b.buf, k)
-	if err != nil {
-		b.err = err
+	if !keyOK(k) {
+		b.err = keyError(k, keyProblem(k))
 		return false
 	}
-	b.buf = buf
+	b.buf = append(b.buf, '\n')
+	b.buf = append(b.buf, k...)
+	b.buf = append(b.buf, '=')
 	b.keys++
 	return true
 }
