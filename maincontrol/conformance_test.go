@@ -1,8 +1,12 @@
 package maincontrol_test
 
 import (
+	"bytes"
+	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +88,7 @@ func TestConformance_Register(t *testing.T) {
 		for i := 1; i <= 2; i++ {
 			cl.submit("s", "task_type", "t")
 			task := ex.expectTask(0)
+			assert.Equal(t, strconv.Itoa(i-1), task.Value("state_version"), "task frames carry the current state_version")
 			ex.start(task)
 			ack := ex.finish(task, "status", "succeeded", "state.add.n", "1")
 			require.Equal(t, "true", ack.Value("accepted"))
@@ -758,7 +763,9 @@ func TestConformance_Stats(t *testing.T) {
 
 func TestConformance_Debug(t *testing.T) {
 	t.Parallel()
-	addr := startServer(t, maincontrol.Config{})
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	addr := startServer(t, maincontrol.Config{Logger: logger})
 	cl := clientPeer(t, addr)
 	for _, on := range []string{"true", "false"} {
 		m := cl.request("debug", "req", "d-"+on, "on", on)
@@ -766,9 +773,139 @@ func TestConformance_Debug(t *testing.T) {
 		assert.Equal(t, "debug_ok", m.Type())
 		assert.Equal(t, "d-"+on, m.Value("req"))
 	}
-	// While on, frames still flow (they are only logged).
+	cl.alive("while-off")
+	assert.NotContains(t, logs.String(), "while-off", "frames are not logged while off")
+
 	cl.request("debug", "req", "d", "on", "true")
-	cl.submit("s", "task_type", "t")
+	cl.submit("while-on", "task_type", "t")
 	cl.alive("x")
+	out := logs.String()
+	assert.Contains(t, out, "req=while-on", "the submit is logged")
+	assert.Contains(t, out, "type=submitted", "the reply is logged")
 	cl.request("debug", "req", "d", "on", "false")
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Unknown keys MUST be ignored, in every message.
+func TestConformance_UnknownKeysIgnored(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t, maincontrol.Config{})
+	x := []string{"zz.future", "1", "x-y_z", ""}
+	cl := dialRaw(t, addr)
+	assert.Equal(t, "hello_ok", cl.request("hello", append([]string{"req", "h"}, x...)...).Type())
+	ex := dialRaw(t, addr)
+	assert.Equal(t, "registered", ex.request("register", append([]string{"executor_id", "e1", "task_types", "t"}, x...)...).Type())
+	with := func(kv ...string) []string { return append(kv, x...) }
+
+	id := cl.submit("s", with("task_type", "t", "wait", "true")...)
+	task := ex.expectTask(id)
+	assert.False(t, task.Has("zz.future"), "unknown keys are not passed on")
+	ex.send("started", with("task_id", u(id), "version", task.Value("version"))...)
+	ex.send("progress", with("task_id", u(id), "version", task.Value("version"), "percent", "1")...)
+	assert.Equal(t, "pong", ex.request("heartbeat", with("seq", "1", "running", u(id)+"."+task.Value("version"))...).Type())
+	assert.Equal(t, "state", ex.request("state_get", with("req", "g")...).Type())
+	ack := ex.request("result", with("task_id", u(id), "version", task.Value("version"), "status", "succeeded")...)
+	assert.Equal(t, "true", ack.Value("accepted"))
+	assert.Equal(t, "done", cl.expect("done").Type())
+	for _, tc := range []struct {
+		typ, reply string
+		kv         []string
+	}{
+		{"query", "task_state", []string{"task_id", u(id)}},
+		{"list", "tasks", []string{"state", "succeeded"}},
+		{"stats", "stats", nil},
+		{"state_get", "state", nil},
+		{"debug", "debug_ok", []string{"on", "false"}},
+		{"cancel", "cancelled", []string{"task_id", u(cl.submit("c", "task_type", "none"))}},
+	} {
+		m := cl.request(tc.typ, with(append([]string{"req", "r"}, tc.kv...)...)...)
+		assert.Equal(t, tc.reply, m.Type(), "%s: %s", tc.typ, m)
+	}
+	assert.Equal(t, "bye_ack", ex.request("bye", x...).Type())
+}
+
+func TestConformance_Queueing(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t, maincontrol.Config{})
+	cl := clientPeer(t, addr)
+
+	t.Run("a delayed task queues by the time its delay ends", func(t *testing.T) {
+		delayed := cl.submit("a", "task_type", "q1", "delay_ms", "100")
+		prompt := cl.submit("b", "task_type", "q1")
+		time.Sleep(300 * time.Millisecond)
+		ex := executorPeer(t, addr, "q1", "q1", 1)
+		task := ex.expectTask(prompt)
+		ex.start(task)
+		ex.finish(task, "status", "succeeded")
+		ex.expectTask(delayed)
+	})
+	t.Run("a dependency chain is released, then cancelled down the chain", func(t *testing.T) {
+		a := cl.submit("a", "task_type", "q2")
+		b := cl.submit("b", "task_type", "q2", "depends_on", u(a))
+		c := cl.submit("c", "task_type", "q2", "depends_on", u(b)+","+u(a))
+		d := cl.submit("d", "task_type", "none", "depends_on", u(c))
+		ex := executorPeer(t, addr, "q2", "q2", 4)
+		task := ex.expectTask(a)
+		assert.Equal(t, "waiting", cl.stateOf(b))
+		ex.start(task)
+		ex.finish(task, "status", "succeeded")
+		task = ex.expectTask(b)
+		assert.Equal(t, "waiting", cl.stateOf(c))
+		ex.start(task)
+		ex.finish(task, "status", "failed", "retryable", "false")
+		st := cl.query(c)
+		assert.Equal(t, "cancelled", st.Value("state"))
+		assert.Equal(t, "dependency "+u(b)+" failed", st.Value("error"))
+		st = cl.query(d)
+		assert.Equal(t, "cancelled", st.Value("state"))
+		assert.Equal(t, "dependency "+u(c)+" cancelled", st.Value("error"))
+	})
+}
+
+func TestConformance_Retention(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t, maincontrol.Config{Core: core.Config{RetentionMax: 2}})
+	cl := clientPeer(t, addr)
+	var ids []uint64
+	for i := 0; i < 4; i++ {
+		ids = append(ids, cl.submit("s", "task_type", "none", "key", "r"+strconv.Itoa(i)))
+	}
+	for _, i := range []int{2, 0, 1, 3} { // end order: the newest ended are 1 and 3
+		cl.request("cancel", "req", "c", "task_id", u(ids[i]))
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		m := cl.request("list", "req", "l", "state", "cancelled")
+		if m.Value("ids") == u(ids[1])+","+u(ids[3]) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not dropped within 1 s: %s", m)
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, i := range []int{0, 2} {
+		cl.send("query", "req", "q", "task_id", u(ids[i]))
+		cl.expectError(wire.CodeUnknownTask, "q")
+	}
+	m := cl.request("submit", "req", "again", "task_type", "none", "key", "r0")
+	assert.False(t, m.Has("duplicate"), "a dropped task's key may be used again")
+	assert.Equal(t, u(ids[3]+1), m.Value("task_id"))
+	m = cl.request("submit", "req", "dup", "task_type", "none", "key", "r1")
+	assert.Equal(t, "true", m.Value("duplicate"), "a kept task's key is still known")
 }
