@@ -266,3 +266,52 @@ func TestAppendFrame_canonical(t *testing.T) {
 		})
 	}
 }
+
+func TestMustKey(t *testing.T) {
+	for _, k := range []string{"type", "task_id", "arg.src", "state.setx", key64} {
+		assert.Equal(t, k, wire.MustKey(k).String())
+	}
+	for _, k := range []string{"", "Key", "a b", key65, "arg.", "state.add."} {
+		assert.Panics(t, func() { wire.MustKey(k) }, "MustKey(%q)", k)
+	}
+}
+
+func TestBuilder_K(t *testing.T) {
+	var (
+		kTaskID = wire.MustKey("task_id")
+		kDelta  = wire.MustKey("delta")
+		kWait   = wire.MustKey("wait")
+		kNote   = wire.MustKey("note")
+	)
+	t.Run("same bytes as the validating methods", func(t *testing.T) {
+		b := wire.Begin(nil, "t")
+		b.UintK(kTaskID, 12)
+		b.IntK(kDelta, -3)
+		b.BoolK(kWait, true)
+		b.StrK(kNote, "a=b\n")
+		got, err := b.Finish()
+		require.NoError(t, err)
+
+		v := wire.Begin(nil, "t")
+		v.Uint("task_id", 12)
+		v.Int("delta", -3)
+		v.Bool("wait", true)
+		v.Str("note", "a=b\n")
+		want, err := v.Finish()
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	})
+	t.Run("the zero Key is refused", func(t *testing.T) {
+		b := wire.Begin([]byte("before"), "t")
+		b.StrK(wire.Key{}, "v")
+		got, err := b.Finish()
+		assert.ErrorIs(t, err, wire.ErrKey)
+		assert.Equal(t, "before", string(got))
+	})
+	t.Run("bad value", func(t *testing.T) {
+		b := wire.Begin(nil, "t")
+		b.StrK(kNote, "\xff")
+		_, err := b.Finish()
+		assert.ErrorIs(t, err, wire.ErrValue)
+	})
+}

@@ -24,6 +24,10 @@ func (b *Builder) trustedKey(k Key) {
 	if b.err != nil {
 		return
 	}
+	if k.s == "" { // the zero Key, not made by MustKey
+		b.err = keyError("", "empty key")
+		return
+	}
 	b.keys++
 	b.buf = append(b.buf, '\n')
 	b.buf = append(b.buf, k.s...)
