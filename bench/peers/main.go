@@ -1,0 +1,487 @@
+// Command peers loads beanstalkd or gearmand with the workload `apollo11
+// bench` puts on apollo11, so the numbers can be compared: producers
+// pipelining submits with a window, workers answering at once, payloads
+// of the same size, the daemon started here so its CPU and memory can be
+// read from /proc.
+//
+//	go run ./bench/peers --system beanstalkd --tasks 500000
+//	go run ./bench/peers --system beanstalkd --fsync always --tasks 100000
+//	go run ./bench/peers --system gearmand --tasks 500000
+//
+// beanstalkd has no completion notice to the producer: its equivalent of
+// apollo11's submit-to-done is not measured, and the apollo11 run to
+// compare with is `--wait=false` (dispatch only). gearmand's foreground
+// jobs do send WORK_COMPLETE back, like apollo11's wait=true.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/apollo11/apollo11/bench"
+)
+
+type config struct {
+	system    string
+	fsync     string
+	tasks     int64
+	producers int
+	workers   int
+	slots     int
+	window    int
+	payload   int
+	threads   int
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.system, "system", "beanstalkd", "beanstalkd or gearmand")
+	flag.StringVar(&c.fsync, "fsync", "off", "beanstalkd: off (no binlog), never (-F), batch (-f 10) or always (-f 0)")
+	flag.Int64Var(&c.tasks, "tasks", 200_000, "jobs to submit")
+	flag.IntVar(&c.producers, "producers", 4, "producer connections")
+	flag.IntVar(&c.workers, "workers", 8, "worker connections")
+	flag.IntVar(&c.slots, "slots", 256, "jobs a worker connection holds at once (reserves or grabs in flight)")
+	flag.IntVar(&c.window, "window", 1024, "submits in flight per producer")
+	flag.IntVar(&c.payload, "payload", 16, "payload bytes per job")
+	flag.IntVar(&c.threads, "threads", 4, "gearmand I/O threads")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(1)
+	}
+}
+
+// daemon is the peer server child process.
+type daemon struct {
+	cmd  *exec.Cmd
+	addr string
+	dir  string
+}
+
+func startDaemon(c config) (*daemon, error) {
+	addr, err := bench.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	dir, err := os.MkdirTemp("", "apollo11-peers-")
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{addr: addr, dir: dir}
+	var args []string
+	switch c.system {
+	case "beanstalkd":
+		args = []string{"-l", host, "-p", port}
+		switch c.fsync {
+		case "off":
+		case "never":
+			args = append(args, "-b", dir, "-F")
+		case "batch":
+			args = append(args, "-b", dir, "-f", "10")
+		case "always":
+			args = append(args, "-b", dir, "-f", "0")
+		default:
+			return nil, fmt.Errorf("--fsync %q", c.fsync)
+		}
+		d.cmd = exec.Command("beanstalkd", args...)
+	case "gearmand":
+		if c.fsync != "off" {
+			return nil, errors.New("gearmand's builtin queue keeps jobs in memory only: --fsync off")
+		}
+		d.cmd = exec.Command("gearmand", "-L", host, "-p", port, "-t", strconv.Itoa(c.threads),
+			"-l", dir+"/gearmand.log", "-P", dir+"/gearmand.pid", "--verbose", "ERROR")
+	default:
+		return nil, fmt.Errorf("--system %q: want beanstalkd or gearmand", c.system)
+	}
+	d.cmd.Stderr = os.Stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	for range 500 {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			return d, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d.stop()
+	return nil, fmt.Errorf("%s did not listen on %s", c.system, addr)
+}
+
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-done
+	}
+	os.RemoveAll(d.dir)
+}
+
+// counters are shared by a run's goroutines.
+type counters struct {
+	sent, acked, dispatched, done atomic.Int64
+	last                          atomic.Int64 // Unix ns of the latest completion
+}
+
+// payload returns the job body: the send time, padded to size.
+func payload(at int64, size int) []byte {
+	b := strconv.AppendInt(nil, at, 10)
+	for len(b) < size {
+		b = append(b, 'x')
+	}
+	return b
+}
+
+// sentAt reads the send time back from a job body.
+func sentAt(body []byte) int64 {
+	n := 0
+	for n < len(body) && body[n] >= '0' && body[n] <= '9' {
+		n++
+	}
+	v, _ := strconv.ParseInt(string(body[:n]), 10, 64)
+	return v
+}
+
+func run(ctx context.Context, c config) error {
+	if _, err := bench.RaiseFileLimit(); err != nil {
+		return err
+	}
+	d, err := startDaemon(c)
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	var cnt counters
+	dispHists := make([]*bench.Histogram, c.workers)
+	doneHists := make([]*bench.Histogram, c.producers)
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var wwg sync.WaitGroup
+	for i := range c.workers {
+		dispHists[i] = bench.NewHistogram()
+		conn, err := net.Dial("tcp", d.addr)
+		if err != nil {
+			stopWorkers()
+			return err
+		}
+		context.AfterFunc(wctx, func() { conn.Close() })
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			if c.system == "beanstalkd" {
+				beanstalkWorker(conn, c, &cnt, dispHists[i])
+			} else {
+				gearmanWorker(conn, c, &cnt, dispHists[i])
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // let the workers register
+	pid := d.cmd.Process.Pid
+	cpu0, _ := bench.ProcCPU(pid)
+	self0 := bench.SelfCPU()
+	start := time.Now()
+	var pwg sync.WaitGroup
+	perProducer := c.tasks / int64(c.producers)
+	for i := range c.producers {
+		doneHists[i] = bench.NewHistogram()
+		conn, err := net.Dial("tcp", d.addr)
+		if err != nil {
+			stopWorkers()
+			return err
+		}
+		defer conn.Close()
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			if err := produce(conn, c, perProducer, &cnt, doneHists[i]); err != nil {
+				fmt.Fprintln(os.Stderr, "producer:", err)
+			}
+		}()
+	}
+	total := perProducer * int64(c.producers)
+	want := func() int64 {
+		if c.system == "gearmand" {
+			return cnt.done.Load()
+		}
+		return cnt.dispatched.Load()
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for want() < total && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	end := time.Unix(0, cnt.last.Load())
+	cpu1, _ := bench.ProcCPU(pid)
+	_, peak, _ := bench.ProcMem(pid)
+	self1 := bench.SelfCPU()
+	stopWorkers()
+	wwg.Wait()
+	pwg.Wait()
+	elapsed := end.Sub(start).Seconds()
+	disp, done := bench.NewHistogram(), bench.NewHistogram()
+	for _, h := range dispHists {
+		disp.Merge(h)
+	}
+	for _, h := range doneHists {
+		done.Merge(h)
+	}
+	fmt.Printf("%s (fsync %s): %d producers, %d workers x %d, payload %d B, closed loop, window %d\n",
+		c.system, c.fsync, c.producers, c.workers, c.slots, c.payload, c.window)
+	fmt.Printf("  jobs         %d submitted, %d completed in %.2f s\n", cnt.sent.Load(), want(), elapsed)
+	fmt.Printf("  throughput   %.0f jobs/s\n", float64(want())/elapsed)
+	ds, dn := disp.Summarize(), done.Summarize()
+	fmt.Printf("  submit -> dispatch  p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f ms\n", ds.P50, ds.P90, ds.P99, ds.P999, ds.Max)
+	if dn.Count > 0 {
+		fmt.Printf("  submit -> done      p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f ms\n", dn.P50, dn.P90, dn.P99, dn.P999, dn.Max)
+	}
+	fmt.Printf("  server       cpu %.2f s = %.0f%% of one core, peak rss %.1f MiB\n", (cpu1 - cpu0).Seconds(),
+		100*(cpu1-cpu0).Seconds()/elapsed, float64(peak)/(1<<20))
+	fmt.Printf("  harness      cpu %.2f s = %.0f%% of one core\n", (self1 - self0).Seconds(), 100*(self1-self0).Seconds()/elapsed)
+	return nil
+}
+
+// produce submits n jobs keeping window in flight (closed loop).
+func produce(conn net.Conn, c config, n int64, cnt *counters, done *bench.Histogram) error {
+	credits := make(chan struct{}, c.window)
+	for range c.window {
+		credits <- struct{}{}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- produceReplies(conn, c, n, cnt, done, credits) }()
+	w := bufio.NewWriterSize(conn, 64<<10)
+	for i := int64(0); i < n; i++ {
+		select {
+		case <-credits:
+		case err := <-errc:
+			return err
+		}
+		body := payload(time.Now().UnixNano(), c.payload)
+		if c.system == "beanstalkd" {
+			fmt.Fprintf(w, "put 0 0 120 %d\r\n%s\r\n", len(body), body)
+		} else {
+			writeGearman(w, "REQ", 7, []byte("bench"), []byte(""), body) // SUBMIT_JOB
+		}
+		cnt.sent.Add(1)
+		if len(credits) == 0 || w.Buffered() > 32<<10 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return <-errc
+}
+
+// produceReplies reads acks (and, for gearmand, completions) and hands
+// back window credits.
+func produceReplies(conn net.Conn, c config, n int64, cnt *counters, done *bench.Histogram, credits chan struct{}) error {
+	r := bufio.NewReaderSize(conn, 64<<10)
+	var finished int64
+	for finished < n {
+		if c.system == "beanstalkd" {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return err
+			}
+			if !strings.HasPrefix(line, "INSERTED") {
+				return fmt.Errorf("put answered %q", strings.TrimSpace(line))
+			}
+			cnt.acked.Add(1)
+			finished++
+			credits <- struct{}{}
+			continue
+		}
+		typ, args, err := readGearman(r)
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case 8: // JOB_CREATED
+			cnt.acked.Add(1)
+		case 13: // WORK_COMPLETE: handle \0 data
+			now := time.Now().UnixNano()
+			if len(args) == 2 {
+				done.Record(now - sentAt(args[1]))
+			}
+			cnt.done.Add(1)
+			cnt.last.Store(now)
+			finished++
+			credits <- struct{}{}
+		default:
+			return fmt.Errorf("gearmand sent packet type %d", typ)
+		}
+	}
+	return nil
+}
+
+// beanstalkWorker reserves with slots reserves in flight and deletes each
+// job as it arrives.
+func beanstalkWorker(conn net.Conn, c config, cnt *counters, disp *bench.Histogram) {
+	w := bufio.NewWriterSize(conn, 64<<10)
+	r := bufio.NewReaderSize(conn, 64<<10)
+	for range c.slots {
+		w.WriteString("reserve\r\n")
+	}
+	if w.Flush() != nil {
+		return
+	}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "RESERVED" {
+			size, _ := strconv.Atoi(f[2])
+			body := make([]byte, size+2)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return
+			}
+			now := time.Now().UnixNano()
+			disp.Record(now - sentAt(body))
+			cnt.dispatched.Add(1)
+			cnt.last.Store(now)
+			fmt.Fprintf(w, "delete %s\r\nreserve\r\n", f[1])
+		}
+		if r.Buffered() == 0 && w.Flush() != nil {
+			return
+		}
+	}
+}
+
+// gearmanWorker grabs with slots grabs in flight and completes each job at
+// once, echoing its data.
+func gearmanWorker(conn net.Conn, c config, cnt *counters, disp *bench.Histogram) {
+	w := bufio.NewWriterSize(conn, 64<<10)
+	r := bufio.NewReaderSize(conn, 64<<10)
+	writeGearman(w, "REQ", 1, []byte("bench")) // CAN_DO
+	grab := func(k int) {
+		for range k {
+			writeGearman(w, "REQ", 9) // GRAB_JOB
+		}
+	}
+	grab(c.slots)
+	outstanding := c.slots
+	if w.Flush() != nil {
+		return
+	}
+	for {
+		typ, args, err := readGearman(r)
+		if err != nil {
+			return
+		}
+		switch typ {
+		case 11: // JOB_ASSIGN: handle, function, data
+			now := time.Now().UnixNano()
+			if len(args) == 3 {
+				disp.Record(now - sentAt(args[2]))
+				writeGearman(w, "REQ", 13, args[0], args[2]) // WORK_COMPLETE
+			}
+			cnt.dispatched.Add(1)
+			grab(1)
+		case 10: // NO_JOB
+			outstanding--
+			if outstanding == 0 {
+				writeGearman(w, "REQ", 4) // PRE_SLEEP
+			}
+		case 6: // NOOP: work is waiting
+			if outstanding == 0 {
+				grab(c.slots)
+				outstanding = c.slots
+			}
+		}
+		if r.Buffered() == 0 && w.Flush() != nil {
+			return
+		}
+	}
+}
+
+// writeGearman writes one binary packet: magic, type, size, NUL-joined args.
+func writeGearman(w *bufio.Writer, magic string, typ uint32, args ...[]byte) {
+	size := 0
+	for i, a := range args {
+		size += len(a)
+		if i > 0 {
+			size++
+		}
+	}
+	var hdr [12]byte
+	hdr[0] = 0
+	copy(hdr[1:4], magic)
+	putU32(hdr[4:], typ)
+	putU32(hdr[8:], uint32(size))
+	w.Write(hdr[:])
+	for i, a := range args {
+		if i > 0 {
+			w.WriteByte(0)
+		}
+		w.Write(a)
+	}
+}
+
+func putU32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
+
+// readGearman reads one response packet and splits its arguments.
+func readGearman(r *bufio.Reader) (uint32, [][]byte, error) {
+	var hdr [12]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	typ := uint32(hdr[4])<<24 | uint32(hdr[5])<<16 | uint32(hdr[6])<<8 | uint32(hdr[7])
+	size := uint32(hdr[8])<<24 | uint32(hdr[9])<<16 | uint32(hdr[10])<<8 | uint32(hdr[11])
+	body := make([]byte, size)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, nil, err
+	}
+	if size == 0 {
+		return typ, nil, nil
+	}
+	var args [][]byte
+	switch typ {
+	case 11: // handle, function, data (data may hold NULs)
+		args = splitN(body, 3)
+	case 13: // handle, data
+		args = splitN(body, 2)
+	default:
+		args = [][]byte{body}
+	}
+	return typ, args, nil
+}
+
+func splitN(b []byte, n int) [][]byte {
+	var out [][]byte
+	for len(out) < n-1 {
+		i := strings.IndexByte(string(b), 0)
+		if i < 0 {
+			break
+		}
+		out = append(out, b[:i])
+		b = b[i+1:]
+	}
+	return append(out, b)
+}

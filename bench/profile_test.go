@@ -1,0 +1,39 @@
+package bench_test
+
+import (
+	"context"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/apollo11/apollo11/bench"
+	"github.com/apollo11/apollo11/maincontrol"
+)
+
+// BenchmarkMainControl_Echo runs the headline load (4 producers, 8 raw
+// executors, echo tasks with wait=true, persistence off) against a main
+// control in this process, one task per b.N. Its goroutines carry the
+// pprof label side=maincontrol and the harness's side=harness, so a CPU
+// profile splits cleanly:
+//
+//	go test ./bench -run '^$' -bench MainControl_Echo -benchtime 300000x -cpuprofile cpu.out
+//	go tool pprof -tagfocus side=maincontrol -top cpu.out
+func BenchmarkMainControl_Echo(b *testing.B) {
+	var addr string
+	pprof.Do(context.Background(), pprof.Labels("side", "maincontrol"), func(context.Context) {
+		addr = startMainControl(b, func(c *maincontrol.Config) {})
+	})
+	b.ResetTimer()
+	var rep *bench.Report
+	var err error
+	pprof.Do(context.Background(), pprof.Labels("side", "harness"), func(ctx context.Context) {
+		rep, err = bench.Run(ctx, bench.Config{Addr: addr, Tasks: int64(b.N), Wait: true, Drain: time.Minute})
+	})
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(rep.Throughput, "tasks/s")
+	b.ReportMetric(rep.SubmitToDone.P99, "p99-done-ms")
+	b.ReportMetric(rep.Harness.CPUSeconds/float64(b.N)*1e9, "harness-cpu-ns/task")
+}
