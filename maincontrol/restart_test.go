@@ -2,6 +2,7 @@ package maincontrol_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +182,79 @@ func TestRestart_DispatchesRestored(t *testing.T) {
 	assert.Equal(t, "true", ex.finish(ta, "status", "succeeded").Value("accepted"))
 	ex.start(again)
 	assert.Equal(t, "true", ex.finish(again, "status", "succeeded").Value("accepted"))
+}
+
+// A graceful stop under a stream of pipelined submits: every submitted the
+// client got names a task that exists after the restart, and no id is given
+// twice.
+func TestRestart_StopUnderLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr, stop := runUntil(t, maincontrol.Config{DataDir: dir})
+	cl := clientPeer(t, addr)
+	const n = 20000
+	var buf []byte
+	for i := 0; i < n; i++ {
+		buf = append(buf, mustFrame(t, "submit", "req", strconv.Itoa(i), "task_type", "t")...)
+	}
+	go func() { _, _ = cl.c.Write(buf) }() // fails once the server closes
+	confirmed := make(chan []string, 1)
+	started := make(chan struct{})
+	go func() {
+		var ids []string
+		_ = cl.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for {
+			m, err := cl.r.ReadMessage()
+			if err != nil {
+				confirmed <- ids
+				return
+			}
+			if m.Type() == "submitted" {
+				ids = append(ids, m.Value("task_id"))
+				if len(ids) == 1000 {
+					close(started)
+				}
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no submits confirmed")
+	}
+	stop()
+	ids := <-confirmed
+	t.Logf("%d of %d submits confirmed before the stop", len(ids), n)
+
+	addr, _ = runUntil(t, maincontrol.Config{DataDir: dir})
+	cl = clientPeer(t, addr)
+	seen := map[string]bool{}
+	maxID := uint64(0)
+	for _, id := range ids {
+		require.False(t, seen[id], "id %s confirmed twice", id)
+		seen[id] = true
+		n, _ := strconv.ParseUint(id, 10, 64)
+		maxID = max(maxID, n)
+	}
+	// Every confirmed task survived; list them all by pages.
+	found := map[string]bool{}
+	after := "0"
+	for {
+		m := cl.request("list", "req", "l", "state", "pending", "limit", "1000", "after", after)
+		require.Equal(t, "tasks", m.Type())
+		if m.Value("ids") != "" {
+			for _, id := range strings.Split(m.Value("ids"), ",") {
+				found[id] = true
+			}
+		}
+		next, ok := m.Get("next")
+		if !ok {
+			break
+		}
+		after = next
+	}
+	for _, id := range ids {
+		assert.True(t, found[id], "confirmed task %s lost in a graceful stop", id)
+	}
+	assert.Greater(t, cl.submit("new", "task_type", "t"), maxID, "ids are never reused")
 }
