@@ -216,3 +216,30 @@ func TestExecutors_StartAndTaskTimeouts(t *testing.T) {
 		assert.True(t, strings.HasPrefix(d.Value("error"), "timeout"), d.Value("error"))
 	})
 }
+
+// A connection that drops is not a loss: an executor that registers again
+// within timeout_ms and lists its running task keeps it.
+func TestExecutors_ReconnectKeepsTasks(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t, maincontrol.Config{Core: core.Config{HeartbeatTimeout: 3 * time.Second}})
+	cl := clientPeer(t, addr)
+	ex := executorPeer(t, addr, "e1", "t", 1)
+	id := cl.submit("s", "task_type", "t", "wait", "true")
+	task := ex.expectTask(id)
+	ex.start(task)
+	require.NoError(t, ex.c.Close())
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, "running", cl.stateOf(id))
+	assert.Equal(t, "0", cl.request("stats", "req", "s").Value("executors"))
+
+	ex = executorPeer(t, addr, "e1", "t", 1)
+	token := u(id) + "." + task.Value("version")
+	for seq := 1; seq <= 3; seq++ {
+		assert.Equal(t, "pong", ex.request("heartbeat", "seq", u(uint64(seq)), "running", token).Type())
+	}
+	assert.Equal(t, "running", cl.stateOf(id))
+	assert.Equal(t, "true", ex.finish(task, "status", "succeeded", "out.r", "ok").Value("accepted"))
+	d := cl.expect("done")
+	assert.Equal(t, "succeeded", d.Value("state"))
+	assert.Equal(t, "ok", d.Value("out.r"))
+}
