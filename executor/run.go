@@ -105,6 +105,11 @@ func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
 	if r.stopTimer != nil {
 		r.stopTimer()
 	}
+	if err != nil && errors.Is(cause, ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
+		// The handler failed because its time ran out; say that, not the
+		// context's "deadline exceeded". Timeouts are retryable.
+		err = fmt.Errorf("timeout after %v: %w", t.Timeout, ErrTaskTimeout)
+	}
 	o := newOutcome(tok, res, err)
 	drop := ""
 	switch {

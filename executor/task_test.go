@@ -223,7 +223,7 @@ func TestExecutor_TaskTimeout(t *testing.T) {
 	m := c.expectResult(4, 1)
 	assert.Equal(t, "failed", m.Value("status"))
 	assert.False(t, m.Has("retryable"), "a timeout is retryable")
-	assert.Equal(t, context.DeadlineExceeded.Error(), m.Value("error"))
+	assert.Equal(t, "timeout after 50ms: task timeout expired", m.Value("error"), "the result says the time ran out")
 	assert.ErrorIs(t, <-causes, executor.ErrTaskTimeout)
 }
 

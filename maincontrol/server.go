@@ -134,6 +134,7 @@ func (s *Server) serve(ctx context.Context) error {
 		gnet.WithTicker(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithReusePort(false),
+		gnet.WithReuseAddr(true), // restart on the same port while old connections sit in TIME_WAIT
 		gnet.WithLogger(gnetLogger{s.log}),
 	}
 	errc := make(chan error, 1)

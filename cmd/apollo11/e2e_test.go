@@ -1,0 +1,221 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/testbin"
+)
+
+// cli runs one client command against addr and returns stdout, stderr and
+// the exit code.
+func cli(t *testing.T, bin, addr string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{args[0], "--addr", addr}, args[1:]...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "run %v: %v", args, err)
+		code = ee.ExitCode()
+	}
+	return out.String(), errb.String(), code
+}
+
+func startExecutor(t *testing.T, bin, addr string, args ...string) *testbin.Proc {
+	t.Helper()
+	return testbin.Start(t, bin, nil, append([]string{"executor", "--connect", addr, "--log-level", "debug"}, args...)...)
+}
+
+// waitState polls `status --json` until the task is in state.
+func waitState(t *testing.T, bin, addr string, id uint64, state string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last map[string]any
+	for time.Now().Before(deadline) {
+		out, _, code := cli(t, bin, addr, "status", "--json", strconv.FormatUint(id, 10))
+		if code == 0 {
+			require.NoError(t, json.Unmarshal([]byte(out), &last))
+			if last["State"] == state {
+				return last
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("task %d not %s in time; last: %v", id, state, last)
+	return nil
+}
+
+func submitID(t *testing.T, bin, addr string, args ...string) uint64 {
+	t.Helper()
+	out, errOut, code := cli(t, bin, addr, append([]string{"submit", "--json"}, args...)...)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	var v struct {
+		TaskID uint64 `json:"task_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	return v.TaskID
+}
+
+func TestCLI_EndToEnd(t *testing.T) {
+	bin := testbin.Build(t)
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", t.TempDir())
+	startExecutor(t, bin, mc.Addr, "--id", "e2e-1", "--types", "echo,sleep,fail", "--slots", "2")
+
+	out, errOut, code := cli(t, bin, mc.Addr, "submit", "--type", "echo", "--arg", "msg=hi there", "--arg", "n=1", "--wait")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "succeeded")
+	assert.Contains(t, out, "out.msg=hi there\n")
+
+	out, _, code = cli(t, bin, mc.Addr, "submit", "--type", "fail", "--arg", "retryable=false", "--arg", "error=boom", "--wait")
+	assert.Equal(t, 1, code, "a failed task exits 1")
+	assert.Contains(t, out, "failed")
+	assert.Contains(t, out, "error: boom")
+
+	id := submitID(t, bin, mc.Addr, "--type", "sleep", "--arg", "ms=60000", "--key", "k1")
+	waitState(t, bin, mc.Addr, id, "running")
+	out, _, code = cli(t, bin, mc.Addr, "submit", "--type", "sleep", "--key", "k1")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "task "+strconv.FormatUint(id, 10)+" (duplicate key")
+	out, _, code = cli(t, bin, mc.Addr, "cancel", strconv.FormatUint(id, 10))
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "cancelled")
+	st := waitState(t, bin, mc.Addr, id, "cancelled")
+	assert.Equal(t, "sleep", st["Type"])
+
+	_, errOut, code = cli(t, bin, mc.Addr, "cancel", strconv.FormatUint(id, 10))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "illegal_transition")
+	_, errOut, code = cli(t, bin, mc.Addr, "status", "999")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "unknown_task")
+
+	out, _, code = cli(t, bin, mc.Addr, "list", "--state", "succeeded", "--json")
+	require.Equal(t, 0, code)
+	var list struct {
+		Count int
+		IDs   []uint64
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	assert.Equal(t, 1, list.Count)
+
+	out, _, code = cli(t, bin, mc.Addr, "stats")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "succeeded=1 failed=1 cancelled=1")
+	assert.Contains(t, out, "executors 1")
+
+	out, _, code = cli(t, bin, mc.Addr, "state", "--json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `"state_version": 0`)
+	out, _, code = cli(t, bin, mc.Addr, "debug", "on")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "frame logging on")
+
+	_, errOut, code = cli(t, bin, mc.Addr, "submit")
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errOut, "--type is required")
+	_, errOut, code = cli(t, bin, "127.0.0.1:1", "stats")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "cannot reach the main control")
+}
+
+func TestExecutorDaemon_DrainThenBye(t *testing.T) {
+	bin := testbin.Build(t)
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "", "--heartbeat-timeout", "30s")
+	ex := startExecutor(t, bin, mc.Addr, "--id", "drain-1", "--types", "sleep", "--drain-timeout", "400ms")
+	short := submitID(t, bin, mc.Addr, "--type", "sleep", "--arg", "ms=300")
+	waitState(t, bin, mc.Addr, short, "running")
+	ex.Signal(syscall.SIGTERM)
+	waitState(t, bin, mc.Addr, short, "succeeded") // finished within the drain
+	require.NoError(t, ex.Wait(10*time.Second), "graceful stop exits 0\n%s", ex.Output())
+	assert.Contains(t, ex.Output(), "bye")
+
+	// A task longer than the drain: cancelled by the executor, then bye,
+	// and the main control re-queues it at once (no 30 s heartbeat wait).
+	ex = startExecutor(t, bin, mc.Addr, "--id", "drain-2", "--types", "sleep", "--drain-timeout", "200ms")
+	long := submitID(t, bin, mc.Addr, "--type", "sleep", "--arg", "ms=60000")
+	waitState(t, bin, mc.Addr, long, "running")
+	ex.Signal(syscall.SIGTERM)
+	require.NoError(t, ex.Wait(10*time.Second), "%s", ex.Output())
+	st := waitState(t, bin, mc.Addr, long, "pending")
+	assert.EqualValues(t, 1, st["Attempt"], "bye used the attempt")
+}
+
+func TestExecutorDaemon_ReconnectsAfterMainControlRestart(t *testing.T) {
+	bin := testbin.Build(t)
+	dir := t.TempDir()
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", dir)
+	ex := startExecutor(t, bin, mc.Addr, "--id", "re-1", "--types", "echo")
+	_, _, code := cli(t, bin, mc.Addr, "submit", "--type", "echo", "--wait")
+	require.Equal(t, 0, code)
+	mc.Signal(syscall.SIGTERM)
+	require.NoError(t, mc.Wait(20*time.Second))
+	mc2 := testbin.Start(t, bin, nil, "maincontrol", "--listen", mc.Addr, "--data-dir", dir)
+	require.NoError(t, testbin.WaitWelcome(mc.Addr, 20*time.Second, nil), mc2.Output())
+	out, errOut, code := cli(t, bin, mc.Addr, "submit", "--type", "echo", "--arg", "a=b", "--wait", "--wait-timeout", "20s")
+	require.Equal(t, 0, code, "%s%s\nexecutor:\n%s", out, errOut, ex.Output())
+	assert.Contains(t, out, "out.a=b")
+}
+
+func TestExecutorDaemon_Exec(t *testing.T) {
+	bin := testbin.Build(t)
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
+	startExecutor(t, bin, mc.Addr, "--id", "noexec", "--types", "exec")
+	out, _, code := cli(t, bin, mc.Addr, "submit", "--type", "exec", "--arg", "argv=/bin/echo hi", "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "exec is disabled")
+}
+
+func TestExecutorDaemon_ExecAllowedAndCancel(t *testing.T) {
+	bin := testbin.Build(t)
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
+	startExecutor(t, bin, mc.Addr, "--id", "exec-1", "--types", "exec,sleep", "--slots", "2",
+		"--allow-exec", "--exec-allow", "/bin/echo,/bin/sh")
+	out, errOut, code := cli(t, bin, mc.Addr, "submit", "--type", "exec", "--arg", "argv=/bin/echo hi there", "--wait")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "out.stdout=hi there\n")
+	assert.Contains(t, out, "out.exit_code=0")
+
+	out, _, code = cli(t, bin, mc.Addr, "submit", "--type", "exec", "--arg", "argv=/bin/ls /", "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "not on the --exec-allow list")
+
+	// cancel kills the whole process group, grandchildren included.
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	id := submitID(t, bin, mc.Addr, "--type", "exec", "--arg", "argv.0=/bin/sh", "--arg", "argv.1=-c",
+		"--arg", "argv.2=sleep 60 & echo $! > "+pidFile+"; wait")
+	waitState(t, bin, mc.Addr, id, "running")
+	var pid int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, syscall.Kill(pid, 0), "grandchild runs")
+	_, _, code = cli(t, bin, mc.Addr, "cancel", strconv.FormatUint(id, 10))
+	require.Equal(t, 0, code)
+	assert.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 5*time.Second, 20*time.Millisecond,
+		"the grandchild %d was killed with its group", pid)
+
+	// A hung task hits its timeout.
+	out, _, code = cli(t, bin, mc.Addr, "submit", "--type", "sleep", "--arg", "ms=60000", "--timeout", "300ms",
+		"--max-attempts", "1", "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "timeout")
+}
