@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
+		"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,7 +45,14 @@ type FailoverVariant struct {
 	Max    float64   `json:"max_ms"`
 }
 
-const failoverType = "bench-failover"
+// taskType is what the victim serves: a type of its own for raw victims;
+// the built-in sleep for a real executor.
+func (f *failover) taskType() string {
+	if f.cfg.Victim == "process" {
+		return "sleep"
+	}
+	return "bench-failover"
+}
 
 // RunFailover starts a main control with a short heartbeat timeout and, for
 // each variant and round, lets a victim executor take a task, loses the
@@ -82,7 +88,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	}{
 		{"kill -9, task running", fmt.Sprintf("heartbeat timeout (%s) + retry delay (0.5-1 s)", hb), ExecHold, (*victim).kill},
 		{"kill -9, task dispatched", fmt.Sprintf("heartbeat timeout (%s)", hb), ExecNoStart, (*victim).kill},
-		{"bye, task running", "milliseconds", ExecHold, (*victim).bye},
+		{"bye, task running", "milliseconds (the victim is an in-process raw executor)", ExecHold, (*victim).bye},
 	}
 	for _, v := range variants {
 		if cfg.Victim == "process" && v.mode == ExecNoStart {
@@ -183,7 +189,7 @@ func (f *failover) round(ctx context.Context, mode ExecMode, lose func(*victim) 
 	// The rescuer registers only now, so the task went to the victim.
 	got := make(chan string, 4)
 	rescuer, err := DialExecutor(ExecutorOptions{Addr: f.mc.Addr, ID: fmt.Sprintf("rescuer-%d", f.n),
-		Types: []string{failoverType}, Slots: 1, Mode: ExecEcho, BufSize: 4096})
+		Types: []string{f.taskType()}, Slots: 1, Mode: ExecEcho, BufSize: 4096})
 	if err != nil {
 		return 0, err
 	}
@@ -225,7 +231,7 @@ func (f *failover) round(ctx context.Context, mode ExecMode, lose func(*victim) 
 func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess bool) (*victim, error) {
 	v := &victim{id: fmt.Sprintf("victim-%d", f.n)}
 	if inProcess {
-		e, err := DialExecutor(ExecutorOptions{Addr: f.mc.Addr, ID: v.id, Types: []string{failoverType},
+		e, err := DialExecutor(ExecutorOptions{Addr: f.mc.Addr, ID: v.id, Types: []string{f.taskType()},
 			Slots: 1, Mode: mode, BufSize: 4096})
 		if err != nil {
 			return nil, err
@@ -238,13 +244,13 @@ func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess boo
 	bin := f.mc.opts.Binary
 	var args []string
 	if f.cfg.Victim == "process" {
-		args = []string{"executor", "--connect", f.mc.Addr, "--id", v.id, "--types", failoverType, "--slots", "1"}
+		args = []string{"executor", "--connect", f.mc.Addr, "--id", v.id, "--types", f.taskType(), "--slots", "1"}
 	} else {
-		args = []string{"bench", "executor", "--connect", f.mc.Addr, "--id", v.id, "--types", failoverType,
+		args = []string{"bench", "executor", "--connect", f.mc.Addr, "--id", v.id, "--types", f.taskType(),
 			"--slots", "1", "--mode", string(mode)}
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = &tailBuffer{max: 8 << 10} // its log, unread unless debugging
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -256,10 +262,10 @@ func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess boo
 // submit submits one failover task and returns its id.
 func (f *failover) submit() (string, error) {
 	b := wire.Begin(nil, "submit")
-	b.Str("task_type", failoverType)
+	b.Str("task_type", f.taskType())
 	b.Str("max_attempts", "10")
 	if f.cfg.Victim == "process" {
-		b.Str("arg.duration_ms", "600000") // the sleep handler's duration
+		b.Str("arg.ms", "600000") // the sleep handler's duration
 	}
 	m, err := request(f.client, b, "s"+strconv.Itoa(f.n), 10*time.Second)
 	if err != nil {

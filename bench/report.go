@@ -38,7 +38,9 @@ type Report struct {
 
 	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown
 	Harness     ProcReport  `json:"harness"`
-	Cores       int         `json:"cores"`
+	// ExecutorProcs is the executor processes' CPU (process mode).
+	ExecutorProcs *ProcReport `json:"executor_processes,omitempty"`
+	Cores         int         `json:"cores"`
 	// MachineBusy is the share of the whole machine's CPU time that was
 	// busy during the run, and OtherShare the part of it used by neither
 	// the main control nor the harness: other load that skews the numbers.
@@ -119,18 +121,20 @@ func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end ti
 	return r
 }
 
-func (r *Report) setCPU(mc0, mc1 procSample, self time.Duration) {
-	share := func(cpu time.Duration) ProcReport {
-		p := ProcReport{CPUSeconds: cpu.Seconds()}
-		if r.Elapsed > 0 {
-			p.CoreShare = p.CPUSeconds / r.Elapsed
-			p.MachineShare = p.CoreShare / float64(r.Cores)
-		}
-		return p
+// share turns a CPU time over the run into a ProcReport.
+func (r *Report) share(cpu time.Duration) ProcReport {
+	p := ProcReport{CPUSeconds: cpu.Seconds()}
+	if r.Elapsed > 0 {
+		p.CoreShare = p.CPUSeconds / r.Elapsed
+		p.MachineShare = p.CoreShare / float64(r.Cores)
 	}
-	r.Harness = share(self)
+	return p
+}
+
+func (r *Report) setCPU(mc0, mc1 procSample, self time.Duration) {
+	r.Harness = r.share(self)
 	if mc0.ok && mc1.ok {
-		p := share(mc1.cpu - mc0.cpu)
+		p := r.share(mc1.cpu - mc0.cpu)
 		p.RSS, p.PeakRSS = mc1.rss, mc1.peak
 		r.MainControl = &p
 	}
@@ -142,6 +146,9 @@ func (r *Report) setMachine(busy, total time.Duration) {
 	}
 	r.MachineBusy = busy.Seconds() / total.Seconds()
 	other := r.MachineBusy - r.Harness.MachineShare
+	if r.ExecutorProcs != nil {
+		other -= r.ExecutorProcs.MachineShare
+	}
 	if r.MainControl != nil {
 		other -= r.MainControl.MachineShare
 	}
@@ -198,6 +205,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  harness       cpu %.2f s = %.0f%% of one core, %.0f%% of the machine (%d cores)\n",
 		r.Harness.CPUSeconds, 100*r.Harness.CoreShare, 100*r.Harness.MachineShare, r.Cores)
+	if e := r.ExecutorProcs; e != nil {
+		fmt.Fprintf(&b, "  executors     cpu %.2f s = %.0f%% of one core (all executor processes)\n", e.CPUSeconds, 100*e.CoreShare)
+	}
 	if r.MachineBusy > 0 {
 		fmt.Fprintf(&b, "  machine       %.0f%% busy during the run (other processes: %.0f%% of the machine)%s\n",
 			100*r.MachineBusy, 100*r.OtherShare, r.bottleneck())

@@ -156,6 +156,17 @@ func (f *fleet) run(ctx context.Context, start time.Time) {
 	}
 }
 
+// cpu returns the CPU time used so far by the executor processes.
+func (f *fleet) cpu() time.Duration {
+	var d time.Duration
+	for _, c := range f.procs {
+		if n, err := ProcCPU(c.Process.Pid); err == nil {
+			d += n
+		}
+	}
+	return d
+}
+
 func (f *fleet) tasks() int64 {
 	var n int64
 	for _, e := range f.raw {
@@ -213,6 +224,7 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	mc0 := sampleProc(t.pid)
 	self0 := SelfCPU()
 	busy0, all0, _ := MachineCPU()
+	fleet0 := fl.cpu()
 
 	var readers, writers sync.WaitGroup
 	wctx, stopWriters := context.WithCancel(ctx)
@@ -241,6 +253,7 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	self1 := SelfCPU()
 	mc1 := sampleProc(t.pid)
 	busy1, all1, _ := MachineCPU()
+	fleet1 := fl.cpu()
 	bar.finish()
 	for _, c := range conns {
 		c.c.Close()
@@ -250,6 +263,10 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	rep := assemble(cfg, t, prods, fl, start, end)
 	rep.Phase = phase
 	rep.setCPU(mc0, mc1, self1-self0)
+	if len(fl.procs) > 0 {
+		p := rep.share(fleet1 - fleet0)
+		rep.ExecutorProcs = &p
+	}
 	rep.setMachine(busy1-busy0, all1-all0)
 	if writeErr != nil && err == nil {
 		err = fmt.Errorf("a producer could not write: %w", writeErr)
