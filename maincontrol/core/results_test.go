@@ -748,3 +748,27 @@ func TestCore_Dependencies(t *testing.T) {
 		h.checkReplay()
 	})
 }
+
+// A state_get whose reply would exceed the max frame is a bad_request; a
+// smaller selection of keys is answered.
+func TestCore_StateGetTooLarge(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxFrame = MinMaxFrame })
+	h.fx.dec.MaxFrame = MinMaxFrame
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	id := h.submit(cl, "task_type", "x")
+	_, v := h.task(ex)
+	h.start(ex, id, v)
+	big := strings.Repeat("v", 400)
+	h.accepted(ex, id, v, "succeeded", "state.set.a", big, "state.set.b", big, "state.set.c", big)
+	h.send(cl, "state_get", "req", "g")
+	e := h.expectErr(cl, wire.CodeBadRequest)
+	assert.Equal(t, "g", e.Value("req"))
+	h.send(cl, "state_get", "req", "g", "keys", "a,c")
+	st := h.expect(cl, "state")
+	assert.Equal(t, big, st.Value("state.a"))
+	assert.Equal(t, big, st.Value("state.c"))
+	h.send(ex, "state_get", "keys", "a,b,c")
+	h.expectErr(ex, wire.CodeBadRequest)
+	assert.False(t, h.fx.closed[ex])
+}

@@ -779,3 +779,32 @@ func TestCore_TaskIDZero(t *testing.T) {
 	assert.Nil(t, h.c.tasks.mut(0))
 	assert.Equal(t, before, dump(h.c))
 }
+
+// Unknown keys are ignored (spec section 2), in every message.
+func TestCore_UnknownKeysIgnored(t *testing.T) {
+	h := newHarness(t)
+	p := h.open()
+	h.send(p, "hello", "req", "h", "future", "1", "client", "me")
+	h.expect(p, "hello_ok")
+	q := h.open()
+	h.send(q, "register", "executor_id", "e1", "task_types", "x", "future", "1")
+	h.expect(q, "registered")
+	id := h.submit(p, "task_type", "x", "future.key", "v", "x", "y")
+	m := h.expect(q, "task")
+	assert.False(t, m.Has("future.key"), "only arg.* reach the executor")
+	h.send(q, "started", "task_id", itoa(id), "version", "1", "future", "1")
+	h.accepted(q, id, 1, "succeeded", "future", "1", "state.other.x", "1")
+	assert.Empty(t, h.c.state, "state.* other than set and add is ignored")
+	assert.Zero(t, h.c.stateVer)
+}
+
+// An executor may register an empty list of task types: it gets no tasks.
+func TestCore_EmptyTaskTypes(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "", 4)
+	h.submit(cl, "task_type", "x")
+	h.none(ex)
+	assert.Empty(t, h.c.execs["e1"].types)
+	h.heartbeat(ex, "")
+}
