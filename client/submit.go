@@ -30,38 +30,13 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Submitted, erro
 // `submitted` arrived, the returned Submitted holds the task's id (the task
 // goes on: Query it later).
 func (c *Client) SubmitWait(ctx context.Context, req SubmitRequest) (Submitted, Done, error) {
-	fill, err := req.fill(true)
+	w, err := c.SubmitWatch(ctx, req)
 	if err != nil {
 		return Submitted{}, Done{}, err
 	}
-	cl, id, err := c.start("submit", fill, true)
-	if err != nil {
-		return Submitted{}, Done{}, fmt.Errorf("submit: %w", err)
-	}
-	defer c.forget(id)
-	var sub Submitted
-	for {
-		m, err := c.await(ctx, cl, id)
-		if err != nil {
-			return sub, Done{}, fmt.Errorf("submit: %w", err)
-		}
-		switch m.Type() {
-		case "submitted":
-			if sub, err = parseSubmitted(m); err != nil {
-				return sub, Done{}, err
-			}
-		case "done":
-			done, err := parseDone(m)
-			if sub.ID == 0 {
-				sub.ID = done.ID
-			}
-			return sub, done, err
-		case "error":
-			return sub, Done{}, fmt.Errorf("submit: %w", errorOf(m))
-		default:
-			return sub, Done{}, fmt.Errorf("submit: unexpected reply %q", m.Type())
-		}
-	}
+	defer w.Close()
+	d, err := w.Wait(ctx)
+	return w.Submitted, d, err
 }
 
 // fill checks r and returns the function that adds its keys to a submit.

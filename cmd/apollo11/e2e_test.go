@@ -219,3 +219,54 @@ func TestExecutorDaemon_ExecAllowedAndCancel(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "timeout")
 }
+
+func TestCLI_Pipeline(t *testing.T) {
+	bin := testbin.Build(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+name: p
+steps:
+  - {id: a, type: echo, args: {x: "${x}"}}
+  - {id: b, type: fail, depends_on: [a], args: {retryable: "false"}}
+  - {id: c, type: echo, depends_on: [b]}
+`), 0o644))
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, append([]string{"pipeline"}, args...)...)
+		cmd.Dir = dir
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out.String(), errb.String(), ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return out.String(), errb.String(), 0
+	}
+	_, errOut, code := run("run", file, "--dry-run")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "undefined variable ${x}")
+	out, _, code := run("run", file, "--dry-run", "--var", "x=1")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "pipeline p: 3 steps, longest chain 3 (a -> b -> c)")
+	assert.Contains(t, out, "nothing submitted")
+
+	cyc := filepath.Join(dir, "cyc.yaml")
+	require.NoError(t, os.WriteFile(cyc, []byte("name: c\nsteps:\n  - {id: a, type: echo, depends_on: [b]}\n  - {id: b, type: echo, depends_on: [a]}\n"), 0o644))
+	_, errOut, code = run("run", cyc, "--dry-run")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "dependency cycle: a -> b -> a")
+
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
+	startExecutor(t, bin, mc.Addr, "--id", "pipe-1", "--types", "echo,fail")
+	out, errOut, code = run("run", file, "--addr", mc.Addr, "--var", "x=1", "--wait")
+	assert.Equal(t, 1, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "succeeded")
+	assert.Contains(t, out, "failed")
+	assert.Contains(t, out, "(dependency ")
+	assert.Contains(t, out, "pipeline p: 2 of 3 steps did not succeed")
+	out, errOut, code = run("status", "--addr", mc.Addr)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "pipeline p\n")
+	assert.Contains(t, out, "cancelled")
+}

@@ -37,6 +37,7 @@ func init() {
 		"version":     {"print the version", runVersion},
 		"executor":    {"run an executor (the built-in task types)", runExecutor},
 		"dev":         {"run a main control and two local executors: the quick start", runDev},
+		"pipeline":    {"run a pipeline file (steps with dependencies), or show a run's steps", runPipeline},
 		"inspect":     {"show a data dir offline: files, counts, one task's history", runInspect},
 		"submit":      {"submit a task (--wait: follow it to the end)", runSubmit},
 		"status":      {"show one task", runStatus},

@@ -1,0 +1,169 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/executor/builtin"
+	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/pipeline"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// system runs a real in-memory main control and one executor with the
+// built-in handlers, until the test ends.
+func system(t *testing.T, slots int) *client.Client {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ready := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	mcDone := make(chan error, 1)
+	go func() {
+		mcDone <- maincontrol.Run(ctx, maincontrol.Config{Listen: addr, Logger: quiet(), OnReady: func(string) { close(ready) }})
+	}()
+	<-ready
+	ex, err := executor.New(executor.Config{Addr: addr, ID: "pipe-ex", Slots: slots, Logger: quiet(),
+		Handlers: map[string]executor.Handler{"echo": builtin.Echo(), "fail": builtin.Fail(), "sleep": builtin.Sleep()}})
+	require.NoError(t, err)
+	exCtx, exCancel := context.WithCancel(context.Background())
+	exDone := make(chan error, 1)
+	go func() { exDone <- ex.Run(exCtx) }()
+	cl, err := client.Dial(context.Background(), addr, client.Options{Logger: quiet()})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cl.Close()
+		exCancel()
+		<-exDone
+		cancel()
+		<-mcDone
+	})
+	return cl
+}
+
+func mustPlan(t *testing.T, yaml string) *pipeline.Plan {
+	t.Helper()
+	p, err := pipeline.Parse(strings.NewReader(yaml), nil)
+	require.NoError(t, err)
+	return p
+}
+
+func runWait(t *testing.T, cl *client.Client, p *pipeline.Plan) map[string]client.Done {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got := map[string]client.Done{}
+	_, err := cl.RunPipeline(ctx, p, func(s client.PipelineStep, d client.Done) { got[s.ID] = d })
+	require.NoError(t, err)
+	return got
+}
+
+func TestPipeline_ChainAndDiamondSucceed(t *testing.T) {
+	cl := system(t, 4)
+	got := runWait(t, cl, mustPlan(t, `
+name: diamond
+steps:
+  - {id: top, type: echo, args: {v: top}}
+  - {id: left, type: echo, depends_on: [top], args: {v: left}}
+  - {id: right, type: echo, depends_on: [top]}
+  - {id: join, type: echo, depends_on: [left, right], args: {v: join}}
+`))
+	for _, id := range []string{"top", "left", "right", "join"} {
+		assert.Equal(t, "succeeded", got[id].State, id)
+	}
+	assert.Equal(t, "join", got["join"].Out["v"])
+}
+
+func TestPipeline_FailurePropagatesThroughChainAndDiamond(t *testing.T) {
+	cl := system(t, 4)
+	got := runWait(t, cl, mustPlan(t, `
+name: broken
+steps:
+  - {id: top, type: fail, args: {retryable: "false"}}
+  - {id: left, type: echo, depends_on: [top]}
+  - {id: right, type: echo}
+  - {id: join, type: echo, depends_on: [left, right]}
+  - {id: tail, type: echo, depends_on: [join]}
+`))
+	assert.Equal(t, "failed", got["top"].State)
+	assert.Equal(t, "succeeded", got["right"].State)
+	for _, id := range []string{"left", "join", "tail"} {
+		assert.Equal(t, "cancelled", got[id].State, id)
+	}
+	topID := doneID(got["top"])
+	assert.Equal(t, fmt.Sprintf("dependency %d failed", topID), got["left"].Error)
+	assert.Equal(t, fmt.Sprintf("dependency %d cancelled", doneID(got["left"])), got["join"].Error)
+	assert.Equal(t, fmt.Sprintf("dependency %d cancelled", doneID(got["join"])), got["tail"].Error)
+}
+
+func doneID(d client.Done) uint64 { return d.ID }
+
+func TestPipeline_CancelPropagates(t *testing.T) {
+	cl := system(t, 1)
+	ctx := context.Background()
+	run, err := cl.RunPipeline(ctx, mustPlan(t, `
+name: long
+steps:
+  - {id: slow, type: sleep, args: {ms: "60000"}}
+  - {id: next, type: echo, depends_on: [slow]}
+  - {id: last, type: echo, depends_on: [next]}
+`), nil)
+	require.NoError(t, err)
+	require.NoError(t, cl.Cancel(ctx, run.Steps[0].TaskID))
+	require.Eventually(t, func() bool {
+		sts, err := cl.PipelineStatus(ctx, run)
+		return err == nil && sts[1].State == "cancelled" && sts[2].State == "cancelled"
+	}, 5*time.Second, 10*time.Millisecond)
+	sts, err := cl.PipelineStatus(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", sts[0].State)
+	assert.Equal(t, fmt.Sprintf("dependency %d cancelled", run.Steps[1].TaskID), sts[2].Error)
+}
+
+func TestPipeline_UnknownDependencyRefused(t *testing.T) {
+	cl := system(t, 1)
+	_, err := cl.Submit(context.Background(), client.SubmitRequest{Type: "echo", DependsOn: []uint64{424242}})
+	require.Error(t, err)
+	assert.True(t, client.IsCode(err, "bad_request"), "%v", err)
+	assert.Contains(t, err.Error(), "unknown task 424242")
+}
+
+func TestPipeline_ThousandSteps(t *testing.T) {
+	cl := system(t, 8)
+	var b strings.Builder
+	b.WriteString("name: big\nsteps:\n")
+	for i := 0; i < 1000; i++ {
+		// Each step depends on the one before and on one ten back: a long
+		// chain with fan-in.
+		deps := []string{}
+		if i > 0 {
+			deps = append(deps, fmt.Sprintf("s%d", i-1))
+		}
+		if i >= 10 {
+			deps = append(deps, fmt.Sprintf("s%d", i-10))
+		}
+		fmt.Fprintf(&b, "  - {id: s%d, type: echo, args: {i: \"%d\"}, depends_on: [%s]}\n", i, i, strings.Join(deps, ", "))
+	}
+	p := mustPlan(t, b.String())
+	assert.Len(t, p.Longest, 1000)
+	got := runWait(t, cl, p)
+	require.Len(t, got, 1000)
+	for id, d := range got {
+		require.Equal(t, "succeeded", d.State, id)
+	}
+	assert.Equal(t, "999", got["s999"].Out["i"])
+}

@@ -1,0 +1,27 @@
+// Package pipeline reads pipeline files: YAML descriptions of a chain of
+// tasks (fetch, clean, store) whose steps depend on each other. It checks a
+// file (unknown steps, cycles with their path, bad values), fills in
+// ${var} templates, and plans the steps in an order that submits every
+// step after the steps it depends on, so that the main control's
+// depends_on can never see a cycle. Submitting a plan is the client
+// package's job (client.RunPipeline); this package does no I/O.
+//
+// A file:
+//
+//	name: nightly-report
+//	vars: {date: today}          # defaults, overridden by --var
+//	key: nightly-${date}         # optional: steps submit with key <key>/<step id>
+//	defaults: {max_attempts: 3, timeout: 10m, priority: 0}
+//	steps:
+//	  - id: fetch
+//	    type: exec
+//	    args: {argv: "/usr/local/bin/fetch --date ${date}"}
+//	    max_attempts: 3
+//	    timeout: 10m
+//	  - id: clean
+//	    type: echo
+//	    depends_on: [fetch]
+//
+// Templates: ${name} is replaced in type, args values and key; $$ is a
+// literal $. A variable given nowhere is an error.
+package pipeline

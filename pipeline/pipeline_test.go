@@ -1,0 +1,129 @@
+package pipeline_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/pipeline"
+)
+
+const nightly = `
+name: nightly-report
+vars: {date: today}
+key: nightly-${date}
+defaults: {max_attempts: 2, timeout: 1m}
+steps:
+  - id: fetch
+    type: exec
+    args: {argv: "/usr/local/bin/fetch --date ${date}", n: 3}
+    max_attempts: 3
+    timeout: 10m
+  - id: store
+    type: echo
+    depends_on: [clean]
+    priority: 7
+  - id: clean
+    type: echo
+    depends_on: [fetch, fetch]
+`
+
+func TestParse_Nightly(t *testing.T) {
+	p, err := pipeline.Parse(strings.NewReader(nightly), map[string]string{"date": "2026-11-29"})
+	require.NoError(t, err)
+	assert.Equal(t, "nightly-report", p.Name)
+	var ids []string
+	for _, s := range p.Steps {
+		ids = append(ids, s.ID)
+	}
+	assert.Equal(t, []string{"fetch", "clean", "store"}, ids, "each step after what it depends on")
+	fetch := p.Steps[0]
+	assert.Equal(t, "/usr/local/bin/fetch --date 2026-11-29", fetch.Args["argv"], "--var overrides vars")
+	assert.Equal(t, "3", fetch.Args["n"])
+	assert.Equal(t, 3, fetch.MaxAttempts)
+	assert.Equal(t, 10*time.Minute, fetch.Timeout)
+	assert.Equal(t, "nightly-2026-11-29/fetch", fetch.Key)
+	clean := p.Steps[1]
+	assert.Equal(t, []string{"fetch"}, clean.DependsOn, "duplicates count once")
+	assert.Equal(t, 2, clean.MaxAttempts, "defaults apply")
+	assert.Equal(t, time.Minute, clean.Timeout)
+	assert.Equal(t, 7, p.Steps[2].Priority)
+	assert.Equal(t, []string{"fetch", "clean", "store"}, p.Longest)
+}
+
+func TestParse_Errors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+		vars             map[string]string
+	}{
+		{"empty", ``, "empty file", nil},
+		{"no name", "steps: [{id: a, type: echo}]", "name is required", nil},
+		{"no steps", "name: x", "no steps", nil},
+		{"unknown field", "name: x\nstepz: []", "field stepz not found", nil},
+		{"unknown step field", "name: x\nsteps: [{id: a, type: echo, retries: 3}]", "field retries not found", nil},
+		{"unknown dependency", "name: x\nsteps: [{id: a, type: echo, depends_on: [b]}]", `step "a" depends on unknown step "b"`, nil},
+		{"self", "name: x\nsteps: [{id: a, type: echo, depends_on: [a]}]", "depends on itself", nil},
+		{"duplicate id", "name: x\nsteps: [{id: a, type: echo}, {id: a, type: echo}]", `step id "a" used twice`, nil},
+		{"bad id", "name: x\nsteps: [{id: 'a b', type: echo}]", "id must be", nil},
+		{"no type", "name: x\nsteps: [{id: a}]", "type is required", nil},
+		{"bad arg name", "name: x\nsteps: [{id: a, type: echo, args: {Big: 1}}]", `name "Big"`, nil},
+		{"missing var", "name: x\nsteps: [{id: a, type: echo, args: {d: '${date}'}}]", "undefined variable ${date} (give it with --var date=...)", nil},
+		{"unclosed var", "name: x\nsteps: [{id: a, type: echo, args: {d: '${date'}}]", "unclosed ${", nil},
+		{"bad timeout", "name: x\nsteps: [{id: a, type: echo, timeout: soon}]", `timeout: "soon" is not a duration`, nil},
+		{"bad priority", "name: x\nsteps: [{id: a, type: echo, priority: 10}]", "priority must be 0 to 9", nil},
+		{"bad attempts", "name: x\nsteps: [{id: a, type: echo, max_attempts: 0}]", "max_attempts must be at least 1", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pipeline.Parse(strings.NewReader(tc.yaml), tc.vars)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, pipeline.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestParse_CycleWithPath(t *testing.T) {
+	_, err := pipeline.Parse(strings.NewReader(`
+name: loop
+steps:
+  - {id: a, type: echo}
+  - {id: b, type: echo, depends_on: [a, d]}
+  - {id: c, type: echo, depends_on: [b]}
+  - {id: d, type: echo, depends_on: [c]}
+`), nil)
+	var ce *pipeline.CycleError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, []string{"b", "d", "c", "b"}, ce.Path)
+	assert.Equal(t, "invalid pipeline: dependency cycle: b -> d -> c -> b", err.Error())
+	assert.ErrorIs(t, err, pipeline.ErrInvalid)
+}
+
+func TestParse_DiamondAndTemplates(t *testing.T) {
+	p, err := pipeline.Parse(strings.NewReader(`
+name: diamond
+steps:
+  - {id: join, type: echo, depends_on: [left, right]}
+  - {id: right, type: echo, depends_on: [top]}
+  - {id: left, type: echo, depends_on: [top], args: {price: "$$5 ${who}"}}
+  - {id: top, type: '${kind}'}
+`), map[string]string{"who": "me", "kind": "echo"})
+	require.NoError(t, err)
+	var ids []string
+	for _, s := range p.Steps {
+		ids = append(ids, s.ID)
+	}
+	assert.Equal(t, []string{"top", "right", "left", "join"}, ids)
+	assert.Equal(t, "$5 me", p.Steps[2].Args["price"])
+	assert.Equal(t, "echo", p.Steps[0].Type)
+	assert.Len(t, p.Longest, 3)
+	var b strings.Builder
+	p.Describe(&b)
+	assert.Contains(t, b.String(), "pipeline diamond: 4 steps, longest chain 3")
+	assert.Contains(t, b.String(), "  4. join  type=echo  after=left,right\n")
+	assert.Contains(t, b.String(), "arg.price=$5 me")
+}
