@@ -46,13 +46,13 @@ func TestExecutors_LossRedispatches(t *testing.T) {
 	dispatched := cl.submit("b", "task_type", "t")
 	ta := e1.expectTask(running)
 	tb := e1.expectTask(dispatched)
+	silentSince := time.Now() // started is the last frame e1 sends
 	e1.start(ta)
 	require.Equal(t, "running", cl.waitState(running, "running", time.Second).Value("state"))
-	silentSince := time.Now()
 
 	// e1 goes silent: lost after timeout_ms, its connection closed.
 	e1.expectClosed()
-	assert.GreaterOrEqual(t, time.Since(silentSince), 500*time.Millisecond, "lost before timeout_ms")
+	assert.GreaterOrEqual(t, time.Since(silentSince), 550*time.Millisecond, "lost before timeout_ms")
 	st := cl.waitState(running, "pending", 5*time.Second)
 	assert.Equal(t, "1", st.Value("attempt"))
 	assert.Contains(t, st.Value("error"), "lost")
@@ -73,12 +73,15 @@ func TestExecutors_LossRedispatches(t *testing.T) {
 	assert.Equal(t, "2", b2.Value("version"))
 	assert.Equal(t, "1", b2.Value("attempt"))
 
-	// e1 comes back; its late result and started are stale.
+	// e1 comes back; its late result and started are stale. (e2 says
+	// something between steps: it must not be lost meanwhile.)
+	e2.aliveExec(1)
 	e1 = executorPeer(t, addr, "e1", "t", 2)
 	e1.start(tb)
 	ack := e1.finish(ta, "status", "succeeded", "out.late", "1")
 	assert.Equal(t, "false", ack.Value("accepted"))
 	assert.Equal(t, "stale", ack.Value("reason"))
+	e2.aliveExec(2)
 	assert.Equal(t, "dispatched", cl.stateOf(dispatched))
 
 	e2.start(a2)
@@ -182,7 +185,7 @@ func TestExecutors_Bye(t *testing.T) {
 
 func TestExecutors_StartAndTaskTimeouts(t *testing.T) {
 	t.Parallel()
-	cfg := core.Config{StartTimeout: 300 * time.Millisecond, RetryBase: 10 * time.Millisecond}
+	cfg := core.Config{StartTimeout: 500 * time.Millisecond, RetryBase: 10 * time.Millisecond}
 	addr := startServer(t, maincontrol.Config{Core: cfg})
 	cl := clientPeer(t, addr)
 	ex := executorPeer(t, addr, "e1", "t", 1)
