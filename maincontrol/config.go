@@ -32,6 +32,9 @@ type Config struct {
 	SnapshotInterval time.Duration // longest wait for a snapshot after a change
 	SegmentBytes     int64
 	RecoverTruncate  bool
+	// FS is the file layer of the log and snapshots; nil means the real
+	// file system. Tests inject disk-full and I/O errors through it.
+	FS snapshot.FS
 
 	MaxConns    int
 	MaxInflight int // replies awaiting disk per connection before reading pauses

@@ -99,7 +99,7 @@ func (s *Server) recover() error {
 		s.log.Warn("fsync=never: confirmed changes can be lost on power loss")
 	}
 	start := time.Now()
-	st, err := snapshot.Open(snapshot.Options{Dir: s.cfg.DataDir, Fsync: s.cfg.Fsync,
+	st, err := snapshot.Open(snapshot.Options{Dir: s.cfg.DataDir, FS: s.cfg.FS, Fsync: s.cfg.Fsync,
 		FsyncInterval: s.cfg.FsyncInterval, SegmentBytes: s.cfg.SegmentBytes,
 		RecoverTruncate: s.cfg.RecoverTruncate, Logger: s.log})
 	if err != nil {
