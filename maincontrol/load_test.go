@@ -158,3 +158,93 @@ func pipelinedSubmits(t *testing.T, cfg maincontrol.Config) {
 	assert.Len(t, ids, n-100)
 	assert.Equal(t, strconv.Itoa(n-100), cl.request("stats", "req", "s").Value("tasks.pending"))
 }
+
+// echoExecutor registers and answers every task with its arg.v as out.v,
+// sending started and result in one write, until the connection closes.
+func echoExecutor(t *testing.T, addr, id string, slots int) {
+	p := executorPeer(t, addr, id, "echo", slots)
+	go func() {
+		_ = p.c.SetDeadline(time.Time{})
+		for {
+			m, err := p.r.ReadMessage()
+			if err != nil {
+				return
+			}
+			if m.Type() != "task" {
+				continue
+			}
+			tid, ver := m.Value("task_id"), m.Value("version")
+			_ = p.w.Write(wire.NewMessage("started").Set("task_id", tid).Set("version", ver))
+			_ = p.w.Write(wire.NewMessage("result").Set("task_id", tid).Set("version", ver).
+				Set("status", "succeeded").Set("out.v", m.Value("arg.v")).Set("state.add.n", "1"))
+			if p.w.Flush() != nil {
+				return
+			}
+		}
+	}()
+}
+
+// Tasks through executors on several event loops with a data dir: every
+// waiter gets its done, across loops, after the log is durable.
+func TestLoad_TasksThroughExecutors(t *testing.T) {
+	t.Parallel()
+	const clients, perClient = 20, 50
+	addr := startServer(t, maincontrol.Config{EventLoops: 4, DataDir: t.TempDir()})
+	for i := 0; i < 4; i++ {
+		echoExecutor(t, addr, "echo-"+strconv.Itoa(i), 8)
+	}
+	errs := make(chan error, clients)
+	for c := 0; c < clients; c++ {
+		go func() {
+			errs <- func() error {
+				conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+				r, w := wire.NewReader(conn, 0), wire.NewWriter(conn, 0)
+				if _, err := r.ReadMessage(); err != nil {
+					return err
+				}
+				_ = w.Write(wire.NewMessage("hello"))
+				for i := 0; i < perClient; i++ {
+					req := strconv.Itoa(c) + "-" + strconv.Itoa(i)
+					_ = w.Write(wire.NewMessage("submit").Set("req", req).Set("task_type", "echo").
+						Set("arg.v", req).Set("wait", "true"))
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				submitted, done := 0, 0
+				for submitted < perClient || done < perClient {
+					m, err := r.ReadMessage()
+					if err != nil {
+						return fmt.Errorf("client %d after %d submitted, %d done: %w", c, submitted, done, err)
+					}
+					switch m.Type() {
+					case "hello_ok":
+					case "submitted":
+						submitted++
+					case "done":
+						done++
+						if m.Value("state") != "succeeded" || m.Value("out.v") != m.Value("req") {
+							return fmt.Errorf("bad done: %s", m)
+						}
+					default:
+						return fmt.Errorf("unexpected %s", m)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for c := 0; c < clients; c++ {
+		require.NoError(t, <-errs)
+	}
+	cl := clientPeer(t, addr)
+	st := cl.request("stats", "req", "s")
+	assert.Equal(t, strconv.Itoa(clients*perClient), st.Value("tasks.succeeded"))
+	assert.Equal(t, strconv.Itoa(clients*perClient), st.Value("state_version"))
+	assert.Equal(t, strconv.Itoa(clients*perClient), cl.request("state_get", "req", "g").Value("state.n"))
+}
