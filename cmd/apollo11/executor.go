@@ -45,7 +45,7 @@ func defaultExecutorID() string {
 
 func (f *executorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.connect, "connect", "127.0.0.1:1969", "main control address")
-	fs.StringVar(&f.id, "id", defaultExecutorID(), "executor id, unique among connected executors")
+	fs.StringVar(&f.id, "id", "", "executor id, unique among connected executors (default <hostname>-<pid>)")
 	fs.StringVar(&f.types, "types", "echo,sleep,fail", "task types to run: echo, sleep, fail, exec (comma-separated)")
 	fs.IntVar(&f.slots, "slots", 1, "tasks run at once, 1 to 65536")
 	fs.StringVar(&f.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
@@ -58,6 +58,9 @@ func (f *executorFlags) register(fs *flag.FlagSet) {
 
 // config turns the flags into an executor.Config.
 func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
+	if f.id == "" {
+		f.id = defaultExecutorID()
+	}
 	cfg := executor.Config{Addr: f.connect, ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
 		Logger: logger, Handlers: map[string]executor.Handler{}}
 	if f.tokenFile != "" {
