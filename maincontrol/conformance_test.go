@@ -909,3 +909,54 @@ func TestConformance_Retention(t *testing.T) {
 	m = cl.request("submit", "req", "dup", "task_type", "none", "key", "r1")
 	assert.Equal(t, "true", m.Value("duplicate"), "a kept task's key is still known")
 }
+
+// Spec section 4, task: the executor with the fewest dispatched and running
+// tasks gets the next one; ties go to the one that registered first.
+func TestConformance_DispatchChoice(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t, maincontrol.Config{})
+	cl := clientPeer(t, addr)
+	e1 := executorPeer(t, addr, "e1", "t", 4)
+	e2 := executorPeer(t, addr, "e2", "t,u", 4)
+	e3 := executorPeer(t, addr, "e3", "u", 4)
+	for i, want := range []*rawPeer{e1, e2, e1, e2, e1} {
+		id := cl.submit("s"+strconv.Itoa(i), "task_type", "t")
+		want.expectTask(id)
+	}
+	// e2 has 2 tasks, e3 none: u goes to e3, then e3 again (1 < 2), then
+	// the tie at 2 goes to e2, which registered first.
+	for i, want := range []*rawPeer{e3, e3, e2} {
+		id := cl.submit("u"+strconv.Itoa(i), "task_type", "u")
+		want.expectTask(id)
+	}
+	e1.aliveExec(1)
+	e3.aliveExec(1)
+}
+
+func TestConformance_DependencyNaming(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t, maincontrol.Config{})
+	cl := clientPeer(t, addr)
+	ex := executorPeer(t, addr, "e1", "t", 1)
+	pending := cl.submit("p", "task_type", "none")
+	failed := cl.submit("f", "task_type", "t", "max_attempts", "1")
+	task := ex.expectTask(failed)
+	ex.start(task)
+	ex.finish(task, "status", "failed")
+	cancelled := cl.submit("c", "task_type", "none")
+	cl.request("cancel", "req", "c", "task_id", u(cancelled))
+	tests := []struct {
+		deps, want string
+	}{
+		{u(pending) + "," + u(cancelled) + "," + u(failed), "dependency " + u(cancelled) + " cancelled"},
+		{u(failed) + "," + u(cancelled), "dependency " + u(failed) + " failed"},
+		{u(pending) + "," + u(pending) + "," + u(failed), "dependency " + u(failed) + " failed"},
+	}
+	for _, tc := range tests {
+		m := cl.request("submit", "req", "d", "task_type", "none", "depends_on", tc.deps, "wait", "true")
+		require.Equal(t, "submitted", m.Type(), "got %s", m)
+		d := cl.expect("done")
+		assert.Equal(t, "cancelled", d.Value("state"))
+		assert.Equal(t, tc.want, d.Value("error"))
+	}
+}

@@ -258,3 +258,62 @@ func TestRestart_StopUnderLoad(t *testing.T) {
 	}
 	assert.Greater(t, cl.submit("new", "task_type", "t"), maxID, "ids are never reused")
 }
+
+// Restored dispatches whose executor never comes back: after timeout_ms
+// the dispatched one goes back to pending, the running one to retrying.
+func TestRestart_DispatchesOfAnAbsentExecutor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr, stop := runUntil(t, maincontrol.Config{DataDir: dir})
+	cl := clientPeer(t, addr)
+	ex := executorPeer(t, addr, "e1", "t", 2)
+	running := cl.submit("a", "task_type", "t")
+	dispatched := cl.submit("b", "task_type", "t")
+	got := tasksByID(ex, 2)
+	ex.start(got[u(running)])
+	cl.waitState(running, "running", 5*time.Second)
+	stop()
+
+	cfg := shortTimeouts()
+	cfg.RetryBase = 10 * time.Second
+	addr, _ = runUntil(t, maincontrol.Config{DataDir: dir, Core: cfg})
+	cl = clientPeer(t, addr)
+	time.Sleep(300 * time.Millisecond)
+	assert.Equal(t, "running", cl.stateOf(running), "waits one timeout_ms for its executor")
+	assert.Equal(t, "dispatched", cl.stateOf(dispatched))
+	st := cl.waitState(running, "retrying", 5*time.Second)
+	assert.Equal(t, "1", st.Value("attempt"))
+	st = cl.waitState(dispatched, "pending", 5*time.Second)
+	assert.Equal(t, "1", st.Value("attempt"))
+}
+
+// A retrying task waits out the rest of its delay after a restart.
+func TestRestart_RetryingWaitsOutItsDelay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := maincontrol.Config{DataDir: dir, Core: core.Config{RetryBase: 3 * time.Second}}
+	addr, stop := runUntil(t, cfg)
+	cl := clientPeer(t, addr)
+	ex := executorPeer(t, addr, "e1", "t", 1)
+	id := cl.submit("a", "task_type", "t")
+	task := ex.expectTask(id)
+	ex.start(task)
+	failedAt := time.Now()
+	ex.finish(task, "status", "failed", "error", "try again")
+	stop()
+
+	addr, _ = runUntil(t, cfg)
+	cl = clientPeer(t, addr)
+	st := cl.query(id)
+	assert.Equal(t, "retrying", st.Value("state"))
+	assert.Equal(t, "try again", st.Value("error"))
+	ex = executorPeer(t, addr, "e1", "t", 1)
+	require.NoError(t, ex.c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	m, err := ex.r.ReadMessage()
+	require.NoError(t, err)
+	require.Equal(t, "task", m.Type())
+	waited := time.Since(failedAt)
+	assert.Equal(t, "2", m.Value("attempt"))
+	assert.GreaterOrEqual(t, waited, 1400*time.Millisecond, "the delay (1.5 to 3 s) was not waited out")
+	assert.Less(t, waited, 4500*time.Millisecond, "retried far later than its delay")
+}
