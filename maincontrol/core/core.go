@@ -43,6 +43,8 @@ type Core struct {
 	waiters  map[uint64][]waiter
 
 	startMs   int64
+	nowMs     int64 // the instant of the input being handled, when nowSet
+	nowSet    bool
 	available bool
 	debug     bool
 	loading   bool // snapshot entries loaded, indexes not yet rebuilt
@@ -118,7 +120,21 @@ func New(cfg Config, fx Effects) (*Core, error) {
 	return c, nil
 }
 
-func (c *Core) now() int64 { return c.clock.Now().UnixMilli() }
+// now returns the time in ms: read once per input (Handle, Tick), so that
+// one decision sees one instant and the clock is not read a dozen times.
+func (c *Core) now() int64 {
+	if c.nowSet {
+		return c.nowMs
+	}
+	return c.clock.Now().UnixMilli()
+}
+
+// hold fixes now() for the duration of one input; release undoes it.
+func (c *Core) hold() {
+	c.nowMs, c.nowSet = c.clock.Now().UnixMilli(), true
+}
+
+func (c *Core) release() { c.nowSet = false }
 
 // Debug reports whether frame logging is on (`debug on=true`).
 func (c *Core) Debug() bool { return c.debug }
@@ -186,6 +202,8 @@ func (c *Core) Handle(id PeerID, m *wire.Message) {
 	if p == nil {
 		return
 	}
+	c.hold()
+	defer c.release()
 	switch p.kind {
 	case peerNew:
 		c.handshake(p, m)
@@ -201,6 +219,8 @@ func (c *Core) Handle(id PeerID, m *wire.Message) {
 // Tick runs everything that is due: timers, handshake and heartbeat
 // timeouts, retention. The server calls it often (every few tens of ms).
 func (c *Core) Tick() {
+	c.hold()
+	defer c.release()
 	now := c.now()
 	c.expireHandshakes(now)
 	c.fireTimers(now)
