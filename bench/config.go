@@ -35,7 +35,13 @@ type Config struct {
 	Rate         float64 // total tasks/s, open loop; 0 is closed loop
 	RateOfPeak   float64 // > 0: measure the closed-loop peak first, then run at this fraction of it
 	PeakDuration time.Duration
-	Window       int           // closed loop: tasks in flight per producer (default 1024)
+	Window       int // closed loop: tasks in flight per producer (default 1024)
+	// PaceTick is the shortest sleep of an open-loop producer: tasks
+	// falling due meanwhile go out together in one write. Longer ticks
+	// cost the harness less CPU and add at most the tick to the measured
+	// latency (shown as intended -> sent). 0 sleeps until each task's
+	// own time.
+	PaceTick     time.Duration
 	Drain        time.Duration // wait for stragglers after the last submit (default 30 s)
 	ExecutorArgs []string      // more `apollo11 executor` flags (process mode)
 

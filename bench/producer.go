@@ -23,6 +23,7 @@ type producer struct {
 	pacer    Pacer
 	deadline time.Time // zero: send pacer.Total() tasks
 	window   int64     // closed loop: most tasks not yet finished
+	tick     time.Duration
 	wait     bool
 	taskType string
 	payload  string
@@ -47,7 +48,7 @@ type producer struct {
 }
 
 func newProducer(fc *frameConn, p Pacer, cfg *Config, start time.Time) *producer {
-	pr := &producer{fc: fc, pacer: p, window: int64(cfg.Window), wait: cfg.Wait, taskType: cfg.TaskType,
+	pr := &producer{fc: fc, pacer: p, window: int64(cfg.Window), tick: cfg.PaceTick, wait: cfg.Wait, taskType: cfg.TaskType,
 		payload: strings.Repeat("x", cfg.Payload), wake: make(chan struct{}, 1),
 		tlSubmit: newTimeline(start), lag: NewHistogram(), ack: NewHistogram(), doneLat: NewHistogram(), tlDone: newTimeline(start),
 		codes: make(map[string]int64)}
@@ -113,7 +114,7 @@ func (p *producer) idle(ctx context.Context, now time.Time, sent int64) {
 		}
 		return
 	}
-	d := p.pacer.Intended(sent).Sub(now)
+	d := max(p.pacer.Intended(sent).Sub(now), p.tick)
 	if !p.deadline.IsZero() {
 		d = min(d, p.deadline.Sub(now))
 	}

@@ -111,6 +111,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&rate, "rate", "", `open-loop target rate in tasks/s, or "50%" of the closed-loop peak measured first; "" is closed loop`)
 	fs.DurationVar(&cfg.PeakDuration, "peak-duration", 5*time.Second, "how long the peak is measured for a --rate in percent")
 	fs.IntVar(&cfg.Window, "window", 1024, "closed loop: tasks in flight per producer")
+	fs.DurationVar(&cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
 	fs.DurationVar(&cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
 	if err := parseFlags(fs, args); err != nil {

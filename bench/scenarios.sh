@@ -1,0 +1,62 @@
+#!/bin/sh
+# Runs the standard scenarios of bench/README.md and keeps every report.
+#
+#   go build -o /tmp/apollo11 ./cmd/apollo11
+#   bench/scenarios.sh /tmp/apollo11 /tmp/bench-results
+#
+# Each scenario writes NAME.txt (the table) and NAME.json; the load
+# average before each run is logged, because other load skews the
+# numbers (every report also says how busy the machine was).
+set -eu
+bin=${1:-apollo11}
+out=${2:-bench-results}
+mkdir -p "$out"
+
+# idle_share prints the machine's idle percentage over the next 3 s.
+idle_share() {
+	a=$(head -1 /proc/stat)
+	sleep 3
+	b=$(head -1 /proc/stat)
+	echo "$a
+$b" | awk 'NR==1{for(i=2;i<=9;i++)x[i]=$i} NR==2{for(i=2;i<=9;i++){d=$i-x[i];t+=d;if(i==5||i==6)idle+=d}; print int(100*idle/t)}'
+}
+
+# With QUIET=N, wait (up to 10 min) until the machine is at least N% idle:
+# on a shared machine other jobs skew the numbers.
+wait_quiet() {
+	[ -n "${QUIET:-}" ] || return 0
+	i=0
+	while [ "$(idle_share)" -lt "$QUIET" ] && [ $i -lt 200 ]; do i=$((i + 1)); done
+}
+
+run() {
+	name=$1
+	shift
+	wait_quiet
+	echo "== $name: $*" | tee -a "$out/log"
+	echo "   load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/log"
+	"$bin" "$@" --json "$out/$name.json" >"$out/$name.txt"
+	cat "$out/$name.txt"
+}
+
+# Headline (issue 4): 4 producers, 8 raw executors, echo, persistence off.
+run headline           bench --tasks 1000000 --plot "$out/headline.svg"
+run headline-nowait    bench --tasks 1000000 --wait=false
+# 1. Throughput by fsync mode.
+run fsync-never        bench --fsync never  --tasks 1000000
+run fsync-batch        bench --fsync batch  --tasks 1000000
+run fsync-always       bench --fsync always --duration 20s
+# 2. Latency at 50% of the peak (measured first for 5 s).
+run latency-50         bench --rate 50% --duration 30s --plot "$out/latency-50.svg"
+run latency-50-always  bench --fsync always --rate 50% --duration 30s
+# 3. 10,000 idle executors.
+run idle               bench idle --executors 10000
+# 4. 1,000,000 pending tasks, restarts.
+run pending            bench pending --tasks 1000000
+# 5. Failover.
+run failover           bench failover
+run failover-process   bench failover --victim process
+# Real executor processes instead of raw ones.
+run process-executors  bench --executor-mode process --tasks 300000
+# The wire probe against our own main control.
+run wire               bench wire --rate 500 --duration 20s --seed 1
