@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/apollo11/apollo11/wire"
@@ -53,11 +54,7 @@ func (r SubmitRequest) fill(wait bool) (func(*wire.Builder), error) {
 	}
 	return func(b *wire.Builder) {
 		b.Str("task_type", r.Type)
-		keys := make([]string, 0, len(r.Args))
-		for k := range r.Args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(r.Args))
 		for _, k := range keys {
 			b.PrefixStr(wire.PrefixArg, k, r.Args[k])
 		}

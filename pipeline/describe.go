@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -32,11 +33,7 @@ func (p *Plan) Describe(w io.Writer) {
 			fmt.Fprintf(w, "  key=%s", s.Key)
 		}
 		fmt.Fprintln(w)
-		keys := make([]string, 0, len(s.Args))
-		for k := range s.Args {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(s.Args))
 		for _, k := range keys {
 			fmt.Fprintf(w, "       arg.%s=%s\n", k, s.Args[k])
 		}

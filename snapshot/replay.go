@@ -33,19 +33,8 @@ func (s *Store) Replay(entry func(payload []byte) error, record func(lsn uint64,
 			return 0, fmt.Errorf("cannot load snapshot %s: %w", b.name, err)
 		}
 	}
-	s.filesMu.Lock()
-	segs := make([]segment, len(s.segs))
-	for i, seg := range s.segs {
-		segs[i] = *seg
-	}
-	s.filesMu.Unlock()
-	for _, seg := range segs {
-		if seg.last <= snapLSN {
-			continue
-		}
-		if err := readSegment(s.fsys, s.dir, seg, snapLSN, record); err != nil {
-			return 0, err
-		}
+	if err := s.readLogAfter(snapLSN, record); err != nil {
+		return 0, err
 	}
 	return snapLSN, nil
 }
@@ -54,6 +43,12 @@ func (s *Store) Replay(entry func(payload []byte) error, record func(lsn uint64,
 // oldest segment kept, snapshot or not: the inspector shows a task's whole
 // remaining history with it. It may be called on a ReadOnly store.
 func (s *Store) ReadLog(record func(lsn uint64, payload []byte) error) error {
+	return s.readLogAfter(0, record)
+}
+
+// readLogAfter calls record for every record on disk with an LSN above
+// after, in order.
+func (s *Store) readLogAfter(after uint64, record func(lsn uint64, payload []byte) error) error {
 	s.filesMu.Lock()
 	segs := make([]segment, len(s.segs))
 	for i, seg := range s.segs {
@@ -61,7 +56,10 @@ func (s *Store) ReadLog(record func(lsn uint64, payload []byte) error) error {
 	}
 	s.filesMu.Unlock()
 	for _, seg := range segs {
-		if err := readSegment(s.fsys, s.dir, seg, 0, record); err != nil {
+		if seg.last <= after {
+			continue
+		}
+		if err := readSegment(s.fsys, s.dir, seg, after, record); err != nil {
 			return err
 		}
 	}

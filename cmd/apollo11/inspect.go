@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,11 +162,7 @@ func printInspect(w io.Writer, rep *inspectReport, taskID uint64) {
 	for _, e := range rep.Executors {
 		fmt.Fprintf(w, "executor %s  types %s  slots %d  holding %d\n", e.ID, strings.Join(e.Types, ","), e.Slots, e.Load)
 	}
-	keys := make([]string, 0, len(rep.SharedState))
-	for k := range rep.SharedState {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(rep.SharedState))
 	for _, k := range keys {
 		fmt.Fprintf(w, "state %s=%s\n", k, rep.SharedState[k])
 	}

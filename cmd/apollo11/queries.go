@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -142,11 +143,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, " %s=%d", s, st.Tasks[s])
 			}
 			fmt.Fprintf(stdout, "\nexecutors %d  state_version %d  uptime %s\n", st.Executors, st.StateVersion, st.Uptime.Round(time.Second))
-			keys := make([]string, 0, len(st.Extra))
-			for k := range st.Extra {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
+			keys := slices.Sorted(maps.Keys(st.Extra))
 			for _, k := range keys {
 				fmt.Fprintf(stdout, "%s %s\n", k, st.Extra[k])
 			}
@@ -167,11 +164,7 @@ func runState(args []string, stdout, stderr io.Writer) error {
 				return printJSON(stdout, map[string]any{"state_version": ver, "state": vals})
 			}
 			fmt.Fprintf(stdout, "state_version %d\n", ver)
-			keys := make([]string, 0, len(vals))
-			for k := range vals {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
+			keys := slices.Sorted(maps.Keys(vals))
 			for _, k := range keys {
 				fmt.Fprintf(stdout, "%s=%s\n", k, vals[k])
 			}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -134,11 +135,7 @@ func printDone(w io.Writer, asJSON bool, s client.Submitted, d client.Done) erro
 }
 
 func printOut(w io.Writer, out map[string]string) {
-	keys := make([]string, 0, len(out))
-	for k := range out {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(out))
 	for _, k := range keys {
 		fmt.Fprintf(w, "out.%s=%s\n", k, out[k])
 	}

@@ -183,16 +183,11 @@ func (c *Core) armWaiting() {
 
 // cancelRequest handles a client's `cancel task_id=<n>`.
 func (c *Core) cancelRequest(p *peer, m *wire.Message, req string) {
-	id, err := m.Uint("task_id")
-	if err != nil {
-		c.badRequest(p, req, err)
-		return
-	}
-	t := c.tasks.get(id)
+	t := c.requestedTask(p, m, req)
 	if t == nil {
-		c.sendError(p, req, wire.CodeUnknownTask, "unknown task "+strconv.FormatUint(id, 10))
 		return
 	}
+	id := t.id
 	if t.state.Terminal() {
 		c.sendError(p, req, wire.CodeIllegalTransition, "task "+strconv.FormatUint(id, 10)+" already "+t.state.String())
 		return

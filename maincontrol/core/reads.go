@@ -7,15 +7,24 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-func (c *Core) query(p *peer, m *wire.Message, req string) {
+// requestedTask returns the task a request names with task_id, or answers
+// bad_request or unknown_task and returns nil.
+func (c *Core) requestedTask(p *peer, m *wire.Message, req string) *task {
 	id, err := m.Uint("task_id")
 	if err != nil {
 		c.badRequest(p, req, err)
-		return
+		return nil
 	}
 	t := c.tasks.get(id)
 	if t == nil {
 		c.sendError(p, req, wire.CodeUnknownTask, "unknown task "+strconv.FormatUint(id, 10))
+	}
+	return t
+}
+
+func (c *Core) query(p *peer, m *wire.Message, req string) {
+	t := c.requestedTask(p, m, req)
+	if t == nil {
 		return
 	}
 	b := c.begin("task_state", req)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -243,7 +244,7 @@ func TestCore_SharedStateIllegalValue(t *testing.T) {
 			h.start(ex, id, v)
 			h.accepted(ex, id, v, "succeeded", "state.set.text", "abc", "state.set.big", "9223372036854775807",
 				"state.set.small", "-9223372036854775808", "state.set.ok", "0")
-			before := maps(h.c.state)
+			before := maps.Clone(h.c.state)
 			ver := h.c.stateVer
 
 			id = h.submit(cl, "task_type", "x", "wait", "true", "max_attempts", "5")
@@ -267,14 +268,6 @@ func TestCore_SharedStateIllegalValue(t *testing.T) {
 			h.checkReplay()
 		})
 	}
-}
-
-func maps(m map[string]string) map[string]string {
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 // The size check for out.*: a result whose outputs would make task_state or

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -50,11 +51,7 @@ func (s *Snapshot) WriteTo(add func(payload []byte) error) error {
 	if err := emit(&s.meta); err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(s.state))
-	for k := range s.state {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(s.state))
 	for _, k := range keys {
 		if err := emit(&record{kind: snapState, key: k, args: s.state[k]}); err != nil {
 			return err
