@@ -8,6 +8,7 @@ import (
 
 	"github.com/apollo11/apollo11/bench"
 	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/snapshot"
 )
 
 // BenchmarkMainControl_Echo runs the headline load (4 producers, 8 raw
@@ -18,10 +19,21 @@ import (
 //
 //	go test ./bench -run '^$' -bench MainControl_Echo -benchtime 300000x -cpuprofile cpu.out
 //	go tool pprof -tagfocus side=maincontrol -top cpu.out
+//
+// The fsync-never case keeps a log and snapshots in a temp dir, to show
+// what persistence costs.
 func BenchmarkMainControl_Echo(b *testing.B) {
+	b.Run("memory", func(b *testing.B) { benchEcho(b, func(*maincontrol.Config) {}) })
+	b.Run("fsync-never", func(b *testing.B) {
+		dir := b.TempDir()
+		benchEcho(b, func(c *maincontrol.Config) { c.DataDir, c.Fsync = dir, snapshot.FsyncNever })
+	})
+}
+
+func benchEcho(b *testing.B, mutate func(*maincontrol.Config)) {
 	var addr string
 	pprof.Do(context.Background(), pprof.Labels("side", "maincontrol"), func(context.Context) {
-		addr = startMainControl(b, func(c *maincontrol.Config) {})
+		addr = startMainControl(b, mutate)
 	})
 	b.ResetTimer()
 	var rep *bench.Report
