@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-		"os/exec"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
