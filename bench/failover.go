@@ -250,6 +250,7 @@ func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess boo
 			"--slots", "1", "--mode", string(mode)}
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = childEnv()
 	cmd.Stderr = &tailBuffer{max: 8 << 10} // its log, unread unless debugging
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -135,6 +135,7 @@ func (f *fleet) spawn(cfg Config, addr, id string) error {
 	args := append([]string{"executor", "--connect", addr, "--id", id, "--types", cfg.TaskType,
 		"--slots", strconv.Itoa(cfg.Slots)}, cfg.ExecutorArgs...)
 	cmd := exec.Command(bin, args...)
+	cmd.Env = childEnv()
 	cmd.Stderr = &tailBuffer{max: 16 << 10}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -95,6 +96,7 @@ func (m *MainControl) Start(ctx context.Context) (time.Duration, error) {
 	args := append([]string{"maincontrol", "--listen", m.Addr, "--data-dir", m.DataDir, "--fsync", fsync,
 		"--log-level", "warn"}, m.opts.Args...)
 	cmd := exec.Command(m.opts.Binary, args...)
+	cmd.Env = childEnv()
 	m.stderr = &tailBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = m.stderr, m.stderr
 	// Its own process group keeps a terminal's Ctrl-C away from it (the
@@ -201,6 +203,19 @@ func exitErr(cmd *exec.Cmd) error {
 		return nil
 	}
 	return fmt.Errorf("main control exited with %s", cmd.ProcessState)
+}
+
+// childEnv is this process's environment without APOLLO11_* variables,
+// so that a main control or executor started for a run gets exactly the
+// flags the harness gives it, not settings meant for a production one.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "APOLLO11_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // tailBuffer keeps the last max bytes written to it.

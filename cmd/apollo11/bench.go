@@ -98,7 +98,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var cfg bench.Config
 	var rate, plot string
 	fs.IntVar(&cfg.PID, "pid", 0, "pid of the main control at --addr, to report its CPU and memory")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "data dir for a started main control with persistence (default: a temp dir, removed after)")
+	fs.StringVar(&cfg.DataDir, "bench-dir", "", "data dir for a started main control with persistence (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting, each pipelining")
 	fs.IntVar(&cfg.Executors, "executors", 8, "executors")
 	fs.StringVar(&cfg.ExecutorMode, "executor-mode", "raw", "raw (in-process raw-wire executors) or process (apollo11 executor processes)")
@@ -241,7 +241,7 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	_ = fs.Set("fsync", "never")
 	var cfg bench.PendingConfig
 	fs.Int64Var(&cfg.Tasks, "tasks", 1_000_000, "tasks to leave pending")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "data dir (default: a temp dir, removed after)")
+	fs.StringVar(&cfg.DataDir, "bench-dir", "", "data dir for the main control (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting")
 	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload per task")
 	if err := parseFlags(fs, args); err != nil {
