@@ -33,6 +33,51 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return runBenchLoad(ctx, args, stdout, stderr)
 }
 
+// Bench flags read APOLLO11_BENCH_* variables, not APOLLO11_*: many of
+// their names (addr, fsync, slots, token-file...) are also flags of the
+// main control, the executor or the client commands, and a variable set
+// for those (APOLLO11_ADDR pointing at a production main control) must
+// not steer a benchmark.
+const benchEnvPrefix = "APOLLO11_BENCH_"
+
+func benchEnvName(flagName string) string {
+	return benchEnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newBenchFlagSet is newFlagSet with the bench variables in its usage.
+func newBenchFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: apollo11 %s\n\nFlags (each also from its environment variable):\n", synopsis)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := ""
+			if f.DefValue != "" {
+				def = " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(out, "  --%s  [%s]\n      %s%s\n", f.Name, benchEnvName(f.Name), f.Usage, def)
+		})
+	}
+	return fs
+}
+
+// parseBenchFlags applies APOLLO11_BENCH_* variables, then the command
+// line, which wins.
+func parseBenchFlags(fs *flag.FlagSet, args []string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(benchEnvName(f.Name)); ok && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("environment %s=%q: %w", benchEnvName(f.Name), v, e)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
 // commonBenchFlags are the flags every scenario has.
 type commonBenchFlags struct {
 	addr, binary, tokenFile, fsync, jsonOut string
@@ -92,7 +137,7 @@ func isTerminal(f *os.File) bool {
 }
 
 func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", "bench [wire|idle|pending|failover] [flags]", stderr)
+	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover] [flags]", stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.Config
@@ -114,7 +159,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
 	fs.DurationVar(&cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
@@ -170,7 +215,7 @@ func init() {
 }
 
 func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench wire", "bench wire [--addr A] [flags]", stderr)
+	fs := newBenchFlagSet("bench wire", "bench wire [--addr A] [flags]", stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.WireConfig
@@ -182,7 +227,7 @@ func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 256, "probes in flight at most")
 	fs.StringVar(&cfg.Cases, "cases", "", "only the probe cases whose name contains this")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
@@ -212,14 +257,14 @@ func init() {
 }
 
 func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench idle", "bench idle [flags]", stderr)
+	fs := newBenchFlagSet("bench idle", "bench idle [flags]", stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.IdleConfig
 	fs.IntVar(&cfg.Executors, "executors", 10_000, "idle executors to connect")
 	fs.DurationVar(&cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
 	fs.IntVar(&cfg.Dialers, "dialers", 100, "connections opened at once")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -234,7 +279,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench pending", "bench pending [flags]", stderr)
+	fs := newBenchFlagSet("bench pending", "bench pending [flags]", stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	fs.Lookup("fsync").DefValue = "never"
@@ -244,7 +289,7 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.StringVar(&cfg.DataDir, "bench-dir", "", "data dir for the main control (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting")
 	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload per task")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -259,14 +304,14 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench failover", "bench failover [flags]", stderr)
+	fs := newBenchFlagSet("bench failover", "bench failover [flags]", stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.FailoverConfig
 	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds per variant")
 	fs.StringVar(&cfg.Victim, "victim", "raw", "the executor killed: raw (apollo11 bench executor) or process (apollo11 executor)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -283,7 +328,7 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 // runBenchExecutor is a raw-wire executor process: what bench failover
 // kills, and a light executor for load runs on another machine.
 func runBenchExecutor(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("bench executor", "bench executor --connect A --id ID [flags]", stderr)
+	fs := newBenchFlagSet("bench executor", "bench executor --connect A --id ID [flags]", stderr)
 	var o bench.ExecutorOptions
 	var types, mode, tokenFile string
 	fs.StringVar(&o.Addr, "connect", "127.0.0.1:1969", "main control address")
@@ -292,7 +337,7 @@ func runBenchExecutor(ctx context.Context, args []string, _, stderr io.Writer) e
 	fs.IntVar(&o.Slots, "slots", 1, "slots")
 	fs.StringVar(&mode, "mode", "echo", "echo (answer at once), hold (start and keep running) or nostart (never start)")
 	fs.StringVar(&tokenFile, "token-file", "", "shared token file, when the main control has auth on")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseBenchFlags(fs, args); err != nil {
 		return err
 	}
 	if o.ID == "" {
