@@ -58,6 +58,28 @@ func (q *heldQueue) release(lsn uint64, fn func(h *heldFrame, frame []byte)) {
 	q.compact()
 }
 
+// extract hands fn, in order, every held item that keep refuses, and
+// keeps the others in order. The arena is compacted in place: kept frames
+// only move towards the front, after fn has seen what they overwrite.
+func (q *heldQueue) extract(keep func(h *heldFrame, frame []byte) bool, fn func(h *heldFrame, frame []byte)) {
+	k, pos := 0, 0
+	for i := q.head; i < len(q.items); i++ {
+		h := q.items[i]
+		frame := q.arena[h.start:h.end]
+		if !keep(&h, frame) {
+			fn(&h, frame)
+			continue
+		}
+		n := copy(q.arena[pos:], frame)
+		h.start, h.end = pos, pos+n
+		pos += n
+		q.items[k] = h
+		k++
+	}
+	clear(q.items[k:])
+	q.items, q.head, q.arena = q.items[:k], 0, q.arena[:pos]
+}
+
 // compact drops released frames once they are half the queue, keeping the
 // arena proportional to what is still held.
 func (q *heldQueue) compact() {

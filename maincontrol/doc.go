@@ -23,6 +23,14 @@
 // written from their own callbacks, and a Write that fails (closing the
 // connection inside gnet) never runs under the mutex.
 //
+// While the log cannot be written (a full or failing disk), nothing becomes
+// durable: then only confirmations and dispatches (submitted, cancelled,
+// done, result_ack, task) wait for the disk; every other frame — welcome,
+// errors such as code=unavailable, pong, the replies to reads — goes out at
+// once, and those already held are released when the log fails. Peers are
+// answered instead of hanging until the disk recovers; a read may then show
+// a change whose record is not yet durable.
+//
 // # Limits
 //
 // A frame header announcing more than --max-frame is answered with

@@ -1,6 +1,8 @@
 package maincontrol
 
 import (
+	"bytes"
+
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -30,13 +32,35 @@ func (s *Server) Send(peer core.PeerID, frame []byte) {
 	if s.core != nil && s.core.Debug() {
 		s.logFrame("out", cn, frame[wire.HeaderLen:])
 	}
-	if s.lastLSN <= s.durableLSN {
+	if s.lastLSN <= s.durableLSN || s.core != nil && !s.core.Available() && !confirming(frame) {
+		// While the log cannot be written nothing becomes durable: only
+		// confirmations (and dispatches) wait for the disk; welcomes,
+		// errors (code=unavailable), pongs and reads go out, so that
+		// peers are answered instead of hanging until the disk recovers.
 		cn.out = append(cn.out, frame...)
 		s.markDirty(cn)
 		return
 	}
 	s.held.push(cn, frame, s.lastLSN, false)
 	cn.held++
+}
+
+// confirmingTypes are the frames that confirm a change (spec section 7)
+// or dispatch a task: they are sent only once every record before them is
+// durable, whatever the state of the log.
+var confirmingTypes = [][]byte{[]byte("type=submitted"), []byte("type=cancelled"), []byte("type=done"),
+	[]byte("type=result_ack"), []byte("type=task")}
+
+// confirming reports whether frame is one of confirmingTypes (encoders
+// write type first).
+func confirming(frame []byte) bool {
+	p := frame[wire.HeaderLen:]
+	for _, t := range confirmingTypes {
+		if bytes.HasPrefix(p, t) && (len(p) == len(t) || p[len(t)] == '\n') {
+			return true
+		}
+	}
+	return false
 }
 
 // Close closes a connection after the frames queued before.
@@ -65,19 +89,40 @@ func (s *Server) markDirty(cn *conn) {
 // releaseHeld moves frames durable at lsn to their connections.
 func (s *Server) releaseHeld(lsn uint64) {
 	s.durableLSN = max(s.durableLSN, lsn)
-	s.held.release(s.durableLSN, func(h *heldFrame, frame []byte) {
-		cn := h.cn
-		cn.held--
-		if cn.dead {
-			return
-		}
+	s.held.release(s.durableLSN, s.deliver)
+}
+
+// releaseUnconfirming releases the held frames that need not wait for the
+// disk (see Send), when the log has just failed: the replies and errors
+// held before the failure must not wait for its recovery. A connection's
+// close stays held behind its confirmations.
+func (s *Server) releaseUnconfirming() {
+	blocked := map[*conn]bool{}
+	s.held.extract(func(h *heldFrame, frame []byte) bool {
 		if h.close {
-			cn.closeAfter = true
-		} else if !cn.closeAfter {
-			cn.out = append(cn.out, frame...)
+			return blocked[h.cn]
 		}
-		s.markDirty(cn)
-	})
+		if confirming(frame) {
+			blocked[h.cn] = true
+			return true
+		}
+		return false
+	}, s.deliver)
+}
+
+// deliver hands a released frame (or close) to its connection.
+func (s *Server) deliver(h *heldFrame, frame []byte) {
+	cn := h.cn
+	cn.held--
+	if cn.dead {
+		return
+	}
+	if h.close {
+		cn.closeAfter = true
+	} else if !cn.closeAfter {
+		cn.out = append(cn.out, frame...)
+	}
+	s.markDirty(cn)
 }
 
 // takeWakes returns the connections with output waiting, other than

@@ -370,11 +370,16 @@ func (s *Server) onDurable(lsn uint64) {
 // onHealth runs on the log's writer goroutine when writes fail or recover.
 func (s *Server) onHealth(err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil {
 		s.log.Error("log write failed: refusing changes until the disk recovers", "err", err)
 	}
 	s.core.SetAvailable(err == nil)
+	if err != nil {
+		s.releaseUnconfirming()
+	}
+	wakes := s.takeWakes(nil)
+	s.mu.Unlock()
+	wake(wakes)
 }
 
 func (s *Server) logFrame(dir string, cn *conn, payload []byte) {
