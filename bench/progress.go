@@ -54,8 +54,19 @@ func (p *progress) update(done, sent int64) {
 	n := int(frac * width)
 	bar := strings.Repeat("#", n) + strings.Repeat(".", width-n)
 	fmt.Fprintf(p.w, "\r%s[%s] %3.0f%%  %s done, %s sent, %s/s, %.0fs   ", p.label, bar, 100*frac,
-		group(float64(done)), group(float64(sent)), group(rate), now.Sub(p.start).Seconds())
+		group(float64(done)), group(float64(sent)), group(rate), max(now.Sub(p.start).Seconds(), 0))
 	p.drawn = true
+}
+
+// final draws the last state, however soon after the previous one, with
+// the average rate.
+func (p *progress) final(done, sent int64) {
+	if p == nil || p.w == nil || !p.drawn {
+		return
+	}
+	// Show the average rate over the whole run.
+	p.last, p.lastAt, p.lastDone = time.Now().Add(-progressEvery), p.start, 0
+	p.update(done, sent)
 }
 
 // finish ends the bar's line.

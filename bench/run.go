@@ -255,6 +255,8 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	mc1 := sampleProc(t.pid)
 	busy1, all1, _ := MachineCPU()
 	fleet1 := fl.cpu()
+	sent, _, _ := wait.sent()
+	bar.final(wait.completed(), sent)
 	bar.finish()
 	for _, c := range conns {
 		c.c.Close()

@@ -82,7 +82,7 @@ func parseBenchFlags(fs *flag.FlagSet, args []string) error {
 type commonBenchFlags struct {
 	addr, binary, tokenFile, fsync, jsonOut string
 	mcArgs                                  string
-	progress                                bool
+	progress                                autoBool
 }
 
 func (c *commonBenchFlags) register(fs *flag.FlagSet) {
@@ -91,7 +91,7 @@ func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
 	fs.StringVar(&c.fsync, "fsync", "off", "for a started main control: off (no data dir), never, batch or always")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
-	fs.BoolVar(&c.progress, "progress", isTerminal(os.Stderr), "draw a progress bar on stderr (default: when stderr is a terminal)")
+	fs.Var(&c.progress, "progress", "draw a progress bar on stderr: true, false or auto (when stderr is a terminal)")
 	fs.StringVar(&c.jsonOut, "json", "", `write the report as JSON to this file ("-": stdout, instead of the table)`)
 }
 
@@ -103,7 +103,7 @@ func (c *commonBenchFlags) token() ([]byte, error) {
 }
 
 func (c *commonBenchFlags) progressTo(stderr io.Writer) io.Writer {
-	if c.progress {
+	if c.progress.on(func() bool { return isTerminal(os.Stderr) }) {
 		return stderr
 	}
 	return nil
@@ -131,6 +131,39 @@ func (c *commonBenchFlags) report(stdout io.Writer, text, js func(io.Writer) err
 	return text(stdout)
 }
 
+// autoBool is a boolean flag whose default, "auto", is decided at run time.
+type autoBool struct{ set, v bool }
+
+func (a *autoBool) String() string {
+	if a == nil || !a.set {
+		return "auto"
+	}
+	return strconv.FormatBool(a.v)
+}
+
+func (a *autoBool) Set(s string) error {
+	if s == "auto" {
+		a.set = false
+		return nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	a.set, a.v = true, v
+	return nil
+}
+
+// IsBoolFlag lets --progress stand alone.
+func (a *autoBool) IsBoolFlag() bool { return true }
+
+func (a *autoBool) on(auto func() bool) bool {
+	if a.set {
+		return a.v
+	}
+	return auto()
+}
+
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
@@ -143,7 +176,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var cfg bench.Config
 	var rate, plot string
 	fs.IntVar(&cfg.PID, "pid", 0, "pid of the main control at --addr, to report its CPU and memory")
-	fs.StringVar(&cfg.DataDir, "bench-dir", "", "data dir for a started main control with persistence (default: a temp dir, removed after)")
+	fs.StringVar(&cfg.DataDir, "dir", "", "data dir for a started main control with persistence (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting, each pipelining")
 	fs.IntVar(&cfg.Executors, "executors", 8, "executors")
 	fs.StringVar(&cfg.ExecutorMode, "executor-mode", "raw", "raw (in-process raw-wire executors) or process (apollo11 executor processes)")
@@ -286,7 +319,7 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	_ = fs.Set("fsync", "never")
 	var cfg bench.PendingConfig
 	fs.Int64Var(&cfg.Tasks, "tasks", 1_000_000, "tasks to leave pending")
-	fs.StringVar(&cfg.DataDir, "bench-dir", "", "data dir for the main control (default: a temp dir, removed after)")
+	fs.StringVar(&cfg.DataDir, "dir", "", "data dir for the main control (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting")
 	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload per task")
 	if err := parseBenchFlags(fs, args); err != nil {
