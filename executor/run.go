@@ -70,8 +70,10 @@ func (e *Executor) worker(r *run) {
 func (e *Executor) execute(r *run) {
 	t := r.task
 	ctx := context.Background()
-	if e.log.Enabled(ctx, slog.LevelInfo) {
-		e.log.LogAttrs(ctx, slog.LevelInfo, "task started", taskAttrs(t)...)
+	// Per-task lines are debug: at thousands of tasks a second, formatting
+	// two info lines per task would cost more than running an echo.
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.LogAttrs(ctx, slog.LevelDebug, "task started", taskAttrs(t)...)
 	}
 	start := time.Now()
 	res, err := e.call(r)
@@ -152,7 +154,7 @@ func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
 // logEnd logs a dispatch's end.
 func (e *Executor) logEnd(t *Task, o summary, dur time.Duration, drop, replaced string) {
 	ctx := context.Background()
-	level := slog.LevelInfo
+	level := slog.LevelDebug
 	if replaced != "" || (!o.ok && drop == "") {
 		level = slog.LevelWarn
 	}
