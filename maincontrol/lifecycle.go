@@ -35,7 +35,16 @@ func (s *Server) startSnapshot() {
 		defer close(done)
 		start := time.Now()
 		// The snapshot must not be durable before the records it covers.
+		// A stop while the log cannot be written gives up waiting: they
+		// may never become durable.
 		for s.store.DurableLSN() < lsn {
+			if s.stoppingUnwritable() {
+				s.mu.Lock()
+				s.snapRunning = false
+				s.mu.Unlock()
+				s.log.Warn("snapshot abandoned: stopping while the log cannot be written", "lsn", lsn)
+				return
+			}
 			time.Sleep(time.Millisecond)
 		}
 		err := s.store.WriteSnapshot(lsn, func(w *snapshot.SnapshotWriter) error { return snap.WriteTo(w.Add) })
@@ -94,7 +103,7 @@ func (s *Server) finalSnapshot() {
 		<-done
 	}
 	s.mu.Lock()
-	if s.sinceSnapshot > 0 {
+	if s.sinceSnapshot > 0 && s.core.Available() {
 		s.startSnapshot()
 	}
 	done = s.snapDone
@@ -102,6 +111,14 @@ func (s *Server) finalSnapshot() {
 	if done != nil {
 		<-done
 	}
+}
+
+// stoppingUnwritable reports whether a graceful stop is under way while
+// the log cannot be written.
+func (s *Server) stoppingUnwritable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping && !s.core.Available()
 }
 
 func (s *Server) closeStore() {

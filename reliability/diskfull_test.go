@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // inProcess is a main control run by maincontrol.Run in the test process,
@@ -70,10 +72,11 @@ func (p *inProcess) stop(timeout time.Duration) error {
 // TestDisk_FullDuringLogWrites runs the main control in process on a
 // file system that fills up (ENOSPC; every other round, fsync fails with
 // EIO instead) under a load of submits and results. While the disk is
-// full, submits must be refused with code=unavailable (or held), reads
-// must still be answered within probeLimit, and nothing unwritten may be
-// confirmed; once it heals, submits are confirmed again. At the end the
-// main control restarts on the real file system from the same data dir:
+// full, a new submit must be refused at once with code=unavailable (those
+// in flight are held), reads must still be answered within probeLimit,
+// and nothing unwritten may be confirmed; once it heals, submits are confirmed again. The last round
+// stops the main control while the disk still fails: the stop must
+// return. At the end the main control restarts on the real file system from the same data dir:
 // every confirmed change must be there.
 func TestDisk_FullDuringLogWrites(t *testing.T) {
 	sc := currentScale()
@@ -99,10 +102,24 @@ func TestDisk_FullDuringLogWrites(t *testing.T) {
 		}
 		fig.injected++
 		waitUnavailable(t, mc.addr)
+		refusedSubmit(t, mc.addr)
 		fig.probed(probe(t, mc.addr, nil, false)) // reads while full
 		time.Sleep(1200 * time.Millisecond)       // the writer retries every second
 		fig.probed(probe(t, mc.addr, nil, false))
 
+		if round == sc.diskFullRounds-1 {
+			// The last round stops while the disk is still failing: the
+			// graceful stop must return, confirming nothing unwritten.
+			cancel()
+			wg.Wait()
+			stopped := time.Now()
+			if err := mc.stop(30 * time.Second); err != nil {
+				t.Fatalf("stop while the disk fails: %v", err)
+			}
+			fig.note("a graceful stop while the disk was failing returned after %s", time.Since(stopped).Round(time.Millisecond))
+			ffs.Heal()
+			break
+		}
 		ffs.Heal()
 		healed := time.Now()
 		for {
@@ -134,9 +151,30 @@ func TestDisk_FullDuringLogWrites(t *testing.T) {
 	fig.duplicates = l.duplicates()
 	l.mu.Lock()
 	fig.tasks, fig.confirmed = l.sent, len(l.submitted)
-	fig.note("in-process main control on an injected snapshot.FS; %d writes or fsyncs failed; %d submits answered code=unavailable; after the last round it restarted on the real file system and every confirmed change was there",
+	fig.note("in-process main control on an injected snapshot.FS; %d writes or fsyncs failed; a new submit was refused with code=unavailable in every fault, and the load's producer got %d such answers (it waits for its in-flight submits, which are held until the disk heals); after the last round it restarted on the real file system and every confirmed change was there",
 		ffs.Fails(), l.unavailable)
 	l.mu.Unlock()
+}
+
+// refusedSubmit checks that a submit is refused at once with
+// code=unavailable.
+func refusedSubmit(t testing.TB, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_, err = c.Submit(ctx, client.SubmitRequest{Type: "work"})
+	if !client.IsCode(err, wire.CodeUnavailable) {
+		t.Errorf("submit while the disk fails: %v, want code=unavailable", err)
+	}
+	if d := time.Since(start); d > probeLimit {
+		t.Errorf("submit while the disk fails answered after %v", d)
+	}
 }
 
 // waitUnavailable waits until stats says the log is not writable.
