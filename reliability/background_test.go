@@ -87,6 +87,7 @@ type probeStats struct {
 	n, over int
 	slowest time.Duration
 	errs    int
+	lastErr error
 }
 
 // run probes every 100 ms until the returned function is called.
@@ -109,6 +110,7 @@ func (ps *probeStats) run(addr string, token []byte) func() {
 			switch {
 			case err != nil:
 				ps.errs++
+				ps.lastErr = err
 			case d > probeLimit:
 				ps.over++
 			}
@@ -122,5 +124,9 @@ func (ps *probeStats) run(addr string, token []byte) func() {
 func (ps *probeStats) String() string {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return fmt.Sprintf("%d, slowest %s, %d over %v, %d failed", ps.n, ms(ps.slowest), ps.over, probeLimit, ps.errs)
+	s := fmt.Sprintf("%d, slowest %s, %d over %v, %d failed", ps.n, ms(ps.slowest), ps.over, probeLimit, ps.errs)
+	if ps.lastErr != nil {
+		s += fmt.Sprintf(" (%v)", ps.lastErr)
+	}
+	return s
 }

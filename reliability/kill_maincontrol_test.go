@@ -73,7 +73,10 @@ func TestMaincontrol_Kill9UnderLoad(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); runExecutor(ctx, mc.Addr, "ex-drain", l, 1, false) }()
 	dstart := time.Now()
-	waitDrained(t, mc.Addr, nil, 60*time.Second)
+	l.mu.Lock()
+	drainFor := 60*time.Second + time.Duration(len(l.submitted))*time.Millisecond // soak leaves a backlog
+	l.mu.Unlock()
+	waitDrained(t, mc.Addr, nil, drainFor)
 	t.Logf("drain took %v", time.Since(dstart))
 	cancel()
 	<-done
@@ -208,10 +211,14 @@ func produce(ctx context.Context, addr string, l *ledger, round int, pace time.D
 // runExecutor registers a raw executor and runs every task it is sent:
 // most at once (started and result in one write), some after a short hold
 // (started at once, listed in its heartbeats), so that a crash finds tasks
-// running; without hold, every task at once. Accepted results are
-// recorded.
+// running; without hold, every task at once, on 256 slots. Accepted
+// results are recorded.
 func runExecutor(ctx context.Context, addr, id string, l *ledger, seed uint64, hold bool) {
-	p, _, err := dialExecutor(addr, id, "work", 16, l.token)
+	slots := 16
+	if !hold {
+		slots = 256 // draining: as fast as the main control goes
+	}
+	p, _, err := dialExecutor(addr, id, "work", slots, l.token)
 	if err != nil {
 		return
 	}

@@ -73,7 +73,7 @@ func resetOne(addr string, i int, rng *rand.Rand) bool {
 			return false
 		}
 		var buf []byte
-		for j := 0; j < 20; j++ {
+		for j := 0; j < 4; j++ {
 			buf = append(buf, frameOf("submit", "req", strconv.Itoa(j), "task_type", "work", "arg.i", strconv.Itoa(i))...)
 		}
 		last := frameOf("submit", "req", "cut", "task_type", "work")
