@@ -29,6 +29,7 @@
 //	go test ./reliability/ -v -figures /tmp/figures.md # also write the table as Markdown
 //
 // Under -race the counts are smaller (the harness is instrumented; the child
-// binaries are not); with -short the heavy parts are skipped. docs/reliability.md
-// publishes the latest figures with the command that produced them.
+// binaries are not); with -short only the two quick tests run (late results
+// of a frozen executor, disk full). docs/reliability.md publishes the latest
+// figures with the command that produced them, and how each is measured.
 package reliability
