@@ -50,8 +50,17 @@ func TestMaincontrol_Kill9UnderLoad(t *testing.T) {
 		go func() { defer wg.Done(); produce(ctx, mc.Addr, l, round, 0) }()
 		seed := rng.Uint64()
 		go func() { defer wg.Done(); runExecutor(ctx, mc.Addr, "ex-"+strconv.Itoa(round), l, seed, true) }()
-		time.Sleep(time.Duration(150+rng.IntN(400)) * time.Millisecond)
-		mc.Kill() // SIGKILL, mid-stream
+		// Kill 100-500 ms after the round's first confirmation: mid-stream.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			l.mu.Lock()
+			confirmed := l.maxID > before
+			l.mu.Unlock()
+			if confirmed {
+				break
+			}
+		}
+		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		mc.Kill() // SIGKILL
 		killedAt = time.Now()
 		cancel()
 		wg.Wait()
