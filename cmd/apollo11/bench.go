@@ -40,42 +40,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 // not steer a benchmark.
 const benchEnvPrefix = "APOLLO11_BENCH_"
 
-func benchEnvName(flagName string) string {
-	return benchEnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// newBenchFlagSet is newFlagSet with the bench variables in its usage.
+// newBenchFlagSet is newFlagSet with the bench variables.
 func newBenchFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: apollo11 %s\n\nFlags (each also from its environment variable):\n", synopsis)
-		fs.VisitAll(func(f *flag.Flag) {
-			def := ""
-			if f.DefValue != "" {
-				def = " (default " + f.DefValue + ")"
-			}
-			fmt.Fprintf(out, "  --%s  [%s]\n      %s%s\n", f.Name, benchEnvName(f.Name), f.Usage, def)
-		})
-	}
-	return fs
-}
-
-// parseBenchFlags applies APOLLO11_BENCH_* variables, then the command
-// line, which wins.
-func parseBenchFlags(fs *flag.FlagSet, args []string) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(benchEnvName(f.Name)); ok && err == nil {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %w", benchEnvName(f.Name), v, e)
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return fs.Parse(args)
+	return newFlagSetEnv(benchEnvPrefix, name, synopsis, out)
 }
 
 // commonBenchFlags are the flags every scenario has.
@@ -192,7 +159,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
 	fs.DurationVar(&cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
-	if err := parseBenchFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
@@ -260,7 +227,7 @@ func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 256, "probes in flight at most")
 	fs.StringVar(&cfg.Cases, "cases", "", "only the probe cases whose name contains this")
-	if err := parseBenchFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
@@ -297,7 +264,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&cfg.Executors, "executors", 10_000, "idle executors to connect")
 	fs.DurationVar(&cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
 	fs.IntVar(&cfg.Dialers, "dialers", 100, "connections opened at once")
-	if err := parseBenchFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -322,7 +289,7 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.StringVar(&cfg.DataDir, "dir", "", "data dir for the main control (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting")
 	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload per task")
-	if err := parseBenchFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -344,7 +311,7 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds per variant")
 	fs.StringVar(&cfg.Victim, "victim", "raw", "the executor killed: raw (apollo11 bench executor) or process (apollo11 executor)")
-	if err := parseBenchFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -370,7 +337,7 @@ func runBenchExecutor(ctx context.Context, args []string, _, stderr io.Writer) e
 	fs.IntVar(&o.Slots, "slots", 1, "slots")
 	fs.StringVar(&mode, "mode", "echo", "echo (answer at once), hold (start and keep running) or nostart (never start)")
 	fs.StringVar(&tokenFile, "token-file", "", "shared token file, when the main control has auth on")
-	if err := parseBenchFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if o.ID == "" {

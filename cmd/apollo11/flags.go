@@ -9,17 +9,30 @@ import (
 	"strings"
 )
 
-// envName returns the environment variable of a flag: APOLLO11_ and the
+// envPrefix is the prefix of the environment variables of flags.
+const envPrefix = "APOLLO11_"
+
+// envName returns the environment variable of a flag: the prefix and the
 // flag's name in upper case with - as _.
-func envName(flagName string) string {
-	return "APOLLO11_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+func envName(prefix, flagName string) string {
+	return prefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// newFlagSet returns a flag set whose usage lists each flag with its
-// environment variable.
+// flagEnvPrefix records the environment prefix of each flag set; the
+// bench flags read their own (see bench.go).
+var flagEnvPrefix = map[*flag.FlagSet]string{}
+
+// newFlagSet returns a flag set whose flags read APOLLO11_* variables.
 func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+	return newFlagSetEnv(envPrefix, name, synopsis, out)
+}
+
+// newFlagSetEnv returns a flag set whose flags read prefix* variables and
+// whose usage lists each flag with its variable.
+func newFlagSetEnv(prefix, name, synopsis string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
+	flagEnvPrefix[fs] = prefix
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: apollo11 %s\n\nFlags (each also from its environment variable):\n", synopsis)
 		fs.VisitAll(func(f *flag.Flag) {
@@ -27,20 +40,24 @@ func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
 			if f.DefValue != "" {
 				def = " (default " + f.DefValue + ")"
 			}
-			fmt.Fprintf(out, "  --%s  [%s]\n      %s%s\n", f.Name, envName(f.Name), f.Usage, def)
+			fmt.Fprintf(out, "  --%s  [%s]\n      %s%s\n", f.Name, envName(prefix, f.Name), f.Usage, def)
 		})
 	}
 	return fs
 }
 
-// parseFlags applies APOLLO11_* environment variables, then the command
-// line, which wins.
+// parseFlags applies the flag set's environment variables, then the
+// command line, which wins.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	prefix, ok := flagEnvPrefix[fs]
+	if !ok {
+		prefix = envPrefix
+	}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && err == nil {
+		if v, ok := os.LookupEnv(envName(prefix, f.Name)); ok && err == nil {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %w", envName(f.Name), v, e)
+				err = fmt.Errorf("environment %s=%q: %w", envName(prefix, f.Name), v, e)
 			}
 		}
 	})
