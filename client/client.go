@@ -89,7 +89,7 @@ func (c *Client) readLoop() {
 		req, ok := m.Get("req")
 		if !ok {
 			if m.Type() == "error" {
-				last = errorOf(m)
+				last = wire.ErrorReplyOf(m)
 				c.log.Warn("error from the main control", "code", last.Code, "message", last.Message)
 			} else {
 				c.log.Debug("ignoring frame without req", "type", m.Type())
@@ -199,7 +199,7 @@ func expect(m *wire.Message, typ, want string) (*wire.Message, error) {
 	case want:
 		return m, nil
 	case "error":
-		return nil, fmt.Errorf("%s: %w", typ, errorOf(m))
+		return nil, fmt.Errorf("%s: %w", typ, wire.ErrorReplyOf(m))
 	default:
 		return nil, fmt.Errorf("%s: unexpected reply %q", typ, m.Type())
 	}

@@ -113,7 +113,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 			return &Client{conn: conn, r: r, maxFrame: int(maxFrame), done: make(chan struct{}),
 				pending: make(map[string]*call)}, nil
 		case "error":
-			return nil, fmt.Errorf("hello refused: %w", errorOf(m))
+			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -15,17 +14,7 @@ var ErrClosed = errors.New("client is closed")
 var ErrConnectionLost = errors.New("connection to the main control lost")
 
 // Error is an `error` reply from the main control.
-type Error struct {
-	Code    wire.Code
-	Message string
-}
-
-func (e *Error) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("main control error %s", e.Code)
-	}
-	return fmt.Sprintf("main control error %s: %s", e.Code, e.Message)
-}
+type Error = wire.ErrorReply
 
 // IsCode reports whether err is, or wraps, an *Error with the given code.
 func IsCode(err error, code wire.Code) bool {
@@ -36,8 +25,3 @@ func IsCode(err error, code wire.Code) bool {
 // IsQueueFull reports whether err is the main control's backpressure
 // (`queue_full`): the submit was refused and may be retried later.
 func IsQueueFull(err error) bool { return IsCode(err, wire.CodeQueueFull) }
-
-// errorOf reads an `error` frame.
-func errorOf(m *wire.Message) *Error {
-	return &Error{Code: wire.Code(m.Value("code")), Message: m.Value("message")}
-}

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+
+	"github.com/apollo11/apollo11/wire"
 )
 
 // Watch follows one task submitted with SubmitWatch until its `done`.
@@ -49,7 +51,7 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 			return w, nil
 		case "error":
 			c.forget(id)
-			return nil, fmt.Errorf("submit: %w", errorOf(m))
+			return nil, fmt.Errorf("submit: %w", wire.ErrorReplyOf(m))
 		default:
 			c.forget(id)
 			return nil, fmt.Errorf("submit: unexpected reply %q", m.Type())
@@ -78,7 +80,7 @@ func (w *Watch) Wait(ctx context.Context) (Done, error) {
 		return d, nil
 	case "error":
 		w.c.forget(w.req)
-		return Done{}, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, errorOf(m))
+		return Done{}, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, wire.ErrorReplyOf(m))
 	}
 	w.c.forget(w.req)
 	return Done{}, fmt.Errorf("wait for task %d: unexpected reply %q", w.Submitted.ID, m.Type())

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -36,17 +35,7 @@ var ErrAlreadyRunning = errors.New("executor is already running")
 
 // ServerError is an `error` frame from the main control: a refused
 // registration, or an error reply to state_get.
-type ServerError struct {
-	Code    wire.Code
-	Message string
-}
-
-func (e *ServerError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("main control error %s", e.Code)
-	}
-	return fmt.Sprintf("main control error %s: %s", e.Code, e.Message)
-}
+type ServerError = wire.ErrorReply
 
 // permanentError marks a failure that must not be retried.
 type permanentError struct{ err error }

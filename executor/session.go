@@ -95,7 +95,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			}
 			return s, nil
 		case "error":
-			return nil, fmt.Errorf("register refused: %w", serverError(m))
+			return nil, fmt.Errorf("register refused: %w", wire.ErrorReplyOf(m))
 		default:
 			e.log.Debug("ignoring frame before registered", "type", m.Type())
 		}
@@ -259,7 +259,7 @@ func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ str
 	select {
 	case m := <-ch:
 		if m.Type() == "error" {
-			return nil, serverError(m)
+			return nil, wire.ErrorReplyOf(m)
 		}
 		return m, nil
 	case <-s.done:
@@ -282,9 +282,4 @@ func (s *session) deliver(m *wire.Message) {
 		return
 	}
 	ch <- m.Clone()
-}
-
-// serverError reads an `error` frame.
-func serverError(m *wire.Message) *ServerError {
-	return &ServerError{Code: wire.Code(m.Value("code")), Message: m.Value("message")}
 }

@@ -1,5 +1,7 @@
 package wire
 
+import "strings"
+
 // Code is a protocol error code, sent as `type=error code=<Code>`.
 type Code string
 
@@ -43,3 +45,21 @@ const (
 	ReasonIllegalTransition Reason = "illegal_transition"
 	ReasonIllegalValue      Reason = "illegal_value"
 )
+
+// ErrorReply is an `error` frame from the main control, as an error.
+type ErrorReply struct {
+	Code    Code
+	Message string
+}
+
+func (e *ErrorReply) Error() string {
+	if e.Message == "" {
+		return "main control error " + string(e.Code)
+	}
+	return "main control error " + string(e.Code) + ": " + e.Message
+}
+
+// ErrorReplyOf reads an `error` frame; the strings are copied.
+func ErrorReplyOf(m *Message) *ErrorReply {
+	return &ErrorReply{Code: Code(strings.Clone(m.Value("code"))), Message: strings.Clone(m.Value("message"))}
+}
