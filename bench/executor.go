@@ -265,14 +265,3 @@ func (e *RawExecutor) Bye(reason string) error {
 
 // Close closes the connection abruptly, without a bye.
 func (e *RawExecutor) Close() error { return e.fc.c.Close() }
-
-// runningList returns the held dispatches, for tests and reports.
-func (e *RawExecutor) runningList() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]string, 0, len(e.running))
-	for k := range e.running {
-		out = append(out, k)
-	}
-	return out
-}

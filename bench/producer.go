@@ -192,8 +192,3 @@ func (p *producer) reply(m *wire.Message) int64 {
 	}
 	return 0
 }
-
-// complete reports whether every submit sent has finished.
-func (p *producer) complete() bool {
-	return !p.sending.Load() && p.finished.Load() >= p.sent.Load()
-}

@@ -47,12 +47,6 @@ func (p *rawPeer) sendPayload(payload string) {
 	p.writeRaw(frameOf(payload))
 }
 
-// sendMsg writes a message built by the caller.
-func (p *rawPeer) sendMsg(m *wire.Message) {
-	p.t.Helper()
-	require.NoError(p.t, p.w.Send(m))
-}
-
 // request sends a request and returns the next frame.
 func (p *rawPeer) request(typ string, kv ...string) *wire.Message {
 	p.t.Helper()

@@ -66,7 +66,7 @@ func TestRobustness_RandomPayloads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 500; i++ {
 		var p *rawPeer
-		alive := func() {}
+		var alive func()
 		if i%2 == 0 {
 			p = clientPeer(t, addr)
 			alive = func() { p.send("stats", "req", "probe") }

@@ -68,7 +68,7 @@ func TestOpen_TornTail(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			opts := writeLog(t, dir, n, 0)
+			writeLog(t, dir, n, 0)
 			seg := filepath.Join(dir, segments(t, dir)[0])
 			modifyFile(t, seg, tt.tear)
 
@@ -171,7 +171,7 @@ func TestOpen_RecoverTruncate(t *testing.T) {
 
 func TestOpen_SweepsTmp(t *testing.T) {
 	dir := t.TempDir()
-	opts := writeLog(t, dir, 3, 0)
+	writeLog(t, dir, 3, 0)
 	for _, name := range []string{"snapshot-00000000000000000002.tmp", "00000000000000000004.log.tmp"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o644))
 	}

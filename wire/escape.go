@@ -1,7 +1,5 @@
 package wire
 
-import "unicode/utf8"
-
 // keyByte marks the bytes allowed in a key: a-z 0-9 _ . -
 var keyByte = func() (t [256]bool) {
 	for c := 'a'; c <= 'z'; c++ {
@@ -117,30 +115,3 @@ func unescapeInto(dst, raw []byte) []byte {
 	}
 	return dst
 }
-
-// checkValue validates an escaped value; it returns the offset within raw of
-// the first problem and its reason, and whether it holds a backslash.
-func checkValue(raw []byte) (bad int, reason string, escaped bool) {
-	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
-		case '=':
-			return i, "raw '=' in value", escaped
-		case '\\':
-			escaped = true
-			if i+1 >= len(raw) {
-				return i, "lone '\\' at end of value", escaped
-			}
-			switch raw[i+1] {
-			case '\\', 'n', 'e':
-				i++
-			default:
-				return i, "unknown escape sequence in value", escaped
-			}
-		}
-	}
-	return -1, "", escaped
-}
-
-// validUTF8 is utf8.Valid; kept as a seam so the decoder's hot path reads
-// plainly.
-func validUTF8(b []byte) bool { return utf8.Valid(b) }

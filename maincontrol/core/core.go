@@ -66,11 +66,10 @@ const (
 )
 
 type peer struct {
-	id       PeerID
-	kind     peerKind
-	nonce    string
-	exec     *executor
-	inflight int
+	id    PeerID
+	kind  peerKind
+	nonce string
+	exec  *executor
 }
 
 type hsDeadline struct {

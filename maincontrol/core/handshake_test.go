@@ -287,7 +287,7 @@ func TestCore_Req(t *testing.T) {
 				h.expect(ex, "cancel")
 			}
 		}
-		id = h.submit(p, "task_type", "x")
+		h.submit(p, "task_type", "x")
 		h.drain(ex)
 	}
 	for _, typ := range []string{"submit", "query", "cancel", "list", "stats", "state_get", "debug"} {
