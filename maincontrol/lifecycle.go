@@ -19,12 +19,13 @@ func (s *Server) maybeSnapshot() {
 	if s.sinceSnapshot < s.cfg.SnapshotEvery && s.now().Sub(s.firstUnsnapped) < s.cfg.SnapshotInterval {
 		return
 	}
-	s.startSnapshot()
+	s.startSnapshot(snapshotDuty)
 }
 
 // startSnapshot freezes the core and writes the snapshot on its own
-// goroutine. Called with s.mu held.
-func (s *Server) startSnapshot() {
+// goroutine, paced to duty (see snapshotDuty; 1: full speed). Called with
+// s.mu held.
+func (s *Server) startSnapshot(duty float64) {
 	snap := s.core.Freeze()
 	lsn := s.lastLSN
 	s.sinceSnapshot = 0
@@ -47,7 +48,13 @@ func (s *Server) startSnapshot() {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		err := s.store.WriteSnapshot(lsn, func(w *snapshot.SnapshotWriter) error { return snap.WriteTo(w.Add) })
+		pace := newPacer(duty, 1024, &s.hurry)
+		err := s.store.WriteSnapshot(lsn, func(w *snapshot.SnapshotWriter) error {
+			return snap.WriteTo(func(p []byte) error {
+				pace.step()
+				return w.Add(p)
+			})
+		})
 		s.mu.Lock()
 		s.snapRunning = false
 		s.mu.Unlock()
@@ -66,6 +73,7 @@ func (s *Server) shutdown(engineDone <-chan error) error {
 		s.cfg.OnStopping()
 	}
 	s.log.Info("stopping: answering what is in flight")
+	s.hurry.Store(true) // a running snapshot finishes at full speed
 	s.mu.Lock()
 	s.stopping = true
 	s.mu.Unlock()
@@ -104,7 +112,7 @@ func (s *Server) finalSnapshot() {
 	}
 	s.mu.Lock()
 	if s.sinceSnapshot > 0 && s.core.Available() {
-		s.startSnapshot()
+		s.startSnapshot(1)
 	}
 	done = s.snapDone
 	s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -43,6 +44,7 @@ type Server struct {
 	sinceSnapshot  int
 	firstUnsnapped time.Time
 	snapDone       chan struct{}
+	hurry          atomic.Bool // stopping: snapshots run unpaced
 
 	eng     gnet.Engine
 	booted  chan struct{}
