@@ -97,9 +97,6 @@ func (s *Server) recover() error {
 		s.core.Recovered()
 		return nil
 	}
-	if s.cfg.Fsync == snapshot.FsyncNever {
-		s.log.Warn("fsync=never: confirmed changes can be lost on power loss")
-	}
 	start := time.Now()
 	st, err := snapshot.Open(snapshot.Options{Dir: s.cfg.DataDir, FS: s.cfg.FS, Fsync: s.cfg.Fsync,
 		FsyncInterval: s.cfg.FsyncInterval, SegmentBytes: s.cfg.SegmentBytes,
