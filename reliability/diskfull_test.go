@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apollo11/apollo11/snapshot/snapshottest"
 	"net"
 	"sync"
 	"syscall"
@@ -82,7 +83,7 @@ func TestDisk_FullDuringLogWrites(t *testing.T) {
 	sc := currentScale()
 	fig := figures.add(11, "disk full (ENOSPC) or failing fsync (EIO) during log writes", "faults")
 	dir := t.TempDir()
-	ffs := newFullFS()
+	ffs := snapshottest.NewFaultFS(snapshottest.Writable)
 	l := newLedger()
 	for round := 0; round < sc.diskFullRounds; round++ {
 		mc := runInProcess(t, dir, ffs)
@@ -95,7 +96,7 @@ func TestDisk_FullDuringLogWrites(t *testing.T) {
 
 		fault := "ENOSPC"
 		if round%2 == 0 {
-			ffs.Fill(int64(round*997%4096), syscall.ENOSPC)
+			ffs.FailWritesAfter(int64(round*997%4096), syscall.ENOSPC)
 		} else {
 			fault = "EIO on fsync"
 			ffs.FailSyncs(syscall.EIO)

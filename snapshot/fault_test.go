@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"github.com/apollo11/apollo11/snapshot/snapshottest"
 	"syscall"
 	"testing"
 	"time"
@@ -29,18 +30,18 @@ func TestStore_DiskFailure(t *testing.T) {
 	const healthy = 5 // records written before the fault
 	tests := []struct {
 		name   string
-		inject func(f *faultFS)
+		inject func(f *snapshottest.FaultFS)
 		want   error
 		// maxDurable is the highest LSN that may be confirmed while the
 		// fault lasts.
 		maxDurable uint64
 		segBytes   int64
 	}{
-		{"ENOSPC on write", func(f *faultFS) {
+		{"ENOSPC on write", func(f *snapshottest.FaultFS) {
 			f.FailWritesAfter(3*recordSize(6)+7, syscall.ENOSPC) // 3 more records and a bit fit
 		}, syscall.ENOSPC, healthy + 3, 0},
-		{"EIO on fsync", func(f *faultFS) { f.FailSyncs(syscall.EIO) }, syscall.EIO, healthy, 0},
-		{"ENOSPC across rotations", func(f *faultFS) {
+		{"EIO on fsync", func(f *snapshottest.FaultFS) { f.FailSyncs(syscall.EIO) }, syscall.EIO, healthy, 0},
+		{"ENOSPC across rotations", func(f *snapshottest.FaultFS) {
 			f.FailWritesAfter(recordSize(6)+3, syscall.ENOSPC)
 		}, syscall.ENOSPC, healthy + 1, 200},
 	}
@@ -48,7 +49,7 @@ func TestStore_DiskFailure(t *testing.T) {
 		for _, mode := range []snapshot.FsyncMode{snapshot.FsyncAlways, snapshot.FsyncBatch} {
 			t.Run(tt.name+"/"+mode.String(), func(t *testing.T) {
 				t.Parallel()
-				ffs := newFaultFS()
+				ffs := snapshottest.NewFaultFS(snapshottest.LogSegments)
 				opts, logs := testOptions(t.TempDir())
 				opts.FS = ffs
 				opts.Fsync = mode
@@ -94,7 +95,7 @@ func TestStore_DiskFailure(t *testing.T) {
 }
 
 func TestStore_CloseWhileFailing(t *testing.T) {
-	ffs := newFaultFS()
+	ffs := snapshottest.NewFaultFS(snapshottest.LogSegments)
 	opts, _ := testOptions(t.TempDir())
 	opts.FS = ffs
 	s, _ := MustStart(t, opts)

@@ -1,0 +1,123 @@
+// Package snapshottest helps test code that stores through package
+// snapshot: FaultFS injects the disk faults (full disk, failing fsync)
+// that the log must survive.
+package snapshottest
+
+import (
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/apollo11/apollo11/snapshot"
+)
+
+// FaultFS is the real file system with injectable faults on the files
+// Match selects: once FailWritesAfter is called those files take only n
+// more bytes (a short write first, as on a real full disk), then writes
+// fail; FailSyncs makes their fsyncs fail. Heal ends both. Files opened
+// before a fault are affected too: it is checked on each call.
+type FaultFS struct {
+	snapshot.FS
+	// Match selects the files faults apply to; nil means LogSegments.
+	Match func(name string, flag int) bool
+
+	mu      sync.Mutex
+	budget  int64 // bytes still writable; < 0: unlimited
+	writeEr error // returned by writes past the budget
+	syncErr error // returned by Sync while set
+	fails   int   // calls that failed
+}
+
+var _ snapshot.FS = (*FaultFS)(nil)
+
+// LogSegments selects log segment files (*.log).
+func LogSegments(name string, _ int) bool { return strings.HasSuffix(name, ".log") }
+
+// Writable selects every file opened for writing (segments and snapshots).
+func Writable(_ string, flag int) bool { return flag&(os.O_WRONLY|os.O_RDWR) != 0 }
+
+// NewFaultFS returns a FaultFS with no fault yet, applying to the files
+// match selects (nil: LogSegments).
+func NewFaultFS(match func(name string, flag int) bool) *FaultFS {
+	return &FaultFS{FS: snapshot.OS, Match: match, budget: -1}
+}
+
+// FailWritesAfter lets n more bytes be written, then fails writes with err.
+func (f *FaultFS) FailWritesAfter(n int64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.budget, f.writeEr = n, err
+}
+
+// FailSyncs makes every fsync fail with err.
+func (f *FaultFS) FailSyncs(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.syncErr = err
+}
+
+// Heal ends every injected fault.
+func (f *FaultFS) Heal() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.budget, f.syncErr = -1, nil
+}
+
+// Fails returns the number of failed calls so far.
+func (f *FaultFS) Fails() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fails
+}
+
+// OpenFile opens through the real file system, wrapping selected files.
+func (f *FaultFS) OpenFile(name string, flag int, perm fs.FileMode) (snapshot.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	match := f.Match
+	if match == nil {
+		match = LogSegments
+	}
+	if err != nil || !match(name, flag) {
+		return file, err
+	}
+	return &faultFile{File: file, fs: f}, nil
+}
+
+type faultFile struct {
+	snapshot.File
+	fs *FaultFS
+}
+
+func (ff *faultFile) Write(p []byte) (int, error) {
+	f := ff.fs
+	f.mu.Lock()
+	allowed, werr := int64(len(p)), error(nil)
+	if f.budget >= 0 && f.budget < allowed {
+		allowed, werr = f.budget, f.writeEr
+		f.fails++
+	}
+	if f.budget >= 0 {
+		f.budget -= allowed
+	}
+	f.mu.Unlock()
+	n, err := ff.File.Write(p[:allowed])
+	if err == nil {
+		err = werr
+	}
+	return n, err
+}
+
+func (ff *faultFile) Sync() error {
+	f := ff.fs
+	f.mu.Lock()
+	err := f.syncErr
+	if err != nil {
+		f.fails++
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return ff.File.Sync()
+}
