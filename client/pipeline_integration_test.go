@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/executor/builtin"
 	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 	"github.com/apollo11/apollo11/pipeline"
 )
 
@@ -26,17 +26,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // built-in handlers, until the test ends.
 func system(t *testing.T, slots int) *client.Client {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	ready := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	mcDone := make(chan error, 1)
-	go func() {
-		mcDone <- maincontrol.Run(ctx, maincontrol.Config{Listen: addr, Logger: quiet(), OnReady: func(string) { close(ready) }})
-	}()
-	<-ready
+	addr, _ := maincontroltest.Start(t, maincontrol.Config{Logger: quiet()})
 	ex, err := executor.New(executor.Config{Addr: addr, ID: "pipe-ex", Slots: slots, Logger: quiet(),
 		Handlers: map[string]executor.Handler{"echo": builtin.Echo(), "fail": builtin.Fail(), "sleep": builtin.Sleep()}})
 	require.NoError(t, err)
@@ -49,8 +39,6 @@ func system(t *testing.T, slots int) *client.Client {
 		cl.Close()
 		exCancel()
 		<-exDone
-		cancel()
-		<-mcDone
 	})
 	return cl
 }

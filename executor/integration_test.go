@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -15,28 +14,13 @@ import (
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 )
 
 // realMainControl runs an in-memory main control for the test.
 func realMainControl(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	ready := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- maincontrol.Run(ctx, maincontrol.Config{Listen: addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			OnReady: func(string) { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); <-done })
+	addr, _ := maincontroltest.Start(t, maincontrol.Config{})
 	return addr
 }
 

@@ -1,7 +1,6 @@
 package maincontrol_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -39,36 +39,11 @@ func testLogger() *slog.Logger {
 // address.
 func startServer(t testing.TB, cfg maincontrol.Config) string {
 	t.Helper()
-	if cfg.Listen == "" {
-		cfg.Listen = freeAddr(t)
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
-	ready := make(chan struct{})
-	cfg.OnReady = func(string) { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- maincontrol.Run(ctx, cfg) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("main control did not start: %v", err)
-	case <-time.After(10 * time.Second):
-		cancel()
-		t.Fatal("main control did not start in 10s")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(20 * time.Second):
-			t.Error("main control did not stop in 20s")
-		}
-	})
-	return cfg.Listen
+	addr, _ := maincontroltest.Start(t, cfg)
+	return addr
 }
 
 // rawPeer speaks the wire protocol directly, as an independent client would.

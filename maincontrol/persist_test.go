@@ -1,46 +1,21 @@
 package maincontrol_test
 
 import (
-	"context"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 )
 
 // runUntil starts a main control and returns a stop function.
 func runUntil(t *testing.T, cfg maincontrol.Config) (string, func()) {
 	t.Helper()
-	if cfg.Listen == "" {
-		cfg.Listen = freeAddr(t)
-	}
 	cfg.Logger = testLogger()
-	ready := make(chan struct{})
-	cfg.OnReady = func(string) { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- maincontrol.Run(ctx, cfg) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("did not start: %v", err)
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		require.NoError(t, <-done)
-	}
-	t.Cleanup(stop)
-	return cfg.Listen, stop
+	return maincontroltest.Start(t, cfg)
 }
 
 func TestServer_SurvivesRestart(t *testing.T) {
