@@ -151,7 +151,7 @@ func (c *Core) mutate(r *record) {
 		t := c.setState(r.id, Running, r.at)
 		t.dueMs = r.due
 		if r.due > 0 {
-			c.timers.add(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
+			c.addTimer(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
 		}
 	case recBack:
 		c.detach(r.id)
@@ -254,7 +254,7 @@ func (c *Core) applyNew(r *record) {
 func (c *Core) makePending(t *task, now int64) {
 	if t.dueMs > now {
 		t.flags |= flagDelayed
-		c.timers.add(timer{at: t.dueMs, id: t.id, ver: t.version, kind: timerDue})
+		c.addTimer(timer{at: t.dueMs, id: t.id, ver: t.version, kind: timerDue})
 		return
 	}
 	t.flags &^= flagDelayed
@@ -312,7 +312,7 @@ func (c *Core) applyDispatch(r *record) {
 	t.flags &^= flagTakenBack | flagRequeued
 	t.dueMs = r.due
 	if r.due > 0 {
-		c.timers.add(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
+		c.addTimer(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
 	}
 	if e.tasks == nil {
 		e.tasks = make(map[uint64]assignment)
@@ -347,7 +347,7 @@ func (c *Core) arm(t *task, due int64) {
 	}
 	t.flags |= flagArmed
 	c.armed++
-	c.timers.add(timer{at: due, id: t.id, ver: t.version, kind: timerDue})
+	c.addTimer(timer{at: due, id: t.id, ver: t.version, kind: timerDue})
 }
 
 // disarm undoes arm's count when a task leaves retrying.

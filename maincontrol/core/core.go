@@ -18,22 +18,24 @@ type Core struct {
 	clock Clock
 	rnd   *rand.Rand
 
-	tasks       table
-	types       map[string]*taskType
-	dirty       []*taskType
-	keys        map[string]uint64 // idempotency key -> task id
-	nextID      uint64
-	seq         uint64 // queue and end order
-	counts      [NumStates + 1]int
-	timers      timerHeap
-	retention   fifo // terminal tasks in the order they ended
-	retryWait   fifo // retrying tasks waiting for the retry cap
-	armed       int  // retrying tasks whose backoff runs
-	dependents  map[uint64][]uint64
-	released    []uint64 // dependents of the task the last end record closed
-	state       map[string]string
-	stateVer    uint64
-	stateShared bool // a snapshot holds c.state: copy before writing
+	tasks  table
+	types  map[string]*taskType
+	dirty  []*taskType
+	keys   map[string]uint64 // idempotency key -> task id
+	nextID uint64
+	seq    uint64 // queue and end order
+	counts [NumStates + 1]int
+	timers timerHeap
+	// timersCompactAt is the heap size at which addTimer next compacts.
+	timersCompactAt int
+	retention       fifo // terminal tasks in the order they ended
+	retryWait       fifo // retrying tasks waiting for the retry cap
+	armed           int  // retrying tasks whose backoff runs
+	dependents      map[uint64][]uint64
+	released        []uint64 // dependents of the task the last end record closed
+	state           map[string]string
+	stateVer        uint64
+	stateShared     bool // a snapshot holds c.state: copy before writing
 
 	execs    map[string]*executor
 	regSeq   uint64

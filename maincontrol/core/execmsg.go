@@ -78,7 +78,7 @@ func (c *Core) reconcile(e *executor) {
 			// starts again from the next listing.
 			mt := c.tasks.mut(id)
 			mt.dueMs = addMs(now, t.timeoutMs)
-			c.timers.add(timer{at: mt.dueMs, id: id, ver: ver, kind: timerDue})
+			c.addTimer(timer{at: mt.dueMs, id: id, ver: ver, kind: timerDue})
 		}
 	}
 	lost := c.lostBuf[:0]

@@ -148,7 +148,7 @@ func (c *Core) finishLoad() {
 			waitingRetry = append(waitingRetry, t)
 		}
 		if t.dueMs > 0 && !t.state.Terminal() {
-			c.timers.add(timer{at: t.dueMs, id: t.id, ver: t.version, kind: timerDue})
+			c.addTimer(timer{at: t.dueMs, id: t.id, ver: t.version, kind: timerDue})
 		}
 		if t.state == Retrying && t.flags&flagArmed != 0 {
 			c.armed++
@@ -210,7 +210,7 @@ func (c *Core) Recovered() {
 		for id, a := range e.tasks {
 			a.restored = true
 			e.tasks[id] = a
-			c.timers.add(timer{at: deadline, id: id, ver: a.ver, kind: timerRestored})
+			c.addTimer(timer{at: deadline, id: id, ver: a.ver, kind: timerRestored})
 			restored++
 		}
 	}

@@ -41,6 +41,40 @@ func (h *timerHeap) add(t timer) {
 	}
 }
 
+// compact drops every entry live reports dead and restores the heap order.
+func (h *timerHeap) compact(live func(timer) bool) {
+	s := (*h)[:0]
+	for _, t := range *h {
+		if live(t) {
+			s = append(s, t)
+		}
+	}
+	clear((*h)[len(s):])
+	for i := len(s)/2 - 1; i >= 0; i-- {
+		s.down(i)
+	}
+	*h = s
+}
+
+// down sifts entry i towards the leaves.
+func (h timerHeap) down(i int) {
+	n := len(h)
+	for {
+		m := 2*i + 1
+		if m >= n {
+			return
+		}
+		if r := m + 1; r < n && h.less(r, m) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
 // popDue removes and returns the earliest timer if it is due at now.
 func (h *timerHeap) popDue(now int64) (timer, bool) {
 	s := *h
@@ -51,20 +85,36 @@ func (h *timerHeap) popDue(now int64) (timer, bool) {
 	n := len(s) - 1
 	s[0] = s[n]
 	s = s[:n]
-	for i := 0; ; {
-		m := 2*i + 1
-		if m >= n {
-			break
-		}
-		if r := m + 1; r < n && s.less(r, m) {
-			m = r
-		}
-		if !s.less(m, i) {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
+	s.down(0)
 	*h = s
 	return top, true
+}
+
+// minTimerCompaction is the heap size below which dead entries are left to
+// be popped: compacting a small heap gains nothing.
+const minTimerCompaction = 4096
+
+// addTimer adds a timer. Lazy deletion leaves an entry behind for every
+// dispatch that ended before its deadline, so at high throughput the heap
+// would hold a start and a task deadline per task for a whole timeout:
+// millions of entries. When the heap has doubled since the last
+// compaction, dead entries are dropped, which costs O(1) amortized per add
+// and bounds the heap to about twice its live entries.
+func (c *Core) addTimer(t timer) {
+	c.timers.add(t)
+	if len(c.timers) < max(c.timersCompactAt, minTimerCompaction) {
+		return
+	}
+	c.timers.compact(c.timerLive)
+	c.timersCompactAt = 2 * len(c.timers)
+}
+
+// timerLive reports whether tm may still do something when it fires: the
+// same checks fireTimers makes first.
+func (c *Core) timerLive(tm timer) bool {
+	t := c.tasks.get(tm.id)
+	if t == nil || t.version != tm.ver {
+		return false
+	}
+	return tm.kind == timerRestored || t.dueMs == tm.at
 }
