@@ -75,7 +75,8 @@ func (c *Core) dispatch(t *task, e *executor) {
 	b.UintK(kAttempt, uint64(t.attempt))
 	b.UintK(kMaxAttempts, t.maxAttempts)
 	b.UintK(kTimeoutMs, t.timeoutMs)
-	b.StrK(kTraceID, t.traceID)
+	var trace [32]byte
+	b.StrK(kTraceID, t.traceInto(&trace))
 	b.UintK(kStateVersion, c.stateVer)
 	b.RawString(t.args, int(t.argKeys))
 	c.send(e.peer, &b)
@@ -90,6 +91,6 @@ func (c *Core) logTransition(t *task, from, to State, why string) {
 	c.log.Debug("task transition",
 		slog.Uint64("task_id", t.id), slog.Uint64("version", uint64(t.version)),
 		slog.String("from", from.String()), slog.String("to", to.String()),
-		slog.String("executor", t.execID), slog.String("trace_id", t.traceID),
+		slog.String("executor", t.execID), slog.String("trace_id", t.trace()),
 		slog.String("why", why))
 }

@@ -44,7 +44,8 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 	b.RawString(out, n)
 	b.IntK(kCreatedMs, t.createdMs)
 	b.IntK(kUpdatedMs, t.updatedMs)
-	b.StrK(kTraceID, t.traceID)
+	var trace [32]byte
+	b.StrK(kTraceID, t.traceInto(&trace))
 	c.send(p.id, &b)
 }
 

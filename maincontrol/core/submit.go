@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -109,11 +108,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.badRequest(p, req, err)
 		return
 	}
-	traceLen := wire.EscapedLen(s.trace)
-	if s.trace == "" {
-		traceLen = 32
-	}
-	if taskFrameMax(m, s.typ, traceLen) > c.cfg.MaxFrame {
+	if taskFrameMax(m, s.typ, traceLen(s.trace)) > c.cfg.MaxFrame {
 		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
 		return
 	}
@@ -144,10 +139,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	if s.hasKey {
 		r.key = strings.Clone(s.key)
 	}
-	r.trace = strings.Clone(s.trace)
-	if r.trace == "" {
-		r.trace = c.newTraceID()
-	}
+	r.trace = strings.Clone(s.trace) // "": derived when needed (trace.go)
 	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg)
 	r.deps = append(r.deps, s.deps...)
 	r.state = Pending
@@ -196,18 +188,6 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 		return
 	}
 	c.waiters[id] = append(c.waiters[id], waiter{peer: p.id, req: strings.Clone(req)})
-}
-
-// newTraceID returns 32 random lower-case hex characters, like a W3C trace
-// id, for a submit that did not bring one.
-func (c *Core) newTraceID() string {
-	var b [16]byte
-	hi, lo := c.rnd.Uint64(), c.rnd.Uint64()
-	for i := 0; i < 8; i++ {
-		b[i] = byte(hi >> (8 * i))
-		b[8+i] = byte(lo >> (8 * i))
-	}
-	return hex.EncodeToString(b[:])
 }
 
 // nonTerminal counts tasks that have not ended, waiting included.

@@ -33,7 +33,7 @@ func (c *Core) Task(id uint64) (TaskInfo, bool) {
 	out, _ := t.out()
 	return TaskInfo{ID: t.id, MaxAttempts: t.maxAttempts, TimeoutMs: t.timeoutMs, Version: t.version,
 		Attempt: t.attempt, State: t.state, Priority: t.priority, Type: t.typ.name, Executor: t.execID,
-		TraceID: t.traceID, Key: t.key(), Error: t.errText(), Out: out, Args: t.args,
+		TraceID: t.trace(), Key: t.key(), Error: t.errText(), Out: out, Args: t.args,
 		DependsOn: slices.Clone(t.deps()), Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}, true
 }
 
@@ -127,7 +127,13 @@ func DescribeRecord(payload []byte) (Record, error) {
 		if r.key != "" {
 			add("key", r.key)
 		}
-		add("trace_id", r.trace)
+		if r.trace != "" {
+			add("trace_id", r.trace)
+		} else {
+			var buf [32]byte
+			deriveTrace(&buf, r.id, r.at)
+			add("trace_id", string(buf[:])+" (derived)")
+		}
 		if len(r.deps) > 0 {
 			add("depends_on", r.deps)
 		}

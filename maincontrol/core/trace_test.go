@@ -1,0 +1,67 @@
+package core
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTrace_Derived pins the trace ids the main control makes for submits
+// without one: 32 lower-case hex digits, the same in the task frame and in
+// task_state, different for every task, kept through a restart from the
+// log and from a snapshot; a client's own trace id is passed on as sent.
+func TestTrace_Derived(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "echo", 4)
+	hex32 := regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+	a := h.submit(cl, "task_type", "echo")
+	b := h.submit(cl, "task_type", "echo")
+	own := h.submit(cl, "task_type", "echo", "trace_id", "mine")
+	traces := map[uint64]string{}
+	for range 3 {
+		m := h.expect(ex, "task")
+		id, _ := tokenOf(t, m)
+		traces[id] = m.Value("trace_id")
+	}
+	require.Regexp(t, hex32, traces[a])
+	require.Regexp(t, hex32, traces[b])
+	assert.NotEqual(t, traces[a], traces[b])
+	assert.Equal(t, "mine", traces[own])
+	for id, tr := range traces {
+		assert.Equal(t, tr, h.query(cl, id).Value("trace_id"), "task_state of task %d", id)
+		info, ok := h.c.Task(id)
+		require.True(t, ok)
+		assert.Equal(t, tr, info.TraceID)
+	}
+
+	h.restart()
+	for id, tr := range traces {
+		assert.Equal(t, tr, h.query(h.client(), id).Value("trace_id"), "after a restart from the log, task %d", id)
+	}
+	entries, n := snapshotEntries(t, h.c), len(h.fx.records)
+	h.restartFrom(entries, n)
+	for id, tr := range traces {
+		assert.Equal(t, tr, h.query(h.client(), id).Value("trace_id"), "after a restart from a snapshot, task %d", id)
+	}
+}
+
+// TestTrace_Unique: the first half of a derived trace id is a bijection of
+// the task id, so no two tasks share one, even created in one millisecond.
+func TestTrace_Unique(t *testing.T) {
+	seen := map[string]uint64{}
+	var buf [32]byte
+	for id := uint64(1); id <= 100_000; id++ {
+		deriveTrace(&buf, id, 1_700_000_000_000)
+		s := string(buf[:])
+		prev, dup := seen[s]
+		require.False(t, dup, "tasks %d and %d share trace id %s", prev, id, s)
+		seen[s] = id
+	}
+	deriveTrace(&buf, 1, 1_700_000_000_001)
+	_, dup := seen[string(buf[:])]
+	assert.False(t, dup, "task 1 of a fresh data dir, a millisecond later, gets a new trace id")
+}
