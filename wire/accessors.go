@@ -111,7 +111,7 @@ func (m *Message) Uint(k string) (uint64, error) {
 	if !ok {
 		return 0, missing(k)
 	}
-	return uintValue(k, v)
+	return UintValue(k, v)
 }
 
 // UintOr returns the number at key k, or def when k is absent.
@@ -120,10 +120,12 @@ func (m *Message) UintOr(k string, def uint64) (uint64, error) {
 	if !ok {
 		return def, nil
 	}
-	return uintValue(k, v)
+	return UintValue(k, v)
 }
 
-func uintValue(k, v string) (uint64, error) {
+// UintValue parses v, the value of key k, as a number: for callers that
+// found the value themselves.
+func UintValue(k, v string) (uint64, error) {
 	n, ok := ParseUint(v)
 	if !ok {
 		return 0, &ValueError{Key: k, Reason: "not a number (decimal, no sign, no leading zeros, within uint64): " + strconv.Quote(clip(v))}
@@ -150,7 +152,7 @@ func (m *Message) Bool(k string) (bool, error) {
 	if !ok {
 		return false, missing(k)
 	}
-	return boolValue(k, v)
+	return BoolValue(k, v)
 }
 
 // BoolOr returns the boolean at key k, or def when k is absent.
@@ -159,10 +161,11 @@ func (m *Message) BoolOr(k string, def bool) (bool, error) {
 	if !ok {
 		return def, nil
 	}
-	return boolValue(k, v)
+	return BoolValue(k, v)
 }
 
-func boolValue(k, v string) (bool, error) {
+// BoolValue parses v, the value of key k, as a boolean.
+func BoolValue(k, v string) (bool, error) {
 	b, ok := ParseBool(v)
 	if !ok {
 		return false, &ValueError{Key: k, Reason: "not a boolean (true or false): " + strconv.Quote(clip(v))}
@@ -192,7 +195,7 @@ func (m *Message) DurationOr(k string, def time.Duration) (time.Duration, error)
 }
 
 func durationValue(k, v string) (time.Duration, error) {
-	n, err := uintValue(k, v)
+	n, err := UintValue(k, v)
 	if err != nil {
 		return 0, err
 	}

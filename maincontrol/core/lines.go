@@ -1,28 +1,45 @@
 package core
 
-import "github.com/apollo11/apollo11/wire"
+import (
+	"strings"
+	"unsafe"
 
-// encodePrefixed copies the lines of m whose keys start with prefix (arg.,
-// out.), escaped and joined by LF, into one string that frames later embed
-// as is with Builder.RawString.
-func encodePrefixed(m *wire.Message, prefix string) (string, uint16) {
-	size, n := 0, 0
-	for k, v := range m.WithPrefix(prefix) {
-		size += len(prefix) + len(k) + 2 + wire.EscapedLen(v)
-		n++
-	}
-	if n == 0 {
+	"github.com/apollo11/apollo11/wire"
+)
+
+// lines tallies a message's lines under one prefix (arg., out.) while the
+// message is scanned once for its other keys, so that size checks and the
+// copy need no further passes to find them.
+type lines struct {
+	size int // bytes of the lines escaped and joined by LF, plus one LF
+	n    int
+}
+
+func (l *lines) add(f *wire.Field) {
+	l.size += len(f.Key) + 2 + wire.EscapedLen(f.Value)
+	l.n++
+}
+
+// encodePrefixed copies the lines of m whose keys start with prefix,
+// escaped and joined by LF, into one string that frames later embed as is
+// with Builder.RawString. l is their tally.
+func encodePrefixed(m *wire.Message, prefix string, l lines) (string, uint16) {
+	if l.n == 0 {
 		return "", 0
 	}
-	buf := make([]byte, 0, size)
-	for k, v := range m.WithPrefix(prefix) {
+	buf := make([]byte, 0, l.size)
+	for i := range m.Fields {
+		f := &m.Fields[i]
+		if !strings.HasPrefix(f.Key, prefix) {
+			continue
+		}
 		if len(buf) > 0 {
 			buf = append(buf, '\n')
 		}
-		buf = append(buf, prefix...)
-		buf = append(buf, k...)
+		buf = append(buf, f.Key...)
 		buf = append(buf, '=')
-		buf = wire.AppendEscaped(buf, v)
+		buf = wire.AppendEscaped(buf, f.Value)
 	}
-	return string(buf), uint16(n)
+	// buf is never written again: the string may own it.
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), uint16(l.n)
 }

@@ -626,3 +626,11 @@ func TestCore_Property(t *testing.T) {
 		})
 	}
 }
+
+// hasStateKeys reports whether a result carries state changes.
+func hasStateKeys(m *wire.Message) bool {
+	for range m.WithPrefix(wire.PrefixState) {
+		return true
+	}
+	return false
+}

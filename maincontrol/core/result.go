@@ -14,19 +14,23 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	if !ok {
 		return
 	}
-	status, ok := m.Get("status")
-	if !ok {
+	var f resultFields
+	f.scan(m)
+	if !f.hasStatus {
 		c.badRequest(p, "", &wire.ValueError{Key: "status", Reason: "required key missing"})
 		return
 	}
-	if status != "succeeded" && status != "failed" {
+	if f.status != "succeeded" && f.status != "failed" {
 		c.badRequest(p, "", &wire.ValueError{Key: "status", Reason: "must be succeeded or failed"})
 		return
 	}
-	retryable, err := m.BoolOr("retryable", true)
-	if err != nil {
-		c.badRequest(p, "", err)
-		return
+	retryable := true
+	if f.hasRetryable {
+		var err error
+		if retryable, err = wire.BoolValue("retryable", f.retryable); err != nil {
+			c.badRequest(p, "", err)
+			return
+		}
 	}
 	e := p.exec
 	t := c.tasks.get(id)
@@ -45,15 +49,15 @@ func (c *Core) result(p *peer, m *wire.Message) {
 		c.refuseResult(p, id, ver, reason, "")
 		return
 	}
-	succeeded := status == "succeeded"
-	errText := m.Value("error")
-	bad := c.outTooLarge(t, m, errText)
+	succeeded := f.status == "succeeded"
+	errText := f.errText
+	bad := c.outTooLarge(t, m, errText, f.out)
 	var sets []kv
-	if succeeded {
+	if succeeded && f.hasState {
 		var badState string
 		sets, badState = c.stateChanges(m)
 		bad = firstSent(m, bad, badState)
-	} else if c.debugEnabled() && hasStateKeys(m) {
+	} else if !succeeded && f.hasState && c.debugEnabled() {
 		c.log.Debug("state changes of a failed result ignored", "task_id", id, "version", ver, "executor", e.id)
 	}
 	if bad != "" {
@@ -61,7 +65,7 @@ func (c *Core) result(p *peer, m *wire.Message) {
 		c.endTask(id, Failed, "illegal_value "+bad, "", 0, "illegal_value "+bad)
 		return
 	}
-	out, outKeys := encodePrefixed(m, wire.PrefixOut)
+	out, outKeys := encodePrefixed(m, wire.PrefixOut, f.out)
 	errText = strings.Clone(errText)
 	if succeeded {
 		stateVer := uint64(0)
@@ -104,11 +108,32 @@ func firstSent(m *wire.Message, a, b string) string {
 	return a
 }
 
-func hasStateKeys(m *wire.Message) bool {
-	for range m.WithPrefix(wire.PrefixState) {
-		return true
+// resultFields are a result's values, found in one pass over its fields.
+type resultFields struct {
+	status, retryable, errText string
+	hasStatus, hasRetryable    bool
+	hasState                   bool // any state.* key
+	out                        lines
+}
+
+func (f *resultFields) scan(m *wire.Message) {
+	for i := range m.Fields {
+		fl := &m.Fields[i]
+		switch fl.Key {
+		case "status":
+			f.status, f.hasStatus = fl.Value, true
+		case "retryable":
+			f.retryable, f.hasRetryable = fl.Value, true
+		case "error":
+			f.errText = fl.Value
+		default:
+			if strings.HasPrefix(fl.Key, wire.PrefixOut) {
+				f.out.add(fl)
+			} else if strings.HasPrefix(fl.Key, wire.PrefixState) {
+				f.hasState = true
+			}
+		}
 	}
-	return false
 }
 
 // stateChanges validates a succeeded result's state.set.* and state.add.*
@@ -160,7 +185,7 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, string) {
 // outTooLarge returns the first out.* key (or "error") with which the
 // task_state reply, the larger of task_state and done, would exceed the max
 // frame. A req counts as 128 bytes and every number as 20 digits.
-func (c *Core) outTooLarge(t *task, m *wire.Message, errText string) string {
+func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) string {
 	n := len("type=task_state") + len("\nreq=") + 128 +
 		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=retrying") +
 		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 +
@@ -174,10 +199,16 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string) string {
 			return "error"
 		}
 	}
-	for k, v := range m.WithPrefix(wire.PrefixOut) {
-		n += 1 + len(wire.PrefixOut) + len(k) + 1 + wire.EscapedLen(v)
-		if n > c.cfg.MaxFrame {
-			return wire.PrefixOut + k
+	if n+out.size <= c.cfg.MaxFrame {
+		return ""
+	}
+	for i := range m.Fields { // too large: find the first key that makes it so
+		f := &m.Fields[i]
+		if !strings.HasPrefix(f.Key, wire.PrefixOut) {
+			continue
+		}
+		if n += len(f.Key) + 2 + wire.EscapedLen(f.Value); n > c.cfg.MaxFrame {
+			return f.Key
 		}
 	}
 	return ""

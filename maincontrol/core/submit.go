@@ -21,42 +21,90 @@ type submitReq struct {
 	wait        bool
 }
 
-func (c *Core) parseSubmit(m *wire.Message, s *submitReq) error {
+// submitFields are a submit's values, found in one pass over its fields.
+type submitFields struct {
+	typ, priority, maxAttempts, timeout, delay, key, trace, wait, deps          string
+	hasType, hasPriority, hasMaxAttempts, hasTimeout, hasDelay, hasKey, hasWait bool
+	args                                                                        lines
+}
+
+func (f *submitFields) scan(m *wire.Message) {
+	for i := range m.Fields {
+		fl := &m.Fields[i]
+		switch v := fl.Value; fl.Key {
+		case "task_type":
+			f.typ, f.hasType = v, true
+		case "priority":
+			f.priority, f.hasPriority = v, true
+		case "max_attempts":
+			f.maxAttempts, f.hasMaxAttempts = v, true
+		case "timeout_ms":
+			f.timeout, f.hasTimeout = v, true
+		case "delay_ms":
+			f.delay, f.hasDelay = v, true
+		case "key":
+			f.key, f.hasKey = v, true
+		case "trace_id":
+			f.trace = v
+		case "wait":
+			f.wait, f.hasWait = v, true
+		case "depends_on":
+			f.deps = v
+		default:
+			if strings.HasPrefix(fl.Key, wire.PrefixArg) {
+				f.args.add(fl)
+			}
+		}
+	}
+}
+
+// uintOr parses an optional number: def when absent.
+func uintOr(k, v string, has bool, def uint64) (uint64, error) {
+	if !has {
+		return def, nil
+	}
+	return wire.UintValue(k, v)
+}
+
+// parseSubmit checks a submit's values, in the order the keys are listed
+// in the spec.
+func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 	var err error
-	typ, ok := m.Get("task_type")
-	if !ok {
+	if !f.hasType {
 		return &wire.ValueError{Key: "task_type", Reason: "required key missing"}
 	}
-	if typ == "" {
+	if f.typ == "" {
 		return &wire.ValueError{Key: "task_type", Reason: "must not be empty"}
 	}
-	s.typ = typ
-	if s.priority, err = m.UintOr("priority", 0); err != nil {
+	s.typ = f.typ
+	if s.priority, err = uintOr("priority", f.priority, f.hasPriority, 0); err != nil {
 		return err
 	}
 	if s.priority > 9 {
 		return &wire.ValueError{Key: "priority", Reason: "must be 0 to 9"}
 	}
-	if s.maxAttempts, err = m.UintOr("max_attempts", DefaultMaxAttempts); err != nil {
+	if s.maxAttempts, err = uintOr("max_attempts", f.maxAttempts, f.hasMaxAttempts, DefaultMaxAttempts); err != nil {
 		return err
 	}
 	if s.maxAttempts < 1 {
 		return &wire.ValueError{Key: "max_attempts", Reason: "must be at least 1"}
 	}
-	if s.timeoutMs, err = m.UintOr("timeout_ms", 0); err != nil {
+	if s.timeoutMs, err = uintOr("timeout_ms", f.timeout, f.hasTimeout, 0); err != nil {
 		return err
 	}
-	if s.delayMs, err = m.UintOr("delay_ms", 0); err != nil {
+	if s.delayMs, err = uintOr("delay_ms", f.delay, f.hasDelay, 0); err != nil {
 		return err
 	}
-	if s.key, s.hasKey = m.Get("key"); s.hasKey && s.key == "" {
+	if s.key, s.hasKey = f.key, f.hasKey; s.hasKey && s.key == "" {
 		return &wire.ValueError{Key: "key", Reason: "must not be empty"}
 	}
-	s.trace = m.Value("trace_id")
-	if s.wait, err = m.BoolOr("wait", false); err != nil {
-		return err
+	s.trace = f.trace
+	if f.hasWait {
+		if s.wait, err = wire.BoolValue("wait", f.wait); err != nil {
+			return err
+		}
 	}
-	return c.parseDeps(m.Value("depends_on"), s)
+	return c.parseDeps(f.deps, s)
 }
 
 // parseDeps reads depends_on: every id must be a known task; duplicates
@@ -90,25 +138,24 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 
 // taskFrameMax bounds the size of the task frame a submit will produce,
 // counting every number as 20 digits (spec section 1).
-func taskFrameMax(m *wire.Message, typ string, traceLen int) int {
-	n := len("type=task") +
+func taskFrameMax(typ string, traceLen int, args lines) int {
+	return len("type=task") +
 		len("\ntask_id=") + 20 + len("\nversion=") + 20 +
 		len("\ntask_type=") + wire.EscapedLen(typ) +
 		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 + len("\ntimeout_ms=") + 20 +
-		len("\ntrace_id=") + traceLen + len("\nstate_version=") + 20
-	for k, v := range m.WithPrefix(wire.PrefixArg) {
-		n += 1 + len(wire.PrefixArg) + len(k) + 1 + wire.EscapedLen(v)
-	}
-	return n
+		len("\ntrace_id=") + traceLen + len("\nstate_version=") + 20 +
+		args.size
 }
 
 func (c *Core) submit(p *peer, m *wire.Message, req string) {
+	var f submitFields
+	f.scan(m)
 	var s submitReq
-	if err := c.parseSubmit(m, &s); err != nil {
+	if err := c.parseSubmit(&f, &s); err != nil {
 		c.badRequest(p, req, err)
 		return
 	}
-	if taskFrameMax(m, s.typ, traceLen(s.trace)) > c.cfg.MaxFrame {
+	if taskFrameMax(s.typ, traceLen(s.trace), f.args) > c.cfg.MaxFrame {
 		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
 		return
 	}
@@ -140,7 +187,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		r.key = strings.Clone(s.key)
 	}
 	r.trace = strings.Clone(s.trace) // "": derived when needed (trace.go)
-	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg)
+	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg, f.args)
 	r.deps = append(r.deps, s.deps...)
 	r.state = Pending
 	blocker, blockerState := uint64(0), State(0)
