@@ -392,8 +392,11 @@ func (c *Core) applyEnd(r *record) {
 	if r.stateVer != 0 {
 		c.stateVer = r.stateVer
 	}
-	c.released = append(c.released[:0], c.dependents[r.id]...)
-	delete(c.dependents, r.id)
+	c.released = c.released[:0]
+	if len(c.dependents) > 0 { // most tasks have none: skip two map operations
+		c.released = append(c.released, c.dependents[r.id]...)
+		delete(c.dependents, r.id)
+	}
 }
 
 // forget drops a terminal task (retention).

@@ -49,6 +49,7 @@ type Core struct {
 	nowSet    bool
 	available bool
 	debug     bool
+	debugLog  bool // the logger takes debug records (refreshDebug)
 	loading   bool // snapshot entries loaded, indexes not yet rebuilt
 
 	rec     record // scratch for the record being committed
@@ -118,6 +119,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		available:  true,
 	}
 	c.startMs = c.now()
+	c.refreshDebug()
 	return c, nil
 }
 
@@ -223,6 +225,7 @@ func (c *Core) Tick() {
 	c.hold()
 	defer c.release()
 	now := c.now()
+	c.refreshDebug()
 	c.expireHandshakes(now)
 	c.fireTimers(now)
 	c.checkLiveness(now)
@@ -233,4 +236,9 @@ func (c *Core) Tick() {
 // PeerCount returns the number of open connections.
 func (c *Core) PeerCount() int { return len(c.peers) }
 
-func (c *Core) debugEnabled() bool { return c.log.Enabled(context.Background(), slog.LevelDebug) }
+func (c *Core) debugEnabled() bool { return c.debugLog }
+
+// refreshDebug rereads whether the logger takes debug records. Asking it
+// on every transition cost more than the rest of a transition's logging
+// check; the level is read again at every tick.
+func (c *Core) refreshDebug() { c.debugLog = c.log.Enabled(context.Background(), slog.LevelDebug) }

@@ -45,6 +45,9 @@ func (c *Core) followDependents(id uint64, st State) {
 		state State
 		deps  []uint64
 	}
+	if len(c.released) == 0 {
+		return
+	}
 	work := []ended{{id, st, append([]uint64(nil), c.released...)}}
 	for i := 0; i < len(work); i++ {
 		w := work[i]
@@ -91,6 +94,9 @@ func (c *Core) depsSucceeded(t *task) bool {
 
 // notifyDone sends `done` to everyone waiting for t.
 func (c *Core) notifyDone(t *task) {
+	if len(c.waiters) == 0 {
+		return
+	}
 	ws := c.waiters[t.id]
 	if len(ws) == 0 {
 		return
