@@ -6,7 +6,10 @@ import "strconv"
 // same keys millions of times (the main control's replies) use Key with the
 // Builder's K methods to skip re-validating them; keys that come from
 // outside go through the validating methods instead.
-type Key struct{ s string }
+type Key struct {
+	s    string
+	line string // "\n" + s + "=": what the Builder appends before a value
+}
 
 // MustKey returns s as a Key, panicking if it is not a valid key. It is
 // meant for package-level variables, so a bad key fails at start-up.
@@ -14,7 +17,7 @@ func MustKey(s string) Key {
 	if p := keyProblem(s); p != "" {
 		panic("wire: invalid key " + strconv.Quote(s) + ": " + p)
 	}
-	return Key{s}
+	return Key{s: s, line: "\n" + s + "="}
 }
 
 // String returns the key.
@@ -29,9 +32,7 @@ func (b *Builder) trustedKey(k Key) {
 		return
 	}
 	b.keys++
-	b.buf = append(b.buf, '\n')
-	b.buf = append(b.buf, k.s...)
-	b.buf = append(b.buf, '=')
+	b.buf = append(b.buf, k.line...)
 }
 
 // StrK adds a pre-validated key with a string value.
