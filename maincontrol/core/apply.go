@@ -224,10 +224,7 @@ func (c *Core) applyNew(r *record) {
 		id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs,
 		createdMs: r.at, updatedMs: r.at, dueMs: r.due,
 		typ: c.typeFor(r.typ), state: r.state, priority: r.priority,
-		traceID: r.trace, args: r.args, argKeys: r.argKeys,
-	}
-	if r.key != "" || len(r.deps) > 0 {
-		t.x = &taskExtra{key: r.key, deps: slices.Clone(r.deps)}
+		args: r.args, argKeys: r.argKeys, x: newExtra(r.key, "", r.trace, slices.Clone(r.deps)),
 	}
 	if r.due <= r.at {
 		t.dueMs = 0

@@ -255,7 +255,7 @@ func appendTaskLine(b []byte, t *task) []byte {
 	i(" due=", t.dueMs)
 	u(" seq=", t.seq)
 	q(" exec=", t.execID)
-	q(" trace=", t.traceID)
+	q(" trace=", t.ownTrace())
 	q(" args=", t.args)
 	u("/", uint64(t.argKeys))
 	q(" key=", t.key())

@@ -192,7 +192,7 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) 
 		len("\ntask_type=") + wire.EscapedLen(t.typ.name) +
 		len("\nexecutor_id=") + len(t.execID) +
 		len("\ncreated_ms=") + 20 + len("\nupdated_ms=") + 20 +
-		len("\ntrace_id=") + traceLen(t.traceID)
+		len("\ntrace_id=") + traceLen(t.ownTrace())
 	if errText != "" {
 		n += len("\nerror=") + wire.EscapedLen(errText)
 		if n > c.cfg.MaxFrame {

@@ -86,7 +86,7 @@ func taskEntry(t *task, r *record) {
 	*r = record{kind: snapTask, id: t.id, maxAttempts: t.maxAttempts, timeoutMs: t.timeoutMs,
 		created: t.createdMs, at: t.updatedMs, due: t.dueMs, seq: t.seq, version: t.version,
 		attempt: t.attempt, typ: t.typ.name, state: t.state, priority: t.priority, flags: t.flags,
-		exec: t.execID, trace: t.traceID, argKeys: t.argKeys, args: t.args, key: t.key(),
+		exec: t.execID, trace: t.ownTrace(), argKeys: t.argKeys, args: t.args, key: t.key(),
 		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps()}
 }
 
@@ -116,10 +116,8 @@ func (c *Core) LoadEntry(payload []byte) error {
 		t := task{id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs, createdMs: r.created,
 			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
 			typ: c.typeFor(r.typ), state: r.state, priority: r.priority, flags: r.flags,
-			execID: r.exec, traceID: r.trace, args: r.args, argKeys: r.argKeys}
-		if r.key != "" || r.errText != "" || r.out != "" || len(r.deps) > 0 {
-			t.x = &taskExtra{key: r.key, errText: r.errText, out: r.out, outKeys: r.outKeys, deps: slices.Clone(r.deps)}
-		}
+			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys,
+			x: newExtra(r.key, r.errText, r.trace, slices.Clone(r.deps))}
 		c.tasks.insert(t)
 		c.counts[t.state]++
 		c.nextID = max(c.nextID, r.id+1)

@@ -25,10 +25,14 @@ type task struct {
 	priority uint8
 	flags    taskFlags
 	argKeys  uint16
+	outKeys  uint16
 	execID   string // executor of the latest dispatch, "" before the first
-	traceID  string
 	args     string // pre-encoded arg.* lines, joined by LF
-	x        *taskExtra
+	// outs are the pre-encoded out.* lines of the latest result. They live
+	// here rather than in taskExtra because most tasks end with some: one
+	// allocation fewer per task, in the space a stored trace id took.
+	outs string
+	x    *taskExtra
 }
 
 type taskFlags uint8
@@ -52,9 +56,17 @@ const (
 type taskExtra struct {
 	key     string   // idempotency key
 	errText string   // error of the latest end or failed attempt
-	out     string   // pre-encoded out.* lines of the latest result
-	outKeys uint16   //
+	traceID string   // the submitter's trace_id; "" derives one (trace.go)
 	deps    []uint64 // depends_on, deduplicated, in the order given
+}
+
+// newExtra returns the extra block for these values, or nil when all are
+// empty.
+func newExtra(key, errText, traceID string, deps []uint64) *taskExtra {
+	if key == "" && errText == "" && traceID == "" && len(deps) == 0 {
+		return nil
+	}
+	return &taskExtra{key: key, errText: errText, traceID: traceID, deps: deps}
 }
 
 func (t *task) key() string {
@@ -71,11 +83,13 @@ func (t *task) errText() string {
 	return t.x.errText
 }
 
-func (t *task) out() (string, int) {
+func (t *task) out() (string, int) { return t.outs, int(t.outKeys) }
+
+func (t *task) ownTrace() string {
 	if t.x == nil {
-		return "", 0
+		return ""
 	}
-	return t.x.out, int(t.x.outKeys)
+	return t.x.traceID
 }
 
 func (t *task) deps() []uint64 {
@@ -85,21 +99,18 @@ func (t *task) deps() []uint64 {
 	return t.x.deps
 }
 
-// setOutcome replaces the error and outputs, copying the extra block.
+// setOutcome replaces the error and outputs; a new error copies the extra
+// block.
 func (t *task) setOutcome(errText, out string, outKeys uint16) {
-	if t.x == nil && errText == "" && out == "" {
+	t.outs, t.outKeys = out, outKeys
+	if t.errText() == errText {
 		return
 	}
-	x := taskExtra{}
-	if t.x != nil {
-		x = *t.x
-	}
-	x.errText, x.out, x.outKeys = errText, out, outKeys
-	if x.key == "" && x.errText == "" && x.out == "" && len(x.deps) == 0 {
-		t.x = nil
+	if t.x == nil {
+		t.x = &taskExtra{errText: errText}
 		return
 	}
-	t.x = &x
+	t.x = newExtra(t.x.key, errText, t.x.traceID, t.x.deps)
 }
 
 // taskType is everything known about one task_type: its pending queues and

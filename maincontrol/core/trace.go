@@ -19,8 +19,8 @@ import (
 // traceInto returns t's trace id, derived into buf when t has none of its
 // own. The result may alias buf.
 func (t *task) traceInto(buf *[32]byte) string {
-	if t.traceID != "" {
-		return t.traceID
+	if own := t.ownTrace(); own != "" {
+		return own
 	}
 	deriveTrace(buf, t.id, t.createdMs)
 	return unsafe.String(&buf[0], len(buf))
