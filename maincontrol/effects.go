@@ -25,7 +25,7 @@ func (s *Server) Record(payload []byte) {
 
 // Send queues a frame, held until every record appended so far is durable.
 func (s *Server) Send(peer core.PeerID, frame []byte) {
-	cn := s.conns[peer]
+	cn := s.lookup(peer)
 	if cn == nil || cn.dead || cn.closeAfter {
 		return
 	}
@@ -43,6 +43,20 @@ func (s *Server) Send(peer core.PeerID, frame []byte) {
 	}
 	s.held.push(cn, frame, s.lastLSN, false)
 	cn.held++
+}
+
+// lookup finds a peer's connection. Replies come in runs to one peer (a
+// batch of submits, a batch of results), so the last one found is kept:
+// peer ids are never reused, and a closed connection is marked dead.
+func (s *Server) lookup(peer core.PeerID) *conn {
+	if s.lastConn != nil && s.lastConn.id == peer {
+		return s.lastConn
+	}
+	cn := s.conns[peer]
+	if cn != nil {
+		s.lastConn = cn
+	}
+	return cn
 }
 
 // confirmingTypes are the frames that confirm a change (spec section 7)

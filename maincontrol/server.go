@@ -33,6 +33,7 @@ type Server struct {
 	mu             sync.Mutex
 	core           *core.Core
 	conns          map[core.PeerID]*conn
+	lastConn       *conn // see lookup
 	nextPeer       core.PeerID
 	dec            wire.Decoder
 	held           heldQueue
@@ -205,6 +206,9 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	s.mu.Lock()
 	cn.dead = true
 	delete(s.conns, cn.id)
+	if s.lastConn == cn {
+		s.lastConn = nil
+	}
 	s.core.Closed(cn.id)
 	wakes := s.takeWakes(nil)
 	s.mu.Unlock()
@@ -255,6 +259,8 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 // one call buffer unbounded output (and stall the loop) before the
 // outbound cap is checked.
 func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
+	s.core.HoldClock()
+	defer s.core.ReleaseClock()
 	for !cn.closing && !cn.dead && !s.stopping {
 		if len(cn.out) >= s.cfg.MaxOutbound {
 			return true

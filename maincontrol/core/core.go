@@ -132,12 +132,26 @@ func (c *Core) now() int64 {
 	return c.clock.Now().UnixMilli()
 }
 
-// hold fixes now() for the duration of one input; release undoes it.
-func (c *Core) hold() {
+// hold fixes now() for the duration of one input, unless it is already
+// fixed; it reports whether it fixed it, and so must release it.
+func (c *Core) hold() bool {
+	if c.nowSet {
+		return false
+	}
 	c.nowMs, c.nowSet = c.clock.Now().UnixMilli(), true
+	return true
 }
 
 func (c *Core) release() { c.nowSet = false }
+
+// HoldClock reads the clock once for a batch of inputs that arrived
+// together (the frames of one read): until ReleaseClock, every Handle sees
+// that instant. Reading the clock per frame cost a few percent of the
+// server's CPU at full load.
+func (c *Core) HoldClock() { c.hold() }
+
+// ReleaseClock ends a HoldClock.
+func (c *Core) ReleaseClock() { c.release() }
 
 // Debug reports whether frame logging is on (`debug on=true`).
 func (c *Core) Debug() bool { return c.debug }
@@ -205,8 +219,9 @@ func (c *Core) Handle(id PeerID, m *wire.Message) {
 	if p == nil {
 		return
 	}
-	c.hold()
-	defer c.release()
+	if c.hold() {
+		defer c.release()
+	}
 	switch p.kind {
 	case peerNew:
 		c.handshake(p, m)
@@ -222,8 +237,9 @@ func (c *Core) Handle(id PeerID, m *wire.Message) {
 // Tick runs everything that is due: timers, handshake and heartbeat
 // timeouts, retention. The server calls it often (every few tens of ms).
 func (c *Core) Tick() {
-	c.hold()
-	defer c.release()
+	if c.hold() {
+		defer c.release()
+	}
 	now := c.now()
 	c.refreshDebug()
 	c.expireHandshakes(now)
