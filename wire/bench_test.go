@@ -92,6 +92,36 @@ func BenchmarkEncode(b *testing.B) {
 	})
 }
 
+// BenchmarkEncode_TaskKeys builds a task frame the way the main control's
+// core does: pre-validated keys and the args as one pre-encoded block.
+func BenchmarkEncode_TaskKeys(b *testing.B) {
+	var (
+		kTaskID, kVersion, kTaskType = wire.MustKey("task_id"), wire.MustKey("version"), wire.MustKey("task_type")
+		kAttempt, kMaxAttempts       = wire.MustKey("attempt"), wire.MustKey("max_attempts")
+		kTimeoutMs, kTraceID         = wire.MustKey("timeout_ms"), wire.MustKey("trace_id")
+		kStateVersion                = wire.MustKey("state_version")
+	)
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		bl := wire.Begin(buf[:0], "task")
+		bl.UintK(kTaskID, 1048576)
+		bl.UintK(kVersion, 3)
+		bl.StrK(kTaskType, "image.resize")
+		bl.UintK(kAttempt, 1)
+		bl.UintK(kMaxAttempts, 3)
+		bl.UintK(kTimeoutMs, 30000)
+		bl.StrK(kTraceID, "4bf92f3577b34da6a3ce929d0e0e4736")
+		bl.UintK(kStateVersion, 98765)
+		bl.RawString("arg.src=s3://photos/2024/06/IMG_0042.jpg\narg.width=1024", 2)
+		var err error
+		buf, err = bl.Finish()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkReader(b *testing.B) {
 	const frames = 4096
 	one := mustEncode(b, taskMessage())
