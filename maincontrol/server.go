@@ -74,6 +74,7 @@ func newServer(cfg Config) (*Server, error) {
 	if cfg.Core.Clock == nil {
 		cfg.Core.Clock = core.SystemClock{}
 	}
+	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn), booted: make(chan struct{})}
 	s.dec.MaxFrame = cfg.Core.MaxFrame
 	s.metrics = newServerMetrics(s)

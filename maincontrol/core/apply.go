@@ -20,8 +20,10 @@ func (c *Core) commit(r *record) bool {
 		c.log.Error("refused illegal change", "err", err, "task_id", r.id, "version", r.version, "executor", r.exec, "record", r.kind.String())
 		return false
 	}
-	c.recBuf = appendRecord(c.recBuf[:0], r)
-	c.fx.Record(c.recBuf)
+	if !c.cfg.Unlogged {
+		c.recBuf = appendRecord(c.recBuf[:0], r)
+		c.fx.Record(c.recBuf)
+	}
 	c.mutate(r)
 	return true
 }

@@ -44,8 +44,14 @@ type Config struct {
 
 	Observer Observer // metrics; nil: none
 
+	// Unlogged says nothing keeps the change log (a main control without
+	// a data dir): changes are still checked and applied, but not encoded,
+	// and Effects.Record is not called. Encoding them was a tenth of the
+	// core's CPU for nothing.
+	Unlogged bool
+
 	Clock  Clock
-	Rand   *rand.Rand    // jitter and trace ids; nil: seeded randomly
+	Rand   *rand.Rand    // retry jitter; nil: seeded randomly
 	Nonce  func() string // welcome nonces; nil: crypto random
 	Logger *slog.Logger  // nil: slog.Default()
 }
