@@ -9,7 +9,8 @@ type qent struct {
 	ver uint32
 }
 
-// fifo is a ring-buffer queue of entries.
+// fifo is a ring-buffer queue of entries. Its buffer's length is a power
+// of two, so positions wrap with a mask rather than a division.
 type fifo struct {
 	buf   []qent
 	head  int
@@ -23,14 +24,17 @@ func (q *fifo) push(e qent) {
 	if q.n == len(q.buf) {
 		q.grow()
 	}
-	q.buf[(q.head+q.n)%len(q.buf)] = e
+	q.buf[q.at(q.n)] = e
 	q.n++
 }
 
+// at returns the buffer index of the i-th entry.
+func (q *fifo) at(i int) int { return (q.head + i) & (len(q.buf) - 1) }
+
 func (q *fifo) grow() {
-	nb := make([]qent, max(16, 2*len(q.buf)))
+	nb := make([]qent, max(16, 2*len(q.buf))) // 16 << k
 	for i := 0; i < q.n; i++ {
-		nb[i] = q.buf[(q.head+i)%len(q.buf)]
+		nb[i] = q.buf[q.at(i)]
 	}
 	q.buf, q.head = nb, 0
 }
@@ -40,7 +44,7 @@ func (q *fifo) peek() qent { return q.buf[q.head] }
 func (q *fifo) pop() qent {
 	e := q.buf[q.head]
 	q.buf[q.head] = qent{}
-	q.head = (q.head + 1) % len(q.buf)
+	q.head = q.at(1)
 	q.n--
 	if q.n == 0 {
 		q.head, q.stale = 0, 0
@@ -59,14 +63,14 @@ func (q *fifo) compact(valid func(qent) bool) {
 	}
 	w := 0
 	for i := 0; i < q.n; i++ {
-		e := q.buf[(q.head+i)%len(q.buf)]
+		e := q.buf[q.at(i)]
 		if valid(e) {
-			q.buf[(q.head+w)%len(q.buf)] = e
+			q.buf[q.at(w)] = e
 			w++
 		}
 	}
 	for i := w; i < q.n; i++ {
-		q.buf[(q.head+i)%len(q.buf)] = qent{}
+		q.buf[q.at(i)] = qent{}
 	}
 	q.n, q.stale = w, 0
 }
