@@ -147,7 +147,8 @@ func (c *Core) release() { c.nowSet = false }
 // HoldClock reads the clock once for a batch of inputs that arrived
 // together (the frames of one read): until ReleaseClock, every Handle sees
 // that instant. Reading the clock per frame cost a few percent of the
-// server's CPU at full load.
+// server's CPU at full load. Holds do not nest: the first ReleaseClock
+// ends it.
 func (c *Core) HoldClock() { c.hold() }
 
 // ReleaseClock ends a HoldClock.
