@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
@@ -304,11 +303,7 @@ func (f *failover) waitState(ctx context.Context, id, state, exec string) error 
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *FailoverReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r *FailoverReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteText writes the report for people.
 func (r *FailoverReport) WriteText(w io.Writer) error {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -182,11 +181,7 @@ func dialIdle(ctx context.Context, addr string, cfg IdleConfig) ([]*RawExecutor,
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *IdleReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r *IdleReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteText writes the report for people.
 func (r *IdleReport) WriteText(w io.Writer) error {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -150,11 +149,7 @@ func dirSize(dir string) int64 {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *PendingReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r *PendingReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteText writes the report for people.
 func (r *PendingReport) WriteText(w io.Writer) error {

@@ -155,12 +155,15 @@ func (r *Report) setMachine(busy, total time.Duration) {
 	r.OtherShare = max(other, 0)
 }
 
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
+// writeJSON writes v as indented JSON: every report's --json form.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(v)
 }
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteText writes the report as a table for people.
 func (r *Report) WriteText(w io.Writer) error {

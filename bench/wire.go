@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -402,11 +401,7 @@ func (rep *WireReport) checkAlive(cfg WireConfig) {
 }
 
 // WriteJSON writes the tally as indented JSON.
-func (rep *WireReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
+func (rep *WireReport) WriteJSON(w io.Writer) error { return writeJSON(w, rep) }
 
 // WriteText writes the tally as a table.
 func (rep *WireReport) WriteText(w io.Writer) error {
