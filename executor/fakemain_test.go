@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,15 +10,16 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/wire"
-	"github.com/stretchr/testify/require"
 )
 
 // waitFor bounds every wait in these tests.
@@ -269,23 +269,12 @@ func prefixed(m *wire.Message, prefix string) map[string]string {
 }
 
 // logBuffer collects JSON log records, safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 // records returns the records so far, decoded.
 func (l *logBuffer) records() []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var recs []map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(l.buf.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}

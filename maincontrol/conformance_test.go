@@ -1,18 +1,17 @@
 package maincontrol_test
 
 import (
-	"bytes"
 	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/wire"
@@ -763,7 +762,7 @@ func TestConformance_Stats(t *testing.T) {
 
 func TestConformance_Debug(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	addr := startServer(t, maincontrol.Config{Logger: logger})
 	cl := clientPeer(t, addr)
@@ -783,24 +782,6 @@ func TestConformance_Debug(t *testing.T) {
 	assert.Contains(t, out, "req=while-on", "the submit is logged")
 	assert.Contains(t, out, "type=submitted", "the reply is logged")
 	cl.request("debug", "req", "d", "on", "false")
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // Unknown keys MUST be ignored, in every message.

@@ -1,7 +1,6 @@
 package snapshot_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -10,36 +9,19 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/snapshot"
 )
 
-// logBuf collects a Store's log output so tests can check warnings.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// testOptions returns Options for dir whose log goes to the returned buffer.
-func testOptions(dir string) (snapshot.Options, *logBuf) {
-	lb := &logBuf{}
+// testOptions returns Options for dir whose log goes to the returned
+// buffer, so tests can check warnings.
+func testOptions(dir string) (snapshot.Options, *syncbuf.Buffer) {
+	lb := &syncbuf.Buffer{}
 	h := slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})
 	return snapshot.Options{Dir: dir, Logger: slog.New(h)}, lb
 }

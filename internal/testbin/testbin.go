@@ -4,7 +4,6 @@
 package testbin
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apollo11/apollo11/internal/syncbuf"
 )
 
 var (
@@ -68,34 +69,16 @@ type Proc struct {
 	t    testing.TB
 	Cmd  *exec.Cmd
 	Addr string // for main controls: the address it listens on
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
 	err  error
-}
-
-// syncBuffer is a bytes.Buffer safe for the child's writes and test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Start runs the binary with args. The process is killed when the test
 // ends if it is still running.
 func Start(t testing.TB, bin string, env []string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{t: t, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Proc{t: t, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.Cmd = exec.Command(bin, args...)
 	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"log/slog"
 	"strconv"
-	"sync"
 	"testing"
 
-	"github.com/apollo11/apollo11/wire"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/syncbuf"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // More harness helpers, shared by the scenario, recovery and property tests.
@@ -181,26 +182,8 @@ func (h *harness) restartFrom(entries [][]byte, snapRecords int) {
 	h.c, h.fx = c, fx
 }
 
-// logBuffer is a slog handler target safe to read after the core wrote.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // withLog sends the core's log (debug level) to buf.
-func withLog(buf *logBuffer) func(*Config) {
+func withLog(buf *syncbuf.Buffer) func(*Config) {
 	return func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

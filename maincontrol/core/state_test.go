@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/syncbuf"
 )
 
 func TestState_Legal(t *testing.T) {
@@ -119,7 +121,7 @@ func TestCore_CommitTransitionTable(t *testing.T) {
 			for i := range recs {
 				name := fmt.Sprintf("%s->%s/%s", from, to, recs[i].kind)
 				t.Run(name, func(t *testing.T) {
-					var buf logBuffer
+					var buf syncbuf.Buffer
 					h, _, _ := taskIn(t, from, withLog(&buf))
 					r := recordsTo(h.get(2), to, h.c.now())[i]
 					before, nrec := dump(h.c), len(h.fx.records)
@@ -210,7 +212,7 @@ func TestCore_CheckRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf logBuffer
+			var buf syncbuf.Buffer
 			h, _, _ := taskIn(t, tc.state, withLog(&buf))
 			r := tc.rec(h)
 			before, nrec := dump(h.c), len(h.fx.records)
