@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apollo11/apollo11/client"
-	"github.com/apollo11/apollo11/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/internal/fakemain"
+	"github.com/apollo11/apollo11/wire"
 )
 
 func TestClient_Submit(t *testing.T) {
@@ -217,7 +219,7 @@ func TestClient_Errors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(string(tc.code), func(t *testing.T) {
 			go func() {
-				m, err := sc.r.ReadMessage()
+				m, err := sc.R.ReadMessage()
 				if assert.NoError(t, err) {
 					sc.send("error", "req", m.Value("req"), "code", string(tc.code), "message", "because")
 				}
@@ -371,7 +373,7 @@ func TestClient_ConnectionLost(t *testing.T) {
 		sc.expect("query")
 	}
 	sc.send("error", "code", "malformed", "message", "bad frame")
-	sc.conn.Close()
+	sc.Net.Close()
 	for range n {
 		select {
 		case err := <-errs:
@@ -411,7 +413,7 @@ func TestClient_Close(t *testing.T) {
 }
 
 func TestClient_FrameTooLarge(t *testing.T) {
-	f := mustStartFakeServer(t, withMaxFrame(256))
+	f := mustStartFakeServer(t, fakemain.WithMaxFrame(256))
 	c, sc := mustDial(t, f, client.Options{})
 	_, err := c.Submit(context.Background(), client.SubmitRequest{Type: "echo", Args: map[string]string{"big": strings.Repeat("x", 300)}})
 	assert.ErrorIs(t, err, wire.ErrFrameTooLarge)

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apollo11/apollo11/auth"
-	"github.com/apollo11/apollo11/client"
-	"github.com/apollo11/apollo11/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/internal/fakemain"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // dialAsync starts Dial in the background.
@@ -52,28 +54,28 @@ func TestDial(t *testing.T) {
 		require.NoError(t, wait(t, done))
 	})
 	t.Run("hmac", func(t *testing.T) {
-		f := mustStartFakeServer(t, withAuth())
+		f := mustStartFakeServer(t, fakemain.WithAuth())
 		done := dialAsync(context.Background(), f, client.Options{Token: []byte("s3cret")})
 		sc := f.accept(t)
 		m := sc.expect("hello")
-		assert.Equal(t, auth.Sign([]byte("s3cret"), sc.nonce), m.Value("auth"))
-		assert.True(t, auth.Verify([]byte("s3cret"), sc.nonce, m.Value("auth")))
+		assert.Equal(t, auth.Sign([]byte("s3cret"), sc.Nonce), m.Value("auth"))
+		assert.True(t, auth.Verify([]byte("s3cret"), sc.Nonce, m.Value("auth")))
 		assert.False(t, m.Has("client"))
 		sc.send("hello_ok", "req", m.Value("req"))
 		require.NoError(t, wait(t, done))
 	})
 	t.Run("auth refused", func(t *testing.T) {
-		f := mustStartFakeServer(t, withAuth())
+		f := mustStartFakeServer(t, fakemain.WithAuth())
 		done := dialAsync(context.Background(), f, client.Options{Token: []byte("wrong")})
 		sc := f.accept(t)
 		m := sc.expect("hello")
 		sc.send("error", "req", m.Value("req"), "code", "auth_failed", "message", "bad auth")
-		sc.conn.Close()
+		sc.Net.Close()
 		err := wait(t, done)
 		assert.True(t, client.IsCode(err, wire.CodeAuthFailed), "%v", err)
 	})
 	t.Run("auth required without token", func(t *testing.T) {
-		f := mustStartFakeServer(t, withAuth())
+		f := mustStartFakeServer(t, fakemain.WithAuth())
 		done := dialAsync(context.Background(), f, client.Options{})
 		f.accept(t)
 		assert.ErrorIs(t, wait(t, done), client.ErrAuthRequired)
@@ -85,7 +87,7 @@ func TestDial(t *testing.T) {
 		go func() {
 			c, err := ln.Accept()
 			if err == nil {
-				_ = writeMsg(c, "hello_ok", "req", "0")
+				_ = fakemain.WriteMsg(c, "hello_ok", "req", "0")
 				defer c.Close()
 				time.Sleep(time.Second)
 			}

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/wire"
-	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkExecutor_Echo measures the cost per `echo` task over loopback
@@ -46,7 +47,7 @@ func benchEcho(b *testing.B, pipe bool, window int) {
 	mustRun(b, f, cfg)
 	c := f.accept(b)
 	c.registerQuiet()
-	require.NoError(b, c.conn.SetDeadline(time.Now().Add(10*time.Minute)))
+	require.NoError(b, c.Net.SetDeadline(time.Now().Add(10*time.Minute)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime(b)
@@ -82,7 +83,7 @@ func blast(b *testing.B, c *fakeConn, window, n int) {
 			task()
 		}
 		for {
-			if _, err := c.conn.Write(buf); err != nil {
+			if _, err := c.Net.Write(buf); err != nil {
 				writeErr <- err
 				return
 			}
@@ -110,7 +111,7 @@ func blast(b *testing.B, c *fakeConn, window, n int) {
 		}
 	}()
 	for done := 0; done < n; {
-		m, err := c.r.Next()
+		m, err := c.R.Next()
 		if err != nil {
 			b.Fatal(err)
 		}

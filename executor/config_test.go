@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apollo11/apollo11/executor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/executor"
 )
 
 func TestNew(t *testing.T) {

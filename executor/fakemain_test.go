@@ -10,162 +10,59 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/internal/fakemain"
 	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/wire"
 )
 
 // waitFor bounds every wait in these tests.
-const waitFor = 5 * time.Second
+const waitFor = fakemain.WaitFor
 
-// fakeMain is a scripted main control: it accepts connections on loopback
-// and sends `welcome`; the test drives each connection by hand.
-type fakeMain struct {
-	ln       net.Listener
-	conns    chan *fakeConn
-	authMode string
-	maxFrame atomic.Int64
-	stop     chan struct{}
-}
+// fakeMain is a scripted main control (see internal/fakemain); the tests
+// drive each connection by hand.
+type fakeMain struct{ *fakemain.Server }
 
-// serve sends welcome on c and hands it to accept.
-func (f *fakeMain) serve(c net.Conn) {
-	fc := &fakeConn{conn: c, r: wire.NewReader(c, 0), nonce: mustNonceRaw()}
-	_ = writeMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", fc.nonce,
-		"auth", f.authMode, "max_frame", strconv.FormatInt(f.maxFrame.Load(), 10))
-	select {
-	case f.conns <- fc:
-	case <-f.stop:
-		c.Close()
-	}
-}
-
-// pipeDial is an executor.Config.Dial that connects through net.Pipe, with
-// no sockets: the main control's side is handed to accept.
-func (f *fakeMain) pipeDial(context.Context, string) (net.Conn, error) {
-	client, server := net.Pipe()
-	go f.serve(server) // net.Pipe is synchronous: welcome waits for the reader
-	return client, nil
-}
-
-// fakeConn is one accepted connection.
-type fakeConn struct {
-	t     testing.TB
-	conn  net.Conn
-	r     *wire.Reader
-	nonce string
-}
-
-type fakeOpt func(*fakeMain)
-
-func withAuth() fakeOpt          { return func(f *fakeMain) { f.authMode = "hmac-sha256" } }
-func withMaxFrame(n int) fakeOpt { return func(f *fakeMain) { f.maxFrame.Store(int64(n)) } }
+// fakeConn is one accepted connection, with the executor side of the
+// protocol's helpers.
+type fakeConn struct{ *fakemain.Conn }
 
 // mustStartFakeMain listens on 127.0.0.1:0 and stops at the end of the test.
-func mustStartFakeMain(tb testing.TB, opts ...fakeOpt) *fakeMain {
+func mustStartFakeMain(tb testing.TB, opts ...fakemain.Option) *fakeMain {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	f := &fakeMain{ln: ln, conns: make(chan *fakeConn, 16), authMode: "none"}
-	f.maxFrame.Store(wire.DefaultMaxFrame)
-	for _, o := range opts {
-		o(f)
-	}
-	done, stop := make(chan struct{}), make(chan struct{})
-	f.stop = stop
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			f.serve(c)
-		}
-	}()
-	tb.Cleanup(func() {
-		close(stop)
-		ln.Close()
-		<-done
-		for {
-			select {
-			case c := <-f.conns:
-				c.conn.Close()
-			default:
-				return
-			}
-		}
-	})
-	return f
+	return &fakeMain{fakemain.Start(tb, opts...)}
 }
 
-func mustNonceRaw() string {
-	n, err := auth.NewNonce()
-	if err != nil {
-		panic(err)
-	}
-	return n
-}
+func (f *fakeMain) addr() string { return f.Addr() }
 
-func (f *fakeMain) addr() string { return f.ln.Addr().String() }
+// pipeDial is an executor.Config.Dial through net.Pipe, with no sockets.
+func (f *fakeMain) pipeDial(ctx context.Context, addr string) (net.Conn, error) {
+	return f.PipeDial(ctx, addr)
+}
 
 // accept returns the next connection; the test owns it (closed at cleanup).
 func (f *fakeMain) accept(tb testing.TB) *fakeConn {
 	tb.Helper()
-	select {
-	case c := <-f.conns:
-		c.t = tb
-		tb.Cleanup(func() { c.conn.Close() })
-		return c
-	case <-time.After(waitFor):
-		tb.Fatal("no connection from the executor")
-		return nil
-	}
+	return &fakeConn{f.Accept(tb)}
 }
 
-// noConn checks that nobody connects within d.
 func (f *fakeMain) noConn(tb testing.TB, d time.Duration) {
 	tb.Helper()
-	select {
-	case c := <-f.conns:
-		c.conn.Close()
-		tb.Fatal("unexpected connection")
-	case <-time.After(d):
-	}
+	f.NoConn(tb, d)
 }
 
-// writeMsg writes a message built from key/value pairs.
-func writeMsg(w io.Writer, typ string, kv ...string) error {
-	m := wire.NewMessage(typ)
-	for i := 0; i+1 < len(kv); i += 2 {
-		m.Set(kv[i], kv[i+1])
-	}
-	frame, err := wire.AppendFrame(nil, m)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(frame)
-	return err
-}
-
-// send writes a message built from key/value pairs.
-func (c *fakeConn) send(typ string, kv ...string) {
-	c.t.Helper()
-	require.NoError(c.t, writeMsg(c.conn, typ, kv...))
-}
+func (c *fakeConn) send(typ string, kv ...string) { c.Send(typ, kv...) }
 
 // read reads the next frame, skipping heartbeats unless keepHB.
 func (c *fakeConn) read(keepHB bool, d time.Duration) (*wire.Message, error) {
 	for {
-		require.NoError(c.t, c.conn.SetReadDeadline(time.Now().Add(d)))
-		m, err := c.r.ReadMessage()
+		require.NoError(c.T, c.Net.SetReadDeadline(time.Now().Add(d)))
+		m, err := c.R.ReadMessage()
 		if err != nil {
 			return nil, err
 		}
@@ -177,34 +74,34 @@ func (c *fakeConn) read(keepHB bool, d time.Duration) (*wire.Message, error) {
 
 // expect reads the next frame other than a heartbeat and checks its type.
 func (c *fakeConn) expect(typ string) *wire.Message {
-	c.t.Helper()
+	c.T.Helper()
 	m, err := c.read(false, waitFor)
-	require.NoError(c.t, err, "waiting for %s", typ)
-	require.Equal(c.t, typ, m.Type(), "frame: %s", m)
+	require.NoError(c.T, err, "waiting for %s", typ)
+	require.Equal(c.T, typ, m.Type(), "frame: %s", m)
 	return m
 }
 
 // expectNothing checks that no frame other than heartbeats arrives within d.
 func (c *fakeConn) expectNothing(d time.Duration) {
-	c.t.Helper()
+	c.T.Helper()
 	m, err := c.read(false, d)
 	if err == nil {
-		c.t.Fatalf("unexpected frame: %s", m)
+		c.T.Fatalf("unexpected frame: %s", m)
 	}
-	require.ErrorIs(c.t, err, os.ErrDeadlineExceeded)
-	c.r = wire.NewReader(c.conn, 0) // a timed-out Reader keeps its error
+	require.ErrorIs(c.T, err, os.ErrDeadlineExceeded)
+	c.R = wire.NewReader(c.Net, 0) // a timed-out Reader keeps its error
 }
 
 // expectClosed checks that the executor closes the connection within d,
 // ignoring whatever it sends first.
 func (c *fakeConn) expectClosed(d time.Duration) {
-	c.t.Helper()
+	c.T.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		require.NoError(c.t, c.conn.SetReadDeadline(deadline))
-		_, err := c.r.ReadMessage()
+		require.NoError(c.T, c.Net.SetReadDeadline(deadline))
+		_, err := c.R.ReadMessage()
 		if err != nil {
-			require.ErrorIs(c.t, err, io.EOF, "want the executor to close the connection")
+			require.ErrorIs(c.T, err, io.EOF, "want the executor to close the connection")
 			return
 		}
 	}
@@ -212,7 +109,7 @@ func (c *fakeConn) expectClosed(d time.Duration) {
 
 // register reads `register` and answers `registered` with the given timings.
 func (c *fakeConn) register(heartbeat, timeout time.Duration) *wire.Message {
-	c.t.Helper()
+	c.T.Helper()
 	m := c.expect("register")
 	c.send("registered", "executor_id", m.Value("executor_id"),
 		"heartbeat_ms", strconv.FormatInt(heartbeat.Milliseconds(), 10),
@@ -223,13 +120,13 @@ func (c *fakeConn) register(heartbeat, timeout time.Duration) *wire.Message {
 // registerQuiet registers with timings long enough that no heartbeat
 // interferes with the test.
 func (c *fakeConn) registerQuiet() *wire.Message {
-	c.t.Helper()
+	c.T.Helper()
 	return c.register(time.Minute, 3*time.Minute)
 }
 
 // sendTask sends a `task` frame with the given args (arg.* keys).
 func (c *fakeConn) sendTask(id, version uint64, typ string, extra ...string) {
-	c.t.Helper()
+	c.T.Helper()
 	kv := []string{"task_id", u(id), "version", u(version), "task_type", typ, "attempt", "1",
 		"max_attempts", "3", "timeout_ms", "0", "trace_id", "tr-" + u(id), "state_version", "0"}
 	c.send("task", append(kv, extra...)...)
@@ -237,23 +134,23 @@ func (c *fakeConn) sendTask(id, version uint64, typ string, extra ...string) {
 
 // expectStarted reads `started` and checks its token.
 func (c *fakeConn) expectStarted(id, version uint64) {
-	c.t.Helper()
+	c.T.Helper()
 	m := c.expect("started")
-	require.Equal(c.t, u(id), m.Value("task_id"))
-	require.Equal(c.t, u(version), m.Value("version"))
+	require.Equal(c.T, u(id), m.Value("task_id"))
+	require.Equal(c.T, u(version), m.Value("version"))
 }
 
 // expectResult reads `result`, checks its token and returns it.
 func (c *fakeConn) expectResult(id, version uint64) *wire.Message {
-	c.t.Helper()
+	c.T.Helper()
 	m := c.expect("result")
-	require.Equal(c.t, u(id), m.Value("task_id"), "frame: %s", m)
-	require.Equal(c.t, u(version), m.Value("version"))
+	require.Equal(c.T, u(id), m.Value("task_id"), "frame: %s", m)
+	require.Equal(c.T, u(version), m.Value("version"))
 	return m
 }
 
 func (c *fakeConn) ack(id, version uint64) {
-	c.t.Helper()
+	c.T.Helper()
 	c.send("result_ack", "task_id", u(id), "version", u(version), "accepted", "true")
 }
 

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apollo11/apollo11/auth"
-	"github.com/apollo11/apollo11/executor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/internal/fakemain"
 )
 
 func TestExecutor_Register(t *testing.T) {
@@ -26,16 +28,16 @@ func TestExecutor_Register(t *testing.T) {
 		assert.False(t, m.Has("auth"), "no auth sent when the main control says auth=none")
 	})
 	t.Run("hmac", func(t *testing.T) {
-		f := mustStartFakeMain(t, withAuth())
+		f := mustStartFakeMain(t, fakemain.WithAuth())
 		mustRun(t, f, executor.Config{ID: "w1", Handlers: handlers, Token: []byte("secret")})
 		c := f.accept(t)
 		m := c.registerQuiet()
-		assert.Equal(t, auth.Sign([]byte("secret"), c.nonce), m.Value("auth"))
-		assert.True(t, auth.Verify([]byte("secret"), c.nonce, m.Value("auth")))
+		assert.Equal(t, auth.Sign([]byte("secret"), c.Nonce), m.Value("auth"))
+		assert.True(t, auth.Verify([]byte("secret"), c.Nonce, m.Value("auth")))
 		assert.Equal(t, "1", m.Value("slots"), "default slots")
 	})
 	t.Run("hmac without token", func(t *testing.T) {
-		f := mustStartFakeMain(t, withAuth())
+		f := mustStartFakeMain(t, fakemain.WithAuth())
 		s := mustRun(t, f, executor.Config{Handlers: handlers})
 		m := f.accept(t).expect("register")
 		assert.False(t, m.Has("auth"))
@@ -61,7 +63,7 @@ func TestExecutor_RegisterRefused(t *testing.T) {
 			c := f.accept(t)
 			c.expect("register")
 			c.send("error", "code", tc.code, "message", "no")
-			c.conn.Close()
+			c.Net.Close()
 
 			// It keeps retrying, with backoff, and logs the refusal.
 			c2 := f.accept(t)
@@ -80,7 +82,7 @@ func TestExecutor_Reconnect(t *testing.T) {
 		for range 3 {
 			c := f.accept(t)
 			c.registerQuiet()
-			c.conn.Close()
+			c.Net.Close()
 		}
 	})
 	t.Run("when no frame arrives for timeout_ms", func(t *testing.T) {
@@ -116,7 +118,7 @@ func TestExecutor_Reconnect(t *testing.T) {
 		c := ln.accept(t)
 		c.expect("register")
 		c.send("registered_not", "x", "1")
-		c.conn.Close()
+		c.Net.Close()
 		ln.accept(t).registerQuiet()
 	})
 }
@@ -161,7 +163,7 @@ func TestExecutor_Heartbeat(t *testing.T) {
 	assert.Equal(t, "", running)
 
 	// seq restarts at 1 on a new connection.
-	c.conn.Close()
+	c.Net.Close()
 	c2 := f.accept(t)
 	c2.register(20*time.Millisecond, time.Minute)
 	// The unacked result comes first, then heartbeats.

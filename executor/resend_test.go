@@ -6,18 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apollo11/apollo11/executor"
-	"github.com/apollo11/apollo11/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // readOneWrite reads what arrives in a single read and decodes its frames.
 func readOneWrite(t *testing.T, c *fakeConn) []*wire.Message {
 	t.Helper()
-	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(waitFor)))
+	require.NoError(t, c.Net.SetReadDeadline(time.Now().Add(waitFor)))
 	buf := make([]byte, 64<<10)
-	n, err := c.conn.Read(buf)
+	n, err := c.Net.Read(buf)
 	require.NoError(t, err)
 	var d wire.Decoder
 	var msgs []*wire.Message
@@ -66,7 +67,7 @@ func TestExecutor_ResendAfterReconnect(t *testing.T) {
 	c.send("cancel", "task_id", "5", "version", "1")
 	require.ErrorIs(t, <-causes, executor.ErrCancelled)
 	c.expectNothing(50 * time.Millisecond) // the acks have been processed
-	c.conn.Close()
+	c.Net.Close()
 
 	c2 := f.accept(t)
 	c2.expect("register")
@@ -83,7 +84,7 @@ func TestExecutor_ResendAfterReconnect(t *testing.T) {
 	c2.expectNothing(100 * time.Millisecond)
 
 	// A third connection gets nothing to resend.
-	c2.conn.Close()
+	c2.Net.Close()
 	c3 := f.accept(t)
 	c3.register(20*time.Millisecond, time.Minute)
 	m, err := c3.read(true, waitFor)
@@ -101,7 +102,7 @@ func TestExecutor_ResultWhileDisconnected(t *testing.T) {
 	c.registerQuiet()
 	c.sendTask(1, 1, "block")
 	c.expectStarted(1, 1)
-	c.conn.Close()
+	c.Net.Close()
 	time.Sleep(20 * time.Millisecond) // the executor sees the close before the handler returns
 	close(release)
 	require.NoError(t, <-causes)
@@ -136,8 +137,8 @@ func TestExecutor_ResendReplacedWhenMaxFrameShrinks(t *testing.T) {
 	assert.Equal(t, "succeeded", c.expectResult(1, 1).Value("status"))
 
 	// The main control comes back with a smaller frame limit.
-	f.maxFrame.Store(1024)
-	c.conn.Close()
+	f.SetMaxFrame(1024)
+	c.Net.Close()
 	c2 := f.accept(t)
 	c2.registerQuiet()
 	c2.expectStarted(1, 1)

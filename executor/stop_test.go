@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apollo11/apollo11/executor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/executor"
 )
 
 func TestExecutor_GracefulStop(t *testing.T) {
@@ -50,7 +51,7 @@ func TestExecutor_GracefulStop(t *testing.T) {
 		c.ack(1, 1)
 		assert.Equal(t, "shutdown", c.expect("bye").Value("reason"))
 		c.send("bye_ack")
-		c.conn.Close()
+		c.Net.Close()
 		assert.NoError(t, s.wait(t, waitFor))
 	})
 	t.Run("drain timeout cancels the rest", func(t *testing.T) {

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apollo11/apollo11/executor"
-	"github.com/apollo11/apollo11/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/internal/fakemain"
+	"github.com/apollo11/apollo11/wire"
 )
 
 func TestExecutor_Task(t *testing.T) {
@@ -251,7 +253,7 @@ func TestExecutor_TaskSlots(t *testing.T) {
 }
 
 func TestExecutor_ResultTooLarge(t *testing.T) {
-	f := mustStartFakeMain(t, withMaxFrame(512))
+	f := mustStartFakeMain(t, fakemain.WithMaxFrame(512))
 	mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"big": executor.HandlerFunc(
 		func(context.Context, *executor.Task) (executor.Result, error) {
 			return executor.Result{Out: map[string]string{"big": strings.Repeat("x", 600)}, Set: map[string]string{"k": "v"}}, nil
@@ -356,7 +358,7 @@ func TestTask_StateDisconnected(t *testing.T) {
 	c.expectStarted(8, 1)
 	m := c.expect("state_get")
 	assert.False(t, m.Has("keys"), "no keys: every key")
-	c.conn.Close()
+	c.Net.Close()
 	select {
 	case err := <-errs:
 		assert.ErrorIs(t, err, executor.ErrDisconnected)

@@ -1,0 +1,168 @@
+// Package fakemain is a scripted main control for the tests of the
+// client and executor packages: it accepts connections on loopback (or
+// over net.Pipe), sends `welcome`, and hands each connection to the test,
+// which plays the rest of the protocol by hand.
+package fakemain
+
+import (
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// WaitFor bounds every wait of the fake.
+const WaitFor = 5 * time.Second
+
+// Server is the fake main control.
+type Server struct {
+	ln       net.Listener
+	conns    chan *Conn
+	authMode string
+	maxFrame atomic.Int64
+	stop     chan struct{}
+}
+
+// Option changes what the welcome announces.
+type Option func(*Server)
+
+// WithAuth announces auth=hmac-sha256.
+func WithAuth() Option { return func(s *Server) { s.authMode = "hmac-sha256" } }
+
+// WithMaxFrame announces max_frame=n.
+func WithMaxFrame(n int) Option { return func(s *Server) { s.maxFrame.Store(int64(n)) } }
+
+// Start listens on 127.0.0.1:0; everything stops at the end of the test.
+func Start(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(tb, err)
+	s := &Server{ln: ln, conns: make(chan *Conn, 16), authMode: "none", stop: make(chan struct{})}
+	s.maxFrame.Store(wire.DefaultMaxFrame)
+	for _, o := range opts {
+		o(s)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.serve(c)
+		}
+	}()
+	tb.Cleanup(func() {
+		close(s.stop)
+		ln.Close()
+		<-done
+		for {
+			select {
+			case c := <-s.conns:
+				c.Net.Close()
+			default:
+				return
+			}
+		}
+	})
+	return s
+}
+
+// serve sends welcome on c and hands it to Accept.
+func (s *Server) serve(c net.Conn) {
+	nonce, err := auth.NewNonce()
+	if err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	fc := &Conn{Net: c, R: wire.NewReader(c, 0), Nonce: nonce}
+	_ = WriteMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", nonce,
+		"auth", s.authMode, "max_frame", strconv.FormatInt(s.maxFrame.Load(), 10))
+	select {
+	case s.conns <- fc:
+	case <-s.stop:
+		c.Close()
+	}
+}
+
+// Addr is the address to dial.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// SetMaxFrame changes the max_frame later welcomes announce.
+func (s *Server) SetMaxFrame(n int) { s.maxFrame.Store(int64(n)) }
+
+// PipeDial connects through net.Pipe, with no socket: the server's side is
+// handed to Accept. It fits client and executor Dial options.
+func (s *Server) PipeDial(context.Context, string) (net.Conn, error) {
+	client, server := net.Pipe()
+	go s.serve(server) // net.Pipe is synchronous: welcome waits for the reader
+	return client, nil
+}
+
+// Accept returns the next connection, which the test drives and which is
+// closed at the end of the test.
+func (s *Server) Accept(tb testing.TB) *Conn {
+	tb.Helper()
+	select {
+	case c := <-s.conns:
+		c.T = tb
+		tb.Cleanup(func() { c.Net.Close() })
+		return c
+	case <-time.After(WaitFor):
+		tb.Fatal("no connection")
+		return nil
+	}
+}
+
+// NoConn checks that nobody connects within d.
+func (s *Server) NoConn(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	select {
+	case c := <-s.conns:
+		c.Net.Close()
+		tb.Fatal("unexpected connection")
+	case <-time.After(d):
+	}
+}
+
+// Conn is one accepted connection.
+type Conn struct {
+	T     testing.TB
+	Net   net.Conn
+	R     *wire.Reader
+	Nonce string // the nonce its welcome carried
+	wmu   sync.Mutex
+}
+
+// Send writes a frame built from key/value pairs; it is safe from any
+// goroutine, and a failure fails the test.
+func (c *Conn) Send(typ string, kv ...string) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := WriteMsg(c.Net, typ, kv...); err != nil {
+		c.T.Errorf("fake main control: write %s: %v", typ, err)
+	}
+}
+
+// WriteMsg writes a frame built from key/value pairs.
+func WriteMsg(w io.Writer, typ string, kv ...string) error {
+	m := wire.NewMessage(typ)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Set(kv[i], kv[i+1])
+	}
+	frame, err := wire.AppendFrame(nil, m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(frame)
+	return err
+}
