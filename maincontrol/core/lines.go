@@ -16,9 +16,12 @@ type lines struct {
 }
 
 func (l *lines) add(f *wire.Field) {
-	l.size += len(f.Key) + 2 + wire.EscapedLen(f.Value)
+	l.size += lineLen(f)
 	l.n++
 }
+
+// lineLen is the bytes f takes in a frame: LF, key, '=', escaped value.
+func lineLen(f *wire.Field) int { return len(f.Key) + 2 + wire.EscapedLen(f.Value) }
 
 // encodePrefixed copies the lines of m whose keys start with prefix,
 // escaped and joined by LF, into one string that frames later embed as is

@@ -207,7 +207,7 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) 
 		if !strings.HasPrefix(f.Key, wire.PrefixOut) {
 			continue
 		}
-		if n += len(f.Key) + 2 + wire.EscapedLen(f.Value); n > c.cfg.MaxFrame {
+		if n += lineLen(f); n > c.cfg.MaxFrame {
 			return f.Key
 		}
 	}
