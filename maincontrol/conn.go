@@ -28,7 +28,8 @@ type heldFrame struct {
 	cn         *conn
 	start, end int // in heldQueue.arena
 	lsn        uint64
-	close      bool
+	close      bool // not a frame: close the connection
+	confirms   bool // see core.Effects.Send
 }
 
 // heldQueue keeps held frames in LSN order; frames live in one arena so that
@@ -41,10 +42,13 @@ type heldQueue struct {
 
 func (q *heldQueue) len() int { return len(q.items) - q.head }
 
-func (q *heldQueue) push(cn *conn, frame []byte, lsn uint64, close bool) {
-	start := len(q.arena)
+// push holds frame (nil for a close) as h, whose place in the arena it
+// sets.
+func (q *heldQueue) push(h heldFrame, frame []byte) {
+	h.start = len(q.arena)
 	q.arena = append(q.arena, frame...)
-	q.items = append(q.items, heldFrame{cn: cn, start: start, end: len(q.arena), lsn: lsn, close: close})
+	h.end = len(q.arena)
+	q.items = append(q.items, h)
 }
 
 // release hands every frame durable at lsn to fn, in order.

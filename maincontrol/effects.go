@@ -1,8 +1,6 @@
 package maincontrol
 
 import (
-	"bytes"
-
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -24,7 +22,7 @@ func (s *Server) Record(payload []byte) {
 }
 
 // Send queues a frame, held until every record appended so far is durable.
-func (s *Server) Send(peer core.PeerID, frame []byte) {
+func (s *Server) Send(peer core.PeerID, frame []byte, confirms bool) {
 	cn := s.lookup(peer)
 	if cn == nil || cn.dead || cn.closeAfter {
 		return
@@ -32,7 +30,7 @@ func (s *Server) Send(peer core.PeerID, frame []byte) {
 	if s.core != nil && s.core.Debug() {
 		s.logFrame("out", cn, frame[wire.HeaderLen:])
 	}
-	if s.lastLSN <= s.durableLSN || s.core != nil && !s.core.Available() && !confirming(frame) {
+	if s.lastLSN <= s.durableLSN || s.core != nil && !s.core.Available() && !confirms {
 		// While the log cannot be written nothing becomes durable: only
 		// confirmations (and dispatches) wait for the disk; welcomes,
 		// errors (code=unavailable), pongs and reads go out, so that
@@ -41,7 +39,7 @@ func (s *Server) Send(peer core.PeerID, frame []byte) {
 		s.markDirty(cn)
 		return
 	}
-	s.held.push(cn, frame, s.lastLSN, false)
+	s.held.push(heldFrame{cn: cn, lsn: s.lastLSN, confirms: confirms}, frame)
 	cn.held++
 }
 
@@ -59,24 +57,6 @@ func (s *Server) lookup(peer core.PeerID) *conn {
 	return cn
 }
 
-// confirmingTypes are the frames that confirm a change (spec section 7)
-// or dispatch a task: they are sent only once every record before them is
-// durable, whatever the state of the log.
-var confirmingTypes = [][]byte{[]byte("type=submitted"), []byte("type=cancelled"), []byte("type=done"),
-	[]byte("type=result_ack"), []byte("type=task")}
-
-// confirming reports whether frame is one of confirmingTypes (encoders
-// write type first).
-func confirming(frame []byte) bool {
-	p := frame[wire.HeaderLen:]
-	for _, t := range confirmingTypes {
-		if bytes.HasPrefix(p, t) && (len(p) == len(t) || p[len(t)] == '\n') {
-			return true
-		}
-	}
-	return false
-}
-
 // Close closes a connection after the frames queued before.
 func (s *Server) Close(peer core.PeerID) {
 	cn := s.conns[peer]
@@ -89,7 +69,7 @@ func (s *Server) Close(peer core.PeerID) {
 		s.markDirty(cn)
 		return
 	}
-	s.held.push(cn, nil, s.lastLSN, true)
+	s.held.push(heldFrame{cn: cn, lsn: s.lastLSN, close: true}, nil)
 	cn.held++
 }
 
@@ -112,11 +92,11 @@ func (s *Server) releaseHeld(lsn uint64) {
 // close stays held behind its confirmations.
 func (s *Server) releaseUnconfirming() {
 	blocked := map[*conn]bool{}
-	s.held.extract(func(h *heldFrame, frame []byte) bool {
+	s.held.extract(func(h *heldFrame, _ []byte) bool {
 		if h.close {
 			return blocked[h.cn]
 		}
-		if confirming(frame) {
+		if h.confirms {
 			blocked[h.cn] = true
 			return true
 		}

@@ -326,7 +326,7 @@ func (s *Server) refuse(cn *conn, gc gnet.Conn, code wire.Code, msg string) {
 	b.Str("message", msg)
 	frame, err := b.Finish()
 	if err == nil {
-		s.Send(cn.id, frame)
+		s.Send(cn.id, frame, false)
 	}
 	s.Close(cn.id)
 	s.core.Closed(cn.id)

@@ -19,9 +19,9 @@ type discard struct {
 	recBytes, frameBytes    int
 }
 
-func (d *discard) Record(p []byte)         { d.records++; d.recBytes += len(p) }
-func (d *discard) Send(_ PeerID, f []byte) { d.frames++; d.frameBytes += len(f) }
-func (d *discard) Close(PeerID)            { d.closes++ }
+func (d *discard) Record(p []byte)                 { d.records++; d.recBytes += len(p) }
+func (d *discard) Send(_ PeerID, f []byte, _ bool) { d.frames++; d.frameBytes += len(f) }
+func (d *discard) Close(PeerID)                    { d.closes++ }
 
 var _ Effects = (*discard)(nil)
 

@@ -79,7 +79,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 	b.StrK(kTraceID, t.traceInto(&trace))
 	b.UintK(kStateVersion, c.stateVer)
 	b.RawString(t.args, int(t.argKeys))
-	c.send(e.peer, &b)
+	c.confirm(e.peer, &b)
 }
 
 // logTransition logs a task transition with the fields the brief asks for.

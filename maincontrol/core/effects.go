@@ -14,7 +14,12 @@ type Effects interface {
 	// must not reach the peer before every record passed to Record before
 	// this call is durable; frames to one peer keep their order. frame is
 	// only valid during the call. Sending to a closed peer is a no-op.
-	Send(peer PeerID, frame []byte)
+	//
+	// confirms marks the frames that confirm a change or dispatch a task
+	// (submitted, cancelled, done, result_ack, task: spec section 7). While
+	// the log cannot be written they must wait for the disk; the others
+	// (welcomes, errors, reads) may go out, so peers are answered.
+	Send(peer PeerID, frame []byte, confirms bool)
 	// Close closes peer's connection after the frames queued before it.
 	Close(peer PeerID)
 }

@@ -119,7 +119,7 @@ func (c *Core) sendDone(w waiter, t *task) {
 	if e := t.errText(); e != "" {
 		b.StrK(kError, e)
 	}
-	c.send(w.peer, &b)
+	c.confirm(w.peer, &b)
 }
 
 // failAttempt ends a running task's attempt that did not succeed: retrying
@@ -216,5 +216,5 @@ func (c *Core) cancelRequest(p *peer, m *wire.Message, req string) {
 	}
 	b := c.begin("cancelled", req)
 	b.UintK(kTaskID, id)
-	c.send(p.id, &b)
+	c.confirm(p.id, &b)
 }

@@ -4,18 +4,24 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// send finishes a frame and hands it to Effects. A builder error here is a
-// bug in the core (its own keys, or a value that was not checked), so it is
-// logged and the frame dropped rather than sent broken.
-func (c *Core) send(to PeerID, b *wire.Builder) {
+// send finishes a frame that confirms nothing and hands it to Effects.
+func (c *Core) send(to PeerID, b *wire.Builder) { c.emit(to, b, false) }
+
+// confirm finishes a frame that confirms a change or dispatches a task
+// (see Effects.Send) and hands it to Effects.
+func (c *Core) confirm(to PeerID, b *wire.Builder) { c.emit(to, b, true) }
+
+// emit finishes a frame. A builder error here is a bug in the core (its
+// own keys, or a value that was not checked), so it is logged and the
+// frame dropped rather than sent broken.
+func (c *Core) emit(to PeerID, b *wire.Builder, confirms bool) {
 	frame, err := b.Finish()
+	c.frame = frame[:0]
 	if err != nil {
 		c.log.Error("cannot encode frame", "err", err)
-		c.frame = frame[:0]
 		return
 	}
-	c.frame = frame[:0]
-	c.fx.Send(to, frame)
+	c.fx.Send(to, frame, confirms)
 }
 
 // begin starts a reply of type typ, with req when the request had one.

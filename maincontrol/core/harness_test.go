@@ -25,21 +25,32 @@ func (f *fakeClock) Now() time.Time { return f.t }
 type recorder struct {
 	records [][]byte
 	frames  map[PeerID][]*wire.Message
-	closed  map[PeerID]bool
-	dec     wire.Decoder
+	// confirming counts, by frame type, the frames sent with and without
+	// confirms (see Effects.Send).
+	confirming map[string][2]int
+	closed     map[PeerID]bool
+	dec        wire.Decoder
 }
 
 func newRecorder() *recorder {
-	return &recorder{frames: map[PeerID][]*wire.Message{}, closed: map[PeerID]bool{}}
+	return &recorder{frames: map[PeerID][]*wire.Message{}, closed: map[PeerID]bool{}, confirming: map[string][2]int{}}
 }
 
 func (r *recorder) Record(p []byte) { r.records = append(r.records, slices.Clone(p)) }
-func (r *recorder) Send(peer PeerID, frame []byte) {
+func (r *recorder) Send(peer PeerID, frame []byte, confirms bool) {
 	m, n, err := r.dec.Decode(frame)
 	if err != nil || n != len(frame) {
 		panic(fmt.Sprintf("core sent a bad frame %q: %v", frame, err))
 	}
-	r.frames[peer] = append(r.frames[peer], m.Clone())
+	owned := m.Clone() // m borrows the core's frame buffer, which it reuses
+	r.frames[peer] = append(r.frames[peer], owned)
+	counts := r.confirming[owned.Type()]
+	if confirms {
+		counts[1]++
+	} else {
+		counts[0]++
+	}
+	r.confirming[owned.Type()] = counts
 }
 func (r *recorder) Close(peer PeerID) { r.closed[peer] = true }
 

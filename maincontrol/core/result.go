@@ -80,7 +80,7 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	b.UintK(kTaskID, id)
 	b.UintK(kVersion, uint64(ver))
 	b.BoolK(kAccepted, true)
-	c.send(p.id, &b)
+	c.confirm(p.id, &b)
 }
 
 func (c *Core) refuseResult(p *peer, id uint64, ver uint32, reason wire.Reason, key string) {
@@ -91,7 +91,7 @@ func (c *Core) refuseResult(p *peer, id uint64, ver uint32, reason wire.Reason, 
 	b.UintK(kVersion, uint64(ver))
 	b.BoolK(kAccepted, false)
 	b.StrK(kReason, string(reason))
-	c.send(p.id, &b)
+	c.confirm(p.id, &b)
 }
 
 // firstSent returns whichever of the keys a and b (either may be "") comes

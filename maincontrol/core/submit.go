@@ -212,7 +212,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	c.logTransition(t, 0, t.state, "submit")
 	b := c.begin("submitted", req)
 	b.UintK(kTaskID, id)
-	c.send(p.id, &b)
+	c.confirm(p.id, &b)
 	if s.wait {
 		c.waiters[id] = append(c.waiters[id], waiter{peer: p.id, req: strings.Clone(req)})
 	}
@@ -226,7 +226,7 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 	b := c.begin("submitted", req)
 	b.UintK(kTaskID, id)
 	b.BoolK(kDuplicate, true)
-	c.send(p.id, &b)
+	c.confirm(p.id, &b)
 	if !wait {
 		return
 	}

@@ -205,7 +205,7 @@ type Discard struct{}
 func (Discard) Record([]byte) {}
 
 // Send drops the frame.
-func (Discard) Send(PeerID, []byte) {}
+func (Discard) Send(PeerID, []byte, bool) {}
 
 // Close does nothing.
 func (Discard) Close(PeerID) {}
