@@ -39,6 +39,9 @@ run() {
 	cat "$out/$name.txt"
 }
 
+# 0. The host itself: how long this machine keeps a running thread off its
+# CPU. Every latency below includes these stalls.
+run stalls             bench stalls --duration 10s
 # Headline (issue 4): 4 producers, 8 raw executors, echo, persistence off.
 run headline           bench --tasks 1000000 --plot "$out/headline.svg"
 run headline-nowait    bench --tasks 1000000 --wait=false

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,7 +27,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, ok := benchSubcommands[args[0]]
 		if !ok {
-			return fmt.Errorf("unknown scenario %q: want one of wire, idle, pending, failover, executor, or flags", args[0])
+			return fmt.Errorf("unknown scenario %q: want one of wire, idle, pending, failover, executor, stalls, or flags", args[0])
 		}
 		return sub(ctx, args[1:], stdout, stderr)
 	}
@@ -58,6 +59,12 @@ func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
 	fs.StringVar(&c.fsync, "fsync", "off", "for a started main control: off (no data dir), never, batch or always")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
+	c.registerReport(fs)
+}
+
+// registerReport registers only the flags of how a report is shown, for
+// subcommands that load no main control.
+func (c *commonBenchFlags) registerReport(fs *flag.FlagSet) {
 	fs.Var(&c.progress, "progress", "draw a progress bar on stderr: true, false or auto (when stderr is a terminal)")
 	fs.StringVar(&c.jsonOut, "json", "", `write the report as JSON to this file ("-": stdout, instead of the table)`)
 }
@@ -137,7 +144,7 @@ func isTerminal(f *os.File) bool {
 }
 
 func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover] [flags]", stderr)
+	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover|stalls] [flags]", stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.Config
@@ -254,6 +261,29 @@ func init() {
 	benchSubcommands["pending"] = runBenchPending
 	benchSubcommands["failover"] = runBenchFailover
 	benchSubcommands["executor"] = runBenchExecutor
+	benchSubcommands["stalls"] = runBenchStalls
+}
+
+// runBenchStalls probes the host, not apollo11: how long a thread that
+// never blocks is kept off its CPU, which bounds every latency measured
+// on that host.
+func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newBenchFlagSet("bench stalls", "bench stalls [flags]", stderr)
+	var c commonBenchFlags
+	c.registerReport(fs)
+	var cfg bench.StallsConfig
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to spin")
+	fs.DurationVar(&cfg.Threshold, "threshold", 50*time.Microsecond, "a longer gap between two clock reads counts as a stall")
+	fs.IntVar(&cfg.Threads, "threads", runtime.NumCPU(), "spinning threads (one per CPU keeps every CPU busy)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg.Progress = c.progressTo(stderr)
+	rep, err := bench.RunStalls(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return c.report(stdout, rep.WriteText, rep.WriteJSON)
 }
 
 func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
