@@ -42,7 +42,8 @@ func ParseExecMode(s string) (ExecMode, error) {
 // interval and answers tasks as its mode says. It timestamps every task's
 // arrival: a task whose args carry arg.t (the Unix time in nanoseconds the
 // task was meant to be submitted) adds its submit-to-dispatch latency to
-// the executor's histogram.
+// the executor's histogram, and one with arg.s (when the submit was really
+// written) its sent-to-dispatch latency to a second one.
 type RawExecutor struct {
 	ID   string
 	mode ExecMode
@@ -50,9 +51,9 @@ type RawExecutor struct {
 	hb   time.Duration
 
 	// Owned by the reading goroutine until Run returns.
-	dispatch *Histogram
-	tl       *timeline
-	out      []byte
+	dispatch, sentDispatch *Histogram
+	tl                     *timeline
+	out                    []byte
 
 	tasks     atomic.Int64 // tasks received
 	lastTask  atomic.Int64 // Unix ns of the latest task
@@ -109,7 +110,7 @@ func DialExecutor(o ExecutorOptions) (*RawExecutor, error) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	return &RawExecutor{ID: o.ID, mode: o.Mode, fc: fc, hb: hb, dispatch: NewHistogram(),
+	return &RawExecutor{ID: o.ID, mode: o.Mode, fc: fc, hb: hb, dispatch: NewHistogram(), sentDispatch: NewHistogram(),
 		tl: newTimeline(start), running: make(map[string]struct{})}, nil
 }
 
@@ -156,6 +157,9 @@ func (e *RawExecutor) handle(m *wire.Message) error {
 		e.tl.add(now, 1)
 		if t, ok := wire.ParseInt(m.Value("arg.t")); ok {
 			e.dispatch.Record(now.UnixNano() - t)
+		}
+		if t, ok := wire.ParseInt(m.Value("arg.s")); ok {
+			e.sentDispatch.Record(now.UnixNano() - t)
 		}
 		id, ver := m.Value("task_id"), m.Value("version")
 		if e.OnTask != nil {
@@ -213,6 +217,7 @@ var (
 	keyType    = wire.MustKey("task_type")
 	keyArgT    = wire.MustKey("arg.t")
 	keyArgP    = wire.MustKey("arg.p")
+	keyArgS    = wire.MustKey("arg.s")
 	keyWait    = wire.MustKey("wait")
 )
 

@@ -17,7 +17,9 @@ const maxBatch = 64 << 10
 // the window allows, closed loop), and a reader goroutine matches replies
 // by req. Each submit's req and arg.t carry the Unix nanosecond at which it
 // was meant to be sent, so latencies come straight from the replies and
-// from the executors without any map from id to time.
+// from the executors without any map from id to time. In open loop arg.s
+// also carries when the batch was really written, so that the executors
+// can tell the main control's part of the latency from the harness's.
 type producer struct {
 	fc       *frameConn
 	pacer    Pacer
@@ -86,12 +88,12 @@ func (p *producer) write(ctx context.Context) error {
 		buf = buf[:0]
 		first := sent
 		for sent < due && len(buf) < maxBatch {
-			at := now
+			at, sentAt := now, int64(0)
 			if !p.closedLoop() {
-				at = p.pacer.Intended(sent)
+				at, sentAt = p.pacer.Intended(sent), now.UnixNano()
 				p.lag.Record(int64(now.Sub(at)))
 			}
-			buf = p.appendSubmit(buf, at.UnixNano())
+			buf = p.appendSubmit(buf, at.UnixNano(), sentAt)
 			sent++
 		}
 		p.sent.Store(sent)
@@ -123,11 +125,16 @@ func (p *producer) idle(ctx context.Context, now time.Time, sent int64) {
 	}
 }
 
-func (p *producer) appendSubmit(buf []byte, at int64) []byte {
+// appendSubmit encodes one submit intended for at (Unix ns) and, in open
+// loop, written at sentAt (0: not sent apart from at).
+func (p *producer) appendSubmit(buf []byte, at, sentAt int64) []byte {
 	b := wire.Begin(buf, "submit")
 	b.IntK(keyReq, at)
 	b.StrK(keyType, p.taskType)
 	b.IntK(keyArgT, at)
+	if sentAt != 0 {
+		b.IntK(keyArgS, sentAt)
+	}
 	if p.payload != "" {
 		b.StrK(keyArgP, p.payload)
 	}

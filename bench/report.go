@@ -34,7 +34,10 @@ type Report struct {
 	SendLag          Summary `json:"send_lag"`
 	SubmitToAck      Summary `json:"submit_to_ack"`
 	SubmitToDispatch Summary `json:"submit_to_dispatch"`
-	SubmitToDone     Summary `json:"submit_to_done"`
+	// SentToDispatch is measured from when the submit was really written
+	// (open loop only): submit -> dispatch without the harness's lateness.
+	SentToDispatch Summary `json:"sent_to_dispatch"`
+	SubmitToDone   Summary `json:"submit_to_done"`
 
 	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown
 	Harness     ProcReport  `json:"harness"`
@@ -50,7 +53,7 @@ type Report struct {
 	Timeline []Second `json:"timeline"`
 
 	// The full histograms, for plots.
-	AckHist, DispatchHist, DoneHist, LagHist *Histogram `json:"-"`
+	AckHist, DispatchHist, SentDispatchHist, DoneHist, LagHist *Histogram `json:"-"`
 }
 
 // ProcReport is one process's resource use during the measured interval.
@@ -66,7 +69,7 @@ type ProcReport struct {
 
 func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end time.Time) *Report {
 	r := &Report{Cores: cores, ErrorCodes: map[string]int64{}, AckHist: NewHistogram(),
-		DispatchHist: NewHistogram(), DoneHist: NewHistogram(), LagHist: NewHistogram()}
+		DispatchHist: NewHistogram(), SentDispatchHist: NewHistogram(), DoneHist: NewHistogram(), LagHist: NewHistogram()}
 	r.Target = t.addr
 	if t.mc != nil {
 		r.Target = fmt.Sprintf("apollo11 maincontrol started by the harness (pid %d, fsync %s)", t.pid, cfg.Fsync)
@@ -96,6 +99,7 @@ func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end ti
 	}
 	for _, e := range fl.raw {
 		r.DispatchHist.Merge(e.dispatch)
+		r.SentDispatchHist.Merge(e.sentDispatch)
 		disp.merge(e.tl)
 	}
 	if cfg.Wait {
@@ -117,6 +121,7 @@ func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end ti
 	r.SendLag = r.LagHist.Summarize()
 	r.SubmitToAck = r.AckHist.Summarize()
 	r.SubmitToDispatch = r.DispatchHist.Summarize()
+	r.SentToDispatch = r.SentDispatchHist.Summarize()
 	r.SubmitToDone = r.DoneHist.Summarize()
 	return r
 }
@@ -189,9 +194,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, row := range []struct {
 		name string
 		s    Summary
-	}{{"intended -> sent", r.SendLag}, {"submit -> submitted", r.SubmitToAck}, {"submit -> dispatch", r.SubmitToDispatch}, {"submit -> done", r.SubmitToDone}} {
+	}{{"intended -> sent", r.SendLag}, {"submit -> submitted", r.SubmitToAck}, {"submit -> dispatch", r.SubmitToDispatch},
+		{"  sent -> dispatch", r.SentToDispatch}, {"submit -> done", r.SubmitToDone}} {
 		if row.s.Count == 0 {
-			if row.name != "intended -> sent" {
+			if row.name != "intended -> sent" && row.name != "  sent -> dispatch" {
 				fmt.Fprintf(&b, "  %-20s %9s\n", row.name, "n/a")
 			}
 			continue
