@@ -23,7 +23,16 @@ type table struct {
 	chunks []*chunk // nil for chunks with no task left
 	gen    uint32
 	count  int
+	// spare holds chunks emptied by remove and in no snapshot, all zero,
+	// for the next chunks needed: under steady load retention empties one
+	// chunk for every one that fills, and a chunk is 136 KiB that the
+	// allocator would otherwise zero and the collector sweep each time.
+	// A tick's retention can empty several at once; a few are kept.
+	spare []*chunk
 }
+
+// maxSpareChunks bounds the memory the spare chunks keep (544 KiB).
+const maxSpareChunks = 4
 
 func (tb *table) chunkOf(id uint64) (*chunk, int) {
 	n := id >> chunkBits
@@ -65,8 +74,21 @@ func (tb *table) mut(id uint64) *task {
 	return t
 }
 
+// newChunk returns an empty chunk of the current generation.
+func (tb *table) newChunk() *chunk {
+	var ch *chunk
+	if n := len(tb.spare); n > 0 {
+		ch, tb.spare[n-1] = tb.spare[n-1], nil
+		tb.spare = tb.spare[:n-1]
+	} else {
+		ch = new(chunk)
+	}
+	ch.gen = tb.gen
+	return ch
+}
+
 func (tb *table) clone(i int) *chunk {
-	c := new(chunk)
+	c := tb.newChunk()
 	*c = *tb.chunks[i]
 	c.gen = tb.gen
 	tb.chunks[i] = c
@@ -91,7 +113,7 @@ func (tb *table) insert(t task) *task {
 	ch := tb.chunks[i]
 	switch {
 	case ch == nil:
-		ch = &chunk{gen: tb.gen}
+		ch = tb.newChunk()
 		tb.chunks[i] = ch
 	case ch.gen != tb.gen:
 		ch = tb.clone(i)
@@ -126,6 +148,11 @@ func (tb *table) remove(id uint64) {
 	tb.count--
 	if ch.live == 0 {
 		tb.chunks[i] = nil
+		// mut above cloned the chunk if a snapshot held it, so none holds
+		// this one, and every slot of it was zeroed on its way out.
+		if len(tb.spare) < maxSpareChunks {
+			tb.spare = append(tb.spare, ch)
+		}
 		for len(tb.chunks) > 0 && tb.chunks[0] == nil {
 			tb.chunks = tb.chunks[1:]
 			tb.first++

@@ -203,3 +203,47 @@ func TestTable_Scan(t *testing.T) {
 		assert.Equal(t, live, ch.live)
 	}
 }
+
+// TestTable_ReusesEmptiedChunk checks that a chunk emptied by remove
+// serves the next chunk needed, empty, and never one a snapshot holds.
+func TestTable_ReusesEmptiedChunk(t *testing.T) {
+	var tb table
+	for id := uint64(1); id < 2*chunkSize; id++ {
+		tb.insert(task{id: id, state: Pending, version: uint32(id)})
+	}
+	first := tb.chunks[0]
+	for id := uint64(1); id < chunkSize; id++ {
+		tb.remove(id)
+	}
+	require.Equal(t, []*chunk{first}, tb.spare, "the emptied chunk is kept")
+	tb.insert(task{id: 2*chunkSize + 7, state: Running})
+	assert.Same(t, first, tb.chunks[len(tb.chunks)-1], "and reused for the next new chunk")
+	assert.Empty(t, tb.spare)
+	assert.Equal(t, []uint64{2*chunkSize + 7}, scanIDs(&tb, 2*chunkSize-1, 0), "nothing of its old tasks shows")
+	assert.Equal(t, int32(1), first.live)
+	assert.Equal(t, int32(1), first.states[Running])
+	assert.Zero(t, first.states[Pending])
+
+	// Emptied after a freeze: the snapshot keeps its chunk; only the
+	// private copy that remove made becomes the spare.
+	f := tb.freeze()
+	frozen := tb.chunks[0] // ids chunkSize .. 2*chunkSize-1
+	for id := uint64(chunkSize); id < 2*chunkSize; id++ {
+		tb.remove(id)
+	}
+	require.Len(t, tb.spare, 1)
+	assert.NotSame(t, frozen, tb.spare[0])
+	tb.insert(task{id: 4*chunkSize + 1, state: Pending})
+	assert.Equal(t, chunkSize+1, len(frozenIDs(f)), "the snapshot still sees every task it froze")
+	assert.Equal(t, uint32(chunkSize), frozen.slots[0].version)
+	assert.Equal(t, []uint64{2*chunkSize + 7, 4*chunkSize + 1}, scanIDs(&tb, 0, 0))
+
+	// Many chunks emptied at once: only a few are kept.
+	for id := uint64(10 * chunkSize); id < 20*chunkSize; id++ {
+		tb.insert(task{id: id, state: Pending})
+	}
+	for id := uint64(10 * chunkSize); id < 20*chunkSize; id++ {
+		tb.remove(id)
+	}
+	assert.Len(t, tb.spare, maxSpareChunks)
+}
