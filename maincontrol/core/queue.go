@@ -18,6 +18,12 @@ type fifo struct {
 	stale int // entries known to be invalid, for compaction
 }
 
+// maxIdleQueue is the largest buffer (in entries, 16 bytes each: 256 KiB)
+// a queue keeps when it drains. Under load a queue drains and refills
+// many times a second; dropping a buffer of a few thousand entries each
+// time made it grow again from 16, allocating twice its size per cycle.
+const maxIdleQueue = 1 << 14
+
 func (q *fifo) len() int { return q.n }
 
 func (q *fifo) push(e qent) {
@@ -48,7 +54,7 @@ func (q *fifo) pop() qent {
 	q.n--
 	if q.n == 0 {
 		q.head, q.stale = 0, 0
-		if len(q.buf) > 1024 {
+		if len(q.buf) > maxIdleQueue {
 			q.buf = nil // give back a queue that drained after a burst
 		}
 	}

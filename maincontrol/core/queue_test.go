@@ -46,3 +46,36 @@ func TestFifo_MatchesModel(t *testing.T) {
 	}
 	require.Zero(t, q.len())
 }
+
+// TestFifo_DrainKeepsWorkingBuffer checks what a drained queue keeps: the
+// buffer of a working size, so refilling allocates nothing, but not the
+// buffer of a burst beyond maxIdleQueue.
+func TestFifo_DrainKeepsWorkingBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		kept bool
+	}{{4096, true}, {maxIdleQueue, true}, {maxIdleQueue + 1, false}} {
+		var q fifo
+		for i := range tc.n {
+			q.push(qent{id: uint64(i + 1)})
+		}
+		size := len(q.buf)
+		for q.len() > 0 {
+			q.pop()
+		}
+		if tc.kept {
+			require.Len(t, q.buf, size, "%d entries", tc.n)
+			allocs := testing.AllocsPerRun(10, func() {
+				for i := range tc.n {
+					q.push(qent{id: uint64(i + 1)})
+				}
+				for q.len() > 0 {
+					q.pop()
+				}
+			})
+			require.Zero(t, allocs, "refilling a drained queue of %d", tc.n)
+		} else {
+			require.Nil(t, q.buf, "%d entries", tc.n)
+		}
+	}
+}
