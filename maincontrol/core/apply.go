@@ -405,7 +405,7 @@ func (c *Core) forget(id uint64) {
 		delete(c.keys, k)
 	}
 	c.counts[t.state]--
-	delete(c.waiters, id)
+	c.waiters.drop(id)
 	c.tasks.remove(id)
 }
 

@@ -42,7 +42,7 @@ type Core struct {
 	liveness livenessHeap
 	peers    map[PeerID]*peer
 	hsQueue  []hsDeadline
-	waiters  map[uint64][]waiter
+	waiters  waiterSet
 
 	startMs   int64
 	nowMs     int64 // the instant of the input being handled, when nowSet
@@ -80,11 +80,6 @@ type hsDeadline struct {
 	at   int64
 }
 
-type waiter struct {
-	peer PeerID
-	req  string
-}
-
 // New returns an empty core. fx receives its outputs.
 func New(cfg Config, fx Effects) (*Core, error) {
 	cfg, err := cfg.withDefaults()
@@ -114,7 +109,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		state:      make(map[string]string),
 		execs:      make(map[string]*executor),
 		peers:      make(map[PeerID]*peer),
-		waiters:    make(map[uint64][]waiter),
+		waiters:    newWaiterSet(),
 		listed:     make(map[uint64]uint32),
 		available:  true,
 	}

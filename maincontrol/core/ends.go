@@ -94,17 +94,7 @@ func (c *Core) depsSucceeded(t *task) bool {
 
 // notifyDone sends `done` to everyone waiting for t.
 func (c *Core) notifyDone(t *task) {
-	if len(c.waiters) == 0 {
-		return
-	}
-	ws := c.waiters[t.id]
-	if len(ws) == 0 {
-		return
-	}
-	delete(c.waiters, t.id)
-	for _, w := range ws {
-		c.sendDone(w, t)
-	}
+	c.waiters.take(t.id, func(w waiter) { c.sendDone(w, t) })
 }
 
 func (c *Core) sendDone(w waiter, t *task) {

@@ -214,7 +214,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	b.UintK(kTaskID, id)
 	c.confirm(p.id, &b)
 	if s.wait {
-		c.waiters[id] = append(c.waiters[id], waiter{peer: p.id, req: strings.Clone(req)})
+		c.waiters.add(id, waiter{peer: p.id, req: strings.Clone(req)})
 	}
 	if blocker != 0 {
 		c.endTask(id, Cancelled, "dependency "+strconv.FormatUint(blocker, 10)+" "+blockerState.String(), "", 0, "submit")
@@ -234,7 +234,7 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 		c.sendDone(waiter{peer: p.id, req: req}, t)
 		return
 	}
-	c.waiters[id] = append(c.waiters[id], waiter{peer: p.id, req: strings.Clone(req)})
+	c.waiters.add(id, waiter{peer: p.id, req: strings.Clone(req)})
 }
 
 // nonTerminal counts tasks that have not ended, waiting included.
