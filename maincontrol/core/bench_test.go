@@ -60,19 +60,25 @@ func BenchmarkCore_Cycle(b *testing.B) {
 	for _, inflight := range []int{1, 256} {
 		for _, clk := range []string{"fake", "system"} {
 			b.Run("inflight="+strconv.Itoa(inflight)+"/clock="+clk, func(b *testing.B) {
-				benchCycle(b, inflight, clk == "system")
+				benchCycle(b, inflight, clk == "system", false)
 			})
 		}
 	}
+	// As the server runs the core without a data dir: the same changes,
+	// not encoded as records (Config.Unlogged). The target is read from
+	// the runs above, which encode every record.
+	b.Run("inflight=256/clock=fake/unlogged", func(b *testing.B) {
+		benchCycle(b, 256, false, true)
+	})
 }
 
-func benchCycle(b *testing.B, inflight int, system bool) {
+func benchCycle(b *testing.B, inflight int, system, unlogged bool) {
 	fake := &benchClock{t: time.UnixMilli(1_700_000_000_000)}
 	var clock Clock = fake
 	if system {
 		clock = SystemClock{}
 	}
-	c, fx := benchCore(b, clock)
+	c, fx := benchCore(b, clock, func(cfg *Config) { cfg.Unlogged = unlogged })
 	const cl, ex = PeerID(1), PeerID(2)
 	c.Open(cl)
 	c.Handle(cl, msg("hello", "req", "h"))
