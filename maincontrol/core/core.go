@@ -41,6 +41,9 @@ type Core struct {
 	regSeq   uint64
 	liveness livenessHeap
 	peers    map[PeerID]*peer
+	// lastPeer is the peer of the latest Handle: messages come in runs
+	// from one connection (the server hands over a whole read at once).
+	lastPeer *peer
 	hsQueue  []hsDeadline
 	waiters  waiterSet
 
@@ -201,6 +204,9 @@ func (c *Core) Closed(id PeerID) {
 		return
 	}
 	delete(c.peers, id)
+	if c.lastPeer == p {
+		c.lastPeer = nil
+	}
 	if e := p.exec; e != nil && e.peer == id {
 		e.peer = 0
 		c.refreshHeaps(e)
@@ -211,9 +217,12 @@ func (c *Core) Closed(id PeerID) {
 // Handle processes one decoded message from a peer. m may borrow from the
 // server's read buffer: the core copies what it keeps.
 func (c *Core) Handle(id PeerID, m *wire.Message) {
-	p := c.peers[id]
-	if p == nil {
-		return
+	p := c.lastPeer
+	if p == nil || p.id != id {
+		if p = c.peers[id]; p == nil {
+			return
+		}
+		c.lastPeer = p
 	}
 	if c.hold() {
 		defer c.release()

@@ -338,3 +338,19 @@ func TestCore_Unavailable(t *testing.T) {
 	id, _ := h.task(ex)
 	assert.Equal(t, b, id)
 }
+
+// TestCore_ClosedPeerIgnored checks that a message handed over for a
+// connection already closed changes nothing, even from the peer the core
+// saw last.
+func TestCore_ClosedPeerIgnored(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	h.send(cl, "stats", "req", "s")
+	h.expect(cl, "stats")
+	h.c.Closed(cl)
+	h.send(cl, "submit", "req", "r", "task_type", "x")
+	h.send(cl, "stats", "req", "s2")
+	h.none(cl)
+	assert.Zero(t, h.c.nonTerminal(), "nothing was submitted")
+	assert.Zero(t, h.c.PeerCount())
+}
