@@ -16,7 +16,7 @@ import (
 // percentile asked for; on a shared VM they often are not, and no server
 // can answer faster than the CPU it runs on is given to it.
 type StallsConfig struct {
-	Duration  time.Duration // default 10 s
+	Duration  time.Duration // default (0) 10 s
 	Threshold time.Duration // a longer gap between two clock reads is a stall (default 50 µs)
 	Threads   int           // spinning threads (default: one per CPU)
 	Progress  io.Writer
@@ -60,13 +60,16 @@ var residualBounds = []time.Duration{500 * time.Microsecond, time.Millisecond, 2
 // reports every gap between two reads longer than cfg.Threshold. Run it on
 // an otherwise idle machine: it keeps every CPU busy while it runs.
 func RunStalls(ctx context.Context, cfg StallsConfig) (*StallsReport, error) {
-	if cfg.Duration <= 0 {
+	if cfg.Duration < 0 || cfg.Threshold < 0 || cfg.Threads < 0 {
+		return nil, fmt.Errorf("%w: negative duration, threshold or thread count", ErrBadConfig)
+	}
+	if cfg.Duration == 0 {
 		cfg.Duration = 10 * time.Second
 	}
-	if cfg.Threshold <= 0 {
+	if cfg.Threshold == 0 {
 		cfg.Threshold = 50 * time.Microsecond
 	}
-	if cfg.Threads <= 0 {
+	if cfg.Threads == 0 {
 		cfg.Threads = runtime.NumCPU()
 	}
 	if cfg.Threads > runtime.GOMAXPROCS(0) {

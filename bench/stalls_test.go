@@ -75,6 +75,10 @@ func TestRunStalls_ShortRun(t *testing.T) {
 func TestRunStalls_Refuses(t *testing.T) {
 	_, err := RunStalls(context.Background(), StallsConfig{Duration: time.Millisecond, Threads: 1 << 20})
 	require.ErrorContains(t, err, "GOMAXPROCS")
+	for _, cfg := range []StallsConfig{{Duration: -time.Second}, {Threshold: -1}, {Threads: -1}} {
+		_, err = RunStalls(context.Background(), cfg)
+		require.ErrorIs(t, err, ErrBadConfig, "%+v", cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = RunStalls(ctx, StallsConfig{Duration: time.Minute, Threads: 1})
