@@ -102,7 +102,7 @@ func (c *Core) check(r *record) error {
 		if r.version != t.version+1 {
 			return illegal(t, to, fmt.Sprintf("dispatch version %d is not %d", r.version, t.version+1))
 		}
-		if c.execs[r.exec] == nil {
+		if c.execNamed(r) == nil {
 			return illegal(t, to, "unknown executor "+r.exec)
 		}
 	case recStart:
@@ -221,11 +221,24 @@ func (c *Core) markDirty(tt *taskType) {
 	}
 }
 
+// execNamed returns the executor a record names: the one its decision
+// resolved, else the one registered under that name.
+func (c *Core) execNamed(r *record) *executor {
+	if e := r.execRef; e != nil {
+		return e
+	}
+	return c.execs[r.exec]
+}
+
 func (c *Core) applyNew(r *record) {
+	tt := r.typeRef
+	if tt == nil {
+		tt = c.typeFor(r.typ)
+	}
 	t := task{
 		id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs,
 		createdMs: r.at, updatedMs: r.at, dueMs: r.due,
-		typ: c.typeFor(r.typ), state: r.state, priority: r.priority,
+		typ: tt, state: r.state, priority: r.priority,
 		args: r.args, argKeys: r.argKeys, x: newExtra(r.key, "", r.trace, slices.Clone(r.deps)),
 	}
 	if r.due <= r.at {
@@ -306,7 +319,7 @@ func (c *Core) applyDispatch(r *record) {
 		t.setOutcome("", "", 0) // a failed attempt's outputs are kept until the next attempt
 	}
 	t.version, t.attempt = r.version, r.attempt
-	e := c.execs[r.exec]
+	e := c.execNamed(r)
 	t.execID = e.id
 	t.flags &^= flagTakenBack | flagRequeued
 	t.dueMs = r.due

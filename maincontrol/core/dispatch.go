@@ -61,6 +61,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 	}
 	r := c.newRecord(recDispatch)
 	r.id, r.version, r.attempt, r.exec, r.at = t.id, t.version+1, attempt, e.id, now
+	r.execRef = e
 	r.due = now + c.cfg.StartTimeout.Milliseconds()
 	if !c.commit(r) {
 		return

@@ -80,6 +80,12 @@ type record struct {
 	stateVer    uint64
 	// snapMeta
 	nextID, seqCounter, regSeq uint64
+
+	// Resolved by the live decision that built the record, so that
+	// applying it need not look them up again by name; never encoded, nil
+	// on replay (the lookups then run as usual).
+	typeRef *taskType // the task type named typ (recNew)
+	execRef *executor // the executor named exec (recDispatch)
 }
 
 func (r *record) reset() {

@@ -177,7 +177,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	r := c.newRecord(recNew)
 	r.id, r.priority = c.nextID, uint8(s.priority)
 	if tt := c.types[s.typ]; tt != nil {
-		r.typ = tt.name // no copy of a type name already known
+		r.typ, r.typeRef = tt.name, tt // no copy of a type name already known
 	} else {
 		r.typ = strings.Clone(s.typ)
 	}
