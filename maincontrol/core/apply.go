@@ -341,8 +341,9 @@ func (c *Core) detach(id uint64) {
 	if e == nil {
 		return
 	}
-	if _, ok := e.tasks[id]; ok {
-		delete(e.tasks, id)
+	n := len(e.tasks)
+	delete(e.tasks, id) // one map operation where a lookup first was two
+	if len(e.tasks) != n {
 		e.load--
 		c.refreshHeaps(e)
 	}
