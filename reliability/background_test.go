@@ -53,12 +53,17 @@ func (bg *background) stop(t testing.TB, addr string, fig *figure) {
 	bg.l.waitEnded(t, addr, bg.l.token, 60*time.Second)
 	cancel()
 	<-done
-	fig.lost += bg.l.verify(t, addr, bg.l.token, true)
-	fig.duplicates += bg.l.duplicates()
-	bg.l.mu.Lock()
-	fig.tasks += bg.l.sent
-	fig.confirmed += len(bg.l.submitted)
-	bg.l.mu.Unlock()
+	bg.l.account(t, addr, bg.l.token, fig)
+}
+
+// settle ends an attack's figure: how long the main control took to close
+// the attack's connections (all but the load's producer and executor), a
+// probe that it still answers, and the load's own check.
+func (bg *background) settle(t testing.TB, addr string, fig *figure) {
+	t.Helper()
+	fig.recovered(waitConnections(t, addr, nil, 2, 10*time.Second))
+	fig.probed(probe(t, addr, nil, true))
+	bg.stop(t, addr, fig)
 }
 
 // parallel runs fn(i) for i in [0, n) on workers goroutines.

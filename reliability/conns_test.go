@@ -39,11 +39,7 @@ func TestConn_OpenAndDrop10k(t *testing.T) {
 	if n := failed.Load(); n > 0 {
 		t.Errorf("%d of %d connections could not be opened or got no welcome", n, sc.conns)
 	}
-	start = time.Now()
-	waitConnections(t, mc.Addr, nil, 2, 10*time.Second)
-	fig.recovered(time.Since(start))
-	fig.probed(probe(t, mc.Addr, nil, true))
-	bg.stop(t, mc.Addr, fig)
+	bg.settle(t, mc.Addr, fig)
 	fig.note("%d connections in %s (%.0f/s). Probes during the flood: %s", sc.conns, took.Round(time.Millisecond),
 		float64(sc.conns)/took.Seconds(), during.String())
 }

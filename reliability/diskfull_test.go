@@ -148,10 +148,8 @@ func TestDisk_FullDuringLogWrites(t *testing.T) {
 	l.waitEnded(t, mc.addr, nil, 60*time.Second)
 	cancel()
 	<-done
-	fig.lost += l.verify(t, mc.addr, nil, true)
-	fig.duplicates = l.duplicates()
+	l.account(t, mc.addr, nil, fig)
 	l.mu.Lock()
-	fig.tasks, fig.confirmed = l.sent, len(l.submitted)
 	fig.note("in-process main control on an injected snapshot.FS; %d writes or fsyncs failed; a new submit was refused with code=unavailable in every fault, and the load's producer got %d such answers (it waits for its in-flight submits, which are held until the disk heals); after the last round it restarted on the real file system and every confirmed change was there",
 		ffs.Fails(), l.unavailable)
 	l.mu.Unlock()

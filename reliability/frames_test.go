@@ -107,11 +107,7 @@ func TestFrames_MutatedFlood(t *testing.T) {
 	for _, p := range counts.problems {
 		t.Error(p)
 	}
-	start = time.Now()
-	waitConnections(t, mc.Addr, nil, 2, 10*time.Second)
-	fig.recovered(time.Since(start))
-	fig.probed(probe(t, mc.Addr, nil, true))
-	bg.stop(t, mc.Addr, fig)
+	bg.settle(t, mc.Addr, fig)
 	fig.note("%s frames from %d seeds in %s (%.0f/s) over %s connections (%s ended by a malformed or oversize frame, %s by a partial one); replies: %s. Probes during the flood: %s",
 		thousands(fig.injected), len(seeds), took.Round(time.Millisecond), float64(fig.injected)/took.Seconds(),
 		thousands(int(counts.conns.Load())), thousands(int(counts.closing.Load())), thousands(int(counts.hanging.Load())),
@@ -278,11 +274,7 @@ func TestFrames_Oversize(t *testing.T) {
 	for _, e := range errs {
 		t.Error(e)
 	}
-	start := time.Now()
-	waitConnections(t, mc.Addr, nil, 2, 10*time.Second)
-	fig.recovered(time.Since(start))
-	fig.probed(probe(t, mc.Addr, nil, true))
-	bg.stop(t, mc.Addr, fig)
+	bg.settle(t, mc.Addr, fig)
 	fig.note("%d headers announcing 1 MiB + 1 to 4 GiB, each followed by up to 1 MiB of payload, before and after the handshake; and %d oversize or largest-legal frames. Probes during: %s",
 		n, len(oversizeFrames()), during.String())
 }

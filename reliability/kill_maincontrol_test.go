@@ -89,10 +89,8 @@ func TestMaincontrol_Kill9UnderLoad(t *testing.T) {
 	t.Logf("drain took %v", time.Since(dstart))
 	cancel()
 	<-done
-	fig.lost += l.verify(t, mc.Addr, nil, true)
-	fig.duplicates = l.duplicates()
+	l.account(t, mc.Addr, nil, fig)
 	l.mu.Lock()
-	fig.tasks, fig.confirmed = l.sent, len(l.submitted)
 	fig.note("%d results and %d cancels confirmed; %d submits unconfirmed at a kill were found durable when resent with their key",
 		len(l.accepted), len(l.cancelled), l.lateDurable)
 	l.mu.Unlock()

@@ -117,17 +117,36 @@ func taskStates(t testing.TB, addr string, token []byte, want map[uint64]bool) m
 	return states
 }
 
+// confirmedIDs returns the ids of the confirmed submits so far.
+func (l *ledger) confirmedIDs() map[uint64]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := make(map[uint64]bool, len(l.submitted))
+	for id := range l.submitted {
+		want[id] = true
+	}
+	return want
+}
+
+// account verifies the ledger against the main control and adds its
+// counts to fig: confirmed submits lost, duplicated executions, tasks sent
+// and confirmed.
+func (l *ledger) account(t testing.TB, addr string, token []byte, fig *figure) {
+	t.Helper()
+	fig.lost += l.verify(t, addr, token, true)
+	fig.duplicates += l.duplicates()
+	l.mu.Lock()
+	fig.tasks += l.sent
+	fig.confirmed += len(l.submitted)
+	l.mu.Unlock()
+}
+
 // verify checks every confirmed change against the main control's state
 // and returns the number of confirmed submits lost or in a wrong state.
 // With terminal, every confirmed task must also have ended.
 func (l *ledger) verify(t testing.TB, addr string, token []byte, terminal bool) (lost int) {
 	t.Helper()
-	l.mu.Lock()
-	want := make(map[uint64]bool, len(l.submitted))
-	for id := range l.submitted {
-		want[id] = true
-	}
-	l.mu.Unlock()
+	want := l.confirmedIDs()
 	states := taskStates(t, addr, token, want)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -162,12 +181,7 @@ func (l *ledger) verify(t testing.TB, addr string, token []byte, terminal bool) 
 // waitEnded waits until every confirmed task has ended.
 func (l *ledger) waitEnded(t testing.TB, addr string, token []byte, timeout time.Duration) {
 	t.Helper()
-	l.mu.Lock()
-	want := make(map[uint64]bool, len(l.submitted))
-	for id := range l.submitted {
-		want[id] = true
-	}
-	l.mu.Unlock()
+	want := l.confirmedIDs()
 	deadline := time.Now().Add(timeout)
 	for {
 		left := 0

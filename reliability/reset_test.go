@@ -39,11 +39,7 @@ func TestConn_ResetMidFrame(t *testing.T) {
 		stopProbes()
 	})
 	fig.injected = sc.resets
-	start := time.Now()
-	waitConnections(t, mc.Addr, nil, 2, 10*time.Second) // the producer and executor
-	fig.recovered(time.Since(start))
-	fig.probed(probe(t, mc.Addr, nil, true))
-	bg.stop(t, mc.Addr, fig)
+	bg.settle(t, mc.Addr, fig)
 	fig.note("%d resets were executors cut off in the middle of a result; their tasks were taken back and ended. Probes during the resets: %s", execTasks.Load(), during.String())
 }
 

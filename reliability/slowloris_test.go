@@ -86,11 +86,7 @@ func TestConn_Slowloris(t *testing.T) {
 			}
 		}
 	})
-	start := time.Now()
-	waitConnections(t, mc.Addr, nil, 2, 10*time.Second)
-	fig.recovered(time.Since(start))
-	fig.probed(probe(t, mc.Addr, nil, true))
-	bg.stop(t, mc.Addr, fig)
+	bg.settle(t, mc.Addr, fig)
 	fig.note("handshake timeout %v: the slowest stalled handshake was closed after %s; %d registered clients holding half a frame were kept, as the spec says. Probes during the attack: %s",
 		hsTimeout, ms(time.Duration(longestClose.Load())), kept.Load(), during.String())
 }
