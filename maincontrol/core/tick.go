@@ -13,15 +13,12 @@ func (c *Core) fireTimers(now int64) {
 		if !ok {
 			return
 		}
-		t := c.tasks.get(tm.id)
-		if t == nil || t.version != tm.ver {
+		t := c.timerTask(tm)
+		if t == nil {
 			continue
 		}
 		if tm.kind == timerRestored {
 			c.expireRestored(t)
-			continue
-		}
-		if t.dueMs != tm.at {
 			continue
 		}
 		switch t.state {

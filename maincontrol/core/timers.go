@@ -109,12 +109,15 @@ func (c *Core) addTimer(t timer) {
 	c.timersCompactAt = 2 * len(c.timers)
 }
 
-// timerLive reports whether tm may still do something when it fires: the
-// same checks fireTimers makes first.
-func (c *Core) timerLive(tm timer) bool {
+// timerTask returns the task tm may still act on when it fires, or nil
+// when tm is dead: its task gone or dispatched again, or (but for a
+// restored dispatch's timer) its deadline moved.
+func (c *Core) timerTask(tm timer) *task {
 	t := c.tasks.get(tm.id)
-	if t == nil || t.version != tm.ver {
-		return false
+	if t == nil || t.version != tm.ver || tm.kind != timerRestored && t.dueMs != tm.at {
+		return nil
 	}
-	return tm.kind == timerRestored || t.dueMs == tm.at
+	return t
 }
+
+func (c *Core) timerLive(tm timer) bool { return c.timerTask(tm) != nil }
