@@ -51,9 +51,14 @@ func (p Pacer) Intended(i int64) time.Time {
 }
 
 // Due returns how many tasks should have been sent by now: the count of i
-// with Intended(i) <= now, capped at the total.
+// with Intended(i) <= now, capped at the total. Before the start nothing
+// is due, closed loop too: a run is timed from its start, so a submit sent
+// earlier would make the run look shorter than it was.
 func (p Pacer) Due(now time.Time) int64 {
 	var n int64
+	if now.Before(p.start) {
+		return 0
+	}
 	if p.rate <= 0 {
 		n = math.MaxInt64
 	} else {

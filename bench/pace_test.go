@@ -29,6 +29,16 @@ func TestPacer_Due(t *testing.T) {
 	assert.Equal(t, start.Add(5*time.Millisecond), p.Intended(5))
 }
 
+// TestPacer_ClosedLoopWaitsForStart pins that a closed-loop producer sends
+// nothing before the run's start: a run timed from its start whose tasks
+// all finished before it had no elapsed time and no throughput.
+func TestPacer_ClosedLoopWaitsForStart(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := bench.NewPacer(start, 0, 500, 0, 1)
+	assert.Zero(t, p.Due(start.Add(-time.Nanosecond)))
+	assert.EqualValues(t, 500, p.Due(start), "everything at once from the start")
+}
+
 func TestPacer_SharedSchedule(t *testing.T) {
 	start := time.Unix(1000, 0)
 	const n, total = 3, 10

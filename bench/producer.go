@@ -108,6 +108,10 @@ func (p *producer) write(ctx context.Context) error {
 // idle waits for the next intended send time (open loop) or for a reply
 // to free the window (closed loop).
 func (p *producer) idle(ctx context.Context, now time.Time, sent int64) {
+	if wait := p.pacer.start.Sub(now); wait > 0 {
+		time.Sleep(wait) // the run has not started
+		return
+	}
 	if p.closedLoop() {
 		select {
 		case <-p.wake:
