@@ -192,12 +192,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  elapsed     %.2f s\n  throughput  %s tasks/s\n\n", r.Elapsed, group(r.Throughput))
 	fmt.Fprintf(&b, "  %-20s %9s %9s %9s %9s %9s %9s %11s\n", "latency (ms)", "p50", "p90", "p99", "p99.9", "max", "mean", "count")
 	for _, row := range []struct {
-		name string
-		s    Summary
-	}{{"intended -> sent", r.SendLag}, {"submit -> submitted", r.SubmitToAck}, {"submit -> dispatch", r.SubmitToDispatch},
-		{"  sent -> dispatch", r.SentToDispatch}, {"submit -> done", r.SubmitToDone}} {
+		name     string
+		s        Summary
+		openLoop bool // measured in open loop only: left out, not n/a, otherwise
+	}{{"intended -> sent", r.SendLag, true}, {"submit -> submitted", r.SubmitToAck, false},
+		{"submit -> dispatch", r.SubmitToDispatch, false}, {"  sent -> dispatch", r.SentToDispatch, true},
+		{"submit -> done", r.SubmitToDone, false}} {
 		if row.s.Count == 0 {
-			if row.name != "intended -> sent" && row.name != "  sent -> dispatch" {
+			if !row.openLoop {
 				fmt.Fprintf(&b, "  %-20s %9s\n", row.name, "n/a")
 			}
 			continue
