@@ -14,6 +14,16 @@ func ParseUint(s string) (uint64, bool) {
 		return 0, false
 	}
 	var n uint64
+	if len(s) < 20 { // at most 19 digits: no overflow to check for
+		for i := 0; i < len(s); i++ {
+			d := s[i] - '0'
+			if d > 9 {
+				return 0, false
+			}
+			n = n*10 + uint64(d)
+		}
+		return n, true
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < '0' || c > '9' {

@@ -41,7 +41,13 @@ func TestParseUint(t *testing.T) {
 		{"0x10", 0, false},
 		{"1e3", 0, false},
 		{"1.0", 0, false},
-		{"١", 0, false}, // ARABIC-INDIC DIGIT ONE
+		{"١", 0, false},                                    // ARABIC-INDIC DIGIT ONE
+		{"9999999999999999999", 9999999999999999999, true}, // 19 digits: the unchecked path
+		{"1000000000000000000", 1e18, true},
+		{"999999999999999999/", 0, false}, // the bytes either side of the digits
+		{"99999999999999999:", 0, false},
+		{"12345678901234567890", 12345678901234567890, true}, // 20 digits: the checked path
+		{"1234567890123456789/", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(strconv.Quote(tt.in), func(t *testing.T) {

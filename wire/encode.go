@@ -278,7 +278,7 @@ func prefixedKeyProblem(prefix, k string) string {
 // Uint adds key k with a number.
 func (b *Builder) Uint(k string, v uint64) {
 	if b.key(k) {
-		b.buf = strconv.AppendUint(b.buf, v, 10)
+		b.buf = appendUint(b.buf, v)
 	}
 }
 

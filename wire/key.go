@@ -45,7 +45,7 @@ func (b *Builder) StrK(k Key, v string) {
 func (b *Builder) UintK(k Key, v uint64) {
 	b.trustedKey(k)
 	if b.err == nil {
-		b.buf = strconv.AppendUint(b.buf, v, 10)
+		b.buf = appendUint(b.buf, v)
 	}
 }
 
