@@ -126,13 +126,27 @@ func (c *Core) currentDispatch(e *executor, id uint64, ver uint32) *task {
 	return t
 }
 
+// parseDispatchToken reads task_id and version, the pair that names one
+// dispatch, in one pass over the fields: started and result are the two
+// most frequent messages, and each carries both.
 func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint32, bool) {
-	id, err := m.Uint("task_id")
+	var idText, verText string
+	var hasID, hasVer bool
+	for i := range m.Fields {
+		f := &m.Fields[i]
+		switch {
+		case !hasID && f.Key == "task_id":
+			idText, hasID = f.Value, true
+		case !hasVer && f.Key == "version":
+			verText, hasVer = f.Value, true
+		}
+	}
+	id, err := tokenPart("task_id", idText, hasID)
 	if err != nil {
 		c.badRequest(p, "", err)
 		return 0, 0, false
 	}
-	ver, err := m.Uint("version")
+	ver, err := tokenPart("version", verText, hasVer)
 	if err != nil {
 		c.badRequest(p, "", err)
 		return 0, 0, false
@@ -141,6 +155,14 @@ func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint32, boo
 		ver = 0 // no dispatch ever had it; compares as stale
 	}
 	return id, uint32(ver), true
+}
+
+// tokenPart parses one half of a dispatch token as Message.Uint would.
+func tokenPart(k, v string, present bool) (uint64, error) {
+	if !present {
+		return 0, &wire.ValueError{Key: k, Reason: "required key missing"}
+	}
+	return wire.UintValue(k, v)
 }
 
 // started: dispatched -> running. No reply; a mismatch is ignored and

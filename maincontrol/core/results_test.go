@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -764,4 +765,59 @@ func TestCore_StateGetTooLarge(t *testing.T) {
 	h.send(ex, "state_get", "keys", "a,b,c")
 	h.expectErr(ex, wire.CodeBadRequest)
 	assert.False(t, h.fx.closed[ex])
+}
+
+// started and result name a dispatch by task_id and version; a missing or
+// malformed half is a bad_request that names the key and keeps the
+// connection, and the task is untouched.
+func TestCore_DispatchTokenErrors(t *testing.T) {
+	cases := []struct {
+		name, key string
+		kv        []string
+	}{
+		{"no task_id", "task_id", []string{"version", "1"}},
+		{"no version", "version", []string{"task_id", "1"}},
+		{"neither: task_id first", "task_id", nil},
+		{"task_id not a number", "task_id", []string{"task_id", "x", "version", "1"}},
+		{"task_id with a sign", "task_id", []string{"task_id", "+1", "version", "1"}},
+		{"version leading zero", "version", []string{"task_id", "1", "version", "01"}},
+		{"version over uint64", "version", []string{"task_id", "1", "version", "18446744073709551616"}},
+		{"both bad: task_id first", "task_id", []string{"version", "y", "task_id", "x"}},
+	}
+	for _, tc := range cases {
+		for _, typ := range []string{"started", "result"} {
+			t.Run(typ+"/"+tc.name, func(t *testing.T) {
+				h := newHarness(t)
+				cl := h.client()
+				ex := h.executor("e1", "x", 1)
+				id := h.submit(cl, "task_type", "x")
+				h.task(ex)
+				kv := tc.kv
+				if typ == "result" {
+					kv = append(slices.Clone(kv), "status", "succeeded")
+				}
+				h.send(ex, typ, kv...)
+				e := h.expectErr(ex, wire.CodeBadRequest)
+				assert.Contains(t, e.Value("message"), tc.key)
+				assert.False(t, h.fx.closed[ex])
+				assert.Equal(t, Dispatched, h.state(id))
+			})
+		}
+	}
+}
+
+// A version beyond uint32 was never given out: it is well formed, so the
+// result is refused as stale rather than as a bad request.
+func TestCore_DispatchTokenHugeVersion(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	id := h.submit(cl, "task_type", "x")
+	_, ver := h.task(ex)
+	h.start(ex, id, ver)
+	h.send(ex, "result", "task_id", itoa(id), "version", "4294967297", "status", "succeeded")
+	ack := h.expect(ex, "result_ack")
+	assert.Equal(t, "false", ack.Value("accepted"))
+	assert.Equal(t, string(wire.ReasonStale), ack.Value("reason"))
+	assert.Equal(t, Running, h.state(id))
 }
