@@ -65,8 +65,8 @@ func (c *Core) check(r *record) error {
 		if e == nil {
 			return fmt.Errorf("%w: unknown executor %q leaves", ErrCorrupt, r.exec)
 		}
-		if len(e.tasks) != 0 {
-			return fmt.Errorf("executor %q leaves with %d tasks", r.exec, len(e.tasks))
+		if e.tasks.len() != 0 {
+			return fmt.Errorf("executor %q leaves with %d tasks", r.exec, e.tasks.len())
 		}
 		return nil
 	case recDrop:
@@ -326,10 +326,7 @@ func (c *Core) applyDispatch(r *record) {
 	if r.due > 0 {
 		c.addTimer(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
 	}
-	if e.tasks == nil {
-		e.tasks = make(map[uint64]assignment)
-	}
-	e.tasks[t.id] = assignment{ver: t.version}
+	e.tasks.set(t.id, assignment{ver: t.version})
 	e.load++
 	c.refreshHeaps(e)
 }
@@ -341,9 +338,7 @@ func (c *Core) detach(id uint64) {
 	if e == nil {
 		return
 	}
-	n := len(e.tasks)
-	delete(e.tasks, id) // one map operation where a lookup first was two
-	if len(e.tasks) != n {
+	if e.tasks.del(id) {
 		e.load--
 		c.refreshHeaps(e)
 	}

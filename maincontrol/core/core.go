@@ -210,7 +210,7 @@ func (c *Core) Closed(id PeerID) {
 	if e := p.exec; e != nil && e.peer == id {
 		e.peer = 0
 		c.refreshHeaps(e)
-		c.log.Info("executor disconnected", "executor", e.id, "tasks", len(e.tasks))
+		c.log.Info("executor disconnected", "executor", e.id, "tasks", e.tasks.len())
 	}
 }
 

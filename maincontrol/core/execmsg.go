@@ -57,16 +57,15 @@ func (c *Core) reconcile(e *executor) {
 	e.hbCount++
 	now := c.now()
 	for id, ver := range c.listed {
-		a, mine := e.tasks[id]
+		a := e.tasks.ref(id)
 		t := c.tasks.get(id)
-		if !mine || a.ver != ver || t == nil || t.version != ver {
+		if a == nil || a.ver != ver || t == nil || t.version != ver {
 			c.sendCancel(e, id, ver) // not dispatched or running here
 			continue
 		}
 		a.missed = 0
 		wasRestored := a.restored
 		a.restored = false
-		e.tasks[id] = a
 		switch {
 		case t.state == Dispatched:
 			// Listed as running: it started (its started was lost in a
@@ -82,7 +81,7 @@ func (c *Core) reconcile(e *executor) {
 		}
 	}
 	lost := c.lostBuf[:0]
-	for id, a := range e.tasks {
+	for id, a := range e.tasks.all() {
 		if _, ok := c.listed[id]; ok || a.restored {
 			continue
 		}
@@ -90,14 +89,14 @@ func (c *Core) reconcile(e *executor) {
 			continue
 		}
 		a.missed++
-		e.tasks[id] = a
 		if a.missed >= 2 {
 			lost = append(lost, id)
 		}
 	}
 	slices.Sort(lost)
 	for _, id := range lost {
-		ver := e.tasks[id].ver
+		a, _ := e.tasks.get(id)
+		ver := a.ver
 		c.sendCancel(e, id, ver)
 		c.failAttempt(id, true, false, true, "missing from two running lists of executor "+e.id, "", 0, "reconciliation")
 	}
@@ -177,9 +176,8 @@ func (c *Core) started(p *peer, m *wire.Message) {
 		c.log.Info("started ignored: not the current dispatch", "task_id", id, "version", ver, "executor", p.exec.id)
 		return
 	}
-	if a, ok := p.exec.tasks[id]; ok && a.restored {
+	if a := p.exec.tasks.ref(id); a != nil {
 		a.restored = false
-		p.exec.tasks[id] = a
 	}
 	c.startTask(t, c.now(), "started")
 }
@@ -208,7 +206,7 @@ func (c *Core) progress(p *peer, m *wire.Message) {
 // ones use an attempt and retry at once (or fail).
 func (c *Core) bye(p *peer, m *wire.Message) {
 	e := p.exec
-	c.log.Info("executor leaves", "executor", e.id, "reason", m.Value("reason"), "tasks", len(e.tasks))
+	c.log.Info("executor leaves", "executor", e.id, "reason", m.Value("reason"), "tasks", e.tasks.len())
 	c.takeBackAll(e, true, "executor left (bye)")
 	b := wire.Begin(c.frame[:0], "bye_ack")
 	c.send(p.id, &b)
@@ -221,10 +219,7 @@ func (c *Core) bye(p *peer, m *wire.Message) {
 // takeBackAll takes back every dispatch of e: dispatched -> pending,
 // running -> retrying (immediately pending when bye) or failed.
 func (c *Core) takeBackAll(e *executor, immediate bool, why string) {
-	ids := c.idsBuf[:0]
-	for id := range e.tasks {
-		ids = append(ids, id)
-	}
+	ids := e.tasks.ids(c.idsBuf[:0])
 	slices.Sort(ids)
 	for _, id := range ids {
 		t := c.tasks.get(id)

@@ -13,7 +13,7 @@ type executor struct {
 	// load counts tasks dispatched or running on it; tasks holds them with
 	// the version of their dispatch.
 	load  int
-	tasks map[uint64]assignment
+	tasks assignments
 	// heapIdx[i] is its position in types[i].free, or -1.
 	heapIdx  []int
 	lastSeen int64

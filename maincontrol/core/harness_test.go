@@ -194,7 +194,7 @@ func dump(c *Core) string {
 			types = append(types, tt.name)
 		}
 		var ts []string
-		for tid, a := range e.tasks {
+		for tid, a := range e.tasks.all() {
 			ts = append(ts, fmt.Sprintf("%d.%d", tid, a.ver))
 		}
 		slices.Sort(ts)

@@ -15,13 +15,13 @@ func checkInvariants(c *Core) error {
 	total := 0
 	holders := map[uint64]int{}
 	for _, e := range c.execs {
-		if e.load != len(e.tasks) {
-			return fmt.Errorf("executor %s: load %d, %d tasks", e.id, e.load, len(e.tasks))
+		if e.load != e.tasks.len() {
+			return fmt.Errorf("executor %s: load %d, %d tasks", e.id, e.load, e.tasks.len())
 		}
 		if e.load > e.slots {
 			return fmt.Errorf("executor %s: load %d over %d slots", e.id, e.load, e.slots)
 		}
-		for id, a := range e.tasks {
+		for id, a := range e.tasks.all() {
 			holders[id]++
 			t := c.tasks.get(id)
 			if t == nil || (t.state != Dispatched && t.state != Running) || t.execID != e.id || t.version != a.ver {
@@ -60,7 +60,7 @@ func checkInvariants(c *Core) error {
 	var err error
 	restored := map[uint64]bool{}
 	for _, e := range c.execs {
-		for id, a := range e.tasks {
+		for id, a := range e.tasks.all() {
 			if a.restored {
 				restored[id] = true
 			}

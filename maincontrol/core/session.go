@@ -149,7 +149,7 @@ func (c *Core) register(p *peer, m *wire.Message) {
 	p.exec = e
 	c.refreshHeaps(e)
 	c.watchLiveness(e)
-	c.log.Info("executor registered", "executor", e.id, "task_types", types, "slots", slots, "tasks", len(e.tasks))
+	c.log.Info("executor registered", "executor", e.id, "task_types", types, "slots", slots, "tasks", e.tasks.len())
 	b := wire.Begin(c.frame[:0], "registered")
 	b.StrK(kExecutorID, e.id)
 	b.UintK(kHeartbeatMs, uint64(c.cfg.HeartbeatInterval.Milliseconds()))

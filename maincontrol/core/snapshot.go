@@ -160,10 +160,7 @@ func (c *Core) finishLoad() {
 				c.applyExecReg(&record{kind: recExecReg, exec: t.execID, slots: 1})
 				e = c.execs[t.execID]
 			}
-			if e.tasks == nil {
-				e.tasks = make(map[uint64]assignment)
-			}
-			e.tasks[t.id] = assignment{ver: t.version}
+			e.tasks.set(t.id, assignment{ver: t.version})
 			e.load++
 		}
 		if t.state == Waiting {
@@ -205,9 +202,8 @@ func (c *Core) Recovered() {
 		e.peer = 0
 		e.lastSeen = now
 		c.watchLiveness(e)
-		for id, a := range e.tasks {
+		for id, a := range e.tasks.all() {
 			a.restored = true
-			e.tasks[id] = a
 			c.addTimer(timer{at: deadline, id: id, ver: a.ver, kind: timerRestored})
 			restored++
 		}

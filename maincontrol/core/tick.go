@@ -62,7 +62,7 @@ func (c *Core) awaitsListing(t *task) bool {
 	if e == nil {
 		return false
 	}
-	a, ok := e.tasks[t.id]
+	a, ok := e.tasks.get(t.id)
 	return ok && a.restored && a.ver == t.version
 }
 
@@ -73,7 +73,7 @@ func (c *Core) expireRestored(t *task) {
 	if e == nil {
 		return
 	}
-	a, ok := e.tasks[t.id]
+	a, ok := e.tasks.get(t.id)
 	if !ok || !a.restored || a.ver != t.version {
 		return
 	}
@@ -137,7 +137,7 @@ func (c *Core) checkLiveness(now int64) {
 func (c *Core) loseExecutor(e *executor) {
 	c.obs.ExecutorLost()
 	c.log.Warn("executor lost: nothing arrived within the heartbeat timeout", "executor", e.id,
-		"timeout", c.cfg.HeartbeatTimeout, "tasks", len(e.tasks))
+		"timeout", c.cfg.HeartbeatTimeout, "tasks", e.tasks.len())
 	c.takeBackAll(e, false, "executor "+e.id+" lost")
 	if p := c.peers[e.peer]; p != nil {
 		c.closePeer(p)
