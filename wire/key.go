@@ -41,6 +41,16 @@ func (b *Builder) StrK(k Key, v string) {
 	b.value(v)
 }
 
+// PlainK adds a pre-validated key with a value that needs no check and no
+// escaping: one the caller made itself from bytes that cannot need it,
+// such as hex digits. Anything that came from a peer goes through StrK.
+func (b *Builder) PlainK(k Key, v string) {
+	b.trustedKey(k)
+	if b.err == nil {
+		b.buf = append(b.buf, v...)
+	}
+}
+
 // UintK adds a pre-validated key with a number.
 func (b *Builder) UintK(k Key, v uint64) {
 	b.trustedKey(k)

@@ -76,8 +76,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 	b.UintK(kAttempt, uint64(t.attempt))
 	b.UintK(kMaxAttempts, t.maxAttempts)
 	b.UintK(kTimeoutMs, t.timeoutMs)
-	var trace [32]byte
-	b.StrK(kTraceID, t.traceInto(&trace))
+	addTrace(&b, t)
 	b.UintK(kStateVersion, c.stateVer)
 	b.RawString(t.args, int(t.argKeys))
 	c.confirm(e.peer, &b)

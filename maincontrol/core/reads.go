@@ -44,8 +44,7 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 	b.RawString(out, n)
 	b.IntK(kCreatedMs, t.createdMs)
 	b.IntK(kUpdatedMs, t.updatedMs)
-	var trace [32]byte
-	b.StrK(kTraceID, t.traceInto(&trace))
+	addTrace(&b, t)
 	c.send(p.id, &b)
 }
 

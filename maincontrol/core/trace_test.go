@@ -65,3 +65,17 @@ func TestTrace_Unique(t *testing.T) {
 	_, dup := seen[string(buf[:])]
 	assert.False(t, dup, "task 1 of a fresh data dir, a millisecond later, gets a new trace id")
 }
+
+// Derived trace ids are not stored, so their encoding must never change:
+// these values were produced by the first implementation.
+func TestTrace_DerivedValuesPinned(t *testing.T) {
+	var buf [32]byte
+	for id, want := range map[uint64]string{
+		1:        "910a2dec89025cc168334db9381a2e74",
+		12345678: "11d5cf7b5b0ae67951884bb4a6a27d20",
+		1 << 63:  "481ec0a212a9f3db9652f2585fe86bdb",
+	} {
+		deriveTrace(&buf, id, 1_700_000_000_000)
+		assert.Equal(t, want, string(buf[:]), "task %d", id)
+	}
+}
