@@ -271,6 +271,7 @@ func TestMustKey(t *testing.T) {
 	for _, k := range []string{"type", "task_id", "arg.src", "state.setx", key64} {
 		assert.Equal(t, k, wire.MustKey(k).String())
 	}
+	assert.Equal(t, "", wire.Key{}.String())
 	for _, k := range []string{"", "Key", "a b", key65, "arg.", "state.add."} {
 		assert.Panics(t, func() { wire.MustKey(k) }, "MustKey(%q)", k)
 	}
@@ -300,6 +301,27 @@ func TestBuilder_K(t *testing.T) {
 		want, err := v.Finish()
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got))
+	})
+	t.Run("every key length, with and without spare room", func(t *testing.T) {
+		for n := 1; n <= wire.MaxKeyLen; n++ {
+			name := strings.Repeat("k", n)
+			k := wire.MustKey(name)
+			for _, spare := range []int{0, 1, 15, 16, 64} {
+				dst := make([]byte, 3, 3+spare)
+				copy(dst, "abc")
+				b := wire.Begin(dst, "t")
+				b.UintK(k, 7)
+				b.PlainK(k, "0f")
+				got, err := b.Finish()
+				require.NoError(t, err)
+				v := wire.Begin([]byte("abc"), "t")
+				v.Uint(name, 7)
+				v.Str(name, "0f")
+				want, err := v.Finish()
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(got), "key length %d, spare %d", n, spare)
+			}
+		}
 	})
 	t.Run("the zero Key is refused", func(t *testing.T) {
 		b := wire.Begin([]byte("before"), "t")
