@@ -1,6 +1,8 @@
 package core
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"testing"
 
@@ -77,5 +79,18 @@ func TestTrace_DerivedValuesPinned(t *testing.T) {
 	} {
 		deriveTrace(&buf, id, 1_700_000_000_000)
 		assert.Equal(t, want, string(buf[:]), "task %d", id)
+	}
+}
+
+func TestPutHex8(t *testing.T) {
+	values := []uint32{0, 9, 10, 15, 16, 0x9a9a9a9a, 0xa9a9a9a9, 0x01234567, 0x89abcdef, 0xffffffff}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 10_000 {
+		values = append(values, r.Uint32())
+	}
+	var buf [8]byte
+	for _, v := range values {
+		putHex8(buf[:], v)
+		require.Equal(t, fmt.Sprintf("%08x", v), string(buf[:]))
 	}
 }
