@@ -21,6 +21,13 @@ const digitPairs = "00010203040506070809" +
 // frames carry six numbers and most are one digit, so the main control's
 // replies spend a visible share of their time here.
 func appendUint(dst []byte, v uint64) []byte {
+	if v < 10 && len(dst) < cap(dst) { // small enough to inline: most calls
+		return append(dst, byte('0'+v))
+	}
+	return appendUintDigits(dst, v)
+}
+
+func appendUintDigits(dst []byte, v uint64) []byte {
 	if v < 10 {
 		return append(dst, byte('0'+v))
 	}

@@ -20,7 +20,10 @@ func TestAppendUint(t *testing.T) {
 	}
 	for _, v := range values {
 		want := "x=" + strconv.FormatUint(v, 10)
-		require.Equal(t, want, string(appendUint([]byte("x="), v)), "%d", v)
+		for _, spare := range []int{0, 1, 32} {
+			dst := append(make([]byte, 0, 2+spare), "x="...)
+			require.Equal(t, want, string(appendUint(dst, v)), "%d, %d spare bytes", v, spare)
+		}
 	}
 }
 
