@@ -126,7 +126,9 @@ func benchCycle(b *testing.B, inflight int, system, unlogged bool) {
 	// run times a fixed chain of 1,000 dependent multiply-adds (4 cycles
 	// each: 1.0 us on a 4 GHz core), so a task's cost can be read in
 	// those units, which swing much less: the 1,000,000 tasks/s target
-	// is about 1.0 unit.
+	// is about 1.0 unit. The chain is compiled into each test binary and
+	// its speed differs between builds, so compare two trees by CPU per
+	// task over alternating runs or by bench/instructions.sh, not by it.
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/calibrationNs(), "calib/task")
 }
 
