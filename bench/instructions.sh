@@ -7,9 +7,10 @@
 #   bench/instructions.sh /tmp/a.test [tasks] [top]
 #
 # It runs BenchmarkCore_Cycle/inflight=256/clock=fake (the logged and the
-# unlogged run, `tasks` tasks each, 100,000 by default) under valgrind's
-# cachegrind with GOMAXPROCS=1 and prints instructions per task, and the
-# `top` functions (20 by default) with theirs.
+# unlogged run, `tasks` tasks each, 100,000 by default; PATTERN=... picks
+# other benchmarks) under valgrind's cachegrind with GOMAXPROCS=1 and
+# prints instructions per task over all the runs, and the `top` functions
+# (20 by default) with theirs.
 #
 # Garbage collection, the scheduler and the benchmark's calibration loop
 # are left out: under valgrind the collector's share depends on timing,
@@ -20,14 +21,20 @@ bin=$1
 tasks=${2:-100000}
 top=${3:-20}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.txt"' EXIT
 
 GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$out" \
-	"$bin" -test.run XXX -test.bench 'Core_Cycle/inflight=256/clock=fake$' \
-	-test.benchtime "${tasks}x" >/dev/null 2>&1
+	"$bin" -test.run XXX -test.bench "${PATTERN:-Core_Cycle/inflight=256/clock=fake$}" \
+	-test.benchtime "${tasks}x" >"$out.txt" 2>&1
+runs=$(grep -c '^Benchmark' "$out.txt" || true)
+if [ "$runs" -eq 0 ]; then
+	cat "$out.txt" >&2
+	echo "no benchmark ran" >&2
+	exit 1
+fi
 
-# Two runs of `tasks` each; functions are summed across inlined copies.
-cg_annotate --auto=no --threshold=0 "$out" | awk -v per=$((2 * tasks)) -v top="$top" '
+# `runs` runs of `tasks` each; functions are summed across inlined copies.
+cg_annotate --auto=no --threshold=0 "$out" | awk -v per=$((runs * tasks)) -v top="$top" '
 /PROGRAM TOTALS/ { next }
 /^ *[0-9,]+ \(/ {
 	ir = $1; gsub(",", "", ir)
