@@ -13,10 +13,24 @@ import (
 type lines struct {
 	size int // bytes of the lines escaped and joined by LF, plus one LF
 	n    int
+	// first and last are the indexes of the first and last such field,
+	// so the copy skips the message's other keys; escapes says whether
+	// any value needs escaping, so the copy can skip looking.
+	first, last int
+	escapes     bool
 }
 
-func (l *lines) add(f *wire.Field) {
-	l.size += lineLen(f)
+// add tallies field i of the message, f.
+func (l *lines) add(i int, f *wire.Field) {
+	n := lineLen(f)
+	if n != len(f.Key)+2+len(f.Value) {
+		l.escapes = true
+	}
+	if l.n == 0 {
+		l.first = i
+	}
+	l.last = i
+	l.size += n
 	l.n++
 }
 
@@ -31,9 +45,9 @@ func encodePrefixed(m *wire.Message, prefix string, l lines) (string, uint16) {
 		return "", 0
 	}
 	buf := make([]byte, 0, l.size)
-	for i := range m.Fields {
+	for i := l.first; i <= l.last; i++ {
 		f := &m.Fields[i]
-		if !strings.HasPrefix(f.Key, prefix) {
+		if i != l.first && i != l.last && !strings.HasPrefix(f.Key, prefix) {
 			continue
 		}
 		if len(buf) > 0 {
@@ -41,7 +55,11 @@ func encodePrefixed(m *wire.Message, prefix string, l lines) (string, uint16) {
 		}
 		buf = append(buf, f.Key...)
 		buf = append(buf, '=')
-		buf = wire.AppendEscaped(buf, f.Value)
+		if l.escapes {
+			buf = wire.AppendEscaped(buf, f.Value)
+		} else {
+			buf = append(buf, f.Value...)
+		}
 	}
 	// buf is never written again: the string may own it.
 	return unsafe.String(unsafe.SliceData(buf), len(buf)), uint16(l.n)

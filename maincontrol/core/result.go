@@ -128,7 +128,7 @@ func (f *resultFields) scan(m *wire.Message) {
 			f.errText = fl.Value
 		default:
 			if strings.HasPrefix(fl.Key, wire.PrefixOut) {
-				f.out.add(fl)
+				f.out.add(i, fl)
 			} else if strings.HasPrefix(fl.Key, wire.PrefixState) {
 				f.hasState = true
 			}

@@ -52,7 +52,7 @@ func (f *submitFields) scan(m *wire.Message) {
 			f.deps = v
 		default:
 			if strings.HasPrefix(fl.Key, wire.PrefixArg) {
-				f.args.add(fl)
+				f.args.add(i, fl)
 			}
 		}
 	}
