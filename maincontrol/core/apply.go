@@ -196,10 +196,9 @@ func (c *Core) nextSeq() uint64 {
 // setState moves a task to s, keeping the counts; it returns the writable
 // task.
 func (c *Core) setState(id uint64, s State, at int64) *task {
-	t := c.tasks.mut(id)
-	c.counts[t.state]--
+	t, from := c.tasks.setState(id, s)
+	c.counts[from]--
 	c.counts[s]++
-	c.tasks.setState(t, s)
 	t.updatedMs = at
 	return t
 }

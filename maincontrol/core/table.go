@@ -35,11 +35,11 @@ type table struct {
 const maxSpareChunks = 4
 
 func (tb *table) chunkOf(id uint64) (*chunk, int) {
-	n := id >> chunkBits
-	if n < tb.first || n-tb.first >= uint64(len(tb.chunks)) {
+	i := id>>chunkBits - tb.first // wraps past len below first: one test
+	if i >= uint64(len(tb.chunks)) {
 		return nil, -1
 	}
-	return tb.chunks[n-tb.first], int(n - tb.first)
+	return tb.chunks[i], int(i)
 }
 
 // get returns the task with this id for reading, or nil. The pointer may
@@ -59,19 +59,25 @@ func (tb *table) get(id uint64) *task {
 // mut returns the task for writing, cloning its chunk first if a snapshot
 // still holds it. The pointer is valid until the next Freeze.
 func (tb *table) mut(id uint64) *task {
+	t, _ := tb.mutIn(id)
+	return t
+}
+
+// mutIn is mut that also returns the task's chunk.
+func (tb *table) mutIn(id uint64) (*task, *chunk) {
 	ch, i := tb.chunkOf(id)
 	if ch == nil {
-		return nil
+		return nil, nil
 	}
 	t := &ch.slots[id&(chunkSize-1)]
 	if t.id != id || id == 0 {
-		return nil
+		return nil, nil
 	}
 	if ch.gen != tb.gen {
 		ch = tb.clone(i)
 		t = &ch.slots[id&(chunkSize-1)]
 	}
-	return t
+	return t, ch
 }
 
 // newChunk returns an empty chunk of the current generation.
@@ -126,13 +132,16 @@ func (tb *table) insert(t task) *task {
 	return slot
 }
 
-// setState moves t (obtained from mut) to state s, keeping the chunk's
-// per-state counts.
-func (tb *table) setState(t *task, s State) {
-	ch, _ := tb.chunkOf(t.id)
-	ch.states[t.state]--
+// setState moves the task with this id to state s, keeping the chunk's
+// per-state counts. It returns the task for writing, as mut does, and the
+// state it left.
+func (tb *table) setState(id uint64, s State) (t *task, from State) {
+	t, ch := tb.mutIn(id)
+	from = t.state
+	ch.states[from]--
 	ch.states[s]++
 	t.state = s
+	return t, from
 }
 
 // remove forgets the task with this id and frees chunks left empty.

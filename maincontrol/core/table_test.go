@@ -107,8 +107,8 @@ func TestTable_FreezeIsolation(t *testing.T) {
 	frozen0 := f.chunks[0]
 
 	// Writes after the freeze copy the chunk first.
-	m := tb.mut(1)
-	tb.setState(m, Running)
+	m, from := tb.setState(1, Running)
+	assert.Equal(t, Pending, from)
 	m.version = 7
 	assert.NotSame(t, frozen0, tb.chunks[0])
 	assert.Equal(t, Running, tb.get(1).state)
