@@ -1,0 +1,31 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// EscapedLen and appendEscaped take a word-at-a-time shortcut for plain
+// values; both must agree with the escaping rule for every value, short
+// and long, with the special byte anywhere, and with non-ASCII text.
+func TestEscaping(t *testing.T) {
+	rule := strings.NewReplacer(`\`, `\\`, "\n", `\n`, "=", `\e`)
+	values := []string{"", "a", "hello", "exactly8", "nine bytes", strings.Repeat("x", 100), "héllo", "日本語のテキスト", "\xff"}
+	for _, special := range []string{`\`, "\n", "="} {
+		for n := 1; n <= 20; n++ {
+			for at := 0; at < n; at++ {
+				b := []byte(strings.Repeat("v", n))
+				b[at] = special[0]
+				values = append(values, string(b))
+			}
+		}
+	}
+	for _, v := range values {
+		want := rule.Replace(v)
+		require.Equal(t, want, string(appendEscaped([]byte("k="), v))[2:], "%q", v)
+		require.Equal(t, len(want), EscapedLen(v), "%q", v)
+		require.Equal(t, want != v, needsEscape(v), "%q", v)
+	}
+}
