@@ -276,7 +276,7 @@ func (c *Core) makePending(t *task, now int64) {
 // enqueue puts a pending task at the back of its type and priority queue.
 func (c *Core) enqueue(t *task) {
 	t.seq = c.nextSeq()
-	t.typ.queues[t.priority].push(qent{id: t.id, ver: t.version})
+	t.typ.enqueue(t)
 	t.typ.pending++
 	c.markDirty(t.typ)
 }

@@ -39,13 +39,15 @@ func (c *Core) dispatchType(tt *taskType) {
 // nextPending returns the first valid entry of the most urgent non-empty
 // queue, dropping stale entries on the way.
 func (c *Core) nextPending(tt *taskType) *task {
-	for p := len(tt.queues) - 1; p >= 0; p-- {
+	for p := int(tt.top); p >= 0; p-- {
 		q := &tt.queues[p]
 		c.dropStaleHead(q)
 		if q.len() > 0 {
+			tt.top = int8(p)
 			return c.tasks.get(q.peek().id)
 		}
 	}
+	tt.top = -1
 	tt.pending = 0 // only stale entries were left
 	return nil
 }

@@ -40,6 +40,9 @@ func checkInvariants(c *Core) error {
 		v := map[uint64]int{}
 		for p := range tt.queues {
 			q := &tt.queues[p]
+			if p > int(tt.top) && q.n > 0 {
+				return fmt.Errorf("type %s: %d entries at priority %d, above top %d", tt.name, q.n, p, tt.top)
+			}
 			for i := 0; i < q.n; i++ {
 				if e := q.buf[(q.head+i)%len(q.buf)]; c.validEntry(e) {
 					if c.tasks.get(e.id).priority != uint8(p) {

@@ -175,7 +175,7 @@ func (c *Core) finishLoad() {
 	bySeq := func(a, b *task) int { return cmp.Compare(a.seq, b.seq) }
 	slices.SortFunc(pending, bySeq)
 	for _, t := range pending {
-		t.typ.queues[t.priority].push(qent{id: t.id, ver: t.version})
+		t.typ.enqueue(t)
 		t.typ.pending++
 		c.markDirty(t.typ)
 	}

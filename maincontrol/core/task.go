@@ -121,4 +121,14 @@ type taskType struct {
 	free    execHeap
 	pending int // tasks in queues (valid entries), for quick emptiness
 	dirty   bool
+	// top is at least the highest priority whose queue holds entries
+	// (-1: none), so that picking the next task starts there rather than
+	// walking ten queues when most tasks share one priority.
+	top int8
+}
+
+// enqueue appends a pending task's entry to the queue of its priority.
+func (tt *taskType) enqueue(t *task) {
+	tt.queues[t.priority].push(qent{id: t.id, ver: t.version})
+	tt.top = max(tt.top, int8(t.priority))
 }
