@@ -306,20 +306,24 @@ func TestBuilder_K(t *testing.T) {
 		for n := 1; n <= wire.MaxKeyLen; n++ {
 			name := strings.Repeat("k", n)
 			k := wire.MustKey(name)
-			for _, spare := range []int{0, 1, 15, 16, 64} {
-				dst := make([]byte, 3, 3+spare)
-				copy(dst, "abc")
-				b := wire.Begin(dst, "t")
-				b.UintK(k, 7)
-				b.PlainK(k, "0f")
-				got, err := b.Finish()
-				require.NoError(t, err)
-				v := wire.Begin([]byte("abc"), "t")
-				v.Uint(name, 7)
-				v.Str(name, "0f")
-				want, err := v.Finish()
-				require.NoError(t, err)
-				require.Equal(t, string(want), string(got), "key length %d, spare %d", n, spare)
+			for _, spare := range []int{0, 1, 15, 16, 17, 18, 64} {
+				for _, num := range []uint64{0, 7, 9, 10, 12345} {
+					dst := make([]byte, 3, 3+spare)
+					copy(dst, "abc")
+					b := wire.Begin(dst, "t")
+					b.UintK(k, num)
+					b.PlainK(k, "0f")
+					b.UintK(k, num)
+					got, err := b.Finish()
+					require.NoError(t, err)
+					v := wire.Begin([]byte("abc"), "t")
+					v.Uint(name, num)
+					v.Str(name, "0f")
+					v.Uint(name, num)
+					want, err := v.Finish()
+					require.NoError(t, err)
+					require.Equal(t, string(want), string(got), "key length %d, spare %d, value %d", n, spare, num)
+				}
 			}
 		}
 	})
@@ -327,6 +331,12 @@ func TestBuilder_K(t *testing.T) {
 		b := wire.Begin([]byte("before"), "t")
 		b.StrK(wire.Key{}, "v")
 		got, err := b.Finish()
+		assert.ErrorIs(t, err, wire.ErrKey)
+		assert.Equal(t, "before", string(got))
+		// With room to spare, by the one-digit path too.
+		b = wire.Begin(append(make([]byte, 0, 256), "before"...), "t")
+		b.UintK(wire.Key{}, 1)
+		got, err = b.Finish()
 		assert.ErrorIs(t, err, wire.ErrKey)
 		assert.Equal(t, "before", string(got))
 	})
