@@ -286,8 +286,13 @@ func (c *Core) enqueue(t *task) {
 func (c *Core) unqueue(t *task) {
 	tt := t.typ
 	q := &tt.queues[t.priority]
-	c.dropStaleHead(q)
-	if q.len() > 0 && q.peek() == (qent{id: t.id, ver: t.version}) {
+	e := qent{id: t.id, ver: t.version}
+	if q.len() == 0 || q.peek() != e {
+		// Dispatch takes the head nextPending just checked, so mostly
+		// there is nothing stale to drop first.
+		c.dropStaleHead(q)
+	}
+	if q.len() > 0 && q.peek() == e {
 		q.pop()
 	} else {
 		q.stale++
