@@ -49,7 +49,7 @@ func parseTask(m *wire.Message) (*Task, error) {
 	}
 	var ok bool
 	if t.Type, ok = m.Get("task_type"); !ok || t.Type == "" {
-		return nil, &wire.ValueError{Key: "task_type", Reason: "required key missing"}
+		return nil, wire.MissingKey("task_type")
 	}
 	if t.Attempt, err = m.UintOr("attempt", 0); err != nil {
 		return nil, err

@@ -113,13 +113,15 @@ func ForEachItem(s string, fn func(item string) bool) bool {
 	}
 }
 
-func missing(k string) error { return &ValueError{Key: k, Reason: "required key missing"} }
+// MissingKey is the error for a required key that is absent, for callers
+// that looked the message's fields up themselves.
+func MissingKey(k string) error { return &ValueError{Key: k, Reason: "required key missing"} }
 
 // Uint returns the required number at key k.
 func (m *Message) Uint(k string) (uint64, error) {
 	v, ok := m.Get(k)
 	if !ok {
-		return 0, missing(k)
+		return 0, MissingKey(k)
 	}
 	return UintValue(k, v)
 }
@@ -147,7 +149,7 @@ func UintValue(k, v string) (uint64, error) {
 func (m *Message) Int(k string) (int64, error) {
 	v, ok := m.Get(k)
 	if !ok {
-		return 0, missing(k)
+		return 0, MissingKey(k)
 	}
 	n, ok := ParseInt(v)
 	if !ok {
@@ -160,7 +162,7 @@ func (m *Message) Int(k string) (int64, error) {
 func (m *Message) Bool(k string) (bool, error) {
 	v, ok := m.Get(k)
 	if !ok {
-		return false, missing(k)
+		return false, MissingKey(k)
 	}
 	return BoolValue(k, v)
 }
@@ -190,7 +192,7 @@ const maxMillis = uint64(math.MaxInt64 / int64(time.Millisecond))
 func (m *Message) Duration(k string) (time.Duration, error) {
 	v, ok := m.Get(k)
 	if !ok {
-		return 0, missing(k)
+		return 0, MissingKey(k)
 	}
 	return durationValue(k, v)
 }

@@ -159,7 +159,7 @@ func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint32, boo
 // tokenPart parses one half of a dispatch token as Message.Uint would.
 func tokenPart(k, v string, present bool) (uint64, error) {
 	if !present {
-		return 0, &wire.ValueError{Key: k, Reason: "required key missing"}
+		return 0, wire.MissingKey(k)
 	}
 	return wire.UintValue(k, v)
 }

@@ -54,7 +54,7 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 func (c *Core) list(p *peer, m *wire.Message, req string) {
 	name, ok := m.Get("state")
 	if !ok {
-		c.badRequest(p, req, &wire.ValueError{Key: "state", Reason: "required key missing"})
+		c.badRequest(p, req, wire.MissingKey("state"))
 		return
 	}
 	st, ok := ParseState(name)

@@ -17,7 +17,7 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	var f resultFields
 	f.scan(m)
 	if !f.hasStatus {
-		c.badRequest(p, "", &wire.ValueError{Key: "status", Reason: "required key missing"})
+		c.badRequest(p, "", wire.MissingKey("status"))
 		return
 	}
 	if f.status != "succeeded" && f.status != "failed" {

@@ -97,7 +97,7 @@ func validExecutorID(id string) bool {
 func (c *Core) register(p *peer, m *wire.Message) {
 	id, ok := m.Get("executor_id")
 	if !ok {
-		c.badRequest(p, "", &wire.ValueError{Key: "executor_id", Reason: "required key missing"})
+		c.badRequest(p, "", wire.MissingKey("executor_id"))
 		return
 	}
 	if !validExecutorID(id) {
@@ -105,7 +105,7 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		return
 	}
 	if !m.Has("task_types") {
-		c.badRequest(p, "", &wire.ValueError{Key: "task_types", Reason: "required key missing"})
+		c.badRequest(p, "", wire.MissingKey("task_types"))
 		return
 	}
 	types, err := m.List("task_types")

@@ -71,7 +71,7 @@ func uintOr(k, v string, has bool, def uint64) (uint64, error) {
 func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 	var err error
 	if !f.hasType {
-		return &wire.ValueError{Key: "task_type", Reason: "required key missing"}
+		return wire.MissingKey("task_type")
 	}
 	if f.typ == "" {
 		return &wire.ValueError{Key: "task_type", Reason: "must not be empty"}
