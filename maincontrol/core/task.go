@@ -103,14 +103,9 @@ func (t *task) deps() []uint64 {
 // block.
 func (t *task) setOutcome(errText, out string, outKeys uint16) {
 	t.outs, t.outKeys = out, outKeys
-	if t.errText() == errText {
-		return
+	if t.errText() != errText {
+		t.x = newExtra(t.key(), errText, t.ownTrace(), t.deps())
 	}
-	if t.x == nil {
-		t.x = &taskExtra{errText: errText}
-		return
-	}
-	t.x = newExtra(t.x.key, errText, t.x.traceID, t.x.deps)
 }
 
 // taskType is everything known about one task_type: its pending queues and
