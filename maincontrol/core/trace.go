@@ -32,8 +32,14 @@ func (t *task) trace() string {
 	if own := t.ownTrace(); own != "" {
 		return own // immutable, and cloned from the submit when stored
 	}
+	return derivedTrace(t.id, t.createdMs)
+}
+
+// derivedTrace returns the trace id of task id created at createdMs when
+// its submitter gave none.
+func derivedTrace(id uint64, createdMs int64) string {
 	var buf [32]byte
-	deriveTrace(&buf, t.id, t.createdMs)
+	deriveTrace(&buf, id, createdMs)
 	return string(buf[:])
 }
 

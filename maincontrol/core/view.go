@@ -130,9 +130,7 @@ func DescribeRecord(payload []byte) (Record, error) {
 		if r.trace != "" {
 			add("trace_id", r.trace)
 		} else {
-			var buf [32]byte
-			deriveTrace(&buf, r.id, r.at)
-			add("trace_id", string(buf[:])+" (derived)")
+			add("trace_id", derivedTrace(r.id, r.at)+" (derived)")
 		}
 		if len(r.deps) > 0 {
 			add("depends_on", r.deps)
