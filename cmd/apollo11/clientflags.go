@@ -57,8 +57,9 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// clientCommand parses flags, dials, runs fn and closes.
-func clientCommand(name, synopsis string, args []string, stderr io.Writer,
+// clientCommand parses flags, dials, runs fn and closes. Words after the
+// flags are refused unless operands is set; then fn checks them.
+func clientCommand(name, synopsis string, operands bool, args []string, stderr io.Writer,
 	extra func(fs *flag.FlagSet), fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
 	fs := newFlagSet(name, synopsis, stderr)
 	var cf clientFlags
@@ -66,7 +67,11 @@ func clientCommand(name, synopsis string, args []string, stderr io.Writer,
 	if extra != nil {
 		extra(fs)
 	}
-	if err := parseFlags(fs, args); err != nil {
+	parse := parseFlags
+	if operands {
+		parse = parseFlagsOperands
+	}
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cl, err := cf.dial()

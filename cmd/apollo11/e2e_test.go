@@ -127,6 +127,11 @@ func TestCLI_EndToEnd(t *testing.T) {
 	_, errOut, code = cli(t, bin, mc.Addr, "submit")
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, errOut, "--type is required")
+	// A stray word would make the flag package drop every flag after it.
+	out, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "stray", "--wait")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, errOut, `unexpected argument "stray"`)
+	assert.Empty(t, out, "nothing submitted")
 	_, errOut, code = cli(t, bin, "127.0.0.1:1", "stats")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "cannot reach the main control")

@@ -47,8 +47,23 @@ func newFlagSetEnv(prefix, name, synopsis string, out io.Writer) *flag.FlagSet {
 }
 
 // parseFlags applies the flag set's environment variables, then the
-// command line, which wins.
+// command line, which wins, for a command that takes no operands. The flag
+// package stops at the first word that is not a flag, so a stray word
+// would silently drop every flag after it: `--progress false --json F`
+// (a boolean flag takes its value as --progress=false) ran without F.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsOperands(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags come first, and a boolean flag takes its value as --flag=false", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseFlagsOperands is parseFlags for a command whose operands follow
+// its flags (a task id, keys); the command checks them.
+func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 	prefix, ok := flagEnvPrefix[fs]
 	if !ok {
 		prefix = envPrefix

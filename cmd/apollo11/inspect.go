@@ -35,7 +35,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", "inspect --data-dir DIR [TASK_ID]", stderr)
 	dir := fs.String("data-dir", "apollo-data", "data directory to read (never modified; safe on a copy while the daemon runs)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOperands(fs, args); err != nil {
 		return err
 	}
 	var taskID uint64

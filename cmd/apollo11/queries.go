@@ -25,7 +25,7 @@ func taskIDArg(fs *flag.FlagSet) (uint64, error) {
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("status", "status [flags] TASK_ID", args, stderr, nil,
+	return clientCommand("status", "status [flags] TASK_ID", true, args, stderr, nil,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			id, err := taskIDArg(fs)
 			if err != nil {
@@ -56,7 +56,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 }
 
 func runCancel(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("cancel", "cancel [flags] TASK_ID", args, stderr, nil,
+	return clientCommand("cancel", "cancel [flags] TASK_ID", true, args, stderr, nil,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			id, err := taskIDArg(fs)
 			if err != nil {
@@ -86,7 +86,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		fs.Uint64Var(&after, "after", 0, "list ids after this one (the previous page's next)")
 		fs.BoolVar(&all, "all", false, "follow next to the end")
 	}
-	return clientCommand("list", "list --state S [flags]", args, stderr, extra,
+	return clientCommand("list", "list --state S [flags]", false, args, stderr, extra,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			if state == "" {
 				fs.Usage()
@@ -123,7 +123,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("stats", "stats [flags]", args, stderr, nil,
+	return clientCommand("stats", "stats [flags]", false, args, stderr, nil,
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -152,7 +152,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 }
 
 func runState(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("state", "state [flags] [KEY ...]", args, stderr, nil,
+	return clientCommand("state", "state [flags] [KEY ...]", true, args, stderr, nil,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -173,7 +173,7 @@ func runState(args []string, stdout, stderr io.Writer) error {
 }
 
 func runDebug(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("debug", "debug [flags] on|off", args, stderr, nil,
+	return clientCommand("debug", "debug [flags] on|off", true, args, stderr, nil,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			if fs.NArg() != 1 || (fs.Arg(0) != "on" && fs.Arg(0) != "off") {
 				fs.Usage()
