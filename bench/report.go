@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -41,6 +42,9 @@ type Report struct {
 
 	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown
 	Harness     ProcReport  `json:"harness"`
+	// HarnessProcs is the harness's GOMAXPROCS: how many threads its
+	// goroutines ran on at once.
+	HarnessProcs int `json:"harness_procs"`
 	// ExecutorProcs is the executor processes' CPU (process mode).
 	ExecutorProcs *ProcReport `json:"executor_processes,omitempty"`
 	Cores         int         `json:"cores"`
@@ -68,7 +72,7 @@ type ProcReport struct {
 }
 
 func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end time.Time) *Report {
-	r := &Report{Cores: cores, ErrorCodes: map[string]int64{}, AckHist: NewHistogram(),
+	r := &Report{Cores: cores, HarnessProcs: runtime.GOMAXPROCS(0), ErrorCodes: map[string]int64{}, AckHist: NewHistogram(),
 		DispatchHist: NewHistogram(), SentDispatchHist: NewHistogram(), DoneHist: NewHistogram(), LagHist: NewHistogram()}
 	r.Target = t.addr
 	if t.mc != nil {
@@ -214,8 +218,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		b.WriteString("  main control  cpu and memory unknown (pass --pid for a main control the harness did not start)\n")
 	}
-	fmt.Fprintf(&b, "  harness       cpu %.2f s = %.0f%% of one core, %.0f%% of the machine (%d cores)\n",
-		r.Harness.CPUSeconds, 100*r.Harness.CoreShare, 100*r.Harness.MachineShare, r.Cores)
+	fmt.Fprintf(&b, "  harness       cpu %.2f s = %.0f%% of one core, %.0f%% of the machine (%d cores); GOMAXPROCS %d\n",
+		r.Harness.CPUSeconds, 100*r.Harness.CoreShare, 100*r.Harness.MachineShare, r.Cores, r.HarnessProcs)
 	if e := r.ExecutorProcs; e != nil {
 		fmt.Fprintf(&b, "  executors     cpu %.2f s = %.0f%% of one core (all executor processes)\n", e.CPUSeconds, 100*e.CoreShare)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,5 +47,35 @@ func TestParseFlags_Operands(t *testing.T) {
 				assert.Equal(t, tc.rest, fs.Args())
 			}
 		})
+	}
+}
+
+func TestBenchFlags_Procs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, tc := range []struct {
+		args []string
+		want int // GOMAXPROCS after parse; 0: unchanged
+		err  string
+	}{
+		{args: nil, want: 1},
+		{args: []string{"--procs", "3"}, want: 3},
+		{args: []string{"--procs", "0"}},
+		{args: []string{"--procs", "-1"}, err: "--procs -1: want 0 (Go's default) or more"},
+	} {
+		runtime.GOMAXPROCS(2)
+		fs := newBenchFlagSet("bench", "bench", io.Discard)
+		var c commonBenchFlags
+		c.register(fs)
+		err := c.parse(fs, tc.args)
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err, "%v", tc.args)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.args)
+		want := tc.want
+		if want == 0 {
+			want = 2
+		}
+		assert.Equal(t, want, runtime.GOMAXPROCS(0), "%v", tc.args)
 	}
 }
