@@ -51,7 +51,6 @@ type commonBenchFlags struct {
 	addr, binary, tokenFile, fsync, jsonOut string
 	mcArgs                                  string
 	progress                                autoBool
-	procs                                   int
 }
 
 func (c *commonBenchFlags) register(fs *flag.FlagSet) {
@@ -60,28 +59,7 @@ func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
 	fs.StringVar(&c.fsync, "fsync", "off", "for a started main control: off (no data dir), never, batch or always")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
-	fs.IntVar(&c.procs, "procs", 1, "GOMAXPROCS of the harness; 0 keeps Go's default (one per CPU)")
 	c.registerReport(fs)
-}
-
-// parse parses a load scenario's flags and sets the harness's GOMAXPROCS.
-// One by default: the harness shares the host with the main control it
-// loads, and with a P per CPU Go's scheduler keeps idle threads spinning
-// for goroutines to run, which on a 2-core host takes the CPU the main
-// control needs. At 50,000 tasks/s that alone put p90 submit -> dispatch
-// at 2.5-2.9 ms against 1.1-1.4 with one (bench/README.md). The started
-// main control does not inherit it: GOMAXPROCS is set, not exported.
-func (c *commonBenchFlags) parse(fs *flag.FlagSet, args []string) error {
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if c.procs < 0 {
-		return fmt.Errorf("--procs %d: want 0 (Go's default) or more", c.procs)
-	}
-	if c.procs > 0 {
-		runtime.GOMAXPROCS(c.procs)
-	}
-	return nil
 }
 
 // registerReport registers only the flags of how a report is shown, for
@@ -165,6 +143,25 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// setHarnessProcs sets the load harness's GOMAXPROCS (0: Go's default).
+// One by default: the harness shares the host with the main control it
+// loads, and with a P per CPU Go's scheduler keeps idle threads spinning
+// for goroutines to run, which on a 2-core host takes the CPU the main
+// control needs. At 50,000 tasks/s that alone put p90 submit -> dispatch
+// at 2.4-2.9 ms against 1.1-1.4 with one; at 5,000/s, with CPU to spare,
+// one proc is slower (bench/README.md). The started main control does
+// not inherit it: GOMAXPROCS is set, not exported. The other scenarios
+// are probes at low rates or hold idle connections, and keep Go's default.
+func setHarnessProcs(n int) error {
+	if n < 0 {
+		return fmt.Errorf("--procs %d: want 0 (Go's default) or more", n)
+	}
+	if n > 0 {
+		runtime.GOMAXPROCS(n)
+	}
+	return nil
+}
+
 func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover|stalls] [flags]", stderr)
 	var c commonBenchFlags
@@ -188,7 +185,11 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
 	fs.DurationVar(&cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
-	if err := c.parse(fs, args); err != nil {
+	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness; 0 keeps Go's default (one per CPU)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := setHarnessProcs(*procs); err != nil {
 		return err
 	}
 	var err error
@@ -256,7 +257,7 @@ func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 256, "probes in flight at most")
 	fs.StringVar(&cfg.Cases, "cases", "", "only the probe cases whose name contains this")
-	if err := c.parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var err error
@@ -316,7 +317,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&cfg.Executors, "executors", 10_000, "idle executors to connect")
 	fs.DurationVar(&cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
 	fs.IntVar(&cfg.Dialers, "dialers", 100, "connections opened at once")
-	if err := c.parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -341,7 +342,7 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.StringVar(&cfg.DataDir, "dir", "", "data dir for the main control (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting")
 	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload per task")
-	if err := c.parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {
@@ -363,7 +364,7 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds per variant")
 	fs.StringVar(&cfg.Victim, "victim", "raw", "the executor killed: raw (apollo11 bench executor) or process (apollo11 executor)")
-	if err := c.parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if c.addr != "" {

@@ -50,32 +50,24 @@ func TestParseFlags_Operands(t *testing.T) {
 	}
 }
 
-func TestBenchFlags_Procs(t *testing.T) {
+func TestSetHarnessProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct {
-		args []string
-		want int // GOMAXPROCS after parse; 0: unchanged
-		err  string
+		n, want int
+		err     string
 	}{
-		{args: nil, want: 1},
-		{args: []string{"--procs", "3"}, want: 3},
-		{args: []string{"--procs", "0"}},
-		{args: []string{"--procs", "-1"}, err: "--procs -1: want 0 (Go's default) or more"},
+		{n: 1, want: 1},
+		{n: 3, want: 3},
+		{n: 0, want: 2}, // Go's default: left as it was
+		{n: -1, want: 2, err: "--procs -1: want 0 (Go's default) or more"},
 	} {
 		runtime.GOMAXPROCS(2)
-		fs := newBenchFlagSet("bench", "bench", io.Discard)
-		var c commonBenchFlags
-		c.register(fs)
-		err := c.parse(fs, tc.args)
+		err := setHarnessProcs(tc.n)
 		if tc.err != "" {
-			require.EqualError(t, err, tc.err, "%v", tc.args)
-			continue
+			require.EqualError(t, err, tc.err)
+		} else {
+			require.NoError(t, err)
 		}
-		require.NoError(t, err, "%v", tc.args)
-		want := tc.want
-		if want == 0 {
-			want = 2
-		}
-		assert.Equal(t, want, runtime.GOMAXPROCS(0), "%v", tc.args)
+		assert.Equal(t, tc.want, runtime.GOMAXPROCS(0), "--procs %d", tc.n)
 	}
 }
