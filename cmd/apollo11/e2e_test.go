@@ -127,6 +127,9 @@ func TestCLI_EndToEnd(t *testing.T) {
 	_, errOut, code = cli(t, bin, mc.Addr, "submit")
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, errOut, "--type is required")
+	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--max-attempts", "0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--max-attempts 0: must be at least 1")
 	// A stray word would make the flag package drop every flag after it.
 	out, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "stray", "--wait")
 	assert.Equal(t, 1, code, out)

@@ -47,7 +47,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&req.Type, "type", "", "task type (required)")
 		fs.Var(argsFlag, "arg", "task argument k=v (repeat for more)")
 		fs.IntVar(&req.Priority, "priority", 0, "priority 0-9, 9 most urgent")
-		fs.IntVar(&req.MaxAttempts, "max-attempts", 0, "attempts before the task fails (default 3)")
+		fs.IntVar(&req.MaxAttempts, "max-attempts", 3, "attempts before the task fails, at least 1")
 		fs.DurationVar(&req.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
 		fs.DurationVar(&req.Delay, "delay", 0, "do not dispatch before this much time")
 		fs.StringVar(&req.Key, "key", "", "idempotency key: a known key returns its task instead")
@@ -61,6 +61,10 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 			if req.Type == "" {
 				fs.Usage()
 				return fmt.Errorf("--type is required")
+			}
+			if req.MaxAttempts < 1 {
+				// The client leaves 0 out, which would get the default.
+				return fmt.Errorf("--max-attempts %d: must be at least 1", req.MaxAttempts)
 			}
 			req.Args = argsFlag
 			for _, d := range strings.Split(deps, ",") {
