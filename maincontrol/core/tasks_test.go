@@ -753,6 +753,28 @@ func TestCore_SubmitValues(t *testing.T) {
 	h.checkReplay()
 }
 
+// A task type that cannot be a list item is accepted (the spec limits no
+// value of task_type) but can never be registered, so it stays pending:
+// docs/protocol.md, "A task_type with a comma or a space".
+func TestCore_UnregistrableTaskType(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	comma := h.submit(cl, "task_type", "a,b")
+	space := h.submit(cl, "task_type", "a b")
+	ex := h.executor("e1", "a,b", 4) // registers a and b, not "a,b"
+	bad := h.open()
+	h.send(bad, "register", "executor_id", "e2", "task_types", "a b", "slots", "1")
+	h.expectErr(bad, wire.CodeBadRequest)
+	h.advance(time.Minute)
+	h.none(ex)
+	assert.Equal(t, Pending, h.state(comma))
+	assert.Equal(t, Pending, h.state(space))
+	h.send(cl, "cancel", "req", "c", "task_id", itoa(comma))
+	h.expect(cl, "cancelled")
+	assert.Equal(t, Cancelled, h.state(comma))
+	h.checkReplay()
+}
+
 // Id 0 names no task, though it falls in the first chunk of the table
 // (whose empty slots have id 0).
 func TestCore_TaskIDZero(t *testing.T) {
