@@ -61,6 +61,10 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	if f.id == "" {
 		f.id = defaultExecutorID()
 	}
+	if err := firstErr(positive("slots", f.slots), positive("drain-timeout", f.drainTimeout),
+		positive("exec-max-output", f.execMaxOutput)); err != nil {
+		return executor.Config{}, err
+	}
 	cfg := executor.Config{Addr: f.connect, ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
 		Logger: logger, Handlers: map[string]executor.Handler{}}
 	if f.tokenFile != "" {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 )
 
 // envPrefix is the prefix of the environment variables of flags.
@@ -37,7 +38,9 @@ func newFlagSetEnv(prefix, name, synopsis string, out io.Writer) *flag.FlagSet {
 		fmt.Fprintf(out, "Usage: apollo11 %s\n\nFlags (each also from its environment variable):\n", synopsis)
 		fs.VisitAll(func(f *flag.Flag) {
 			def := ""
-			if f.DefValue != "" {
+			if f.DefValue != "" && !strings.Contains(f.Usage, "(default ") {
+				// A usage that states its own default ("a third of
+				// --heartbeat-timeout") is not followed by "(default 0s)".
 				def = " (default " + f.DefValue + ")"
 			}
 			fmt.Fprintf(out, "  --%s  [%s]\n      %s%s\n", f.Name, envName(prefix, f.Name), f.Usage, def)
@@ -106,4 +109,24 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
+}
+
+// positive refuses a flag value below or at 0. The daemons' Config types
+// read a zero as "the default", which suits Go callers but not a command
+// line: an explicit --max-conns 0 must not quietly mean 65536.
+func positive[T int | time.Duration](name string, v T) error {
+	if v > 0 {
+		return nil
+	}
+	return fmt.Errorf("--%s %v: must be more than 0", name, v)
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

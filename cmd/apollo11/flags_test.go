@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"log/slog"
 	"runtime"
 	"testing"
 
@@ -69,5 +70,47 @@ func TestSetHarnessProcs(t *testing.T) {
 			require.NoError(t, err)
 		}
 		assert.Equal(t, tc.want, runtime.GOMAXPROCS(0), "--procs %d", tc.n)
+	}
+}
+
+// An explicit zero would quietly mean the Config's default; it is refused.
+func TestDaemonFlags_RefuseZeroLimits(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		err  string // "": accepted
+	}{
+		{"maincontrol", nil, ""},
+		{"maincontrol", []string{"--max-conns", "0"}, "--max-conns 0: must be more than 0"},
+		{"maincontrol", []string{"--max-pending", "-3"}, "--max-pending -3: must be more than 0"},
+		{"maincontrol", []string{"--retention", "0"}, "--retention 0s: must be more than 0"},
+		{"maincontrol", []string{"--snapshot-interval", "0s"}, "--snapshot-interval 0s: must be more than 0"},
+		{"maincontrol", []string{"--max-retrying", "0"}, "--max-retrying 0: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--max-retrying", "-2"}, "--max-retrying -2: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--max-retrying", "-1"}, ""},
+		{"maincontrol", []string{"--heartbeat-interval", "0"}, ""}, // documented: a third of the timeout
+		{"executor", nil, ""},
+		{"executor", []string{"--slots", "0"}, "--slots 0: must be more than 0"},
+		{"executor", []string{"--drain-timeout", "0s"}, "--drain-timeout 0s: must be more than 0"},
+	} {
+		fs := newFlagSet(tc.cmd, tc.cmd, io.Discard)
+		var err error
+		switch tc.cmd {
+		case "maincontrol":
+			var f maincontrolFlags
+			f.register(fs)
+			require.NoError(t, parseFlags(fs, tc.args))
+			_, err = f.config(io.Discard)
+		case "executor":
+			var f executorFlags
+			f.register(fs)
+			require.NoError(t, parseFlags(fs, tc.args))
+			_, err = f.config(slog.New(slog.DiscardHandler))
+		}
+		if tc.err == "" {
+			assert.NoError(t, err, "%s %v", tc.cmd, tc.args)
+		} else {
+			assert.EqualError(t, err, tc.err, "%s %v", tc.cmd, tc.args)
+		}
 	}
 }

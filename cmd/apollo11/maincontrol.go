@@ -54,9 +54,28 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	f.log.register(fs)
 }
 
+// checkPositive refuses zero and negative limits and times (see
+// positive); --heartbeat-interval 0 keeps its documented meaning.
+func (f *maincontrolFlags) checkPositive() error {
+	if f.maxRetrying == 0 || f.maxRetrying < -1 {
+		return fmt.Errorf("--max-retrying %d: want -1 (no cap) or more than 0", f.maxRetrying)
+	}
+	return firstErr(
+		positive("max-pending", f.maxPending), positive("max-inflight", f.maxInflight),
+		positive("max-frame", f.maxFrame), positive("max-conns", f.maxConns),
+		positive("retention-max", f.retentionMax), positive("snapshot-every", f.snapshotEvery),
+		positive("event-loops", f.eventLoops),
+		positive("handshake-timeout", f.handshakeTimeout), positive("heartbeat-timeout", f.heartbeatTimeout),
+		positive("start-timeout", f.startTimeout), positive("retention", f.retention),
+		positive("fsync-interval", f.fsyncInterval), positive("snapshot-interval", f.snapshotInterval))
+}
+
 // config turns the flags into a maincontrol.Config.
 func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) {
 	var cfg maincontrol.Config
+	if err := f.checkPositive(); err != nil {
+		return cfg, err
+	}
 	logger, err := f.log.logger(stderr)
 	if err != nil {
 		return cfg, err
