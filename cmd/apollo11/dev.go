@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/executor/builtin"
 	"github.com/apollo11/apollo11/maincontrol"
 )
 
@@ -49,7 +50,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	exErrs := make(chan error, 2)
 	for i := 1; i <= 2; i++ {
 		ef := executorFlags{connect: cfg.Listen, id: fmt.Sprintf("dev-%d", i), types: "echo,sleep,fail",
-			slots: *slots, drainTimeout: 5e9}
+			slots: *slots, drainTimeout: 5e9, execMaxOutput: builtin.DefaultMaxOutput}
 		ecfg, err := ef.config(cfg.Logger)
 		if err != nil {
 			return err

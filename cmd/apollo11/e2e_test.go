@@ -278,3 +278,17 @@ steps:
 	assert.Contains(t, out, "pipeline p\n")
 	assert.Contains(t, out, "cancelled")
 }
+
+// The quick start: `apollo11 dev` serves submits with its own executors
+// and stops cleanly on SIGTERM.
+func TestDev_QuickStart(t *testing.T) {
+	bin := testbin.Build(t)
+	addr := testbin.FreeAddr(t)
+	dev := testbin.Start(t, bin, nil, "dev", "--listen", addr, "--data-dir", t.TempDir())
+	require.NoError(t, testbin.WaitWelcome(addr, 20*time.Second, nil), dev.Output())
+	out, errOut, code := cli(t, bin, addr, "submit", "--type", "echo", "--arg", "msg=hi", "--wait")
+	require.Equal(t, 0, code, "%s%s\ndev output:\n%s", out, errOut, dev.Output())
+	assert.Contains(t, out, "out.msg=hi\n")
+	dev.Signal(syscall.SIGTERM)
+	require.NoError(t, dev.Wait(10*time.Second), "graceful stop exits 0\n%s", dev.Output())
+}
