@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,9 +77,14 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	}
 	var allow []string
 	for _, p := range strings.Split(f.execAllow, ",") {
-		if p != "" {
-			allow = append(allow, p)
+		if p == "" {
+			continue
 		}
+		if !filepath.IsAbs(p) {
+			// exec runs only absolute paths, so this entry could never match.
+			return cfg, fmt.Errorf("--exec-allow: %q is not an absolute path", p)
+		}
+		allow = append(allow, p)
 	}
 	for _, t := range strings.Split(f.types, ",") {
 		switch t {

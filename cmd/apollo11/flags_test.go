@@ -92,6 +92,8 @@ func TestDaemonFlags_RefuseZeroLimits(t *testing.T) {
 		{"executor", nil, ""},
 		{"executor", []string{"--slots", "0"}, "--slots 0: must be more than 0"},
 		{"executor", []string{"--drain-timeout", "0s"}, "--drain-timeout 0s: must be more than 0"},
+		{"executor", []string{"--exec-allow", "/bin/echo,bin/ls"}, `--exec-allow: "bin/ls" is not an absolute path`},
+		{"executor", []string{"--exec-allow", "/bin/echo"}, ""},
 	} {
 		fs := newFlagSet(tc.cmd, tc.cmd, io.Discard)
 		var err error
