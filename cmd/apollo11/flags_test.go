@@ -73,8 +73,9 @@ func TestSetHarnessProcs(t *testing.T) {
 	}
 }
 
-// An explicit zero would quietly mean the Config's default; it is refused.
-func TestDaemonFlags_RefuseZeroLimits(t *testing.T) {
+// An explicit zero would quietly mean the Config's default, and a relative
+// --exec-allow entry could never match: both are refused at startup.
+func TestDaemonFlags_Validation(t *testing.T) {
 	for _, tc := range []struct {
 		cmd  string
 		args []string
