@@ -160,6 +160,10 @@ func (s *Server) serve(ctx context.Context) error {
 	if s.cfg.OnReady != nil {
 		s.cfg.OnReady(s.cfg.Listen)
 	}
+	if s.cfg.Core.Token == nil && beyondLoopback(s.cfg.Listen) {
+		s.log.Warn("listening beyond loopback without auth: anyone who reaches this port can submit and cancel tasks and register as an executor; give --token-file",
+			"listen", s.cfg.Listen)
+	}
 	s.log.Info("main control ready", "listen", s.cfg.Listen, "data_dir", s.cfg.DataDir,
 		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil, "event_loops", s.cfg.EventLoops)
 	select {

@@ -1,0 +1,29 @@
+package maincontrol
+
+import (
+	"net"
+	"strings"
+)
+
+// beyondLoopback reports whether a listen address (host:port, or a gnet
+// URL such as tcp://host:port) accepts connections from other hosts. An
+// empty host or an unspecified address (0.0.0.0, ::) listens everywhere; a
+// name other than localhost may resolve to anything, so it counts too.
+// Unix sockets are local.
+func beyondLoopback(listen string) bool {
+	if scheme, rest, ok := strings.Cut(listen, "://"); ok {
+		if strings.HasPrefix(scheme, "unix") {
+			return false
+		}
+		listen = rest
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return true // not ours to judge; gnet refuses it anyway
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
