@@ -126,7 +126,7 @@ func dialWelcomeSize(addr string, timeout time.Duration, size int) (*frameConn, 
 	m, err := f.next()
 	if err != nil {
 		c.Close()
-		return nil, "", fmt.Errorf("cannot read welcome from %s: %w", addr, err)
+		return nil, "", fmt.Errorf("%s: %w", addr, wire.WelcomeReadError(err))
 	}
 	if m.Type() != "welcome" {
 		c.Close()

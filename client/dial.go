@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"time"
 
@@ -67,19 +66,18 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 		return nil, fmt.Errorf("cannot set handshake deadline: %w", err)
 	}
 	r := wire.NewReader(conn, 0)
-	welcome, err := r.Next()
+	m, err := r.Next()
 	if err != nil {
-		return nil, handshakeErr(ctx, "cannot read welcome", err)
+		if ctx.Err() != nil {
+			return nil, handshakeErr(ctx, "cannot read welcome", err)
+		}
+		return nil, wire.WelcomeReadError(err)
 	}
-	if welcome.Type() != "welcome" {
-		return nil, fmt.Errorf("expected welcome, got %q", welcome.Type())
+	welcome, err := wire.ParseWelcome(m)
+	if err != nil {
+		return nil, err
 	}
-	maxFrame, err := welcome.UintOr("max_frame", wire.DefaultMaxFrame)
-	if err != nil || maxFrame == 0 || maxFrame > math.MaxUint32 {
-		return nil, fmt.Errorf("bad welcome max_frame %q", welcome.Value("max_frame"))
-	}
-	maxFrame = min(maxFrame, math.MaxInt32)
-	r.SetMaxFrame(int(maxFrame))
+	r.SetMaxFrame(welcome.MaxFrame)
 
 	b := wire.Begin(nil, "hello")
 	b.Str("req", "0")
@@ -87,11 +85,11 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 	if opts.Name != "" {
 		b.Str("client", opts.Name)
 	}
-	if mode := welcome.Value("auth"); mode != "none" && mode != "" {
+	if mode := welcome.Auth; mode != "none" && mode != "" {
 		if len(opts.Token) == 0 {
 			return nil, ErrAuthRequired
 		}
-		b.Str("auth", auth.Sign(opts.Token, welcome.Value("nonce")))
+		b.Str("auth", auth.Sign(opts.Token, welcome.Nonce))
 	}
 	frame, err := b.Finish()
 	if err != nil {
@@ -110,7 +108,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 			if err := conn.SetDeadline(time.Time{}); err != nil {
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
 			}
-			return &Client{conn: conn, r: r, maxFrame: int(maxFrame), done: make(chan struct{}),
+			return &Client{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
 				pending: make(map[string]*call)}, nil
 		case "error":
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))

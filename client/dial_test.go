@@ -95,6 +95,22 @@ func TestDial(t *testing.T) {
 		_, err = client.Dial(context.Background(), ln.Addr().String(), client.Options{Logger: slog.New(slog.DiscardHandler)})
 		assert.ErrorContains(t, err, "expected welcome")
 	})
+	t.Run("another service", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err == nil {
+				_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n"))
+				defer c.Close()
+				time.Sleep(time.Second)
+			}
+		}()
+		_, err = client.Dial(context.Background(), ln.Addr().String(), client.Options{Logger: slog.New(slog.DiscardHandler)})
+		assert.ErrorContains(t, err, "cannot read welcome (is this an apollo11 main control?): frame too large")
+		assert.ErrorIs(t, err, wire.ErrFrameTooLarge)
+	})
 	t.Run("context cancelled during handshake", func(t *testing.T) {
 		f := mustStartFakeServer(t)
 		ctx, cancel := context.WithCancel(context.Background())

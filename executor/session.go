@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"strconv"
@@ -53,24 +52,20 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 	if err := conn.SetDeadline(deadline); err != nil {
 		return nil, fmt.Errorf("cannot set handshake deadline: %w", err)
 	}
-	welcome, err := r.Next()
+	m, err := r.Next()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read welcome: %w", err)
+		return nil, wire.WelcomeReadError(err)
 	}
-	if welcome.Type() != "welcome" {
-		return nil, fmt.Errorf("expected welcome, got %q", welcome.Type())
+	welcome, err := wire.ParseWelcome(m)
+	if err != nil {
+		return nil, err
 	}
-	maxFrame, err := welcome.UintOr("max_frame", wire.DefaultMaxFrame)
-	if err != nil || maxFrame == 0 || maxFrame > math.MaxUint32 {
-		return nil, fmt.Errorf("bad welcome max_frame %q", welcome.Value("max_frame"))
+	if welcome.Proto != "" && welcome.Proto != "1" {
+		e.log.Warn("main control speaks another protocol version; registering with proto=1", "proto", welcome.Proto)
 	}
-	maxFrame = min(maxFrame, math.MaxInt32) // an int on 32-bit platforms too
-	if p := welcome.Value("proto"); p != "" && p != "1" {
-		e.log.Warn("main control speaks another protocol version; registering with proto=1", "proto", p)
-	}
-	r.SetMaxFrame(int(maxFrame))
+	r.SetMaxFrame(welcome.MaxFrame)
 
-	frame, err := e.registerFrame(welcome.Value("auth"), welcome.Value("nonce"))
+	frame, err := e.registerFrame(welcome.Auth, welcome.Nonce)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +79,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 		}
 		switch m.Type() {
 		case "registered":
-			s, err := e.newSession(conn, r, int(maxFrame), m)
+			s, err := e.newSession(conn, r, welcome.MaxFrame, m)
 			if err != nil {
 				return nil, err
 			}

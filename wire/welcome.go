@@ -1,0 +1,41 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Welcome is what a peer takes from the main control's first frame
+// (spec section 3).
+type Welcome struct {
+	Auth     string // "none" or "hmac-sha256"; "" when absent
+	Nonce    string
+	Proto    string // "" when absent
+	MaxFrame int    // the limit for frames the peer sends; int32 at most
+}
+
+// ParseWelcome checks that m is a welcome and reads it. max_frame defaults
+// to DefaultMaxFrame; 0 or a value beyond uint32 is an error, and a value
+// beyond int32 is capped so that it fits an int on 32-bit platforms.
+func ParseWelcome(m *Message) (Welcome, error) {
+	if m.Type() != "welcome" {
+		return Welcome{}, fmt.Errorf("expected welcome, got %q (is this an apollo11 main control?)", m.Type())
+	}
+	maxFrame, err := m.UintOr("max_frame", DefaultMaxFrame)
+	if err != nil || maxFrame == 0 || maxFrame > math.MaxUint32 {
+		return Welcome{}, fmt.Errorf("bad welcome max_frame %q", m.Value("max_frame"))
+	}
+	return Welcome{Auth: m.Value("auth"), Nonce: m.Value("nonce"), Proto: m.Value("proto"),
+		MaxFrame: int(min(maxFrame, math.MaxInt32))}, nil
+}
+
+// WelcomeReadError describes a failure to read the first frame. A framing
+// error there usually means the address is some other service (an SSH
+// banner announces a frame of 1.4 GB), so it says so.
+func WelcomeReadError(err error) error {
+	if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrMalformed) {
+		return fmt.Errorf("cannot read welcome (is this an apollo11 main control?): %w", err)
+	}
+	return fmt.Errorf("cannot read welcome: %w", err)
+}

@@ -1,0 +1,58 @@
+package wire
+
+import (
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseWelcome(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kv   []string
+		typ  string
+		want Welcome
+		err  string
+	}{
+		{name: "full", kv: []string{"proto", "1", "nonce", "ab", "auth", "hmac-sha256", "max_frame", "2048"},
+			want: Welcome{Auth: "hmac-sha256", Nonce: "ab", Proto: "1", MaxFrame: 2048}},
+		{name: "default max_frame", kv: []string{"auth", "none"}, want: Welcome{Auth: "none", MaxFrame: DefaultMaxFrame}},
+		{name: "capped to int32", kv: []string{"max_frame", "4294967295"}, want: Welcome{MaxFrame: 1<<31 - 1}},
+		{name: "zero", kv: []string{"max_frame", "0"}, err: `bad welcome max_frame "0"`},
+		{name: "beyond uint32", kv: []string{"max_frame", "4294967296"}, err: `bad welcome max_frame "4294967296"`},
+		{name: "not a number", kv: []string{"max_frame", "x"}, err: `bad welcome max_frame "x"`},
+		{name: "other type", typ: "error", err: `expected welcome, got "error" (is this an apollo11 main control?)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			typ := tc.typ
+			if typ == "" {
+				typ = "welcome"
+			}
+			m := NewMessage(typ)
+			for i := 0; i+1 < len(tc.kv); i += 2 {
+				m.Set(tc.kv[i], tc.kv[i+1])
+			}
+			w, err := ParseWelcome(m)
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, w)
+		})
+	}
+}
+
+func TestWelcomeReadError(t *testing.T) {
+	tooBig := &FrameTooLargeError{Size: 1397966893, Max: DefaultMaxFrame}
+	err := WelcomeReadError(tooBig)
+	assert.EqualError(t, err, "cannot read welcome (is this an apollo11 main control?): frame too large: 1397966893 bytes announced, max 1048576")
+	assert.True(t, errors.Is(err, ErrFrameTooLarge))
+	assert.EqualError(t, WelcomeReadError(malformed("no =", 3)), "cannot read welcome (is this an apollo11 main control?): malformed payload at byte 3: no =")
+	err = WelcomeReadError(io.EOF)
+	assert.EqualError(t, err, "cannot read welcome: EOF")
+	assert.True(t, errors.Is(err, io.EOF))
+}
