@@ -17,41 +17,45 @@ type SubmitRequest struct {
 	DependsOn   []uint64 // ids that must succeed first
 }
 
-// Submitted is the `submitted` reply.
+// Submitted is the `submitted` reply. The JSON names of this and the
+// other replies are the wire's keys, as `apollo11 ... --json` prints them.
 type Submitted struct {
-	ID        uint64
-	Duplicate bool // Key matched a task still known: no new task was made
+	ID        uint64 `json:"task_id"`
+	Duplicate bool   `json:"duplicate"` // Key matched a task still known: no new task was made
 }
 
 // Done is the `done` notice of SubmitWait: the task reached a terminal
 // state.
 type Done struct {
-	ID    uint64
-	State string // succeeded, failed or cancelled
-	Out   map[string]string
-	Error string
+	ID    uint64            `json:"task_id"`
+	State string            `json:"state"` // succeeded, failed or cancelled
+	Out   map[string]string `json:"out,omitempty"`
+	Error string            `json:"error,omitempty"`
 }
 
 // TaskState is the `task_state` reply of Query.
 type TaskState struct {
-	ID, Version          uint64
-	State                string
-	Attempt, MaxAttempts uint64
-	Type                 string
-	ExecutorID           string // "" when not dispatched
-	Error                string
-	Out                  map[string]string
-	Created, Updated     time.Time
-	TraceID              string
+	ID          uint64            `json:"task_id"`
+	Version     uint64            `json:"version"`
+	State       string            `json:"state"`
+	Attempt     uint64            `json:"attempt"`
+	MaxAttempts uint64            `json:"max_attempts"`
+	Type        string            `json:"task_type"`
+	ExecutorID  string            `json:"executor_id,omitempty"` // "" when not dispatched
+	Error       string            `json:"error,omitempty"`
+	Out         map[string]string `json:"out,omitempty"`
+	Created     time.Time         `json:"created"`
+	Updated     time.Time         `json:"updated"`
+	TraceID     string            `json:"trace_id"`
 }
 
 // Stats is the `stats` reply.
 type Stats struct {
-	Tasks        map[string]uint64 // per state, all eight present
-	Executors    uint64
-	StateVersion uint64
-	Uptime       time.Duration
-	Extra        map[string]string // every other key, for forward compatibility
+	Tasks        map[string]uint64 `json:"tasks"` // per state, all eight present
+	Executors    uint64            `json:"executors"`
+	StateVersion uint64            `json:"state_version"`
+	Uptime       time.Duration     `json:"uptime_ns"`
+	Extra        map[string]string `json:"extra"` // every other key, for forward compatibility
 }
 
 // millis rounds d up to whole milliseconds, so that a positive duration

@@ -49,7 +49,7 @@ func waitState(t *testing.T, bin, addr string, id uint64, state string) map[stri
 		out, _, code := cli(t, bin, addr, "status", "--json", strconv.FormatUint(id, 10))
 		if code == 0 {
 			require.NoError(t, json.Unmarshal([]byte(out), &last))
-			if last["State"] == state {
+			if last["state"] == state {
 				return last
 			}
 		}
@@ -94,7 +94,8 @@ func TestCLI_EndToEnd(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "cancelled")
 	st := waitState(t, bin, mc.Addr, id, "cancelled")
-	assert.Equal(t, "sleep", st["Type"])
+	assert.Equal(t, "sleep", st["task_type"])
+	assert.EqualValues(t, 3, st["max_attempts"], "status --json uses the wire's key names")
 
 	_, errOut, code = cli(t, bin, mc.Addr, "cancel", strconv.FormatUint(id, 10))
 	assert.Equal(t, 1, code)
