@@ -7,36 +7,36 @@ import (
 
 // DirInfo describes a data dir for the offline inspector.
 type DirInfo struct {
-	Dir       string
-	Snapshots []SnapshotInfo // in LSN order
-	Segments  []SegmentInfo  // in LSN order
-	TempFiles []string       // leftover *.tmp files (Open removes them)
-	Problems  []Problem      // torn tails and corruption found in the log
+	Dir       string         `json:"dir"`
+	Snapshots []SnapshotInfo `json:"snapshots"`            // in LSN order
+	Segments  []SegmentInfo  `json:"segments"`             // in LSN order
+	TempFiles []string       `json:"temp_files,omitempty"` // leftover *.tmp files (Open removes them)
+	Problems  []Problem      `json:"problems,omitempty"`   // torn tails and corruption found in the log
 
 	// What Open and Replay would do with the same Options.
-	LoadSnapshot string // the snapshot they would load; "" if none
-	LastLSN      uint64 // the last LSN after recovery
-	OpenError    string // why Open or Replay would fail; "" if they would not
+	LoadSnapshot string `json:"load_snapshot"`        // the snapshot they would load; "" if none
+	LastLSN      uint64 `json:"last_lsn"`             // the last LSN after recovery
+	OpenError    string `json:"open_error,omitempty"` // why Open or Replay would fail; "" if they would not
 }
 
 // SnapshotInfo describes one snapshot file.
 type SnapshotInfo struct {
-	Name    string
-	LSN     uint64
-	Size    int64
-	Entries uint64 // entries read (all of them if Valid)
-	Valid   bool
-	Error   string // why it is invalid
+	Name    string `json:"name"`
+	LSN     uint64 `json:"lsn"`
+	Size    int64  `json:"size"`
+	Entries uint64 `json:"entries"` // entries read (all of them if Valid)
+	Valid   bool   `json:"valid"`
+	Error   string `json:"error,omitempty"` // why it is invalid
 }
 
 // SegmentInfo describes one log segment file.
 type SegmentInfo struct {
-	Name       string
-	FirstLSN   uint64 // from the name
-	LastLSN    uint64 // of the last valid record; FirstLSN-1 if none
-	Size       int64  // file size
-	ValidBytes int64  // bytes of valid records from the start
-	Records    int    // valid records
+	Name       string `json:"name"`
+	FirstLSN   uint64 `json:"first_lsn"`   // from the name
+	LastLSN    uint64 `json:"last_lsn"`    // of the last valid record; FirstLSN-1 if none
+	Size       int64  `json:"size"`        // file size
+	ValidBytes int64  `json:"valid_bytes"` // bytes of valid records from the start
+	Records    int    `json:"records"`     // valid records
 }
 
 // Inspect describes the data dir opts.Dir without modifying it (ReadOnly

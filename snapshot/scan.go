@@ -23,11 +23,11 @@ const (
 
 // Problem is a bad record found in a log segment.
 type Problem struct {
-	File   string      // segment file name
-	Offset int64       // byte offset of the bad record; the log is valid up to here
-	Kind   ProblemKind //
-	Detail string      // e.g. "checksum mismatch"
-	Bytes  int64       // bytes from Offset to the end of the file
+	File   string      `json:"file"`   // segment file name
+	Offset int64       `json:"offset"` // byte offset of the bad record; the log is valid up to here
+	Kind   ProblemKind `json:"kind"`
+	Detail string      `json:"detail"` // e.g. "checksum mismatch"
+	Bytes  int64       `json:"bytes"`  // bytes from Offset to the end of the file
 }
 
 // segment is one log segment file as the Store knows it.

@@ -160,7 +160,7 @@ func TestExecutorDaemon_DrainThenBye(t *testing.T) {
 	ex.Signal(syscall.SIGTERM)
 	require.NoError(t, ex.Wait(10*time.Second), "%s", ex.Output())
 	st := waitState(t, bin, mc.Addr, long, "pending")
-	assert.EqualValues(t, 1, st["Attempt"], "bye used the attempt")
+	assert.EqualValues(t, 1, st["attempt"], "bye used the attempt")
 }
 
 func TestExecutorDaemon_ReconnectsAfterMainControlRestart(t *testing.T) {
@@ -292,4 +292,41 @@ func TestDev_QuickStart(t *testing.T) {
 	assert.Contains(t, out, "out.msg=hi\n")
 	dev.Signal(syscall.SIGTERM)
 	require.NoError(t, dev.Wait(10*time.Second), "graceful stop exits 0\n%s", dev.Output())
+}
+
+// inspect --json names its fields as the wire does and states by name.
+func TestInspect_JSON(t *testing.T) {
+	bin := testbin.Build(t)
+	dir := t.TempDir()
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", dir)
+	id := submitID(t, bin, mc.Addr, "--type", "nobody-serves-this", "--arg", "a=1")
+	mc.Signal(syscall.SIGTERM)
+	require.NoError(t, mc.Wait(20*time.Second), mc.Output())
+
+	cmd := exec.Command(bin, "inspect", "--data-dir", dir, "--json", strconv.FormatUint(id, 10))
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var rep struct {
+		Dir struct {
+			Segments []struct {
+				Name    string `json:"name"`
+				Records int    `json:"records"`
+			} `json:"segments"`
+		} `json:"dir"`
+		Tasks map[string]int `json:"tasks"`
+		Task  struct {
+			ID    uint64 `json:"task_id"`
+			State string `json:"state"`
+			Type  string `json:"task_type"`
+			Args  string `json:"args"`
+		} `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
+	require.NotEmpty(t, rep.Dir.Segments, "%s", out)
+	assert.NotEmpty(t, rep.Dir.Segments[0].Name)
+	assert.Equal(t, 1, rep.Tasks["pending"])
+	assert.Equal(t, id, rep.Task.ID)
+	assert.Equal(t, "pending", rep.Task.State)
+	assert.Equal(t, "nobody-serves-this", rep.Task.Type)
+	assert.Equal(t, "arg.a=1", rep.Task.Args)
 }

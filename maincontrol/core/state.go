@@ -1,5 +1,7 @@
 package core
 
+import "fmt"
+
 // State is a task state (spec section 6).
 type State uint8
 
@@ -28,6 +30,15 @@ func (s State) String() string {
 		return stateNames[s]
 	}
 	return "invalid"
+}
+
+// MarshalText writes the state's name, so that JSON (inspect --json)
+// says "succeeded", not 6.
+func (s State) MarshalText() ([]byte, error) {
+	if s == 0 || int(s) >= len(stateNames) {
+		return nil, fmt.Errorf("invalid task state %d", uint8(s))
+	}
+	return []byte(stateNames[s]), nil
 }
 
 // ParseState parses a state name.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -244,4 +245,16 @@ func TestCore_ReplayRefusesSnapshotEntries(t *testing.T) {
 	// And log records are not snapshot entries.
 	r := record{kind: recReady, id: 1}
 	require.ErrorIs(t, h.c.LoadEntry(appendRecord(nil, &r)), ErrCorrupt)
+}
+
+func TestState_MarshalText(t *testing.T) {
+	for _, s := range AllStates {
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		assert.Equal(t, `"`+s.String()+`"`, string(b))
+	}
+	for _, bad := range []State{0, NumStates + 1} {
+		_, err := json.Marshal(bad)
+		assert.ErrorContains(t, err, "invalid task state")
+	}
 }

@@ -11,16 +11,23 @@ import (
 // TaskInfo is a read-only view of one task, for the offline inspector and
 // metrics.
 type TaskInfo struct {
-	ID, MaxAttempts, TimeoutMs uint64
-	Version, Attempt           uint32
-	State                      State
-	Priority                   uint8
-	Type, Executor, TraceID    string
-	Key, Error                 string
-	Out                        string // out.* lines as on the wire
-	Args                       string // arg.* lines as on the wire
-	DependsOn                  []uint64
-	Created, Updated           time.Time
+	ID          uint64    `json:"task_id"`
+	MaxAttempts uint64    `json:"max_attempts"`
+	TimeoutMs   uint64    `json:"timeout_ms"`
+	Version     uint32    `json:"version"`
+	Attempt     uint32    `json:"attempt"`
+	State       State     `json:"state"`
+	Priority    uint8     `json:"priority"`
+	Type        string    `json:"task_type"`
+	Executor    string    `json:"executor_id,omitempty"`
+	TraceID     string    `json:"trace_id"`
+	Key         string    `json:"key,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	Out         string    `json:"out,omitempty"`  // out.* lines as on the wire
+	Args        string    `json:"args,omitempty"` // arg.* lines as on the wire
+	DependsOn   []uint64  `json:"depends_on,omitempty"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
 }
 
 // Task returns a view of the task with this id.
@@ -57,11 +64,11 @@ func (c *Core) SharedState() (map[string]string, uint64) {
 
 // ExecutorInfo is a read-only view of one registered executor.
 type ExecutorInfo struct {
-	ID        string
-	Types     []string
-	Slots     int
-	Load      int
-	Connected bool
+	ID        string   `json:"executor_id"`
+	Types     []string `json:"task_types"`
+	Slots     int      `json:"slots"`
+	Load      int      `json:"load"`
+	Connected bool     `json:"connected"`
 }
 
 // Executors returns the registered executors in registration order.
