@@ -42,6 +42,25 @@ func wait(t *testing.T, ch <-chan error) error {
 	}
 }
 
+// greetOnce listens on loopback and greets the first connection with
+// greet instead of a welcome, holding it open for a second; the listener
+// closes when the test ends.
+func greetOnce(t *testing.T, greet func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			greet(c)
+			defer c.Close()
+			time.Sleep(time.Second)
+		}
+	}()
+	return ln.Addr().String()
+}
+
 func TestDial(t *testing.T) {
 	t.Run("no auth", func(t *testing.T) {
 		f := mustStartFakeServer(t)
@@ -81,33 +100,13 @@ func TestDial(t *testing.T) {
 		assert.ErrorIs(t, wait(t, done), client.ErrAuthRequired)
 	})
 	t.Run("no welcome", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer ln.Close()
-		go func() {
-			c, err := ln.Accept()
-			if err == nil {
-				_ = fakemain.WriteMsg(c, "hello_ok", "req", "0")
-				defer c.Close()
-				time.Sleep(time.Second)
-			}
-		}()
-		_, err = client.Dial(context.Background(), ln.Addr().String(), client.Options{Logger: slog.New(slog.DiscardHandler)})
+		addr := greetOnce(t, func(c net.Conn) { _ = fakemain.WriteMsg(c, "hello_ok", "req", "0") })
+		_, err := client.Dial(context.Background(), addr, client.Options{Logger: slog.New(slog.DiscardHandler)})
 		assert.ErrorContains(t, err, "expected welcome")
 	})
 	t.Run("another service", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer ln.Close()
-		go func() {
-			c, err := ln.Accept()
-			if err == nil {
-				_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n"))
-				defer c.Close()
-				time.Sleep(time.Second)
-			}
-		}()
-		_, err = client.Dial(context.Background(), ln.Addr().String(), client.Options{Logger: slog.New(slog.DiscardHandler)})
+		addr := greetOnce(t, func(c net.Conn) { _, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n")) })
+		_, err := client.Dial(context.Background(), addr, client.Options{Logger: slog.New(slog.DiscardHandler)})
 		assert.ErrorContains(t, err, "cannot read welcome (is this an apollo11 main control?): frame too large")
 		assert.ErrorIs(t, err, wire.ErrFrameTooLarge)
 	})
