@@ -185,7 +185,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
 	fs.DurationVar(&cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
-	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness; 0 keeps Go's default (one per CPU)")
+	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness: 1 leaves the other cores to the main control; 0 is Go's default (one per CPU), for hosts where one core cannot drive it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
