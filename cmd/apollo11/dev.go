@@ -3,15 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/apollo11/apollo11/executor"
-	"github.com/apollo11/apollo11/executor/builtin"
 	"github.com/apollo11/apollo11/maincontrol"
 )
 
@@ -49,8 +50,12 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	var wg sync.WaitGroup
 	exErrs := make(chan error, 2)
 	for i := 1; i <= 2; i++ {
-		ef := executorFlags{connect: cfg.Listen, id: fmt.Sprintf("dev-%d", i), types: "echo,sleep,fail",
-			slots: *slots, drainTimeout: 5e9, execMaxOutput: builtin.DefaultMaxOutput}
+		// The executor daemon's defaults, from its own flag set, so that a
+		// new flag (or a check of one) cannot leave dev with a zero.
+		var ef executorFlags
+		ef.register(flag.NewFlagSet("dev executor", flag.ContinueOnError))
+		ef.connect, ef.id, ef.slots, ef.drainTimeout = cfg.Listen, fmt.Sprintf("dev-%d", i), *slots, 5*time.Second
+		ef.types = "echo,sleep,fail" // as the banner below says
 		ecfg, err := ef.config(cfg.Logger)
 		if err != nil {
 			return err
