@@ -55,10 +55,10 @@ type Core struct {
 	debugLog  bool // the logger takes debug records (refreshDebug)
 	loading   bool // snapshot entries loaded, indexes not yet rebuilt
 
-	rec     record // scratch for the record being committed
-	recBuf  []byte // scratch for its encoding
-	frame   []byte // scratch for frames
-	listed  map[uint64]uint32
+	rec     record   // scratch for the record being committed
+	recBuf  []byte   // scratch for its encoding
+	frame   []byte   // scratch for frames
+	listed  []token  // scratch: a heartbeat's running= list
 	idsBuf  []uint64 // scratch
 	lostBuf []uint64 // scratch
 }
@@ -113,7 +113,6 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		execs:      make(map[string]*executor),
 		peers:      make(map[PeerID]*peer),
 		waiters:    newWaiterSet(),
-		listed:     make(map[uint64]uint32),
 		available:  true,
 	}
 	c.startMs = c.now()

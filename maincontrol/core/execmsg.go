@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -16,7 +17,7 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 		return
 	}
 	e := p.exec
-	clear(c.listed)
+	c.listed = c.listed[:0]
 	bad := false
 	ok := wire.ForEachItem(m.Value("running"), func(item string) bool {
 		id, ver, good := parseToken(item)
@@ -24,7 +25,7 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 			bad = true
 			return false
 		}
-		c.listed[id] = ver
+		c.listed = append(c.listed, token{id, ver})
 		return true
 	})
 	if !ok || bad {
@@ -35,6 +36,19 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 	b.UintK(kSeq, seq)
 	c.send(p.id, &b)
 	c.reconcile(e)
+}
+
+// token is a dispatch token, task_id.version.
+type token struct {
+	id  uint64
+	ver uint32
+}
+
+func compareTokens(a, b token) int {
+	if a.id != b.id {
+		return cmp.Compare(a.id, b.id)
+	}
+	return cmp.Compare(a.ver, b.ver)
 }
 
 // parseToken parses task_id.version.
@@ -52,17 +66,26 @@ func parseToken(s string) (uint64, uint32, bool) {
 }
 
 // reconcile compares the executor's running= list (in c.listed) with what
-// the core thinks runs there.
+// the core thinks runs there. Each listed token is judged on its own, so
+// an id listed twice (an old dispatch still running beside the current
+// one) gets a cancel for the old version, and a running task counts as
+// listed only under its current version.
 func (c *Core) reconcile(e *executor) {
 	e.hbCount++
 	now := c.now()
-	for id, ver := range c.listed {
+	// Sorted, so that cancels go out in id order whatever the list's order,
+	// and a token listed twice is handled once.
+	slices.SortFunc(c.listed, compareTokens)
+	c.listed = slices.Compact(c.listed)
+	for _, tk := range c.listed {
+		id, ver := tk.id, tk.ver
 		a := e.tasks.ref(id)
 		t := c.tasks.get(id)
 		if a == nil || a.ver != ver || t == nil || t.version != ver {
 			c.sendCancel(e, id, ver) // not dispatched or running here
 			continue
 		}
+		a.listed = true
 		a.missed = 0
 		wasRestored := a.restored
 		a.restored = false
@@ -82,7 +105,11 @@ func (c *Core) reconcile(e *executor) {
 	}
 	lost := c.lostBuf[:0]
 	for id, a := range e.tasks.all() {
-		if _, ok := c.listed[id]; ok || a.restored {
+		if a.listed {
+			a.listed = false
+			continue
+		}
+		if a.restored {
 			continue
 		}
 		if t := c.tasks.get(id); t == nil || t.state != Running {

@@ -31,6 +31,9 @@ type assignment struct {
 	// restored: dispatched or running when the main control restarted and
 	// not yet listed by the executor; exempt from the two-lists rule.
 	restored bool
+	// listed: the current running= list names this dispatch; set and
+	// cleared within one reconcile.
+	listed bool
 }
 
 func (e *executor) connected() bool { return e.peer != 0 }

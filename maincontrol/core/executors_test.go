@@ -275,7 +275,7 @@ func TestCore_TwoListsRule(t *testing.T) {
 		require.Equal(t, "cancel", f.Type())
 		cancels = append(cancels, f.Value("task_id")+"."+f.Value("version"))
 	}
-	assert.ElementsMatch(t, []string{la, "999.1"}, cancels)
+	assert.Equal(t, []string{la, "999.1"}, cancels)
 	assert.Equal(t, Running, h.state(a), "listed elsewhere: nothing changes")
 
 	// A wrong version of a task it holds: cancel that version.
@@ -287,6 +287,54 @@ func TestCore_TwoListsRule(t *testing.T) {
 	// A dispatched task listed in running=: it runs.
 	h.heartbeat(ex, fmt.Sprintf("%s,%d.1", la, c))
 	assert.Equal(t, Running, h.state(c))
+	h.checkReplay()
+}
+
+// Each listed token is judged on its own (spec section 4, heartbeat): an
+// id listed under several versions gets a cancel for every version that is
+// not its current dispatch here, and a running task counts as listed only
+// under its current version. Cancels go out in id, then version, order.
+func TestCore_ReconcileTokens(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 2)
+	a := h.submit(cl, "task_type", "x")
+	h.task(ex)
+	h.start(ex, a, 1)
+	cancels := func(running string) []string {
+		t.Helper()
+		h.send(ex, "heartbeat", "seq", "1", "running", running)
+		h.expect(ex, "pong")
+		var out []string
+		for _, f := range h.drain(ex) {
+			require.Equal(t, "cancel", f.Type())
+			out = append(out, f.Value("task_id")+"."+f.Value("version"))
+		}
+		return out
+	}
+	cur, old := fmt.Sprintf("%d.1", a), fmt.Sprintf("%d.2", a)
+
+	tests := []struct {
+		name, running string
+		want          []string
+	}{
+		{"an unknown id under two versions", "4243.2,4243.1," + cur, []string{"4243.1", "4243.2"}},
+		{"an unknown id under three versions", "50.1,50.3," + cur + ",50.2", []string{"50.1", "50.2", "50.3"}},
+		{"a wrong version before the current one", old + "," + cur, []string{old}},
+		{"a wrong version after the current one", cur + "," + old, []string{old}},
+		{"the current token twice", cur + "," + cur, nil},
+		{"unsorted unknown ids", "9.1,7.1," + cur + ",8.1", []string{"7.1", "8.1", "9.1"}},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, cancels(tc.running), tc.name)
+		assert.Equal(t, Running, h.state(a), tc.name)
+	}
+
+	// Listed only under a wrong version: the running dispatch is missing.
+	assert.Equal(t, []string{old}, cancels(old))
+	assert.Equal(t, Running, h.state(a), "missing once")
+	assert.Equal(t, []string{old, cur}, cancels(old), "missing twice: the old version cancelled, and the task lost")
+	assert.Equal(t, Retrying, h.state(a))
 	h.checkReplay()
 }
 
