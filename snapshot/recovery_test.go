@@ -35,7 +35,7 @@ func offsetOf(first, lsn uint64) int64 {
 	return off
 }
 
-func segFirst(t *testing.T, name string) uint64 {
+func segFirst(t testing.TB, name string) uint64 {
 	var first uint64
 	_, err := fmt.Sscanf(name, "%020d.log", &first)
 	require.NoError(t, err)
