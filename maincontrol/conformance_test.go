@@ -125,6 +125,7 @@ func TestConformance_Hello(t *testing.T) {
 		{"escaped req echoed", []string{"req", "a=b\nc\\d"}, "a=b\nc\\d"},
 		{"req of 64 bytes", []string{"req", strings.Repeat("x", 64)}, strings.Repeat("x", 64)},
 		{"no req", nil, ""},
+		{"empty req echoed", []string{"req", ""}, ""},
 		{"client name and proto", []string{"req", "h", "client", "cli/1", "proto", "1"}, "h"},
 		{"unknown keys ignored", []string{"req", "h", "future.key", "x"}, "h"},
 	}
@@ -133,7 +134,7 @@ func TestConformance_Hello(t *testing.T) {
 			p := dialRaw(t, addr)
 			m := p.request("hello", tc.kv...)
 			require.Equal(t, "hello_ok", m.Type(), "got %s", m)
-			if tc.req == "" {
+			if len(tc.kv) == 0 {
 				assertKeys(t, m, "type")
 			} else {
 				assertKeys(t, m, "type", "req")

@@ -267,7 +267,6 @@ func TestErrors_BadRequestExecutor(t *testing.T) {
 		{"executor_id with a space", []string{"executor_id", "e 1", "task_types", "t"}},
 		{"executor_id with a slash", []string{"executor_id", "e/1", "task_types", "t"}},
 		{"executor_id of 129 bytes", []string{"executor_id", strings.Repeat("e", 129), "task_types", "t"}},
-		{"missing task_types", []string{"executor_id", "e1"}},
 		{"task_types empty item", []string{"executor_id", "e1", "task_types", "a,,b"}},
 	}
 	for _, tc := range registers {
@@ -277,6 +276,18 @@ func TestErrors_BadRequestExecutor(t *testing.T) {
 			p.expectError(wire.CodeBadRequest, "")
 			// The handshake is not complete: another register may follow.
 			p.send("register", "executor_id", "ok-"+strconv.Itoa(len(tc.name)), "task_types", "t", "slots", "65536")
+			p.expect("registered")
+			p.send("bye")
+			p.expect("bye_ack")
+		})
+	}
+	// An absent list key means the same as an empty one (spec section 3):
+	// no task_types registers an executor that gets no tasks, as
+	// task_types= does.
+	for _, kv := range [][]string{{"executor_id", "no-types"}, {"executor_id", "empty-types", "task_types", ""}} {
+		t.Run("register "+kv[1], func(t *testing.T) {
+			p := dialRaw(t, addr)
+			p.send("register", kv...)
 			p.expect("registered")
 			p.send("bye")
 			p.expect("bye_ack")

@@ -35,6 +35,23 @@ func TestCore_Register(t *testing.T) {
 	assert.Equal(t, 65536, h.c.execs["e1"].slots)
 }
 
+// An absent task_types is an empty list (spec section 3): the executor
+// registers and gets no tasks.
+func TestCore_RegisterWithoutTypes(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	h.submit(cl, "task_type", "x")
+	for _, kv := range [][]string{{"executor_id", "e1"}, {"executor_id", "e2", "task_types", ""}} {
+		p := h.open()
+		h.send(p, "register", kv...)
+		h.expect(p, "registered")
+		assert.Empty(t, h.c.execs[kv[1]].types, kv[1])
+		h.none(p)
+	}
+	assert.Equal(t, Pending, h.state(1))
+	h.checkReplay()
+}
+
 func TestCore_RegisterBadValues(t *testing.T) {
 	bad := [][]string{
 		{"task_types", "a"},                                          // no executor_id
@@ -42,7 +59,6 @@ func TestCore_RegisterBadValues(t *testing.T) {
 		{"executor_id", "has space", "task_types", "a"},              //
 		{"executor_id", "slash/", "task_types", "a"},                 //
 		{"executor_id", strings.Repeat("e", 129), "task_types", "a"}, // too long
-		{"executor_id", "e1"},                                        // no task_types
 		{"executor_id", "e1", "task_types", "a,,b"},                  //
 		{"executor_id", "e1", "task_types", "a", "slots", "0"},       //
 		{"executor_id", "e1", "task_types", "a", "slots", "65537"},   //

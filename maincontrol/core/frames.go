@@ -27,7 +27,11 @@ func (c *Core) emit(to PeerID, b *wire.Builder, confirms bool) {
 // begin starts a reply of type typ, with req when the request had one.
 func (c *Core) begin(typ, req string) wire.Builder {
 	b := wire.Begin(c.frame[:0], typ)
-	if req != "" {
+	switch req {
+	case "":
+	case emptyReq:
+		b.StrK(kReq, "")
+	default:
 		b.StrK(kReq, req)
 	}
 	return b

@@ -269,19 +269,27 @@ func TestCore_Req(t *testing.T) {
 		{"cancel", "task_id", itoa(id)},
 		{"cancel", "task_id", itoa(id)},
 	}
-	for _, withReq := range []bool{true, false} {
+	// A req may be empty: the reply then carries req= (the same req).
+	for _, mode := range []string{"req", "no req", "empty req"} {
 		for _, r := range requests {
 			kv := r[1:]
-			if withReq {
+			switch mode {
+			case "req":
 				kv = append([]string{"req", "R-" + r[0]}, kv...)
+			case "empty req":
+				kv = append([]string{"req", ""}, kv...)
 			}
 			h.send(p, r[0], kv...)
 			m := h.drain(p)
 			require.Len(t, m, 1, "%v", r)
-			if withReq {
+			switch mode {
+			case "req":
 				assert.Equal(t, "R-"+r[0], m[0].Value("req"), "%v: %s", r, m[0])
-			} else {
+			case "no req":
 				assert.False(t, m[0].Has("req"), "%v: %s", r, m[0])
+			default:
+				req, ok := m[0].Get("req")
+				assert.True(t, ok && req == "", "%v: %s", r, m[0])
 			}
 			if r[0] == "cancel" && m[0].Type() == "cancelled" {
 				h.expect(ex, "cancel")
@@ -301,6 +309,25 @@ func TestCore_Req(t *testing.T) {
 	// An executor's state_get with a long req too.
 	h.send(ex, "state_get", "req", long)
 	assert.False(t, h.expectErr(ex, wire.CodeBadRequest).Has("req"))
+
+	// An empty req on hello, on an unknown type, and on a submit's done.
+	emptyReq := func(m *wire.Message) {
+		t.Helper()
+		req, ok := m.Get("req")
+		assert.True(t, ok && req == "", "%s", m)
+	}
+	p2 := h.open()
+	h.send(p2, "hello", "req", "")
+	emptyReq(h.expect(p2, "hello_ok"))
+	h.send(p2, "frobnicate", "req", "")
+	emptyReq(h.expectErr(p2, wire.CodeUnknownType))
+	ey := h.executor("e2", "y", 1)
+	h.send(p2, "submit", "req", "", "task_type", "y", "wait", "true")
+	emptyReq(h.expect(p2, "submitted"))
+	id, ver := h.task(ey)
+	h.start(ey, id, ver)
+	h.accepted(ey, id, ver, "succeeded")
+	emptyReq(h.expect(p2, "done"))
 }
 
 func TestCore_Debug(t *testing.T) {

@@ -20,16 +20,34 @@ var knownTypes = map[string]bool{
 	"stats": true, "debug": true, "debug_ok": true, "error": true,
 }
 
-// reqOf returns the request's req and whether it is acceptable (at most 64
-// bytes after unescaping). An oversize req is answered with bad_request
-// without a req.
-func (c *Core) reqOf(p *peer, m *wire.Message) (string, bool) {
-	req := m.Value("req")
-	if len(req) > wire.MaxReqLen {
-		c.sendError(p, "", wire.CodeBadRequest, "req: longer than 64 bytes")
+// emptyReq stands for a present but empty req (`req=`) where the core
+// carries a request's req as a string and "" means "no req": a reply to
+// `req=` carries `req=` (spec section 3: every reply carries the same req).
+// It is longer than any req the core accepts, so no real req equals it.
+var emptyReq = strings.Repeat("-", wire.MaxReqLen+1)
+
+// requestReq returns m's req as the core carries it ("" when absent,
+// emptyReq when empty), and false when it is over 64 bytes after
+// unescaping.
+func requestReq(m *wire.Message) (string, bool) {
+	req, has := m.Get("req")
+	switch {
+	case len(req) > wire.MaxReqLen:
 		return "", false
+	case has && req == "":
+		return emptyReq, true
 	}
 	return req, true
+}
+
+// reqOf returns the request's req and whether it is acceptable. An
+// oversize req is answered with bad_request without a req.
+func (c *Core) reqOf(p *peer, m *wire.Message) (string, bool) {
+	req, ok := requestReq(m)
+	if !ok {
+		c.sendError(p, "", wire.CodeBadRequest, "req: longer than 64 bytes")
+	}
+	return req, ok
 }
 
 // badRequest answers a value error.
@@ -104,10 +122,8 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.badRequest(p, "", &wire.ValueError{Key: "executor_id", Reason: "must be 1 to 128 bytes of A-Z a-z 0-9 _ . : -"})
 		return
 	}
-	if !m.Has("task_types") {
-		c.badRequest(p, "", wire.MissingKey("task_types"))
-		return
-	}
+	// An absent task_types is an empty list (spec section 3: "an absent
+	// list key means the same as an empty one"), like task_types=.
 	types, err := m.List("task_types")
 	if err != nil {
 		c.badRequest(p, "", err)
@@ -214,10 +230,7 @@ func (c *Core) executorMessage(p *peer, m *wire.Message) {
 // echoReq returns the req an error reply carries: the request's, or none
 // when it is over 64 bytes (such a req is never echoed).
 func echoReq(m *wire.Message) string {
-	req := m.Value("req")
-	if len(req) > wire.MaxReqLen {
-		return ""
-	}
+	req, _ := requestReq(m)
 	return req
 }
 
