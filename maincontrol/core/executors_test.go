@@ -311,12 +311,8 @@ func TestCore_TwoListsRule(t *testing.T) {
 // not its current dispatch here, and a running task counts as listed only
 // under its current version. Cancels go out in id, then version, order.
 func TestCore_ReconcileTokens(t *testing.T) {
-	h := newHarness(t)
-	cl := h.client()
-	ex := h.executor("e1", "x", 2)
-	a := h.submit(cl, "task_type", "x")
-	h.task(ex)
-	h.start(ex, a, 1)
+	h, _, ex := taskIn(t, Running)
+	const a = 2 // version 1
 	cancels := func(running string) []string {
 		t.Helper()
 		h.send(ex, "heartbeat", "seq", "1", "running", running)
