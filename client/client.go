@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -70,6 +71,10 @@ func (c *Client) failure() error {
 	return c.err
 }
 
+// refusalWait bounds how long a client that is closing waits for its
+// refusal of an undecodable frame to be written.
+const refusalWait = time.Second
+
 // readLoop routes replies until the connection fails.
 func (c *Client) readLoop() {
 	defer close(c.done)
@@ -82,6 +87,12 @@ func (c *Client) readLoop() {
 			}
 			if c.stop(fmt.Errorf("%w: %w", ErrConnectionLost, err)) {
 				c.log.Warn("connection to the main control lost", "err", err)
+			}
+			if refusal, ok := wire.Refusal(err); ok {
+				// Every peer answers a frame it cannot decode before it
+				// closes (spec sections 1 and 2).
+				_ = c.conn.SetWriteDeadline(time.Now().Add(refusalWait))
+				_ = c.write(refusal)
 			}
 			c.conn.Close()
 			return

@@ -315,13 +315,9 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 // refuseDecode answers a framing or payload error and closes: the peer's
 // framing can no longer be trusted (spec section 2).
 func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
-	var tooBig *wire.FrameTooLargeError
-	code := wire.CodeMalformed
-	if errors.As(err, &tooBig) {
-		code = wire.CodeFrameTooLarge
-	}
-	s.log.Info("protocol error: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(), "code", string(code), "err", err)
-	s.refuse(cn, gc, code, err.Error())
+	s.log.Info("protocol error: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(), "err", err)
+	frame, _ := wire.Refusal(err)
+	s.closeWith(cn, gc, frame)
 }
 
 func (s *Server) refuse(cn *conn, gc gnet.Conn, code wire.Code, msg string) {
@@ -329,8 +325,16 @@ func (s *Server) refuse(cn *conn, gc gnet.Conn, code wire.Code, msg string) {
 	b.Str("code", string(code))
 	b.Str("message", msg)
 	frame, err := b.Finish()
-	if err == nil {
-		s.Send(cn.id, frame, false)
+	if err != nil {
+		frame = nil
+	}
+	s.closeWith(cn, gc, frame)
+}
+
+// closeWith sends a last frame (when not nil) and closes the connection.
+func (s *Server) closeWith(cn *conn, gc gnet.Conn, last []byte) {
+	if last != nil {
+		s.Send(cn.id, last, false)
 	}
 	s.Close(cn.id)
 	s.core.Closed(cn.id)

@@ -153,6 +153,16 @@ func (c *Conn) Send(typ string, kv ...string) {
 	}
 }
 
+// SendRaw writes bytes as they are (a broken frame, say); it is safe from
+// any goroutine, and a failure fails the test.
+func (c *Conn) SendRaw(b []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.Net.Write(b); err != nil {
+		c.T.Errorf("fake main control: write: %v", err)
+	}
+}
+
 // WriteMsg writes a frame built from key/value pairs.
 func WriteMsg(w io.Writer, typ string, kv ...string) error {
 	m := wire.NewMessage(typ)

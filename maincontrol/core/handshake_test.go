@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -380,4 +381,19 @@ func TestCore_ClosedPeerIgnored(t *testing.T) {
 	h.none(cl)
 	assert.Zero(t, h.c.nonTerminal(), "nothing was submitted")
 	assert.Zero(t, h.c.PeerCount())
+}
+
+// An error frame from a peer (an executor that cannot decode one of our
+// frames says so before it closes) is not a request: not_permitted, as for
+// any other known type it may not send, and a warning naming the peer.
+func TestCore_ErrorFromPeer(t *testing.T) {
+	var buf syncbuf.Buffer
+	h := newHarness(t, withLog(&buf))
+	ex := h.executor("e1", "x", 1)
+	h.send(ex, "error", "code", "malformed", "message", "malformed payload at byte 0: no type")
+	h.expectErr(ex, wire.CodeNotPermitted)
+	assert.False(t, h.fx.closed[ex])
+	log := buf.String()
+	assert.Contains(t, log, `msg="error from peer"`)
+	assert.Contains(t, log, "executor=e1 code=malformed")
 }

@@ -235,6 +235,16 @@ func echoReq(m *wire.Message) string {
 }
 
 func (c *Core) refuseType(p *peer, m *wire.Message, typ string) {
+	if typ == "error" {
+		// A peer that cannot decode one of our frames says so before it
+		// closes: worth the operator's eye, though not a request.
+		executor := ""
+		if p.exec != nil {
+			executor = p.exec.id
+		}
+		c.log.Warn("error from peer", "peer", p.id, "executor", executor,
+			"code", clipText(m.Value("code")), "message", clipText(m.Value("message")))
+	}
 	req := echoReq(m)
 	if knownTypes[typ] {
 		c.sendError(p, req, wire.CodeNotPermitted, strconv.Quote(clipText(typ))+" is not permitted from this peer")

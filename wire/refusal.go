@@ -1,0 +1,26 @@
+package wire
+
+import "errors"
+
+// Refusal returns the `type=error` frame with which any peer answers a
+// decode error before it closes the connection (spec sections 1 and 2):
+// code=frame_too_large for a header over the limit, code=malformed for any
+// other framing or payload error, with the error's text as message. It
+// returns false for an error that is not the codec's, such as a failed
+// read, which gets no answer.
+func Refusal(err error) ([]byte, bool) {
+	var code Code
+	switch {
+	case errors.Is(err, ErrFrameTooLarge):
+		code = CodeFrameTooLarge
+	case errors.Is(err, ErrMalformed):
+		code = CodeMalformed
+	default:
+		return nil, false
+	}
+	b := Begin(nil, "error")
+	b.Str("code", string(code))
+	b.Str("message", err.Error())
+	frame, ferr := b.Finish()
+	return frame, ferr == nil
+}
