@@ -128,6 +128,34 @@ func TestExecutor_Reconnect(t *testing.T) {
 		rec := s.logs.eventually(t, "connection to the main control lost")
 		assert.Contains(t, rec["err"], "no frame from the main control")
 	})
+	t.Run("bytes that never make a frame are no frame", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+		c := f.accept(t)
+		start := time.Now()
+		c.register(20*time.Millisecond, 300*time.Millisecond)
+		// A frame announcing 100 bytes, trickled a byte at a time, far
+		// slower than it would take to finish within timeout_ms.
+		c.SendRaw([]byte{0, 0, 0, 100})
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			c.expectClosed(waitFor)
+		}()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for sent := 0; sent < 100; sent++ {
+			select {
+			case <-closed:
+				assert.Less(t, time.Since(start), 600*time.Millisecond, "closed about timeout_ms after the last whole frame")
+				f.accept(t).registerQuiet()
+				return
+			case <-tick.C:
+				_, _ = c.Net.Write([]byte{'x'}) // fails once the executor has closed
+			}
+		}
+		t.Fatal("the executor waited for the whole trickled frame")
+	})
 	t.Run("pongs keep the connection", func(t *testing.T) {
 		f := mustStartFakeMain(t)
 		mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"echo": echoHandler()}})

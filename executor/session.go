@@ -27,6 +27,7 @@ type session struct {
 	e         *Executor
 	conn      net.Conn
 	r         *wire.Reader
+	wd        *watchdogReader // under r: notified of every whole frame
 	out       *outbox
 	log       *slog.Logger
 	maxFrame  int
@@ -46,7 +47,7 @@ type session struct {
 // handshake reads `welcome`, sends `register` and waits for `registered`.
 // An `error` reply is returned as *ServerError.
 func (e *Executor) handshake(conn net.Conn) (*session, error) {
-	wd := &watchdogReader{conn: conn, timeout: e.cfg.DialTimeout, set: time.Now()}
+	wd := newWatchdogReader(conn, e.cfg.DialTimeout)
 	r := wire.NewReader(wd, 0)
 	deadline := time.Now().Add(e.cfg.DialTimeout)
 	if err := conn.SetDeadline(deadline); err != nil {
@@ -83,7 +84,8 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			if err != nil {
 				return nil, err
 			}
-			wd.timeout, wd.set = s.timeout, time.Time{} // from now on the watchdog of timeout_ms
+			s.wd = wd
+			wd.rewatch(s.timeout) // from now on the watchdog of timeout_ms
 			if err := conn.SetWriteDeadline(time.Time{}); err != nil {
 				s.out.close()
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
@@ -193,36 +195,56 @@ func (s *session) readLoop() {
 			s.readErr = err
 			return
 		}
+		s.wd.frame(time.Now())
 		s.e.handleFrame(s, m)
 	}
 }
 
 // watchdogReader reads from a connection and fails with
-// os.ErrDeadlineExceeded when a read waits timeout for data. To keep
-// deadline updates off the per-read path it moves the deadline only when
-// the one in force was set more than timeout/16 ago; a deadline that fires
-// early because of that is pushed back to the read's start + timeout.
+// os.ErrDeadlineExceeded when no whole frame has arrived for timeout (spec
+// section 4: an executor that gets no frame for timeout_ms reconnects), so
+// a main control that trickles the bytes of a frame it never finishes does
+// not keep the executor waiting. The reader of frames calls frame after
+// each one. To keep deadline updates off the per-read path the deadline in
+// force moves only when it is later than the one wanted or more than
+// timeout/16 before it; one that fires early because of that is set again.
 type watchdogReader struct {
 	conn    net.Conn
 	timeout time.Duration
-	set     time.Time // when the deadline in force was set
+	last    time.Time // when the last whole frame arrived, or the watch began
+	armed   time.Time // the read deadline in force
+}
+
+func newWatchdogReader(conn net.Conn, timeout time.Duration) *watchdogReader {
+	return &watchdogReader{conn: conn, timeout: timeout, last: time.Now()}
+}
+
+// frame notes that a whole frame arrived at now.
+func (w *watchdogReader) frame(now time.Time) { w.last = now }
+
+// rewatch starts the watch again with a new timeout.
+func (w *watchdogReader) rewatch(timeout time.Duration) { w.timeout, w.last = timeout, time.Now() }
+
+func (w *watchdogReader) arm(deadline time.Time) error {
+	if err := w.conn.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	w.armed = deadline
+	return nil
 }
 
 func (w *watchdogReader) Read(p []byte) (int, error) {
-	start := time.Now()
-	if start.Sub(w.set) > w.timeout/16 {
-		if err := w.conn.SetReadDeadline(start.Add(w.timeout)); err != nil {
+	if want := w.last.Add(w.timeout); w.armed.After(want) || want.Sub(w.armed) > w.timeout/16 {
+		if err := w.arm(want); err != nil {
 			return 0, err
 		}
-		w.set = start
 	}
 	for {
 		n, err := w.conn.Read(p)
-		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Since(start) < w.timeout {
-			if err := w.conn.SetReadDeadline(start.Add(w.timeout)); err != nil {
+		if want := w.last.Add(w.timeout); n == 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(want) {
+			if err := w.arm(want); err != nil {
 				return 0, err
 			}
-			w.set = start
 			continue
 		}
 		return n, err
