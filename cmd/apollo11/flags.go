@@ -59,13 +59,15 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: flags come first, and a boolean flag takes its value as --flag=false", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q: this command takes only flags, and a boolean flag takes its value as --flag=false", fs.Arg(0))
 	}
 	return nil
 }
 
-// parseFlagsOperands is parseFlags for a command whose operands follow
-// its flags (a task id, keys); the command checks them.
+// parseFlagsOperands is parseFlags for a command that takes operands (a
+// task id, keys), which the command checks in fs.Args(). Flags may come
+// before, between or after them (`status 7 --json`); after "--" every word
+// is an operand.
 func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 	prefix, ok := flagEnvPrefix[fs]
 	if !ok {
@@ -82,7 +84,24 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	return fs.Parse(args)
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// Parse stops at the first operand, or just after a "--".
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			operands = append(operands, rest...)
+			break
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, operands...)) // leaves fs.Args() = operands
 }
 
 // logFlags are the logging flags every daemon has.

@@ -21,9 +21,14 @@ func TestParseFlags_Operands(t *testing.T) {
 	}{
 		{name: "flags only", args: []string{"--progress=false", "--json", "f"}, json: "f"},
 		{name: "bool flag given a separate value", args: []string{"--progress", "false", "--json", "f"},
-			err: `unexpected argument "false": flags come first, and a boolean flag takes its value as --flag=false`},
+			err: `unexpected argument "false": this command takes only flags, and a boolean flag takes its value as --flag=false`},
 		{name: "stray word", args: []string{"stray"}, err: `unexpected argument "stray"`},
 		{name: "operands allowed", args: []string{"--json", "f", "42", "43"}, operands: true, json: "f", rest: []string{"42", "43"}},
+		{name: "flags after operands", args: []string{"42", "--json", "f"}, operands: true, json: "f", rest: []string{"42"}},
+		{name: "flags between operands", args: []string{"42", "--json=f", "43", "--progress=false"}, operands: true, json: "f",
+			rest: []string{"42", "43"}},
+		{name: "after -- only operands", args: []string{"42", "--", "--json", "-"}, operands: true, rest: []string{"42", "--json", "-"}},
+		{name: "bad flag after an operand", args: []string{"42", "--nope"}, operands: true, err: "flag provided but not defined: -nope"},
 		{name: "bad flag", args: []string{"--nope"}, err: "flag provided but not defined: -nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
