@@ -128,17 +128,32 @@ func TestCLI_EndToEnd(t *testing.T) {
 	_, errOut, code = cli(t, bin, mc.Addr, "submit")
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, errOut, "--type is required")
+	// Errors of submit exit 2: 1 is a failed task.
 	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--max-attempts", "0")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--max-attempts 0: must be at least 1")
 	// A stray word would make the flag package drop every flag after it.
 	out, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "stray", "--wait")
-	assert.Equal(t, 1, code, out)
+	assert.Equal(t, 2, code, out)
 	assert.Contains(t, errOut, `unexpected argument "stray"`)
 	assert.Empty(t, out, "nothing submitted")
+	_, errOut, code = cli(t, bin, "127.0.0.1:1", "submit", "--type", "echo", "--wait")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "cannot reach the main control")
 	_, errOut, code = cli(t, bin, "127.0.0.1:1", "stats")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "cannot reach the main control")
+	// A wait that ends first: the id on stderr at once, then where the
+	// task stands, and exit 4.
+	out, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "nobody-runs-this", "--wait", "--wait-timeout", "300ms")
+	assert.Equal(t, 4, code, out)
+	assert.Empty(t, out)
+	assert.Regexp(t, `task \d+ submitted; waiting for it to end\n`, errOut)
+	assert.Regexp(t, `gave up waiting after --wait-timeout 300ms: task \d+ is still pending`, errOut)
+	// Flags may follow operands.
+	out, _, code = cli(t, bin, mc.Addr, "status", strconv.FormatUint(id, 10), "--json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `"state": "cancelled"`)
 }
 
 func TestExecutorDaemon_DrainThenBye(t *testing.T) {

@@ -50,10 +50,19 @@ func init() {
 	}
 }
 
-// exitError carries a process exit code through an error.
-type exitError struct{ code int }
+// exitError carries a process exit code through an error, and the error
+// to print, if any.
+type exitError struct {
+	code int
+	err  error
+}
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+func (e exitError) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -78,6 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ee):
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "apollo11 %s: %v\n", args[0], ee.err)
+		}
 		return ee.code
 	default:
 		fmt.Fprintf(stderr, "apollo11 %s: %v\n", args[0], err)

@@ -18,7 +18,7 @@ import (
 func runPipeline(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: apollo11 pipeline run FILE [--var k=v ...] [--dry-run] [--wait]\n       apollo11 pipeline status [--run-file F]")
-		return exitError{2}
+		return exitError{code: 2}
 	}
 	switch args[0] {
 	case "run":
@@ -107,7 +107,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if failed > 0 {
 		fmt.Fprintf(stdout, "pipeline %s: %d of %d steps did not succeed\n", plan.Name, failed, len(run.Steps))
-		return exitError{exitFailed}
+		return exitError{code: exitFailed}
 	}
 	fmt.Fprintf(stdout, "pipeline %s: all %d steps succeeded\n", plan.Name, len(run.Steps))
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,10 +17,14 @@ import (
 	"github.com/apollo11/apollo11/client"
 )
 
-// Exit codes of `submit --wait`.
+// Exit codes of `submit`. A failed task exits 1, so any other error of
+// submit exits 2, and a script can tell a dead-letter task from a main
+// control it could not reach.
 const (
 	exitFailed    = 1
+	exitError2    = 2
 	exitCancelled = 3
+	exitUnknown   = 4 // submitted, but the wait ended before the task did
 )
 
 // kvFlag collects repeated --arg k=v.
@@ -53,10 +58,10 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&req.Key, "key", "", "idempotency key: a known key returns its task instead")
 		fs.StringVar(&req.TraceID, "trace-id", "", "trace id (default: a new one)")
 		fs.StringVar(&deps, "depends-on", "", "comma-separated task ids that must succeed first")
-		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled")
+		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
 		fs.DurationVar(&waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
 	}
-	return clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra,
+	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			if req.Type == "" {
 				fs.Usage()
@@ -93,24 +98,48 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 				ctx, cancel = context.WithTimeout(ctx, waitLimit)
 				defer cancel()
 			}
-			sub, done, err := cl.SubmitWait(ctx, req)
+			w, err := cl.SubmitWatch(ctx, req)
 			if err != nil {
-				if sub.ID != 0 {
-					return fmt.Errorf("task %d submitted, but waiting failed: %w", sub.ID, err)
-				}
 				return err
 			}
-			if err := printDone(stdout, cf.asJSON, sub, done); err != nil {
+			defer w.Close()
+			// A task nobody runs waits for good: say it was submitted.
+			fmt.Fprintf(stderr, "task %d submitted; waiting for it to end\n", w.Submitted.ID)
+			done, err := w.Wait(ctx)
+			if err != nil {
+				return exitError{code: exitUnknown, err: waitEnded(cl, w.Submitted.ID, waitLimit, err)}
+			}
+			if err := printDone(stdout, cf.asJSON, w.Submitted, done); err != nil {
 				return err
 			}
 			switch done.State {
 			case "succeeded":
 				return nil
 			case "cancelled":
-				return exitError{exitCancelled}
+				return exitError{code: exitCancelled}
 			}
-			return exitError{exitFailed}
+			return exitError{code: exitFailed}
 		})
+	var ee exitError
+	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.As(err, &ee) {
+		return exitError{code: exitError2, err: err}
+	}
+	return err
+}
+
+// waitEnded explains a wait that ended before the task: where the task
+// stands, when the main control still answers.
+func waitEnded(cl *client.Client, id uint64, limit time.Duration, err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("task %d submitted, but its outcome is unknown: %w", id, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ts, qerr := cl.Query(ctx, id)
+	if qerr != nil {
+		return fmt.Errorf("gave up waiting after --wait-timeout %v; task %d's outcome is unknown", limit, id)
+	}
+	return fmt.Errorf("gave up waiting after --wait-timeout %v: task %d is still %s", limit, id, ts.State)
 }
 
 func printSubmitted(w io.Writer, asJSON bool, s client.Submitted) error {
