@@ -194,13 +194,16 @@ func TestExecutorDaemon_ReconnectsAfterMainControlRestart(t *testing.T) {
 	assert.Contains(t, out, "out.a=b")
 }
 
-func TestExecutorDaemon_Exec(t *testing.T) {
+// An executor asked to run exec without --allow-exec does not start: it
+// would take exec tasks and fail every one, for good.
+func TestExecutorDaemon_ExecNotAllowed(t *testing.T) {
 	bin := testbin.Build(t)
 	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
-	startExecutor(t, bin, mc.Addr, "--id", "noexec", "--types", "exec")
-	out, _, code := cli(t, bin, mc.Addr, "submit", "--type", "exec", "--arg", "argv=/bin/echo hi", "--wait")
-	assert.Equal(t, 1, code)
-	assert.Contains(t, out, "exec is disabled")
+	ex := testbin.Start(t, bin, nil, "executor", "--connect", mc.Addr, "--id", "noexec", "--types", "echo,exec")
+	_ = ex.Wait(20 * time.Second)
+	require.True(t, ex.Exited(), "the executor should exit at once")
+	assert.Equal(t, 1, ex.ExitCode())
+	assert.Contains(t, ex.Output(), "--types exec needs --allow-exec")
 }
 
 func TestExecutorDaemon_ExecAllowedAndCancel(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -95,7 +96,12 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 		case "fail":
 			cfg.Handlers[t] = builtin.Fail()
 		case "exec":
-			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: f.allowExec, Allow: allow, MaxOutput: f.execMaxOutput})
+			if !f.allowExec {
+				// It would register exec and fail every exec task it took,
+				// for good, even with an executor that allows exec connected.
+				return cfg, errors.New("--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail")
+			}
+			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: true, Allow: allow, MaxOutput: f.execMaxOutput})
 		case "":
 		default:
 			return cfg, fmt.Errorf("--types: unknown built-in task type %q (echo, sleep, fail, exec)", t)

@@ -78,8 +78,9 @@ func TestSetHarnessProcs(t *testing.T) {
 	}
 }
 
-// An explicit zero would quietly mean the Config's default, and a relative
-// --exec-allow entry could never match: both are refused at startup.
+// An explicit zero would quietly mean the Config's default, a relative
+// --exec-allow entry could never match, and exec without --allow-exec
+// could only fail: all are refused at startup.
 func TestDaemonFlags_Validation(t *testing.T) {
 	for _, tc := range []struct {
 		cmd  string
@@ -100,6 +101,9 @@ func TestDaemonFlags_Validation(t *testing.T) {
 		{"executor", []string{"--drain-timeout", "0s"}, "--drain-timeout 0s: must be more than 0"},
 		{"executor", []string{"--exec-allow", "/bin/echo,bin/ls"}, `--exec-allow: "bin/ls" is not an absolute path`},
 		{"executor", []string{"--exec-allow", "/bin/echo"}, ""},
+		{"executor", []string{"--types", "echo,exec"},
+			"--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail"},
+		{"executor", []string{"--types", "exec", "--allow-exec", "--exec-allow", "/bin/echo"}, ""},
 	} {
 		fs := newFlagSet(tc.cmd, tc.cmd, io.Discard)
 		var err error
