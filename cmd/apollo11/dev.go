@@ -73,9 +73,12 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
-	addrFlag := ""
+	addrFlag := "" // what the suggested commands need to reach this main control
 	if cfg.Listen != maincontrol.DefaultListen {
 		addrFlag = " --addr " + cfg.Listen
+	}
+	if f.tokenFile != "" {
+		addrFlag += " --token-file " + f.tokenFile
 	}
 	fmt.Fprintf(stdout, `apollo11 dev: main control on %s (data dir %q), executors dev-1 and dev-2 (echo, sleep, fail).
 Try, in another terminal:

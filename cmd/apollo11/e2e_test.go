@@ -113,6 +113,10 @@ func TestCLI_EndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
 	assert.Equal(t, 1, list.Count)
 
+	_, errOut, code = cli(t, bin, mc.Addr, "list", "--state", "succeeded", "--limit", "0")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--limit 0: want 1 to 1000")
+
 	out, _, code = cli(t, bin, mc.Addr, "stats")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "succeeded=1 failed=1 cancelled=1")

@@ -69,7 +69,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
 	}
@@ -98,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "apollo11 %s: a small job server\n\nUsage: apollo11 <command> [flags]\n\nCommands:\n", version)
+	fmt.Fprintf(w, "apollo11 (version %s): a small job server\n\nUsage: apollo11 <command> [flags]\n\nCommands:\n", version)
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)

@@ -16,11 +16,17 @@ import (
 )
 
 func runPipeline(args []string, stdout, stderr io.Writer) error {
+	const usage = "Usage: apollo11 pipeline run FILE [--var k=v ...] [--dry-run] [--wait]\n" +
+		"       apollo11 pipeline status [--run-file F]\n" +
+		"Run apollo11 pipeline run --help (or status --help) for the flags."
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "Usage: apollo11 pipeline run FILE [--var k=v ...] [--dry-run] [--wait]\n       apollo11 pipeline status [--run-file F]")
+		fmt.Fprintln(stderr, usage)
 		return exitError{code: 2}
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
 	case "run":
 		return runPipelineRun(args[1:], stdout, stderr)
 	case "status":

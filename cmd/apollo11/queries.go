@@ -92,6 +92,10 @@ func runList(args []string, stdout, stderr io.Writer) error {
 				fs.Usage()
 				return fmt.Errorf("--state is required")
 			}
+			if limit < 1 || limit > 1000 {
+				// The client leaves 0 out, which would get the default.
+				return fmt.Errorf("--limit %d: want 1 to 1000", limit)
+			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			var ids []uint64
@@ -116,7 +120,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stdout, id)
 			}
 			if next != 0 {
-				fmt.Fprintf(stderr, "more: apollo11 list --state %s --after %d\n", state, next)
+				fmt.Fprintf(stderr, "more: apollo11 list --state %s --limit %d --after %d\n", state, limit, next)
 			}
 			return nil
 		})
