@@ -1,7 +1,7 @@
 #!/bin/sh
 # Counts the instructions one task costs in the core cycle benchmark, for
 # comparing two trees on a machine whose timing is too noisy to show a
-# change of a few percent (bench/README.md, section 1).
+# change of a few percent (bench/README.md, the Headline section).
 #
 #   go test -c -o /tmp/a.test ./maincontrol/core/    # in each tree
 #   bench/instructions.sh /tmp/a.test [tasks] [top]
