@@ -395,24 +395,16 @@ func TestClient_ConnectionLost(t *testing.T) {
 // A frame the client cannot decode is answered with an error frame, as
 // every peer answers one (spec sections 1 and 2), and ends the connection.
 func TestClient_RefusesUndecodableFrame(t *testing.T) {
-	tests := []struct {
-		name string
-		raw  []byte
-		code wire.Code
-	}{
-		{"no type", []byte{0, 0, 0, 5, 'r', 'e', 'q', '=', '1'}, wire.CodeMalformed},
-		{"too large", []byte{0x7f, 0xff, 0xff, 0xff}, wire.CodeFrameTooLarge},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range fakemain.BrokenFrames {
+		t.Run(tc.Name, func(t *testing.T) {
 			f := mustStartFakeServer(t)
 			c, sc := mustDial(t, f, client.Options{})
-			sc.SendRaw(tc.raw)
+			sc.SendRaw(tc.Raw)
 			require.NoError(t, sc.Net.SetReadDeadline(time.Now().Add(waitFor)))
 			m, err := sc.R.ReadMessage()
 			require.NoError(t, err)
 			assert.Equal(t, "error", m.Type())
-			assert.Equal(t, string(tc.code), m.Value("code"))
+			assert.Equal(t, string(tc.Code), m.Value("code"))
 			_, err = sc.R.ReadMessage()
 			assert.ErrorIs(t, err, io.EOF, "then the client closes")
 			_, err = c.Stats(context.Background())

@@ -12,7 +12,6 @@ import (
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/internal/fakemain"
-	"github.com/apollo11/apollo11/wire"
 )
 
 func TestExecutor_Register(t *testing.T) {
@@ -51,24 +50,15 @@ func TestExecutor_Register(t *testing.T) {
 // every peer answers one (spec sections 1 and 2), before the executor
 // closes and connects again.
 func TestExecutor_RefusesUndecodableFrame(t *testing.T) {
-	tests := []struct {
-		name string
-		raw  []byte
-		code wire.Code
-	}{
-		{"no type", []byte{0, 0, 0, 5, 's', 'e', 'q', '=', '1'}, wire.CodeMalformed},
-		{"zero length", []byte{0, 0, 0, 0}, wire.CodeMalformed},
-		{"too large", []byte{0x7f, 0xff, 0xff, 0xff}, wire.CodeFrameTooLarge},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range fakemain.BrokenFrames {
+		t.Run(tc.Name, func(t *testing.T) {
 			f := mustStartFakeMain(t)
 			mustRun(t, f, executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"echo": echoHandler()}})
 			c := f.accept(t)
 			c.register(time.Hour, 3*time.Hour)
-			c.SendRaw(tc.raw)
+			c.SendRaw(tc.Raw)
 			m := c.expect("error")
-			assert.Equal(t, string(tc.code), m.Value("code"))
+			assert.Equal(t, string(tc.Code), m.Value("code"))
 			assert.NotEmpty(t, m.Value("message"))
 			c.expectClosed(waitFor)
 			f.accept(t).expect("register")

@@ -153,6 +153,22 @@ func (c *Conn) Send(typ string, kv ...string) {
 	}
 }
 
+// BrokenFrame is bytes a peer cannot decode, and the code of the error
+// frame with which it must answer them before it closes (spec sections 1
+// and 2).
+type BrokenFrame struct {
+	Name string
+	Raw  []byte
+	Code wire.Code
+}
+
+// BrokenFrames are the cases the client and executor tests send.
+var BrokenFrames = []BrokenFrame{
+	{"no type", []byte{0, 0, 0, 5, 's', 'e', 'q', '=', '1'}, wire.CodeMalformed},
+	{"zero length", []byte{0, 0, 0, 0}, wire.CodeMalformed},
+	{"too large", []byte{0x7f, 0xff, 0xff, 0xff}, wire.CodeFrameTooLarge},
+}
+
 // SendRaw writes bytes as they are (a broken frame, say); it is safe from
 // any goroutine, and a failure fails the test.
 func (c *Conn) SendRaw(b []byte) {
