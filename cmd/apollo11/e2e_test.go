@@ -147,6 +147,10 @@ func TestCLI_EndToEnd(t *testing.T) {
 	_, errOut, code = cli(t, bin, "127.0.0.1:1", "stats")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "cannot reach the main control")
+	// A bad command line exits 2, its error printed once.
+	_, errOut, code = cli(t, bin, mc.Addr, "stats", "--nope")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, 1, strings.Count(errOut, "flag provided but not defined: -nope"), errOut)
 	// A wait that ends first: the id on stderr at once, then where the
 	// task stands, and exit 4.
 	out, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "nobody-runs-this", "--wait", "--wait-timeout", "300ms")

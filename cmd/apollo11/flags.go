@@ -59,7 +59,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: this command takes only flags, and a boolean flag takes its value as --flag=false", fs.Arg(0))
+		return usageError(fmt.Errorf("unexpected argument %q: this command takes only flags, and a boolean flag takes its value as --flag=false", fs.Arg(0)), false)
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 	var operands []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return err
+			return usageError(err, true) // the flag package printed it, with the usage
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

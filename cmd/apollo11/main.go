@@ -51,10 +51,21 @@ func init() {
 }
 
 // exitError carries a process exit code through an error, and the error
-// to print, if any.
+// to print, if any (printed: already shown, as the flag package shows its
+// errors with the usage).
 type exitError struct {
-	code int
-	err  error
+	code    int
+	err     error
+	printed bool
+}
+
+// usageError makes a command-line error exit 2 (the usual code for bad
+// usage). printed says whether it was shown already.
+func usageError(err error, printed bool) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return exitError{code: 2, err: err, printed: printed}
 }
 
 func (e exitError) Error() string {
@@ -91,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ee):
-		if ee.err != nil {
+		if ee.err != nil && !ee.printed {
 			fmt.Fprintf(stderr, "apollo11 %s: %v\n", args[0], ee.err)
 		}
 		return ee.code
