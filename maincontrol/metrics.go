@@ -53,7 +53,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 		defer s.mu.Unlock()
 		return float64(len(s.conns))
 	})
-	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch.", latencyBounds)
+	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", latencyBounds)
 	m.retries = r.Counter("apollo11_retries_total", "Attempts that failed and will run again.")
 	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks that passed their timeout_ms.")
 	m.startTimeouts = r.Counter("apollo11_start_timeouts_total", "Dispatched tasks not started in time.")
