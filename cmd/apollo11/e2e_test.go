@@ -100,6 +100,7 @@ func TestCLI_EndToEnd(t *testing.T) {
 	_, errOut, code = cli(t, bin, mc.Addr, "cancel", strconv.FormatUint(id, 10))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "illegal_transition")
+	assert.True(t, strings.HasPrefix(errOut, "apollo11 cancel: main control error"), errOut)
 	_, errOut, code = cli(t, bin, mc.Addr, "status", "999")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "unknown_task")

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -103,13 +104,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		if ee.err != nil && !ee.printed {
-			fmt.Fprintf(stderr, "apollo11 %s: %v\n", args[0], ee.err)
+			printErr(stderr, args[0], ee.err)
 		}
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "apollo11 %s: %v\n", args[0], err)
+		printErr(stderr, args[0], err)
 		return 1
 	}
+}
+
+// printErr prints a command's error once prefixed with the command: the
+// client's errors start with the request's name, and "apollo11 cancel:
+// cancel: ..." said it twice.
+func printErr(w io.Writer, cmd string, err error) {
+	fmt.Fprintf(w, "apollo11 %s: %s\n", cmd, strings.TrimPrefix(err.Error(), cmd+": "))
 }
 
 func usage(w io.Writer) {
