@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,6 +50,35 @@ func TestCore_RegisterWithoutTypes(t *testing.T) {
 		h.none(p)
 	}
 	assert.Equal(t, Pending, h.state(1))
+	h.checkReplay()
+}
+
+// An executor back with fewer slots than the dispatches it still holds
+// keeps them (they end as usual) and gets no task until it is under its
+// new slots.
+func TestCore_ReregisterFewerSlots(t *testing.T) {
+	var buf syncbuf.Buffer
+	h := newHarness(t, withLog(&buf))
+	cl := h.client()
+	ex := h.executor("e1", "x", 2)
+	a := h.submit(cl, "task_type", "x")
+	b := h.submit(cl, "task_type", "x")
+	h.task(ex)
+	h.task(ex)
+	h.start(ex, a, 1)
+	h.start(ex, b, 1)
+	h.c.Closed(ex)
+	ex = h.executor("e1", "x", 1)
+	assert.Contains(t, buf.String(), `msg="executor holds more tasks than its new slots" executor=e1 slots=1 tasks=2`)
+	c := h.submit(cl, "task_type", "x")
+	h.none(ex)
+	h.accepted(ex, a, 1, "succeeded")
+	h.none(ex) // 1 held, 1 slot: still full
+	assert.Equal(t, Pending, h.state(c))
+	h.accepted(ex, b, 1, "succeeded")
+	id, _ := h.task(ex)
+	assert.Equal(t, c, id, "dispatched once under its slots")
+	require.NoError(t, checkInvariants(h.c, map[string]int{}))
 	h.checkReplay()
 }
 

@@ -122,6 +122,7 @@ func FuzzCore_Messages(f *testing.F) {
 		}
 		openAll()
 		restarted := false
+		loads := map[string]int{}
 		var dec wire.Decoder
 		var buf []byte
 		for i, step := range bytes.SplitN(program, []byte("\n\n"), fuzzMaxSteps) {
@@ -152,7 +153,7 @@ func FuzzCore_Messages(f *testing.F) {
 				restarted = true
 				openAll()
 			}
-			if err := checkInvariants(h.c); err != nil {
+			if err := checkInvariants(h.c, loads); err != nil {
 				t.Fatalf("step %d (%q): %v", i, step, err)
 			}
 			clear(h.fx.frames)

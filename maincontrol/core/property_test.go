@@ -65,6 +65,7 @@ type prop struct {
 	lastSnapN  int
 	step       int
 	stats      map[string]int
+	loads      map[string]int // executors' loads at the last check
 }
 
 func newProp(t *testing.T, seed uint64) *prop {
@@ -83,7 +84,7 @@ func newProp(t *testing.T, seed uint64) *prop {
 	h.fx.dec.MaxFrame = propMaxFrame // the core never sends a larger frame
 	p := &prop{t: t, h: h, rnd: rand.New(rand.NewPCG(seed, 77)),
 		maxSent: map[uint64]uint32{}, accepted: map[tokenKey]int{}, succeeded: map[uint64]int{},
-		sentStatus: map[tokenKey]string{}, waits: map[uint64]int{}, stats: map[string]int{}}
+		sentStatus: map[tokenKey]string{}, waits: map[uint64]int{}, stats: map[string]int{}, loads: map[string]int{}}
 	typeSets := [][]string{{"a"}, {"a", "b"}, {"b", "c"}, {"c"}, {"a", "b", "c"}}
 	for i, ts := range typeSets {
 		p.execs = append(p.execs, &propExec{name: fmt.Sprintf("e%d", i), types: ts, slots: 1 + i%3,
@@ -213,7 +214,7 @@ func (p *prop) collect() {
 func (p *prop) check() {
 	t := p.t
 	c := p.h.c
-	if err := checkInvariants(c); err != nil {
+	if err := checkInvariants(c, p.loads); err != nil {
 		t.Fatalf("step %d: %v", p.step, err)
 	}
 	if c.nextID < p.nextID {

@@ -166,6 +166,12 @@ func (c *Core) register(p *peer, m *wire.Message) {
 	c.refreshHeaps(e)
 	c.watchLiveness(e)
 	c.log.Info("executor registered", "executor", e.id, "task_types", types, "slots", slots, "tasks", e.tasks.len())
+	if e.load > e.slots {
+		// Back with fewer slots than the dispatches it still holds (a
+		// restart with a new --slots): those end as usual, by result,
+		// reconciliation or timeout, and it gets no task until it is under.
+		c.log.Warn("executor holds more tasks than its new slots", "executor", e.id, "slots", e.slots, "tasks", e.load)
+	}
 	b := wire.Begin(c.frame[:0], "registered")
 	b.StrK(kExecutorID, e.id)
 	b.UintK(kHeartbeatMs, uint64(c.cfg.HeartbeatInterval.Milliseconds()))
