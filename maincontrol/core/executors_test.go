@@ -59,13 +59,7 @@ func TestCore_RegisterWithoutTypes(t *testing.T) {
 func TestCore_ReregisterFewerSlots(t *testing.T) {
 	var buf syncbuf.Buffer
 	h := newHarness(t, withLog(&buf))
-	cl := h.client()
-	ex := h.executor("e1", "x", 2)
-	a := h.submit(cl, "task_type", "x")
-	b := h.submit(cl, "task_type", "x")
-	h.task(ex)
-	h.task(ex)
-	h.start(ex, a, 1)
+	cl, ex, a, b := holdingTwo(h)
 	h.start(ex, b, 1)
 	h.c.Closed(ex)
 	ex = h.executor("e1", "x", 1)
@@ -150,15 +144,22 @@ func TestCore_DuplicateExecutor(t *testing.T) {
 	h.checkReplay()
 }
 
-func TestCore_ReRegisterKeepsTasks(t *testing.T) {
-	h := newHarness(t)
-	cl := h.client()
-	ex := h.executor("e1", "x", 2)
-	a := h.submit(cl, "task_type", "x")
-	b := h.submit(cl, "task_type", "x")
+// holdingTwo connects a client and executor e1 (type x, 2 slots) and
+// gives e1 two tasks: a running, b dispatched.
+func holdingTwo(h *harness) (cl, ex PeerID, a, b uint64) {
+	cl = h.client()
+	ex = h.executor("e1", "x", 2)
+	a = h.submit(cl, "task_type", "x")
+	b = h.submit(cl, "task_type", "x")
 	h.task(ex)
 	h.task(ex)
 	h.start(ex, a, 1)
+	return cl, ex, a, b
+}
+
+func TestCore_ReRegisterKeepsTasks(t *testing.T) {
+	h := newHarness(t)
+	cl, ex, a, b := holdingTwo(h)
 	h.c.Closed(ex)
 	h.advance(2 * time.Second)
 	assert.Equal(t, Running, h.state(a))
