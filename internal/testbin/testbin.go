@@ -82,7 +82,10 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Proc {
 	p.Cmd = exec.Command(bin, args...)
 	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
-	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary that dies without running its cleanups (a
+	// -timeout panic, a kill) takes its daemons with it instead of leaving
+	// them listening.
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatalf("cannot start %s: %v", bin, err)
 	}
