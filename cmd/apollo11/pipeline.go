@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/pipeline"
@@ -47,15 +46,14 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	dryRun := fs.Bool("dry-run", false, "check the file and print the plan; submit nothing")
 	wait := fs.Bool("wait", false, "follow every step to its end; exit 0 if all succeeded, 1 otherwise")
 	runFile := fs.String("run-file", "", "where to record the run for `pipeline status` (default <name>.run.json)")
-	// The file comes first; flags after it.
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs.Usage()
-		return fmt.Errorf("want a pipeline FILE")
-	}
-	path := args[0]
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseFlagsOperands(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("want one pipeline FILE")
+	}
+	path := fs.Arg(0)
 	f, err := os.Open(path)
 	if err != nil {
 		return err
