@@ -195,7 +195,7 @@ func (s *session) readLoop() {
 			s.readErr = err
 			return
 		}
-		s.wd.frame(time.Now())
+		s.wd.frame()
 		s.e.handleFrame(s, m)
 	}
 }
@@ -205,13 +205,17 @@ func (s *session) readLoop() {
 // section 4: an executor that gets no frame for timeout_ms reconnects), so
 // a main control that trickles the bytes of a frame it never finishes does
 // not keep the executor waiting. The reader of frames calls frame after
-// each one. To keep deadline updates off the per-read path the deadline in
-// force moves only when it is later than the one wanted or more than
-// timeout/16 before it; one that fires early because of that is set again.
+// each one; the next Read, which comes once the frames already buffered
+// are handled, takes that as the time of the last frame, so the clock is
+// read once per Read rather than once per frame. To keep deadline updates
+// off the per-read path the deadline in force moves only when it is later
+// than the one wanted or more than timeout/16 before it; one that fires
+// early because of that is set again.
 type watchdogReader struct {
 	conn    net.Conn
 	timeout time.Duration
 	last    time.Time // when the last whole frame arrived, or the watch began
+	framed  bool      // a whole frame arrived since last was set
 	armed   time.Time // the read deadline in force
 }
 
@@ -219,8 +223,8 @@ func newWatchdogReader(conn net.Conn, timeout time.Duration) *watchdogReader {
 	return &watchdogReader{conn: conn, timeout: timeout, last: time.Now()}
 }
 
-// frame notes that a whole frame arrived at now.
-func (w *watchdogReader) frame(now time.Time) { w.last = now }
+// frame notes that a whole frame arrived.
+func (w *watchdogReader) frame() { w.framed = true }
 
 // rewatch starts the watch again with a new timeout.
 func (w *watchdogReader) rewatch(timeout time.Duration) { w.timeout, w.last = timeout, time.Now() }
@@ -234,6 +238,9 @@ func (w *watchdogReader) arm(deadline time.Time) error {
 }
 
 func (w *watchdogReader) Read(p []byte) (int, error) {
+	if w.framed {
+		w.last, w.framed = time.Now(), false
+	}
 	if want := w.last.Add(w.timeout); w.armed.After(want) || want.Sub(w.armed) > w.timeout/16 {
 		if err := w.arm(want); err != nil {
 			return 0, err
