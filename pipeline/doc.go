@@ -22,6 +22,10 @@
 //	    type: echo
 //	    depends_on: [fetch]
 //
-// Templates: ${name} is replaced in type, args values and key; $$ is a
-// literal $. A variable given nowhere is an error.
+// Templates: ${name} is replaced in every value of the file (the name,
+// key, ids, depends_on, type, args values, numbers and durations), not in
+// keys nor in vars itself; $$ is a literal $. A variable given nowhere is
+// an error. Substitution happens after the YAML is parsed, so a value
+// cannot change the file's structure. The name, once filled in, is 1-64
+// characters of a-z A-Z 0-9 _ . -: it names the run file.
 package pipeline

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,11 +26,13 @@ type file struct {
 	Steps    []step            `yaml:"steps"`
 }
 
+// stepOptions are read as strings, "" when not given, so that a ${var}
+// may stand for any of them; they are checked once expanded.
 type stepOptions struct {
-	MaxAttempts *int   `yaml:"max_attempts"`
+	MaxAttempts string `yaml:"max_attempts"`
 	Timeout     string `yaml:"timeout"`
 	Delay       string `yaml:"delay"`
-	Priority    *int   `yaml:"priority"`
+	Priority    string `yaml:"priority"`
 }
 
 type step struct {
@@ -74,6 +79,9 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	if err := checkShape(dec, data); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	all := map[string]string{}
 	for k, v := range f.Vars {
 		all[k] = v
@@ -84,9 +92,43 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	return plan(&f, all)
 }
 
+// checkShape refuses what the typed decoding lets pass in silence: a
+// second YAML document after the first, and an empty item in steps (which
+// the decoder drops).
+func checkShape(dec *yaml.Decoder, data []byte) error {
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("more than one YAML document: a pipeline file holds one")
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return err
+	}
+	top := doc.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value != "steps" {
+			continue
+		}
+		for _, item := range top.Content[i+1].Content {
+			if item.Kind == yaml.ScalarNode && item.Tag == "!!null" {
+				return fmt.Errorf("line %d: empty step", item.Line)
+			}
+		}
+	}
+	return nil
+}
+
 func plan(f *file, vars map[string]string) (*Plan, error) {
-	if strings.TrimSpace(f.Name) == "" {
+	name, err := expand(f.Name, vars)
+	if err != nil {
+		return nil, fmt.Errorf("%w: name: %v", ErrInvalid, err)
+	}
+	if strings.TrimSpace(name) == "" {
 		return nil, fmt.Errorf("%w: name is required", ErrInvalid)
+	}
+	if !validStepID(name) {
+		// It names the run file (<name>.run.json): no paths.
+		return nil, fmt.Errorf("%w: name %q must be 1-64 characters of a-z A-Z 0-9 _ . -", ErrInvalid, name)
 	}
 	if len(f.Steps) == 0 {
 		return nil, fmt.Errorf("%w: no steps", ErrInvalid)
@@ -119,35 +161,41 @@ func plan(f *file, vars map[string]string) (*Plan, error) {
 		return nil, &CycleError{Path: cyc}
 	}
 	order := topoOrder(steps, index)
-	p := &Plan{Name: f.Name, Steps: order}
+	p := &Plan{Name: name, Steps: order}
 	p.Longest = longestChain(order)
 	return p, nil
 }
 
 func buildStep(in *step, def *stepOptions, vars map[string]string, key string) (Step, error) {
-	s := Step{ID: in.ID, Args: map[string]string{}}
+	s := Step{Args: map[string]string{}}
+	var err error
+	if s.ID, err = expand(in.ID, vars); err != nil {
+		return s, fmt.Errorf("id: %v", err)
+	}
 	if !validStepID(s.ID) {
 		return s, fmt.Errorf("id must be 1-64 characters of a-z A-Z 0-9 _ . -")
 	}
-	var err error
 	if s.Type, err = expand(in.Type, vars); err != nil {
 		return s, fmt.Errorf("type: %v", err)
 	}
 	if s.Type == "" || strings.ContainsAny(s.Type, ", \n") {
 		return s, fmt.Errorf("type is required (no spaces or commas)")
 	}
-	for k, v := range in.Args {
+	for _, k := range slices.Sorted(maps.Keys(in.Args)) { // the same error every run
 		if !validArgName(k) {
 			return s, fmt.Errorf("args: name %q must be 1-60 bytes of a-z 0-9 _ . -", k)
 		}
-		if s.Args[k], err = expand(v, vars); err != nil {
+		if s.Args[k], err = expand(in.Args[k], vars); err != nil {
 			return s, fmt.Errorf("args.%s: %v", k, err)
 		}
 	}
 	seen := map[string]bool{}
 	for _, d := range in.DependsOn {
-		if d == in.ID {
-			return s, fmt.Errorf("depends on itself")
+		if d, err = expand(d, vars); err != nil {
+			return s, fmt.Errorf("depends_on: %v", err)
+		}
+		if d == s.ID {
+			return s, fmt.Errorf("depends on itself (dependency cycle: %s -> %s)", d, d)
 		}
 		if !seen[d] {
 			seen[d] = true
@@ -155,29 +203,29 @@ func buildStep(in *step, def *stepOptions, vars map[string]string, key string) (
 		}
 	}
 	opts := *def
-	if in.MaxAttempts != nil {
-		opts.MaxAttempts = in.MaxAttempts
-	}
-	if in.Timeout != "" {
-		opts.Timeout = in.Timeout
-	}
-	if in.Delay != "" {
-		opts.Delay = in.Delay
-	}
-	if in.Priority != nil {
-		opts.Priority = in.Priority
-	}
-	if opts.MaxAttempts != nil {
-		if *opts.MaxAttempts < 1 {
-			return s, fmt.Errorf("max_attempts must be at least 1")
+	for _, o := range []struct {
+		name, step string
+		to         *string
+	}{
+		{"max_attempts", in.MaxAttempts, &opts.MaxAttempts}, {"timeout", in.Timeout, &opts.Timeout},
+		{"delay", in.Delay, &opts.Delay}, {"priority", in.Priority, &opts.Priority},
+	} {
+		if o.step != "" {
+			*o.to = o.step
 		}
-		s.MaxAttempts = *opts.MaxAttempts
-	}
-	if opts.Priority != nil {
-		if *opts.Priority < 0 || *opts.Priority > 9 {
-			return s, fmt.Errorf("priority must be 0 to 9")
+		if *o.to, err = expand(*o.to, vars); err != nil {
+			return s, fmt.Errorf("%s: %v", o.name, err)
 		}
-		s.Priority = *opts.Priority
+	}
+	if opts.MaxAttempts != "" {
+		if s.MaxAttempts, err = strconv.Atoi(opts.MaxAttempts); err != nil || s.MaxAttempts < 1 {
+			return s, fmt.Errorf("max_attempts must be at least 1 (got %q)", opts.MaxAttempts)
+		}
+	}
+	if opts.Priority != "" {
+		if s.Priority, err = strconv.Atoi(opts.Priority); err != nil || s.Priority < 0 || s.Priority > 9 {
+			return s, fmt.Errorf("priority must be 0 to 9 (got %q)", opts.Priority)
+		}
 	}
 	if s.Timeout, err = duration(opts.Timeout); err != nil {
 		return s, fmt.Errorf("timeout: %v", err)

@@ -76,6 +76,18 @@ func TestParse_Errors(t *testing.T) {
 		{"bad timeout", "name: x\nsteps: [{id: a, type: echo, timeout: soon}]", `timeout: "soon" is not a duration`, nil},
 		{"bad priority", "name: x\nsteps: [{id: a, type: echo, priority: 10}]", "priority must be 0 to 9", nil},
 		{"bad attempts", "name: x\nsteps: [{id: a, type: echo, max_attempts: 0}]", "max_attempts must be at least 1", nil},
+		{"attempts not a number", "name: x\nsteps: [{id: a, type: echo, max_attempts: 2.5}]", `max_attempts must be at least 1 (got "2.5")`, nil},
+		{"attempts from a bad var", "name: x\nsteps: [{id: a, type: echo, max_attempts: '${n}'}]", `max_attempts must be at least 1 (got "many")`, map[string]string{"n": "many"}},
+		{"priority from a missing var", "name: x\nsteps: [{id: a, type: echo, priority: '${p}'}]", "priority: undefined variable ${p}", nil},
+		{"missing var in name", "name: n-${nope}\nsteps: [{id: a, type: echo}]", "name: undefined variable ${nope}", nil},
+		{"name with a path", "name: ../x\nsteps: [{id: a, type: echo}]", `name "../x" must be`, nil},
+		{"name from a var with a path", "name: '${n}'\nsteps: [{id: a, type: echo}]", `name "a/b" must be`, map[string]string{"n": "a/b"}},
+		{"missing var in id", "name: x\nsteps: [{id: '${s}', type: echo}]", "id: undefined variable ${s}", nil},
+		{"missing var in depends_on", "name: x\nsteps: [{id: a, type: echo, depends_on: ['${s}']}]", "depends_on: undefined variable ${s}", nil},
+		{"self through a var", "name: x\nsteps: [{id: a, type: echo, depends_on: ['${s}']}]", "depends on itself (dependency cycle: a -> a)", map[string]string{"s": "a"}},
+		{"empty step", "name: x\nsteps:\n  -\n  - {id: a, type: echo}\n", "line 3: empty step", nil},
+		{"two documents", "name: x\nsteps: [{id: a, type: echo}]\n---\nname: y\n", "more than one YAML document", nil},
+		{"first bad arg name in order", "name: x\nsteps: [{id: a, type: echo, args: {Zed: 1, Abc: 2}}]", `name "Abc"`, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,4 +138,27 @@ steps:
 	assert.Contains(t, b.String(), "pipeline diamond: 4 steps, longest chain 3")
 	assert.Contains(t, b.String(), "  4. join  type=echo  after=left,right\n")
 	assert.Contains(t, b.String(), "arg.price=$5 me")
+}
+
+// A ${var} may stand for any value of the file, not only args: the name,
+// ids, dependencies, numbers and durations.
+func TestParse_TemplatesEverywhere(t *testing.T) {
+	p, err := pipeline.Parse(strings.NewReader(`
+name: report-${date}
+defaults: {timeout: '${to}'}
+steps:
+  - {id: '${first}', type: echo, max_attempts: '${n}', priority: '${p}', delay: '${d}'}
+  - {id: second, type: echo, depends_on: ['${first}']}
+`), map[string]string{"date": "d1", "to": "90s", "first": "fetch", "n": "4", "p": "8", "d": "2s"})
+	require.NoError(t, err)
+	assert.Equal(t, "report-d1", p.Name)
+	require.Len(t, p.Steps, 2)
+	first, second := p.Steps[0], p.Steps[1]
+	assert.Equal(t, "fetch", first.ID)
+	assert.Equal(t, 4, first.MaxAttempts)
+	assert.Equal(t, 8, first.Priority)
+	assert.Equal(t, 2*time.Second, first.Delay)
+	assert.Equal(t, 90*time.Second, first.Timeout, "defaults expand too")
+	assert.Equal(t, []string{"fetch"}, second.DependsOn)
+	assert.Equal(t, 90*time.Second, second.Timeout)
 }
