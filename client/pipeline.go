@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,23 +24,30 @@ type PipelineStep struct {
 	DependsOn []string `json:"depends_on,omitempty"`
 }
 
-// RunPipeline submits the plan's steps in order, each with depends_on the
-// task ids of the steps it depends on (so dependencies always exist first
-// and no cycle can reach the main control). When a submit is refused, the
-// steps already submitted are cancelled and the error returned.
-//
-// With onDone set, every step is submitted with wait=true and RunPipeline
-// returns only when all of them ended, calling onDone (from one goroutine
-// at a time) as each ends.
+// RunPipeline submits the plan (see SubmitPipeline) and, with onDone set,
+// follows every step to its end (see PipelineWatch.Wait).
 func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone func(PipelineStep, Done)) (*PipelineRun, error) {
+	run, pw, err := c.SubmitPipeline(ctx, plan, onDone != nil)
+	if err != nil || pw == nil {
+		return run, err
+	}
+	defer pw.Close()
+	return run, pw.Wait(ctx, onDone)
+}
+
+// SubmitPipeline submits the plan's steps in order, each with depends_on
+// the task ids of the steps it depends on (so dependencies always exist
+// first and no cycle can reach the main control). When a submit is
+// refused, the steps already submitted are cancelled and the error
+// returned.
+//
+// With wait, every step is submitted with wait=true and the returned
+// PipelineWatch follows them; the caller can record the run (every task
+// id is known) before it waits.
+func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait bool) (*PipelineRun, *PipelineWatch, error) {
 	run := &PipelineRun{Name: plan.Name}
+	pw := &PipelineWatch{run: run}
 	ids := map[string]uint64{}
-	var watches []*Watch
-	defer func() {
-		for _, w := range watches {
-			w.Close()
-		}
-	}()
 	for _, s := range plan.Steps {
 		req := SubmitRequest{Type: s.Type, Args: s.Args, Priority: s.Priority, MaxAttempts: s.MaxAttempts,
 			Timeout: s.Timeout, Delay: s.Delay, Key: s.Key}
@@ -48,10 +56,10 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 		}
 		var id uint64
 		var err error
-		if onDone != nil {
+		if wait {
 			var w *Watch
 			if w, err = c.SubmitWatch(ctx, req); err == nil {
-				watches = append(watches, w)
+				pw.watches = append(pw.watches, w)
 				id = w.Submitted.ID
 			}
 		} else {
@@ -60,19 +68,33 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 			id = sub.ID
 		}
 		if err != nil {
+			pw.Close()
 			cerr := c.cancelRun(ctx, run)
-			return run, errors.Join(fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err), cerr)
+			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err), cerr)
 		}
 		ids[s.ID] = id
 		run.Steps = append(run.Steps, PipelineStep{ID: s.ID, TaskID: id, DependsOn: s.DependsOn})
 	}
-	if onDone == nil {
-		return run, nil
+	if !wait {
+		return run, nil, nil
 	}
+	return run, pw, nil
+}
+
+// PipelineWatch follows the steps of a pipeline submitted with wait.
+type PipelineWatch struct {
+	run     *PipelineRun
+	watches []*Watch
+}
+
+// Wait returns when every step ended, calling onDone (from one goroutine
+// at a time) as each ends, or when ctx ends or the connection is lost
+// first: then the steps go on without being followed.
+func (pw *PipelineWatch) Wait(ctx context.Context, onDone func(PipelineStep, Done)) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	errs := make([]error, len(watches))
-	for i, w := range watches {
+	errs := make([]error, len(pw.watches))
+	for i, w := range pw.watches {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -82,12 +104,29 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 				return
 			}
 			mu.Lock()
-			onDone(run.Steps[i], d)
+			onDone(pw.run.Steps[i], d)
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return run, errors.Join(errs...)
+	unfollowed, first := 0, error(nil)
+	for _, err := range errs {
+		if err != nil {
+			unfollowed++
+			first = cmp.Or(first, err)
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("%d of %d steps not followed to their end: %w", unfollowed, len(errs), first)
+	}
+	return nil
+}
+
+// Close stops following the steps.
+func (pw *PipelineWatch) Close() {
+	for _, w := range pw.watches {
+		w.Close()
+	}
 }
 
 // cancelRun cancels the steps of a run that failed to submit whole.

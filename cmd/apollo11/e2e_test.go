@@ -287,6 +287,26 @@ steps:
 	assert.Contains(t, out, "pipeline p: 3 steps, longest chain 3 (a -> b -> c)")
 	assert.Contains(t, out, "nothing submitted")
 
+	out, errOut, code = run("run", file, "--dry-run", "--var", "x=1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var plan struct {
+		Name   string `json:"name"`
+		DryRun bool   `json:"dry_run"`
+		Steps  []struct {
+			ID        string   `json:"id"`
+			DependsOn []string `json:"depends_on"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	assert.True(t, plan.DryRun)
+	require.Len(t, plan.Steps, 3)
+	assert.Equal(t, []string{"b"}, plan.Steps[2].DependsOn)
+
+	for _, args := range [][]string{{"bogus"}, {"run", "--dry-run"}, {"run", file, file, "--dry-run"}} {
+		_, errOut, code = run(args...)
+		assert.Equal(t, 2, code, "a bad command line: %v: %s", args, errOut)
+	}
+
 	cyc := filepath.Join(dir, "cyc.yaml")
 	require.NoError(t, os.WriteFile(cyc, []byte("name: c\nsteps:\n  - {id: a, type: echo, depends_on: [b]}\n  - {id: b, type: echo, depends_on: [a]}\n"), 0o644))
 	_, errOut, code = run("run", cyc, "--dry-run")
@@ -305,6 +325,54 @@ steps:
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "pipeline p\n")
 	assert.Contains(t, out, "cancelled")
+
+	out, errOut, code = run("run", file, "--addr", mc.Addr, "--var", "x=2", "--wait", "--json", "--run-file", "j.run.json")
+	assert.Equal(t, 1, code, "%s%s", out, errOut)
+	var report struct {
+		Steps []struct {
+			ID, State string
+		} `json:"steps"`
+		Failed int `json:"failed"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &report), out)
+	assert.Equal(t, 2, report.Failed)
+	assert.Len(t, report.Steps, 3)
+}
+
+// pipeline run --wait records the run before it waits, so that `pipeline
+// status` follows it meanwhile; when the wait ends first (the main
+// control is gone) it exits 4, not 1: the steps were not seen to fail.
+func TestCLI_PipelineWaitEndsFirst(t *testing.T) {
+	bin := testbin.Build(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "slow.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+name: slow
+steps:
+  - {id: nap, type: sleep, args: {ms: "60000"}}
+  - {id: after, type: echo, depends_on: [nap]}
+`), 0o644))
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
+	startExecutor(t, bin, mc.Addr, "--id", "slow-1", "--types", "sleep,echo")
+	p := testbin.Start(t, bin, nil, "pipeline", "run", file, "--addr", mc.Addr, "--wait",
+		"--run-file", filepath.Join(dir, "slow.run.json"))
+	var out string
+	var code int
+	require.Eventually(t, func() bool {
+		cmd := exec.Command(bin, "pipeline", "status", "--addr", mc.Addr, "--run-file", filepath.Join(dir, "slow.run.json"))
+		b, err := cmd.Output()
+		out, code = string(b), cmd.ProcessState.ExitCode()
+		return err == nil && strings.Contains(out, "running")
+	}, 10*time.Second, 50*time.Millisecond, "status while the run waits: %d %s", code, out)
+	assert.Contains(t, out, "waiting", "the second step waits for the first")
+	assert.False(t, p.Exited())
+
+	mc.Kill()
+	_ = p.Wait(10 * time.Second) // an error: it exits non-zero
+	require.True(t, p.Exited(), "the wait ends when the main control is gone")
+	assert.Equal(t, 4, p.ExitCode(), p.Output())
+	assert.Contains(t, p.Output(), "steps not followed to their end")
+	assert.Contains(t, p.Output(), "the steps go on")
 }
 
 // The quick start: `apollo11 dev` serves submits with its own executors

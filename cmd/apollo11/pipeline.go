@@ -31,7 +31,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) error {
 	case "status":
 		return runPipelineStatus(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("unknown pipeline command %q (run, status)", args[0])
+	return usageError(fmt.Errorf("unknown pipeline command %q (run, status)", args[0]), false)
 }
 
 // defaultRunFile is where `pipeline run` records a run for `status`.
@@ -44,14 +44,14 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	vars := kvFlag{}
 	fs.Var(vars, "var", "template variable k=v, replacing ${k} (repeat for more)")
 	dryRun := fs.Bool("dry-run", false, "check the file and print the plan; submit nothing")
-	wait := fs.Bool("wait", false, "follow every step to its end; exit 0 if all succeeded, 1 otherwise")
+	wait := fs.Bool("wait", false, "follow every step to its end; exit 0 if all succeeded, 1 otherwise, 4 if the wait ended first (the steps go on)")
 	runFile := fs.String("run-file", "", "where to record the run for `pipeline status` (default <name>.run.json)")
 	if err := parseFlagsOperands(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return fmt.Errorf("want one pipeline FILE")
+		return usageError(fmt.Errorf("want one pipeline FILE, got %d", fs.NArg()), false)
 	}
 	path := fs.Arg(0)
 	f, err := os.Open(path)
@@ -64,6 +64,9 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if *dryRun {
+		if cf.asJSON {
+			return printJSON(stdout, planJSON(plan))
+		}
 		plan.Describe(stdout)
 		fmt.Fprintln(stdout, "dry run: nothing submitted")
 		return nil
@@ -75,25 +78,13 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	defer cl.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var onDone func(client.PipelineStep, client.Done)
-	failed := 0
-	if *wait {
-		onDone = func(s client.PipelineStep, d client.Done) {
-			if d.State != "succeeded" {
-				failed++
-			}
-			line := fmt.Sprintf("%-20s task %-8d %s", s.ID, d.ID, d.State)
-			if d.Error != "" {
-				line += "  (" + d.Error + ")"
-			}
-			fmt.Fprintln(stdout, line)
-		}
+	run, pw, err := cl.SubmitPipeline(ctx, plan, *wait)
+	if *runFile == "" {
+		*runFile = defaultRunFile(plan.Name)
 	}
-	run, err := cl.RunPipeline(ctx, plan, onDone)
-	if run != nil && len(run.Steps) > 0 {
-		if *runFile == "" {
-			*runFile = defaultRunFile(plan.Name)
-		}
+	if len(run.Steps) > 0 {
+		// Recorded before the wait, so that `pipeline status` can follow
+		// the run meanwhile, or after this process is gone.
 		if werr := writeRunFile(*runFile, run); werr != nil {
 			fmt.Fprintf(stderr, "warning: %v\n", werr)
 		}
@@ -101,7 +92,14 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	report := runReport{Name: plan.Name, RunFile: *runFile}
 	if !*wait {
+		for _, s := range run.Steps {
+			report.Steps = append(report.Steps, stepReport{ID: s.ID, TaskID: s.TaskID})
+		}
+		if cf.asJSON {
+			return printJSON(stdout, report)
+		}
 		for _, s := range run.Steps {
 			fmt.Fprintf(stdout, "%-20s task %d\n", s.ID, s.TaskID)
 		}
@@ -109,12 +107,87 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 			plan.Name, len(run.Steps), *runFile)
 		return nil
 	}
+	defer pw.Close()
+	if !cf.asJSON {
+		fmt.Fprintf(stderr, "pipeline %s submitted: %d steps; waiting for them to end\n", plan.Name, len(run.Steps))
+	}
+	failed := 0
+	werr := pw.Wait(ctx, func(s client.PipelineStep, d client.Done) {
+		if d.State != "succeeded" {
+			failed++
+		}
+		report.Steps = append(report.Steps, stepReport{ID: s.ID, TaskID: d.ID, State: d.State, Error: d.Error})
+		if cf.asJSON {
+			return
+		}
+		line := fmt.Sprintf("%-20s task %-8d %s", s.ID, d.ID, d.State)
+		if d.Error != "" {
+			line += "  (" + d.Error + ")"
+		}
+		fmt.Fprintln(stdout, line)
+	})
+	report.Failed = failed
+	if cf.asJSON {
+		if err := printJSON(stdout, report); err != nil {
+			return err
+		}
+	}
+	if werr != nil {
+		return exitError{code: exitUnknown, err: fmt.Errorf("%w; the steps go on (follow with: apollo11 pipeline status --run-file %s)", werr, *runFile)}
+	}
 	if failed > 0 {
-		fmt.Fprintf(stdout, "pipeline %s: %d of %d steps did not succeed\n", plan.Name, failed, len(run.Steps))
+		if !cf.asJSON {
+			fmt.Fprintf(stdout, "pipeline %s: %d of %d steps did not succeed\n", plan.Name, failed, len(run.Steps))
+		}
 		return exitError{code: exitFailed}
 	}
-	fmt.Fprintf(stdout, "pipeline %s: all %d steps succeeded\n", plan.Name, len(run.Steps))
+	if !cf.asJSON {
+		fmt.Fprintf(stdout, "pipeline %s: all %d steps succeeded\n", plan.Name, len(run.Steps))
+	}
 	return nil
+}
+
+// runReport is what `pipeline run --json` prints: the steps submitted,
+// and with --wait how each ended, in the order they ended.
+type runReport struct {
+	Name    string       `json:"name"`
+	RunFile string       `json:"run_file"`
+	Steps   []stepReport `json:"steps"`
+	Failed  int          `json:"failed,omitempty"`
+}
+
+type stepReport struct {
+	ID     string `json:"id"`
+	TaskID uint64 `json:"task_id"`
+	State  string `json:"state,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// planJSON is the plan as `pipeline run --dry-run --json` prints it.
+func planJSON(p *pipeline.Plan) any {
+	type step struct {
+		ID          string            `json:"id"`
+		Type        string            `json:"type"`
+		Args        map[string]string `json:"args,omitempty"`
+		DependsOn   []string          `json:"depends_on,omitempty"`
+		MaxAttempts int               `json:"max_attempts,omitempty"`
+		Timeout     string            `json:"timeout,omitempty"`
+		Delay       string            `json:"delay,omitempty"`
+		Priority    int               `json:"priority,omitempty"`
+		Key         string            `json:"key,omitempty"`
+	}
+	steps := make([]step, len(p.Steps))
+	for i, s := range p.Steps {
+		steps[i] = step{ID: s.ID, Type: s.Type, Args: s.Args, DependsOn: s.DependsOn, MaxAttempts: s.MaxAttempts,
+			Priority: s.Priority, Key: s.Key}
+		if s.Timeout > 0 {
+			steps[i].Timeout = s.Timeout.String()
+		}
+		if s.Delay > 0 {
+			steps[i].Delay = s.Delay.String()
+		}
+	}
+	return map[string]any{"name": p.Name, "dry_run": true, "longest_chain": p.Longest, "steps": steps}
 }
 
 func writeRunFile(path string, run *client.PipelineRun) error {

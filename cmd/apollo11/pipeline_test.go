@@ -20,6 +20,6 @@ func TestPipelineRun_FileAmongFlags(t *testing.T) {
 		assert.Contains(t, out.String(), "key=nightly-d1/fetch", "%v", args)
 	}
 	var out, errOut bytes.Buffer
-	assert.Equal(t, 1, run([]string{"pipeline", "run", "--dry-run"}, &out, &errOut))
-	assert.Contains(t, errOut.String(), "want one pipeline FILE")
+	assert.Equal(t, 2, run([]string{"pipeline", "run", "--dry-run"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "want one pipeline FILE, got 0")
 }
