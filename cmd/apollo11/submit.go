@@ -10,11 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // Exit codes of `submit`. A failed task exits 1, so any other error of
@@ -40,11 +40,29 @@ func (k kvFlag) Set(s string) error {
 	return nil
 }
 
+// idsFlag collects task ids from comma-separated lists; it may be
+// repeated. Each item must be a task id as the wire writes it (spec
+// section 2: no empty items, no spaces, no leading zeros), so that a list
+// the main control would refuse, or read differently, is refused here.
+type idsFlag []uint64
+
+func (f *idsFlag) String() string { return "" }
+func (f *idsFlag) Set(s string) error {
+	for _, item := range strings.Split(s, ",") {
+		id, ok := wire.ParseUint(item)
+		if !ok || id == 0 {
+			return fmt.Errorf("%q is not a task id (ids are comma-separated, with no spaces or empty items)", item)
+		}
+		*f = append(*f, id)
+	}
+	return nil
+}
+
 func runSubmit(args []string, stdout, stderr io.Writer) error {
 	var (
 		req       client.SubmitRequest
 		argsFlag  = kvFlag{}
-		deps      string
+		deps      idsFlag
 		wait      bool
 		waitLimit time.Duration
 	)
@@ -57,7 +75,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.DurationVar(&req.Delay, "delay", 0, "do not dispatch before this much time")
 		fs.StringVar(&req.Key, "key", "", "idempotency key: a known key returns its task instead")
 		fs.StringVar(&req.TraceID, "trace-id", "", "trace id (default: a new one)")
-		fs.StringVar(&deps, "depends-on", "", "comma-separated task ids that must succeed first")
+		fs.Var(&deps, "depends-on", "comma-separated task ids that must succeed first (repeat for more)")
 		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
 		fs.DurationVar(&waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
 	}
@@ -72,16 +90,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("--max-attempts %d: must be at least 1", req.MaxAttempts)
 			}
 			req.Args = argsFlag
-			for _, d := range strings.Split(deps, ",") {
-				if d == "" {
-					continue
-				}
-				id, err := strconv.ParseUint(d, 10, 64)
-				if err != nil {
-					return fmt.Errorf("--depends-on: %q is not a task id", d)
-				}
-				req.DependsOn = append(req.DependsOn, id)
-			}
+			req.DependsOn = deps
 			if !wait {
 				ctx, cancel := cf.ctx()
 				defer cancel()
