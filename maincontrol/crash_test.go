@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -209,4 +210,42 @@ func verifyConfirmed(t *testing.T, addr string, c *confirmed) {
 	if t.Failed() {
 		t.FailNow()
 	}
+}
+
+// Records replayed after a crash are not in a snapshot: the snapshot
+// interval runs for them from the start, and a graceful stop saves one,
+// even when no new change came (spec section 7).
+func TestCrash_ReplayedRecordsGetASnapshot(t *testing.T) {
+	bin := testbin.Build(t)
+	crashed := func() string {
+		dir := t.TempDir()
+		p := testbin.StartMaincontrol(t, bin, "--data-dir", dir, "--log-level", "warn")
+		cl := clientPeer(t, p.Addr)
+		for i := range 5 {
+			cl.send("submit", "req", strconv.Itoa(i), "task_type", "t")
+			cl.expect("submitted")
+		}
+		p.Kill()
+		require.Empty(t, snapshotsIn(t, dir), "no snapshot before the crash")
+		return dir
+	}
+
+	dir := crashed()
+	p := testbin.StartMaincontrol(t, bin, "--data-dir", dir, "--log-level", "warn", "--snapshot-interval", "300ms")
+	require.Eventually(t, func() bool { return len(snapshotsIn(t, dir)) == 1 }, 10*time.Second, 50*time.Millisecond,
+		"the interval runs for the replayed records")
+	p.Kill()
+
+	dir = crashed()
+	p = testbin.StartMaincontrol(t, bin, "--data-dir", dir, "--log-level", "warn")
+	p.Signal(syscall.SIGTERM)
+	require.NoError(t, p.Wait(20*time.Second), p.Output())
+	assert.Len(t, snapshotsIn(t, dir), 1, "a graceful stop saves the replayed records")
+}
+
+func snapshotsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "snapshot-*[0-9]"))
+	require.NoError(t, err)
+	return names
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -113,6 +114,14 @@ func (s *Server) recover() error {
 	}
 	s.store = st
 	s.lastLSN, s.durableLSN = st.LastLSN(), st.LastLSN()
+	if unsnapped := s.lastLSN - snapLSN; unsnapped > 0 {
+		// Records replayed from the log count as not yet in a snapshot
+		// (spec section 7), as if written now: otherwise a crash before
+		// the snapshot leaves them to be replayed at every start until
+		// some new change comes, and a stop saves no snapshot.
+		s.sinceSnapshot = int(min(unsnapped, uint64(math.MaxInt32)))
+		s.firstUnsnapped = s.now()
+	}
 	s.core.Recovered()
 	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.lastLSN,
 		"took", time.Since(start).Round(time.Millisecond))
