@@ -126,6 +126,23 @@ func (s *Server) recover() error {
 	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.lastLSN,
 		"took", time.Since(start).Round(time.Millisecond))
 	st.Start(s.onDurable, s.onHealth)
+	if lost := st.Lost(); lost > 0 {
+		// --recover-truncate dropped records, and with them ids already
+		// handed out: skip past every id they could have held, durably,
+		// before serving anyone.
+		s.mu.Lock()
+		s.core.SkipIDs(lost)
+		lsn := s.lastLSN
+		s.mu.Unlock()
+		deadline := time.Now().Add(shutdownGrace)
+		for st.DurableLSN() < lsn {
+			if time.Now().After(deadline) {
+				s.closeStore()
+				return fmt.Errorf("cannot record the skipped task ids: the log is not durable after %v", shutdownGrace)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	return nil
 }
 

@@ -42,8 +42,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("corrupt log segment %s at offset %d: %s (start with RecoverTruncate to cut the log there)",
-		e.File, e.Offset, e.Reason)
+	return fmt.Sprintf("corrupt log segment %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
 // Unwrap makes errors.Is(err, ErrCorrupt) true.

@@ -68,7 +68,10 @@ type recovery struct {
 	lastLSN   uint64
 	problems  []Problem
 	replayErr error // the records Replay needs are missing
-	changed   bool  // files were cut or removed: fsync the directory
+	// lost bounds from above how many confirmed records RecoverTruncate
+	// dropped (see Store.Lost).
+	lost    uint64
+	changed bool // files were cut or removed: fsync the directory
 }
 
 func (r *recovery) path(name string) string { return filepath.Join(r.opts.Dir, name) }
@@ -86,6 +89,30 @@ func (r *recovery) sweep(temps []string) {
 		}
 		r.log.Warn("removed leftover temporary file", "file", name)
 	}
+}
+
+// recordsIn bounds from above the records in a cut segment's dropped
+// bytes and in whole dropped segments: no record is shorter than its
+// header. A segment whose size cannot be read counts as the largest a
+// segment may grow to.
+func (r *recovery) recordsIn(cutBytes int64, dropped []string) uint64 {
+	bytes := uint64(max(cutBytes, 0))
+	sizes := map[string]int64{}
+	if entries, err := r.opts.FS.ReadDir(r.opts.Dir); err == nil {
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil {
+				sizes[e.Name()] = info.Size()
+			}
+		}
+	}
+	for _, d := range dropped {
+		size, ok := sizes[d]
+		if !ok {
+			size = max(r.opts.SegmentBytes, 0) + recordHeaderSize + MaxPayload
+		}
+		bytes += uint64(size)
+	}
+	return bytes/recordHeaderSize + 1
 }
 
 // recoverLog scans every segment and applies the rules of spec section 7:
@@ -122,6 +149,7 @@ func (r *recovery) recoverLog(names []string) error {
 			return &CorruptError{File: name, Offset: p.Offset, Reason: p.Detail}
 		}
 		dropped := names[i+1:]
+		r.lost += r.recordsIn(p.Bytes, dropped)
 		r.log.Error("LOG CORRUPTION: RecoverTruncate cuts the log here; every later record is LOST",
 			"file", name, "offset", p.Offset, "reason", p.Detail, "dropped_bytes", p.Bytes,
 			"dropped_segments", dropped, "last_kept_lsn", seg.last)
@@ -240,6 +268,7 @@ func (r *recovery) checkCoverage() error {
 			break
 		}
 		r.log.Error("RecoverTruncate: confirmed records are LOST", "first_lsn", lastSeg.last+1, "last_lsn", newest, "why", why)
+		r.lost += newest - lastSeg.last
 	}
 	return nil
 }

@@ -161,12 +161,18 @@ func TestOpen_RecoverTruncate(t *testing.T) {
 	assert.Equal(t, segs[:2], segments(t, dir), "later segments deleted")
 	assert.Equal(t, off, fileSize(t, filepath.Join(dir, segs[1])))
 	assert.Equal(t, wantRecords(1, first), replay(t, s).Records)
+	lost := n - first // the records after the corrupt one's predecessor
+	assert.GreaterOrEqual(t, s.Lost(), uint64(lost), "an upper bound of the records dropped")
+	assert.Less(t, s.Lost(), uint64(20*lost), "not wildly above it")
 
 	s.Start(nil, nil)
 	waitDurable(t, s, appendN(t, s, 3))
 	require.NoError(t, s.Close())
 	opts.RecoverTruncate = false
 	assert.Equal(t, wantRecords(1, first+3), reopen(t, opts).Records)
+	s = MustOpen(t, opts)
+	assert.Zero(t, s.Lost(), "nothing dropped at this open")
+	require.NoError(t, s.Close())
 }
 
 func TestOpen_SweepsTmp(t *testing.T) {

@@ -24,6 +24,7 @@ type Store struct {
 	fsys FS
 	dir  string
 	log  *slog.Logger
+	lost uint64 // see Lost
 
 	// mu guards the pending batch and the lifecycle flags.
 	mu       sync.Mutex
@@ -115,7 +116,7 @@ func Open(opts Options) (*Store, error) {
 		closedCh: make(chan struct{}),
 		durCh:    make(chan struct{}),
 		segs:     r.segs, snaps: r.snaps,
-		base: r.base, replayErr: r.replayErr,
+		base: r.base, replayErr: r.replayErr, lost: r.lost,
 		lock: lock,
 	}
 	s.lastLSN.Store(r.lastLSN)
@@ -239,6 +240,12 @@ func (s *Store) Append(payload []byte) uint64 {
 // LastLSN returns the LSN of the last appended record (or, before any
 // Append, the last one on disk).
 func (s *Store) LastLSN() uint64 { return s.lastLSN.Load() }
+
+// Lost bounds from above how many confirmed records Open dropped with
+// RecoverTruncate: 0 when it dropped none. Their effects are gone, but
+// not the ids they handed out; a caller that numbers things in its
+// records skips that many, so that none is handed out twice.
+func (s *Store) Lost() uint64 { return s.lost }
 
 // DurableLSN returns the LSN up to which every record is durable.
 func (s *Store) DurableLSN() uint64 { return s.durableLSN.Load() }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -123,7 +124,11 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	cfg.OnStopping = func() { logNotifyErr(cfg, notifier.Stopping()) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return maincontrol.Run(ctx, cfg)
+	err = maincontrol.Run(ctx, cfg)
+	if _, ok := errors.AsType[*snapshot.CorruptError](err); ok {
+		return fmt.Errorf("%w\n(--recover-truncate starts anyway, cutting the log there: every later record is lost; back up the data dir first)", err)
+	}
+	return err
 }
 
 func logNotifyErr(cfg maincontrol.Config, err error) {

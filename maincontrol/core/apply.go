@@ -35,7 +35,7 @@ func (c *Core) ReplayRecord(payload []byte) error {
 	if err := decodeRecord(payload, &r); err != nil {
 		return err
 	}
-	if r.kind >= snapMeta {
+	if r.kind >= snapMeta && r.kind <= snapTask {
 		return fmt.Errorf("%w: snapshot entry %s in the log", ErrCorrupt, r.kind)
 	}
 	if err := c.check(&r); err != nil {
@@ -74,6 +74,11 @@ func (c *Core) check(r *record) error {
 			if t := c.tasks.get(id); t == nil || !t.state.Terminal() {
 				return fmt.Errorf("%w: drop of task %d that is not terminal", ErrCorrupt, id)
 			}
+		}
+		return nil
+	case recSkipIDs:
+		if r.nextID < c.nextID {
+			return fmt.Errorf("%w: next task id %d would go back from %d", ErrCorrupt, r.nextID, c.nextID)
 		}
 		return nil
 	case recNew:
@@ -178,6 +183,8 @@ func (c *Core) mutate(r *record) {
 		for _, id := range r.ids {
 			c.forget(id)
 		}
+	case recSkipIDs:
+		c.nextID = r.nextID
 	case recExecReg:
 		c.applyExecReg(r)
 	case recExecGone:

@@ -30,10 +30,14 @@ const (
 	snapMeta
 	snapState
 	snapTask
+	// recSkipIDs moves the next task id past ids that lost records may
+	// have handed out (Core.SkipIDs). Kinds are stored numbers: new ones
+	// go last.
+	recSkipIDs
 )
 
 var recNames = [...]string{"", "new", "dispatch", "start", "back", "retry", "arm", "ready", "end", "drop",
-	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task"}
+	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids"}
 
 func (k recKind) String() string {
 	if int(k) < len(recNames) && k != 0 {
@@ -186,6 +190,8 @@ func appendRecord(dst []byte, r *record) []byte {
 	case recExecGone:
 		e.s(r.exec)
 		e.s(r.why)
+	case recSkipIDs:
+		e.u(r.nextID)
 	case snapMeta:
 		e.u(r.nextID)
 		e.u(r.stateVer)
@@ -371,6 +377,8 @@ func decodeRecord(payload []byte, r *record) error {
 		r.slots = d.u()
 	case recExecGone:
 		r.exec, r.why = d.s(), d.s()
+	case recSkipIDs:
+		r.nextID = d.u()
 	case snapMeta:
 		r.nextID, r.stateVer, r.seqCounter, r.regSeq = d.u(), d.u(), d.u(), d.u()
 	case snapState:

@@ -31,6 +31,7 @@ func sampleRecords() []record {
 		{kind: recExecReg, exec: "e-1:x", types: []string{"a", "b", ""}, slots: 65536},
 		{kind: recExecGone, exec: "e-1:x", why: "bye"},
 		{kind: snapMeta, nextID: 1 << 45, stateVer: 9, seqCounter: 1 << 33, regSeq: 4},
+		{kind: recSkipIDs, nextID: 1 << 40},
 		{kind: snapState, key: "k", args: "v\x00"},
 		{kind: snapTask, id: 9, maxAttempts: 5, timeoutMs: 6, created: 7, at: 8, due: 9, seq: 10, version: 11,
 			attempt: 12, typ: "t", state: Retrying, priority: 3, flags: flagArmed | flagTakenBack, exec: "e",
@@ -79,7 +80,7 @@ func TestRecord_RoundTrip(t *testing.T) {
 			assert.Contains(t, err.Error(), "trailing")
 		})
 	}
-	for k := recNew; k <= snapTask; k++ {
+	for k := recNew; k <= recSkipIDs; k++ {
 		assert.True(t, kinds[k], "no sample of %s", k)
 	}
 	assert.Equal(t, "kind99", recKind(99).String())

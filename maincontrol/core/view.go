@@ -53,6 +53,18 @@ func (c *Core) Counts() [NumStates + 1]int {
 // NextTaskID returns the id the next submit will get.
 func (c *Core) NextTaskID() uint64 { return c.nextID }
 
+// SkipIDs moves the next task id n further, after a recovery that lost
+// records: they may have handed out ids the state no longer shows, and
+// ids are never reused (spec section 5). The skip is a change record of
+// its own.
+func (c *Core) SkipIDs(n uint64) {
+	r := c.newRecord(recSkipIDs)
+	r.nextID = c.nextID + n
+	if c.commit(r) {
+		c.log.Warn("task ids skipped: records were lost", "skipped", n, "next_task_id", c.nextID)
+	}
+}
+
 // SharedState returns a copy of the shared state and its version.
 func (c *Core) SharedState() (map[string]string, uint64) {
 	m := make(map[string]string, len(c.state))
@@ -187,6 +199,8 @@ func DescribeRecord(payload []byte) (Record, error) {
 	case snapMeta:
 		add("next_task_id", r.nextID)
 		add("state_version", r.stateVer)
+	case recSkipIDs:
+		add("next_task_id", r.nextID)
 	case snapState:
 		add(r.key, r.args)
 	case snapTask:
