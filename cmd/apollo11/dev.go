@@ -41,6 +41,9 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	go func() { mcDone <- maincontrol.Run(mcCtx, cfg) }()
 	select {
 	case err := <-mcDone:
+		if badSettings(err) {
+			return usageError(err, false)
+		}
 		return err
 	case <-ready:
 	}

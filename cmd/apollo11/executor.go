@@ -65,7 +65,7 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	}
 	if err := firstErr(positive("slots", f.slots), positive("drain-timeout", f.drainTimeout),
 		positive("exec-max-output", f.execMaxOutput)); err != nil {
-		return executor.Config{}, err
+		return executor.Config{}, usageError(err, false)
 	}
 	cfg := executor.Config{Addr: f.connect, ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
 		Logger: logger, Handlers: map[string]executor.Handler{}}
@@ -83,7 +83,7 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 		}
 		if !filepath.IsAbs(p) {
 			// exec runs only absolute paths, so this entry could never match.
-			return cfg, fmt.Errorf("--exec-allow: %q is not an absolute path", p)
+			return cfg, usageError(fmt.Errorf("--exec-allow: %q is not an absolute path", p), false)
 		}
 		allow = append(allow, p)
 	}
@@ -99,12 +99,12 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 			if !f.allowExec {
 				// It would register exec and fail every exec task it took,
 				// for good, even with an executor that allows exec connected.
-				return cfg, errors.New("--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail")
+				return cfg, usageError(errors.New("--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail"), false)
 			}
 			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: true, Allow: allow, MaxOutput: f.execMaxOutput})
 		case "":
 		default:
-			return cfg, fmt.Errorf("--types: unknown built-in task type %q (echo, sleep, fail, exec)", t)
+			return cfg, usageError(fmt.Errorf("--types: unknown built-in task type %q (echo, sleep, fail, exec)", t), false)
 		}
 	}
 	if f.allowExec && cfg.Handlers["exec"] == nil {
@@ -122,13 +122,16 @@ func runExecutor(args []string, _, stderr io.Writer) error {
 	}
 	logger, err := f.log.logger(stderr)
 	if err != nil {
-		return err
+		return usageError(err, false)
 	}
 	cfg, err := f.config(logger)
 	if err != nil {
 		return err
 	}
 	ex, err := executor.New(cfg)
+	if badSettings(err) {
+		return usageError(err, false)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"runtime"
@@ -124,5 +125,38 @@ func TestDaemonFlags_Validation(t *testing.T) {
 		} else {
 			assert.EqualError(t, err, tc.err, "%s %v", tc.cmd, tc.args)
 		}
+	}
+}
+
+// A value a daemon cannot work with is a bad command line (exit 2), as a
+// flag that does not parse is, whether the flag check or the daemon's own
+// settings check finds it; a file that cannot be read is not (exit 1).
+func TestDaemonFlags_ExitCodes(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"maincontrol", "--fsync", "bogus"}, 2, "unknown fsync mode"},
+		{[]string{"maincontrol", "--log-format", "xml"}, 2, "want text or json"},
+		{[]string{"maincontrol", "--snapshot-every", "0"}, 2, "must be more than 0"},
+		{[]string{"maincontrol", "--heartbeat-interval", "8s"}, 2, "above half of the heartbeat timeout"},
+		{[]string{"maincontrol", "--max-frame", "100"}, 2, "max frame 100 outside"},
+		{[]string{"maincontrol", "--token-file", "/nonexistent/token"}, 1, "cannot read token file"},
+		{[]string{"dev", "--heartbeat-interval", "8s"}, 2, "above half of the heartbeat timeout"},
+		{[]string{"executor", "--slots", "0"}, 2, "must be more than 0"},
+		{[]string{"executor", "--types", "bogus"}, 2, "unknown built-in task type"},
+		{[]string{"executor", "--id", "bad/id"}, 2, `ID "bad/id"`},
+		{[]string{"executor", "--log-level", "loud"}, 2, "want debug, info, warn or error"},
+		{[]string{"executor", "--token-file", "/nonexistent/token"}, 1, "cannot read token file"},
+	}
+	for _, tc := range tests {
+		args := append(tc.args, "--data-dir", "", "--listen", "127.0.0.1:0")
+		if tc.args[0] == "executor" {
+			args = append(tc.args, "--connect", "127.0.0.1:1")
+		}
+		var out, errOut bytes.Buffer
+		assert.Equal(t, tc.code, run(args, &out, &errOut), "%v: %s", tc.args, errOut.String())
+		assert.Contains(t, errOut.String(), tc.msg, "%v", tc.args)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
@@ -75,15 +76,15 @@ func (f *maincontrolFlags) checkPositive() error {
 func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) {
 	var cfg maincontrol.Config
 	if err := f.checkPositive(); err != nil {
-		return cfg, err
+		return cfg, usageError(err, false)
 	}
 	logger, err := f.log.logger(stderr)
 	if err != nil {
-		return cfg, err
+		return cfg, usageError(err, false)
 	}
 	mode, err := snapshot.ParseFsyncMode(f.fsync)
 	if err != nil {
-		return cfg, fmt.Errorf("--fsync: %w", err)
+		return cfg, usageError(fmt.Errorf("--fsync: %w", err), false)
 	}
 	var token []byte
 	if f.tokenFile != "" {
@@ -125,10 +126,21 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = maincontrol.Run(ctx, cfg)
+	if badSettings(err) {
+		return usageError(err, false)
+	}
 	if _, ok := errors.AsType[*snapshot.CorruptError](err); ok {
 		return fmt.Errorf("%w\n(--recover-truncate starts anyway, cutting the log there: every later record is lost; back up the data dir first)", err)
 	}
 	return err
+}
+
+// badSettings reports whether a daemon refused its settings (values the
+// flags parse but the daemon cannot work with, such as a heartbeat
+// interval above half the timeout): like a flag that does not parse, that
+// is a bad command line.
+func badSettings(err error) bool {
+	return errors.Is(err, maincontrol.ErrConfig) || errors.Is(err, core.ErrConfig) || errors.Is(err, executor.ErrConfig)
 }
 
 func logNotifyErr(cfg maincontrol.Config, err error) {
