@@ -424,4 +424,24 @@ func TestInspect_JSON(t *testing.T) {
 	assert.Equal(t, "pending", rep.Task.State)
 	assert.Equal(t, "nobody-serves-this", rep.Task.Type)
 	assert.Equal(t, "arg.a=1", rep.Task.Args)
+
+	// A dir the main control would refuse: the report, then exit 1.
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	snaps, err := filepath.Glob(filepath.Join(dir, "snapshot-*"))
+	require.NoError(t, err)
+	for _, f := range snaps { // replay must then read the whole log
+		require.NoError(t, os.Remove(f))
+	}
+	b, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	b = append(b, b...) // the second copy repeats LSNs: corrupt mid-log, not a torn tail
+	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+	cmd = exec.Command(bin, "inspect", "--data-dir", dir)
+	out, err = cmd.Output()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, string(out), "would NOT start")
 }

@@ -125,9 +125,19 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
+		opts.ReplaceAttr = durationText
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
+}
+
+// durationText writes durations as the text handler and the flags do
+// ("1.5s"), not as JSON's default integer nanoseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // positive refuses a flag value below or at 0. The daemons' Config types

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,4 +160,14 @@ func TestDaemonFlags_ExitCodes(t *testing.T) {
 		assert.Equal(t, tc.code, run(args, &out, &errOut), "%v: %s", tc.args, errOut.String())
 		assert.Contains(t, errOut.String(), tc.msg, "%v", tc.args)
 	}
+}
+
+// JSON logs write durations as the flags take them, not as nanoseconds.
+func TestLogFlags_JSONDurations(t *testing.T) {
+	var b bytes.Buffer
+	l, err := (&logFlags{level: "info", format: "json"}).logger(&b)
+	require.NoError(t, err)
+	l.Info("x", "took", 1500*time.Millisecond, "n", 3)
+	assert.Contains(t, b.String(), `"took":"1.5s"`)
+	assert.Contains(t, b.String(), `"n":3`)
 }

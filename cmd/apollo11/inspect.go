@@ -40,12 +40,12 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	var taskID uint64
 	if fs.NArg() > 1 {
-		return fmt.Errorf("at most one TASK_ID")
+		return usageError(fmt.Errorf("at most one TASK_ID"), false)
 	}
 	if fs.NArg() == 1 {
 		id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
 		if err != nil {
-			return fmt.Errorf("TASK_ID %q is not a number", fs.Arg(0))
+			return usageError(fmt.Errorf("TASK_ID %q is not a number", fs.Arg(0)), false)
 		}
 		taskID = id
 	}
@@ -54,10 +54,16 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(stdout, rep)
+		err = printJSON(stdout, rep)
+	} else {
+		printInspect(stdout, rep, taskID)
 	}
-	printInspect(stdout, rep, taskID)
-	return nil
+	if err == nil && rep.Dir.OpenError != "" {
+		// The report is printed; the exit code lets a script tell that
+		// the main control would refuse this dir.
+		return exitError{code: 1}
+	}
+	return err
 }
 
 // inspectDir reads a data dir without changing it: the file listing, then a

@@ -90,9 +90,13 @@ func (c *Core) logTransition(t *task, from, to State, why string) {
 	if !c.debugEnabled() {
 		return
 	}
+	fromName := from.String()
+	if from == 0 {
+		fromName = "none" // created by this transition
+	}
 	c.log.Debug("task transition",
 		slog.Uint64("task_id", t.id), slog.Uint64("version", uint64(t.version)),
-		slog.String("from", from.String()), slog.String("to", to.String()),
+		slog.String("from", fromName), slog.String("to", to.String()),
 		slog.String("executor", t.execID), slog.String("trace_id", t.trace()),
 		slog.String("why", why))
 }

@@ -1,7 +1,10 @@
 package core
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"regexp"
 	"testing"
@@ -93,4 +96,36 @@ func TestPutHex8(t *testing.T) {
 		putHex8(buf[:], v)
 		require.Equal(t, fmt.Sprintf("%08x", v), string(buf[:]))
 	}
+}
+
+// Every transition is logged with task_id, version, from, to, executor
+// and trace_id; a task's first one comes from "none", not from an
+// unnamed state.
+func TestTrace_TransitionLogs(t *testing.T) {
+	var buf bytes.Buffer
+	h := newHarness(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	ex := h.executor("e1", "echo", 1)
+	id := h.submit(h.client(), "task_type", "echo", "trace_id", "tr-1")
+	h.expect(ex, "task")
+	var lines []map[string]any
+	for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		var m map[string]any
+		if json.Unmarshal(l, &m) == nil && m["msg"] == "task transition" {
+			lines = append(lines, m)
+		}
+	}
+	require.Len(t, lines, 2, "submit and dispatch")
+	for _, k := range []string{"task_id", "version", "from", "to", "executor", "trace_id"} {
+		assert.Contains(t, lines[0], k)
+		assert.Contains(t, lines[1], k)
+	}
+	assert.Equal(t, float64(id), lines[0]["task_id"])
+	assert.Equal(t, "none", lines[0]["from"])
+	assert.Equal(t, "pending", lines[0]["to"])
+	assert.Equal(t, "pending", lines[1]["from"])
+	assert.Equal(t, "dispatched", lines[1]["to"])
+	assert.Equal(t, "e1", lines[1]["executor"])
+	assert.Equal(t, "tr-1", lines[1]["trace_id"])
 }
