@@ -211,7 +211,7 @@ func TestExecutorDaemon_ExecNotAllowed(t *testing.T) {
 	ex := testbin.Start(t, bin, nil, "executor", "--connect", mc.Addr, "--id", "noexec", "--types", "echo,exec")
 	_ = ex.Wait(20 * time.Second)
 	require.True(t, ex.Exited(), "the executor should exit at once")
-	assert.Equal(t, 1, ex.ExitCode())
+	assert.Equal(t, 2, ex.ExitCode(), "a bad command line")
 	assert.Contains(t, ex.Output(), "--types exec needs --allow-exec")
 }
 

@@ -64,6 +64,41 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// fromEnv maps each flag whose value came from the environment (the
+// command line did not override it) to its variable, so that an error
+// about the value can name where it was set (see nameEnvSources).
+var fromEnv = map[string]string{}
+
+func onCommandLine(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		a = strings.TrimLeft(a, "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// nameEnvSources adds to an error message that names a flag set from the
+// environment where its value came from: "--fsync: unknown fsync mode"
+// alone sends an operator looking for a flag nobody typed.
+func nameEnvSources(msg string) string {
+	for name, env := range fromEnv {
+		i := strings.Index(msg, "--"+name)
+		if i < 0 {
+			continue
+		}
+		if end := i + 2 + len(name); end < len(msg) && (msg[end] == '-' || msg[end] >= 'a' && msg[end] <= 'z') {
+			continue // a longer flag name
+		}
+		msg += " (--" + name + " is set by " + env + " in the environment)"
+	}
+	return msg
+}
+
 // parseFlagsOperands is parseFlags for a command that takes operands (a
 // task id, keys), which the command checks in fs.Args(). Flags may come
 // before, between or after them (`status 7 --json`); after "--" every word
@@ -79,10 +114,13 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = fmt.Errorf("environment %s=%q: %w", envName(prefix, f.Name), v, e)
 			}
+			if !onCommandLine(args, f.Name) {
+				fromEnv[f.Name] = envName(prefix, f.Name)
+			}
 		}
 	})
 	if err != nil {
-		return err
+		return usageError(err, false)
 	}
 	var operands []string
 	for {

@@ -171,3 +171,23 @@ func TestLogFlags_JSONDurations(t *testing.T) {
 	assert.Contains(t, b.String(), `"took":"1.5s"`)
 	assert.Contains(t, b.String(), `"n":3`)
 }
+
+// An error about a value set in the environment names the variable: the
+// operator typed no such flag.
+func TestFlags_ErrorNamesEnvironment(t *testing.T) {
+	t.Setenv("APOLLO11_FSYNC", "bogus")
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run([]string{"maincontrol", "--data-dir", "", "--listen", "127.0.0.1:0"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `unknown fsync mode "bogus"`)
+	assert.Contains(t, errOut.String(), "(--fsync is set by APOLLO11_FSYNC in the environment)")
+
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"maincontrol", "--fsync=nevr", "--data-dir", "", "--listen", "127.0.0.1:0"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `unknown fsync mode "nevr"`)
+	assert.NotContains(t, errOut.String(), "APOLLO11_FSYNC", "the command line set it")
+
+	t.Setenv("APOLLO11_MAX_CONNS", "x")
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"maincontrol"}, &out, &errOut), "a variable that does not parse is a bad command line too")
+	assert.Contains(t, errOut.String(), `APOLLO11_MAX_CONNS="x"`)
+}

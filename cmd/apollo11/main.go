@@ -95,6 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	clear(fromEnv) // run is called more than once in tests
 	err := cmd.run(args[1:], stdout, stderr)
 	var ee exitError
 	switch {
@@ -117,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // client's errors start with the request's name, and "apollo11 cancel:
 // cancel: ..." said it twice.
 func printErr(w io.Writer, cmd string, err error) {
-	fmt.Fprintf(w, "apollo11 %s: %s\n", cmd, strings.TrimPrefix(err.Error(), cmd+": "))
+	fmt.Fprintf(w, "apollo11 %s: %s\n", cmd, nameEnvSources(strings.TrimPrefix(err.Error(), cmd+": ")))
 }
 
 func usage(w io.Writer) {
