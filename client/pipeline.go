@@ -90,11 +90,27 @@ type PipelineWatch struct {
 // Wait returns when every step ended, calling onDone (from one goroutine
 // at a time) as each ends, or when ctx ends or the connection is lost
 // first: then the steps go on without being followed.
+//
+// Steps that ended before Wait was called (a chain's first steps end
+// while its last ones are still being submitted) are reported first, in
+// the plan's order; the others as they end.
 func (pw *PipelineWatch) Wait(ctx context.Context, onDone func(PipelineStep, Done)) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(pw.watches))
 	for i, w := range pw.watches {
+		d, ended, err := w.ended()
+		if !ended {
+			continue
+		}
+		if errs[i] = err; err == nil {
+			onDone(pw.run.Steps[i], d)
+		}
+	}
+	for i, w := range pw.watches {
+		if errs[i] != nil || w.done != nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -155,3 +155,36 @@ func TestPipeline_ThousandSteps(t *testing.T) {
 	}
 	assert.Equal(t, "999", got["s999"].Out["i"])
 }
+
+// Steps that ended before Wait are reported first, in the plan's order:
+// a long chain's first steps end while its last are being submitted, and
+// reporting them in whatever order goroutines ran read like a shuffle.
+func TestPipeline_EndedStepsInPlanOrder(t *testing.T) {
+	cl := system(t, 4)
+	var b strings.Builder
+	b.WriteString("name: chain\nsteps:\n  - {id: s0, type: echo}\n")
+	const n = 30
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  - {id: s%d, type: echo, depends_on: [s%d]}\n", i, i-1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, pw, err := cl.SubmitPipeline(ctx, mustPlan(t, b.String()), true)
+	require.NoError(t, err)
+	defer pw.Close()
+	last := run.Steps[n-1].TaskID
+	require.Eventually(t, func() bool {
+		st, err := cl.Query(ctx, last)
+		return err == nil && st.State == "succeeded"
+	}, 20*time.Second, 10*time.Millisecond, "the chain ends before anyone waits")
+	var order []string
+	require.NoError(t, pw.Wait(ctx, func(s client.PipelineStep, d client.Done) {
+		assert.Equal(t, "succeeded", d.State)
+		order = append(order, s.ID)
+	}))
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprintf("s%d", i)
+	}
+	assert.Equal(t, want, order)
+}

@@ -69,6 +69,26 @@ func (w *Watch) Wait(ctx context.Context) (Done, error) {
 	if err != nil {
 		return Done{}, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, err)
 	}
+	return w.take(m)
+}
+
+// ended returns the task's `done` when it has already arrived, without
+// waiting.
+func (w *Watch) ended() (Done, bool, error) {
+	if w.done != nil {
+		return *w.done, true, nil
+	}
+	select {
+	case m := <-w.cl.ch:
+		d, err := w.take(m)
+		return d, true, err
+	default:
+		return Done{}, false, nil
+	}
+}
+
+// take reads the reply that ends the watch.
+func (w *Watch) take(m *wire.Message) (Done, error) {
 	switch m.Type() {
 	case "done":
 		d, err := parseDone(m)
