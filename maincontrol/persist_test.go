@@ -1,11 +1,13 @@
 package maincontrol_test
 
 import (
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
@@ -44,4 +46,23 @@ func TestServer_SurvivesRestart(t *testing.T) {
 	cl.send("submit", "req", "new", "task_type", "t")
 	assert.Equal(t, "26", cl.expect("submitted").Value("task_id"), "ids are never reused")
 	time.Sleep(10 * time.Millisecond)
+}
+
+// A snapshot starts once --snapshot-every records are written, not at the
+// next tick (spec section 7: every 100 records or 30 s): with ticks an
+// hour apart, the fifth record of five-per-snapshot starts one.
+func TestServer_SnapshotAtTheCount(t *testing.T) {
+	dir := t.TempDir()
+	addr, _ := runUntil(t, maincontrol.Config{DataDir: dir, SnapshotEvery: 5, TickInterval: time.Hour})
+	cl := clientPeer(t, addr)
+	for i := range 7 {
+		cl.send("submit", "req", strconv.Itoa(i), "task_type", "t")
+		cl.expect("submitted")
+	}
+	var snaps []string
+	require.Eventually(t, func() bool {
+		snaps, _ = filepath.Glob(filepath.Join(dir, "snapshot-*[0-9]"))
+		return len(snaps) > 0
+	}, 10*time.Second, 10*time.Millisecond, "no snapshot without a tick")
+	assert.Equal(t, "snapshot-00000000000000000005", filepath.Base(snaps[0]))
 }

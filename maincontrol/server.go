@@ -256,6 +256,11 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	s.mu.Lock()
 	more := s.readFrames(cn, gc)
+	if s.sinceSnapshot >= s.cfg.SnapshotEvery {
+		// At the count, not at the next tick: under load a tick's worth
+		// of records is far more than --snapshot-every.
+		s.maybeSnapshot()
+	}
 	out, closeNow := s.takeOutput(cn)
 	wakes := s.takeWakes(cn)
 	s.mu.Unlock()
