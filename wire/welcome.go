@@ -19,6 +19,11 @@ type Welcome struct {
 // to DefaultMaxFrame; 0 or a value beyond uint32 is an error, and a value
 // beyond int32 is capped so that it fits an int on 32-bit platforms.
 func ParseWelcome(m *Message) (Welcome, error) {
+	if m.Type() == "error" {
+		// A main control that refuses the connection (at --max-conns, or
+		// stopping) says why; keep its code.
+		return Welcome{}, fmt.Errorf("refused before welcome: %w", ErrorReplyOf(m))
+	}
 	if m.Type() != "welcome" {
 		return Welcome{}, fmt.Errorf("expected welcome, got %q (is this an apollo11 main control?)", m.Type())
 	}

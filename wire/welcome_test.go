@@ -24,7 +24,9 @@ func TestParseWelcome(t *testing.T) {
 		{name: "zero", kv: []string{"max_frame", "0"}, err: `bad welcome max_frame "0"`},
 		{name: "beyond uint32", kv: []string{"max_frame", "4294967296"}, err: `bad welcome max_frame "4294967296"`},
 		{name: "not a number", kv: []string{"max_frame", "x"}, err: `bad welcome max_frame "x"`},
-		{name: "other type", typ: "error", err: `expected welcome, got "error" (is this an apollo11 main control?)`},
+		{name: "other type", typ: "pong", err: `expected welcome, got "pong" (is this an apollo11 main control?)`},
+		{name: "refused", typ: "error", kv: []string{"code", "unavailable", "message", "stopping"},
+			err: "refused before welcome: main control error unavailable: stopping"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			typ := tc.typ
