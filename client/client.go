@@ -28,11 +28,17 @@ type Client struct {
 	pending map[string]*call
 	err     error // why the client stopped; set once
 
-	wmu     sync.Mutex
-	wbuf    []byte // frames waiting to be written
-	wspare  []byte
-	writing bool // a caller is writing
+	wmu       sync.Mutex
+	wbuf      []byte // frames waiting to be written
+	wspare    []byte
+	writing   bool // the writer goroutine runs
+	maxUnsent int  // see write
 }
+
+// minMaxUnsent is the least a client queues for a main control that is
+// slow to read before calls fail with ErrNotReading (at least four frames
+// of the largest size are always allowed).
+const minMaxUnsent = 16 << 20
 
 // call is a request waiting for its reply (or, for SubmitWait, for both
 // `submitted` and `done`).
@@ -91,8 +97,7 @@ func (c *Client) readLoop() {
 			if refusal, ok := wire.Refusal(err); ok {
 				// Every peer answers a frame it cannot decode before it
 				// closes (spec sections 1 and 2).
-				_ = c.conn.SetWriteDeadline(time.Now().Add(refusalWait))
-				_ = c.write(refusal)
+				c.writeLast(refusal)
 			}
 			c.conn.Close()
 			return
@@ -168,9 +173,18 @@ func (c *Client) start(typ string, fill func(*wire.Builder), wait bool) (*call, 
 
 // await waits for the next reply of a call.
 func (c *Client) await(ctx context.Context, cl *call, req string) (*wire.Message, error) {
+	return c.awaitOr(ctx, cl, req, nil)
+}
+
+// awaitOr is await that also gives up, with errWatchClosed, when stop is
+// closed.
+func (c *Client) awaitOr(ctx context.Context, cl *call, req string, stop <-chan struct{}) (*wire.Message, error) {
 	select {
 	case m := <-cl.ch:
 		return m, nil
+	case <-stop:
+		c.forget(req)
+		return nil, errWatchClosed
 	case <-ctx.Done():
 		c.forget(req)
 		return nil, ctx.Err()
@@ -216,17 +230,48 @@ func expect(m *wire.Message, typ, want string) (*wire.Message, error) {
 	}
 }
 
-// write sends frame. Concurrent callers share writes: the first writes
-// everything queued, including what others queue meanwhile. A write error
-// ends the connection (and so fails every pending call).
+// write queues a frame for the writer goroutine, starting it when none
+// runs. The caller never writes itself: a main control that stops reading
+// would hold it in the socket write, past its context's deadline. What a
+// peer leaves unread is bounded by maxUnsent; a call beyond it fails at
+// once instead of growing the queue.
 func (c *Client) write(frame []byte) error {
 	c.wmu.Lock()
-	c.wbuf = append(c.wbuf, frame...)
-	if c.writing {
-		c.wmu.Unlock()
-		return nil
+	defer c.wmu.Unlock()
+	if len(c.wbuf) > 0 && len(c.wbuf)+len(frame) > c.maxUnsent {
+		return fmt.Errorf("%w: %d bytes of requests not taken yet", ErrNotReading, len(c.wbuf))
 	}
-	c.writing = true
+	c.wbuf = append(c.wbuf, frame...)
+	if !c.writing {
+		c.writing = true
+		go c.flush()
+	}
+	return nil
+}
+
+// writeLast queues a last frame and waits, up to refusalWait, until the
+// writer goroutine has written it: the connection is closed next.
+func (c *Client) writeLast(frame []byte) {
+	deadline := time.Now().Add(refusalWait)
+	_ = c.conn.SetWriteDeadline(deadline)
+	if c.write(frame) != nil {
+		return
+	}
+	for time.Now().Before(deadline) {
+		c.wmu.Lock()
+		idle := !c.writing
+		c.wmu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// flush writes queued frames until none is left; a failed write stops the
+// client, which fails every pending call.
+func (c *Client) flush() {
+	c.wmu.Lock()
 	var err error
 	for len(c.wbuf) > 0 && err == nil {
 		b := c.wbuf
@@ -244,7 +289,5 @@ func (c *Client) write(frame []byte) error {
 	if err != nil {
 		c.stop(fmt.Errorf("%w: %w", ErrConnectionLost, err))
 		c.conn.Close()
-		return c.failure()
 	}
-	return nil
 }

@@ -458,3 +458,91 @@ func TestIsCode(t *testing.T) {
 	assert.False(t, client.IsQueueFull(nil))
 	assert.Equal(t, "main control error queue_full", (&client.Error{Code: wire.CodeQueueFull}).Error())
 }
+
+// A main control that stops reading holds no caller past its context:
+// requests queue for a writer goroutine, every call returns at its
+// deadline, and once too much is queued calls fail at once with
+// ErrNotReading instead of growing the queue.
+func TestClient_PeerNotReading(t *testing.T) {
+	f := mustStartFakeServer(t)
+	c, _ := mustDial(t, f, client.Options{}) // the server never reads again
+	big := strings.Repeat("x", 500<<10)
+	sawNotReading := false
+	for i := range 60 {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		_, err := c.Submit(ctx, client.SubmitRequest{Type: "x", Args: map[string]string{"p": big}})
+		cancel()
+		require.Error(t, err, "submit %d", i)
+		require.Less(t, time.Since(start), 2*time.Second, "submit %d held past its deadline: %v", i, err)
+		if errors.Is(err, client.ErrNotReading) {
+			sawNotReading = true
+			break
+		}
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	assert.True(t, sawNotReading, "the queue is bounded")
+	start := time.Now()
+	assert.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close releases the writer")
+}
+
+// A Watch's Wait returns when the watch is closed; once a Wait has ended
+// without a done (closed, or its context ended), every later Wait returns
+// that at once; concurrent Waits wait in turn and share the outcome.
+func TestWatch_CloseAndLaterWaits(t *testing.T) {
+	f := mustStartFakeServer(t)
+	c, sc := mustDial(t, f, client.Options{})
+	submitted := func(id string) string {
+		m := sc.expect("submit")
+		sc.send("submitted", "req", m.Value("req"), "task_id", id)
+		return m.Value("req")
+	}
+	watch := func(id string) (*client.Watch, string) {
+		reqc := make(chan string, 1)
+		go func() { reqc <- submitted(id) }()
+		w, err := c.SubmitWatch(context.Background(), client.SubmitRequest{Type: "x"})
+		require.NoError(t, err)
+		return w, <-reqc
+	}
+	waitIn := func(w *client.Watch, ctx context.Context) <-chan error {
+		errc := make(chan error, 1)
+		go func() { _, err := w.Wait(ctx); errc <- err }()
+		return errc
+	}
+	returns := func(errc <-chan error, what string) error {
+		t.Helper()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(waitFor):
+			t.Fatalf("%s: Wait did not return", what)
+			return nil
+		}
+	}
+
+	w, _ := watch("1")
+	errc := waitIn(w, context.Background())
+	time.Sleep(20 * time.Millisecond)
+	w.Close()
+	assert.ErrorContains(t, returns(errc, "Close"), "watch closed")
+	assert.ErrorContains(t, returns(waitIn(w, context.Background()), "after Close"), "watch closed")
+
+	w, req := watch("2")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, returns(waitIn(w, ctx), "deadline"), context.DeadlineExceeded)
+	sc.send("done", "req", req, "task_id", "2", "state", "succeeded")
+	assert.ErrorIs(t, returns(waitIn(w, context.Background()), "after the deadline"), context.DeadlineExceeded,
+		"the watch is over: a done arriving later is not waited for")
+
+	w, req = watch("3")
+	first, second := waitIn(w, context.Background()), waitIn(w, context.Background())
+	time.Sleep(20 * time.Millisecond)
+	sc.send("done", "req", req, "task_id", "3", "state", "failed")
+	assert.NoError(t, returns(first, "first of two"))
+	assert.NoError(t, returns(second, "second of two"))
+	d, err := w.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "failed", d.State)
+}

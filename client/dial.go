@@ -109,7 +109,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
 			}
 			return &Client{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
-				pending: make(map[string]*call)}, nil
+				pending: make(map[string]*call), maxUnsent: max(minMaxUnsent, 4*welcome.MaxFrame)}, nil
 		case "error":
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))
 		}

@@ -13,6 +13,11 @@ var ErrClosed = errors.New("client is closed")
 // pending when the connection failed, and of every later call.
 var ErrConnectionLost = errors.New("connection to the main control lost")
 
+// ErrNotReading is returned by a call made while the main control has
+// left too many earlier requests unread (it is stopped, or the network
+// stalls): the request was not sent. The connection stays usable.
+var ErrNotReading = errors.New("main control is not reading")
+
 // Error is an `error` reply from the main control.
 type Error = wire.ErrorReply
 

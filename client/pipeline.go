@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/apollo11/apollo11/pipeline"
@@ -38,8 +39,8 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 // SubmitPipeline submits the plan's steps in order, each with depends_on
 // the task ids of the steps it depends on (so dependencies always exist
 // first and no cycle can reach the main control). When a submit is
-// refused, the steps already submitted are cancelled and the error
-// returned.
+// refused, the tasks this run made are cancelled and the error returned;
+// steps whose key returned an existing task (a re-run) are left alone.
 //
 // With wait, every step is submitted with wait=true and the returned
 // PipelineWatch follows them; the caller can record the run (every task
@@ -48,29 +49,32 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 	run := &PipelineRun{Name: plan.Name}
 	pw := &PipelineWatch{run: run}
 	ids := map[string]uint64{}
+	var made []uint64 // tasks this run created: a key may return another run's
 	for _, s := range plan.Steps {
 		req := SubmitRequest{Type: s.Type, Args: s.Args, Priority: s.Priority, MaxAttempts: s.MaxAttempts,
 			Timeout: s.Timeout, Delay: s.Delay, Key: s.Key}
 		for _, d := range s.DependsOn {
 			req.DependsOn = append(req.DependsOn, ids[d])
 		}
-		var id uint64
+		var sub Submitted
 		var err error
 		if wait {
 			var w *Watch
 			if w, err = c.SubmitWatch(ctx, req); err == nil {
 				pw.watches = append(pw.watches, w)
-				id = w.Submitted.ID
+				sub = w.Submitted
 			}
 		} else {
-			var sub Submitted
 			sub, err = c.Submit(ctx, req)
-			id = sub.ID
 		}
 		if err != nil {
 			pw.Close()
-			cerr := c.cancelRun(ctx, run)
+			cerr := c.cancelTasks(ctx, run, made)
 			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err), cerr)
+		}
+		id := sub.ID
+		if !sub.Duplicate {
+			made = append(made, id)
 		}
 		ids[s.ID] = id
 		run.Steps = append(run.Steps, PipelineStep{ID: s.ID, TaskID: id, DependsOn: s.DependsOn})
@@ -98,17 +102,15 @@ func (pw *PipelineWatch) Wait(ctx context.Context, onDone func(PipelineStep, Don
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(pw.watches))
+	ended := make([]bool, len(pw.watches))
 	for i, w := range pw.watches {
-		d, ended, err := w.ended()
-		if !ended {
-			continue
-		}
-		if errs[i] = err; err == nil {
+		var d Done
+		if d, ended[i], errs[i] = w.ended(); ended[i] && errs[i] == nil {
 			onDone(pw.run.Steps[i], d)
 		}
 	}
 	for i, w := range pw.watches {
-		if errs[i] != nil || w.done != nil {
+		if ended[i] {
 			continue
 		}
 		wg.Add(1)
@@ -138,17 +140,22 @@ func (pw *PipelineWatch) Wait(ctx context.Context, onDone func(PipelineStep, Don
 	return nil
 }
 
-// Close stops following the steps.
+// Close stops following the steps: a Wait under way returns at once.
 func (pw *PipelineWatch) Close() {
 	for _, w := range pw.watches {
 		w.Close()
 	}
 }
 
-// cancelRun cancels the steps of a run that failed to submit whole.
-func (c *Client) cancelRun(ctx context.Context, run *PipelineRun) error {
+// cancelTasks cancels the tasks a run made before one of its submits
+// was refused. A step whose key returned an earlier run's task is left
+// alone: that run (say, the one a crashed client started) goes on.
+func (c *Client) cancelTasks(ctx context.Context, run *PipelineRun, made []uint64) error {
 	var errs []error
 	for _, s := range run.Steps {
+		if !slices.Contains(made, s.TaskID) {
+			continue
+		}
 		if err := c.Cancel(ctx, s.TaskID); err != nil && !IsCode(err, "illegal_transition") {
 			errs = append(errs, fmt.Errorf("cannot cancel step %s (task %d): %w", s.ID, s.TaskID, err))
 		}

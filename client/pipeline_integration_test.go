@@ -188,3 +188,37 @@ func TestPipeline_EndedStepsInPlanOrder(t *testing.T) {
 	}
 	assert.Equal(t, want, order)
 }
+
+// When a re-run (same key) has a submit refused, it cancels only the
+// tasks it made: steps whose key returned the first run's tasks are left
+// to that run.
+func TestPipeline_RefusedRerunLeavesTheFirstRun(t *testing.T) {
+	cl := system(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const first = `
+name: rerun
+key: kr
+steps:
+  - {id: a, type: echo, delay: 1h}
+  - {id: b, type: echo, depends_on: [a]}
+`
+	run1, err := cl.RunPipeline(ctx, mustPlan(t, first), nil)
+	require.NoError(t, err)
+	p := mustPlan(t, first+"  - {id: n, type: echo, delay: 1h}\n  - {id: c, type: echo, depends_on: [b]}\n")
+	require.Equal(t, "c", p.Steps[3].ID)
+	p.Steps[3].Priority = 10 // the main control refuses it
+	run2, _, err := cl.SubmitPipeline(ctx, p, false)
+	require.Error(t, err)
+	assert.True(t, client.IsCode(err, "bad_request"), "%v", err)
+	require.Len(t, run2.Steps, 3)
+	assert.Equal(t, run1.Steps[0].TaskID, run2.Steps[0].TaskID, "a duplicate of the first run's a")
+
+	sts, err := cl.PipelineStatus(ctx, run1)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", sts[0].State, "the first run's tasks are left alone")
+	assert.Equal(t, "waiting", sts[1].State)
+	n, err := cl.Query(ctx, run2.Steps[2].TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", n.State, "what the re-run made is cancelled")
+}

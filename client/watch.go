@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -13,7 +15,12 @@ type Watch struct {
 	c         *Client
 	cl        *call
 	req       string
-	done      *Done
+	stop      chan struct{} // closed by Close
+	closeOnce sync.Once
+
+	mu   sync.Mutex // one Wait at a time
+	done *Done
+	over error // why the watch ended without a done
 }
 
 // SubmitWatch submits with wait=true and returns as soon as the task is
@@ -28,7 +35,7 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	w := &Watch{c: c, cl: cl, req: id}
+	w := &Watch{c: c, cl: cl, req: id, stop: make(chan struct{})}
 	for {
 		m, err := c.await(ctx, cl, id)
 		if err != nil {
@@ -60,23 +67,38 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 }
 
 // Wait waits until the task ends and returns its `done`. When ctx ends
-// first the task goes on, but the watch is over: Query the task instead.
+// first, or Close is called, the task goes on but the watch is over: this
+// and every later Wait return that error at once; Query the task instead.
+// Concurrent calls wait in turn and get the same outcome.
 func (w *Watch) Wait(ctx context.Context) (Done, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done != nil || w.over != nil {
+		return w.outcome()
+	}
+	m, err := w.c.awaitOr(ctx, w.cl, w.req, w.stop)
+	if err != nil {
+		w.over = fmt.Errorf("wait for task %d: %w", w.Submitted.ID, err)
+		return Done{}, w.over
+	}
+	return w.take(m)
+}
+
+func (w *Watch) outcome() (Done, error) {
 	if w.done != nil {
 		return *w.done, nil
 	}
-	m, err := w.c.await(ctx, w.cl, w.req)
-	if err != nil {
-		return Done{}, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, err)
-	}
-	return w.take(m)
+	return Done{}, w.over
 }
 
 // ended returns the task's `done` when it has already arrived, without
 // waiting.
 func (w *Watch) ended() (Done, bool, error) {
-	if w.done != nil {
-		return *w.done, true, nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done != nil || w.over != nil {
+		d, err := w.outcome()
+		return d, true, err
 	}
 	select {
 	case m := <-w.cl.ch:
@@ -87,24 +109,31 @@ func (w *Watch) ended() (Done, bool, error) {
 	}
 }
 
-// take reads the reply that ends the watch.
+// take reads the reply that ends the watch. Called with w.mu held.
 func (w *Watch) take(m *wire.Message) (Done, error) {
+	w.c.forget(w.req)
 	switch m.Type() {
 	case "done":
 		d, err := parseDone(m)
 		if err != nil {
+			w.over = err
 			return Done{}, err
 		}
 		w.done = &d
-		w.c.forget(w.req)
 		return d, nil
 	case "error":
-		w.c.forget(w.req)
-		return Done{}, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, wire.ErrorReplyOf(m))
+		w.over = fmt.Errorf("wait for task %d: %w", w.Submitted.ID, wire.ErrorReplyOf(m))
+	default:
+		w.over = fmt.Errorf("wait for task %d: unexpected reply %q", w.Submitted.ID, m.Type())
 	}
-	w.c.forget(w.req)
-	return Done{}, fmt.Errorf("wait for task %d: unexpected reply %q", w.Submitted.ID, m.Type())
+	return Done{}, w.over
 }
 
-// Close stops following the task.
-func (w *Watch) Close() { w.c.forget(w.req) }
+// errWatchClosed ends a Wait when its watch is closed.
+var errWatchClosed = errors.New("watch closed")
+
+// Close stops following the task: a Wait under way returns at once.
+func (w *Watch) Close() {
+	w.closeOnce.Do(func() { close(w.stop) })
+	w.c.forget(w.req)
+}
