@@ -138,6 +138,11 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 
 // taskFrameMax bounds the size of the task frame a submit will produce,
 // counting every number as 20 digits (spec section 1).
+// taskFrameKeys is the keys of a task frame besides its arg.* keys
+// (type and the eight of dispatch): a submit with more args than the
+// rest of wire.MaxKeys could never be dispatched.
+const taskFrameKeys = 9
+
 func taskFrameMax(typ string, traceLen int, args lines) int {
 	return len("type=task") +
 		len("\ntask_id=") + 20 + len("\nversion=") + 20 +
@@ -153,6 +158,11 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	var s submitReq
 	if err := c.parseSubmit(&f, &s); err != nil {
 		c.badRequest(p, req, err)
+		return
+	}
+	if taskFrameKeys+f.args.n > wire.MaxKeys {
+		c.sendError(p, req, wire.CodeBadRequest, "submit has too many args: a task frame holds at most "+
+			strconv.Itoa(wire.MaxKeys-taskFrameKeys)+" arg.* keys")
 		return
 	}
 	if taskFrameMax(s.typ, traceLen(s.trace), f.args) > c.cfg.MaxFrame {

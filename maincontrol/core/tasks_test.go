@@ -830,3 +830,28 @@ func TestCore_EmptyTaskTypes(t *testing.T) {
 	assert.Empty(t, h.c.execs["e1"].types)
 	h.heartbeat(ex, "")
 }
+
+// A task frame carries nine keys besides the args, and a payload holds
+// at most 1,024 keys (spec section 2): a submit with more args than the
+// rest is refused, not accepted and then never dispatched.
+func TestCore_SubmitArgsFitTheTaskFrame(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxFrame = 1 << 20 })
+	ex := h.executor("e1", "t", 1)
+	cl := h.client()
+	args := func(n int) []string {
+		kv := []string{"req", "r", "task_type", "t"}
+		for i := range n {
+			kv = append(kv, fmt.Sprintf("arg.a%d", i), "v")
+		}
+		return kv
+	}
+	h.send(cl, "submit", args(wire.MaxKeys-taskFrameKeys+1)...)
+	e := h.expect(cl, "error")
+	assert.Equal(t, "bad_request", e.Value("code"))
+	assert.Contains(t, e.Value("message"), "at most 1015 arg.* keys")
+
+	h.send(cl, "submit", args(wire.MaxKeys-taskFrameKeys)...)
+	h.expect(cl, "submitted")
+	task := h.expect(ex, "task")
+	assert.Len(t, task.Fields, wire.MaxKeys, "the largest task frame")
+}
