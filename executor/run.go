@@ -82,6 +82,9 @@ func (e *Executor) execute(r *run) {
 
 // call runs the handler, turning a panic into a permanent failure.
 func (e *Executor) call(r *run) (res Result, err error) {
+	if r.task.bad != nil {
+		return Result{}, Permanent(fmt.Errorf("bad task frame: %w", r.task.bad))
+	}
 	if r.handler == nil {
 		return Result{}, Permanent(fmt.Errorf("no handler for task type %q on this executor", r.task.Type))
 	}

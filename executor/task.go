@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -19,12 +20,13 @@ type Task struct {
 	Type         string            // task_type
 	Attempt      uint64            // attempt, 1 on the first dispatch
 	MaxAttempts  uint64            // max_attempts
-	Timeout      time.Duration     // timeout_ms; 0 means none
+	Timeout      time.Duration     // timeout_ms; 0 means none (as does one beyond ~292 years)
 	TraceID      string            // trace_id
 	StateVersion uint64            // state_version when the task was dispatched
 	Args         map[string]string // arg.* without the prefix
 
 	exec *Executor
+	bad  error // the frame lacks a key or holds a bad value: fail it
 }
 
 // token identifies one dispatch.
@@ -37,7 +39,10 @@ func (k token) String() string {
 func (t *Task) token() token { return token{t.ID, t.Version} }
 
 // parseTask reads a `task` frame. m must own its memory (see
-// wire.Message.Clone): the task's strings point into it.
+// wire.Message.Clone): the task's strings point into it. A frame whose
+// dispatch token cannot be read is an error: it cannot be answered. Any
+// other fault leaves the task marked bad: it is started and failed for
+// good, so that the main control does not dispatch it again and again.
 func parseTask(m *wire.Message) (*Task, error) {
 	t := &Task{}
 	var err error
@@ -47,28 +52,46 @@ func parseTask(m *wire.Message) (*Task, error) {
 	if t.Version, err = m.Uint("version"); err != nil {
 		return nil, err
 	}
-	var ok bool
-	if t.Type, ok = m.Get("task_type"); !ok || t.Type == "" {
-		return nil, wire.MissingKey("task_type")
-	}
-	if t.Attempt, err = m.UintOr("attempt", 0); err != nil {
-		return nil, err
-	}
-	if t.MaxAttempts, err = m.UintOr("max_attempts", 0); err != nil {
-		return nil, err
-	}
-	if t.Timeout, err = m.DurationOr("timeout_ms", 0); err != nil {
-		return nil, err
-	}
-	if t.StateVersion, err = m.UintOr("state_version", 0); err != nil {
-		return nil, err
-	}
+	t.Type = m.Value("task_type")
 	t.TraceID = m.Value("trace_id")
 	t.Args = make(map[string]string)
 	for k, v := range m.WithPrefix(wire.PrefixArg) {
 		t.Args[k] = v
 	}
+	t.bad = t.readRequired(m)
 	return t, nil
+}
+
+// maxTimeoutMs is the longest timeout_ms a time.Duration holds (about 292
+// years); a longer one is read as none, which it is in practice.
+const maxTimeoutMs = math.MaxInt64 / int64(time.Millisecond)
+
+// readRequired reads the keys spec section 4 gives every task frame.
+func (t *Task) readRequired(m *wire.Message) error {
+	if t.Type == "" {
+		return wire.MissingKey("task_type")
+	}
+	var err error
+	if t.Attempt, err = m.Uint("attempt"); err != nil {
+		return err
+	}
+	if t.MaxAttempts, err = m.Uint("max_attempts"); err != nil {
+		return err
+	}
+	ms, err := m.Uint("timeout_ms")
+	if err != nil {
+		return err
+	}
+	if ms <= uint64(maxTimeoutMs) {
+		t.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	if t.StateVersion, err = m.Uint("state_version"); err != nil {
+		return err
+	}
+	if _, ok := m.Get("trace_id"); !ok {
+		return wire.MissingKey("trace_id")
+	}
+	return nil
 }
 
 // Progress sends `progress` for this dispatch: percent is 0 to 100, note is

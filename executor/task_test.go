@@ -220,7 +220,8 @@ func TestExecutor_TaskTimeout(t *testing.T) {
 	mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"block": blockHandler(nil, causes)}})
 	c := f.accept(t)
 	c.registerQuiet()
-	c.send("task", "task_id", "4", "version", "1", "task_type", "block", "timeout_ms", "50")
+	c.send("task", "task_id", "4", "version", "1", "task_type", "block", "attempt", "1", "max_attempts", "3",
+		"timeout_ms", "50", "trace_id", "t4", "state_version", "0")
 	c.expectStarted(4, 1)
 	m := c.expectResult(4, 1)
 	assert.Equal(t, "failed", m.Value("status"))
@@ -365,4 +366,61 @@ func TestTask_StateDisconnected(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("State did not fail on disconnect")
 	}
+}
+
+// A task frame with a readable dispatch token but a missing key or a bad
+// value (spec section 4 lists every key) is started and failed for good:
+// ignored, it would come back after every start timeout. A timeout_ms
+// beyond what a time.Duration holds (~292 years) means no timeout.
+func TestExecutor_BadTaskFramesFail(t *testing.T) {
+	f := mustStartFakeMain(t)
+	got := make(chan executor.Task, 1)
+	mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{
+		"echo": echoHandler(),
+		"peek": executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
+			got <- *t
+			return executor.Result{}, nil
+		})}})
+	c := f.accept(t)
+	c.registerQuiet()
+	full := func(id string, drop string, set ...string) []string {
+		kv := map[string]string{"task_id": id, "version": "1", "task_type": "echo", "attempt": "1",
+			"max_attempts": "3", "timeout_ms": "0", "trace_id": "t", "state_version": "0"}
+		delete(kv, drop)
+		for i := 0; i+1 < len(set); i += 2 {
+			kv[set[i]] = set[i+1]
+		}
+		var out []string
+		for _, k := range []string{"task_id", "version", "task_type", "attempt", "max_attempts", "timeout_ms", "trace_id", "state_version"} {
+			if v, ok := kv[k]; ok {
+				out = append(out, k, v)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		kv   []string
+		want string
+	}{
+		{full("1", "attempt"), "bad task frame: attempt: required key missing"},
+		{full("2", "trace_id"), "bad task frame: trace_id: required key missing"},
+		{full("3", "task_type"), "bad task frame: task_type: required key missing"},
+		{full("4", "", "max_attempts", "x"), "bad task frame"},
+		{full("5", "", "timeout_ms", "-1"), "bad task frame"},
+	}
+	for i, tc := range tests {
+		id := uint64(i + 1)
+		c.send("task", tc.kv...)
+		c.expectStarted(id, 1)
+		m := c.expectResult(id, 1)
+		assert.Equal(t, "failed", m.Value("status"), "%v", tc.kv)
+		assert.Equal(t, "false", m.Value("retryable"), "%v", tc.kv)
+		assert.Contains(t, m.Value("error"), tc.want, "%v", tc.kv)
+		c.ack(id, 1)
+	}
+
+	c.send("task", full("9", "", "task_type", "peek", "timeout_ms", "18446744073709551615")...)
+	c.expectStarted(9, 1)
+	assert.Equal(t, "succeeded", c.expectResult(9, 1).Value("status"))
+	assert.Zero(t, (<-got).Timeout, "beyond a Duration: no timeout")
 }
