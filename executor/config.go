@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -49,9 +50,13 @@ type Config struct {
 	// go on, and their results wait for acknowledgement, once Run's context
 	// is cancelled.
 	DrainTimeout time.Duration
-	// BackoffMin and BackoffMax bound the reconnect delay, which doubles
-	// from BackoffMin after each failed attempt up to BackoffMax, each delay
-	// drawn at random from [d/2, d]. It resets after a registration.
+	// BackoffMin and BackoffMax set the reconnect delay: its upper end d
+	// doubles from BackoffMin after each failed attempt up to BackoffMax,
+	// and each delay is drawn at random from [d/2, d] (so the first may be
+	// as short as BackoffMin/2). It resets after a registration. Once
+	// registered, d stays under half the main control's timeout_ms as
+	// well, so that an executor is back within the timeout_ms a restarted
+	// main control waits for it to list its tasks.
 	BackoffMin, BackoffMax time.Duration
 	// DialTimeout bounds the TCP dial and each handshake step (welcome,
 	// registered).
@@ -77,6 +82,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil && cfg.Dial == nil {
+		return cfg, configErr("Addr %q: want host:port (%v)", cfg.Addr, err)
+	}
 	if !validID(cfg.ID) {
 		return cfg, configErr("ID %q: want 1-%d bytes of A-Z a-z 0-9 _ . : -", cfg.ID, MaxIDLen)
 	}
@@ -86,7 +94,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.Handlers = maps.Clone(cfg.Handlers) // the caller may reuse its map
 	for typ, h := range cfg.Handlers {
 		if !validTaskType(typ) {
-			return cfg, configErr("task type %q: want non-empty UTF-8 without commas or spaces", typ)
+			return cfg, configErr("task type %q: want non-empty UTF-8 without commas, spaces or control characters", typ)
 		}
 		if h == nil {
 			return cfg, configErr("task type %q: nil handler", typ)
@@ -151,5 +159,6 @@ func validID(id string) bool {
 }
 
 func validTaskType(t string) bool {
-	return t != "" && utf8.ValidString(t) && !strings.ContainsAny(t, ", ")
+	return t != "" && utf8.ValidString(t) && !strings.ContainsAny(t, ", ") &&
+		!strings.ContainsFunc(t, unicode.IsControl)
 }

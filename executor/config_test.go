@@ -1,6 +1,8 @@
 package executor_test
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +32,13 @@ func TestNew(t *testing.T) {
 		{"task type with comma", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"a,b": echoHandler()}}, false},
 		{"task type with space", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"a b": echoHandler()}}, false},
 		{"empty task type", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"": echoHandler()}}, false},
+		{"task type with a newline", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"a\nb": echoHandler()}}, false},
+		{"task type with a tab", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"a\tb": echoHandler()}}, false},
+		{"task type in UTF-8", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"résumé": echoHandler()}}, true},
+		{"addr without a port", executor.Config{ID: "w1", Handlers: h, Addr: "nonsense"}, false},
+		{"addr host:port", executor.Config{ID: "w1", Handlers: h, Addr: "mc.example:1969"}, true},
+		{"any addr with a custom Dial", executor.Config{ID: "w1", Handlers: h, Addr: "unix-socket-name",
+			Dial: func(context.Context, string) (net.Conn, error) { return nil, assert.AnError }}, true},
 		{"slots 65536", executor.Config{ID: "w1", Handlers: h, Slots: 65536}, true},
 		{"slots 65537", executor.Config{ID: "w1", Handlers: h, Slots: 65537}, false},
 		{"negative slots", executor.Config{ID: "w1", Handlers: h, Slots: -1}, false},

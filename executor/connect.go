@@ -16,12 +16,17 @@ import (
 func (e *Executor) connectLoop(ctx context.Context) {
 	bo := backoff{min: e.cfg.BackoffMin, max: e.cfg.BackoffMax}
 	for {
-		registered, err := e.connectOnce(ctx)
+		registered, timeout, err := e.connectOnce(ctx)
 		if ctx.Err() != nil || e.isLeaving() {
 			return
 		}
 		if registered {
 			bo.reset()
+			// A main control that restarts waits one timeout_ms for its
+			// executors to list their tasks, then moves them on (spec
+			// section 4, docs/protocol.md): retrying at least every half
+			// of it gets back inside that window.
+			bo.max = min(e.cfg.BackoffMax, max(e.cfg.BackoffMin, timeout/2))
 		}
 		d := bo.next()
 		e.logConnError(err, registered, d)
@@ -36,11 +41,12 @@ func (e *Executor) connectLoop(ctx context.Context) {
 }
 
 // connectOnce runs one connection: dial, handshake, serve. registered says
-// whether the handshake completed.
-func (e *Executor) connectOnce(ctx context.Context) (registered bool, err error) {
+// whether the handshake completed, and timeout is then the main control's
+// timeout_ms.
+func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout time.Duration, err error) {
 	conn, err := e.dial(ctx)
 	if err != nil {
-		return false, fmt.Errorf("cannot connect: %w", err)
+		return false, 0, fmt.Errorf("cannot connect: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
@@ -48,7 +54,7 @@ func (e *Executor) connectOnce(ctx context.Context) (registered bool, err error)
 
 	s, err := e.handshake(conn)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	e.activate(s)
 	err = s.serve(ctx)
@@ -56,7 +62,7 @@ func (e *Executor) connectOnce(ctx context.Context) (registered bool, err error)
 	s.out.close()
 	<-s.done
 	e.deactivate(s)
-	return true, err
+	return true, s.timeout, err
 }
 
 func (e *Executor) dial(ctx context.Context) (net.Conn, error) {

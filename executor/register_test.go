@@ -245,3 +245,24 @@ func TestExecutor_Run(t *testing.T) {
 		}
 	})
 }
+
+// Once registered, the reconnect delay stays under half the main
+// control's timeout_ms: a restarted main control waits one timeout_ms for
+// its executors to list their tasks, and a longer backoff would come back
+// after it moved them on.
+func TestExecutor_BackoffUnderHalfTheTimeout(t *testing.T) {
+	f := mustStartFakeMain(t)
+	mustRun(t, f, executor.Config{BackoffMin: 20 * time.Millisecond, BackoffMax: time.Minute,
+		Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+	c := f.accept(t)
+	c.register(time.Minute, 400*time.Millisecond)
+	c.Net.Close()
+	last := time.Now()
+	for i := range 10 { // uncapped, the tenth delay would be 5 s or more
+		c := f.accept(t)
+		gap := time.Since(last)
+		last = time.Now()
+		c.Net.Close() // the handshake fails: the delay doubles, up to its cap
+		assert.Less(t, gap, 800*time.Millisecond, "attempt %d came %v after the one before", i, gap)
+	}
+}

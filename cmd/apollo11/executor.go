@@ -101,6 +101,10 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 				// for good, even with an executor that allows exec connected.
 				return cfg, usageError(errors.New("--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail"), false)
 			}
+			if len(allow) == 0 {
+				// An empty allow list runs nothing: every exec task would fail.
+				return cfg, usageError(errors.New("--types exec needs --exec-allow with the programs exec may run: with none, every exec task sent here would fail"), false)
+			}
 			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: true, Allow: allow, MaxOutput: f.execMaxOutput})
 		case "":
 		default:

@@ -106,6 +106,8 @@ func TestDaemonFlags_Validation(t *testing.T) {
 		{"executor", []string{"--types", "echo,exec"},
 			"--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail"},
 		{"executor", []string{"--types", "exec", "--allow-exec", "--exec-allow", "/bin/echo"}, ""},
+		{"executor", []string{"--types", "exec", "--allow-exec"},
+			"--types exec needs --exec-allow with the programs exec may run: with none, every exec task sent here would fail"},
 	} {
 		fs := newFlagSet(tc.cmd, tc.cmd, io.Discard)
 		var err error
