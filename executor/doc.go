@@ -13,12 +13,22 @@
 //   - answers each `task` with `started` at once and runs the handler in its
 //     own goroutine, under a context cancelled by `cancel`, by the task's
 //     timeout_ms and by Stop; when the handler returns it sends `result`
-//     and keeps it until the matching `result_ack`;
+//     and keeps it until the matching `result_ack`. A handler's error
+//     after its time ran out is reported as a (retryable) timeout; a
+//     handler that still returns success is reported as succeeded: its
+//     work is done, and the main control accepts it unless its own task
+//     timeout took the task back first;
+//   - fails for good (retryable=false, "bad task frame") a `task` that
+//     lacks a key spec section 4 gives every task frame or holds a bad
+//     value, so that it is not dispatched again and again; a frame whose
+//     task_id and version cannot be read is logged and ignored;
 //   - after a reconnect, sends `started` again for handlers still running and
 //     re-sends every unacknowledged result, each preceded by its `started`
 //     in the same write, before the first heartbeat;
 //   - reconnects with exponential backoff and jitter after any failure, and
-//     keeps retrying after `auth_failed` (logged at error level).
+//     keeps retrying after `auth_failed` (logged at error level); once
+//     registered, the delay stays under half the main control's timeout_ms
+//     (see Config.BackoffMax).
 //
 // Run(ctx) returns after a graceful stop when ctx is cancelled: no new task
 // is taken, running handlers get up to Config.DrainTimeout to finish and
