@@ -256,17 +256,23 @@ func TestExecutorDaemon_ExecAllowedAndCancel(t *testing.T) {
 	assert.Contains(t, out, "timeout")
 }
 
+// pipelineFile builds the binary and writes a pipeline file in a temp dir.
+func pipelineFile(t *testing.T, yaml string) (bin, dir, file string) {
+	t.Helper()
+	bin, dir = testbin.Build(t), t.TempDir()
+	file = filepath.Join(dir, "pipeline.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(yaml), 0o644))
+	return bin, dir, file
+}
+
 func TestCLI_Pipeline(t *testing.T) {
-	bin := testbin.Build(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "p.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`
+	bin, dir, file := pipelineFile(t, `
 name: p
 steps:
   - {id: a, type: echo, args: {x: "${x}"}}
   - {id: b, type: fail, depends_on: [a], args: {retryable: "false"}}
   - {id: c, type: echo, depends_on: [b]}
-`), 0o644))
+`)
 	run := func(args ...string) (string, string, int) {
 		cmd := exec.Command(bin, append([]string{"pipeline"}, args...)...)
 		cmd.Dir = dir
@@ -343,15 +349,12 @@ steps:
 // status` follows it meanwhile; when the wait ends first (the main
 // control is gone) it exits 4, not 1: the steps were not seen to fail.
 func TestCLI_PipelineWaitEndsFirst(t *testing.T) {
-	bin := testbin.Build(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "slow.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`
+	bin, dir, file := pipelineFile(t, `
 name: slow
 steps:
   - {id: nap, type: sleep, args: {ms: "60000"}}
   - {id: after, type: echo, depends_on: [nap]}
-`), 0o644))
+`)
 	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
 	startExecutor(t, bin, mc.Addr, "--id", "slow-1", "--types", "sleep,echo")
 	p := testbin.Start(t, bin, nil, "pipeline", "run", file, "--addr", mc.Addr, "--wait",
