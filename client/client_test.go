@@ -66,7 +66,7 @@ func TestClient_Submit(t *testing.T) {
 		f := mustStartFakeServer(t)
 		c, _ := mustDial(t, f, client.Options{})
 		for _, req := range []client.SubmitRequest{
-			{}, {Type: "x", Priority: -1}, {Type: "x", MaxAttempts: -1}, {Type: "x", Timeout: -time.Second},
+			{}, {Type: "x", Priority: -1}, {Type: "x", Priority: 10}, {Type: "x", MaxAttempts: -1}, {Type: "x", Timeout: -time.Second},
 			{Type: "x", Args: map[string]string{"Bad": "upper case"}}, {Type: "x", Key: "\xff"},
 		} {
 			_, err := c.Submit(context.Background(), req)

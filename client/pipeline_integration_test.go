@@ -207,7 +207,10 @@ steps:
 	require.NoError(t, err)
 	p := mustPlan(t, first+"  - {id: n, type: echo, delay: 1h}\n  - {id: c, type: echo, depends_on: [b]}\n")
 	require.Equal(t, "c", p.Steps[3].ID)
-	p.Steps[3].Priority = 10 // the main control refuses it
+	p.Steps[3].Args = map[string]string{} // more args than a task frame carries: the main control refuses it
+	for i := range 1016 {
+		p.Steps[3].Args[fmt.Sprintf("a%d", i)] = "v"
+	}
 	run2, _, err := cl.SubmitPipeline(ctx, p, false)
 	require.Error(t, err)
 	assert.True(t, client.IsCode(err, "bad_request"), "%v", err)

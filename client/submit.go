@@ -45,8 +45,8 @@ func (r SubmitRequest) fill(wait bool) (func(*wire.Builder), error) {
 	switch {
 	case r.Type == "":
 		return nil, errors.New("submit: Type is required")
-	case r.Priority < 0:
-		return nil, fmt.Errorf("submit: negative Priority %d", r.Priority)
+	case r.Priority < 0 || r.Priority > 9:
+		return nil, fmt.Errorf("submit: Priority %d is not 0 to 9", r.Priority)
 	case r.MaxAttempts < 0:
 		return nil, fmt.Errorf("submit: negative MaxAttempts %d", r.MaxAttempts)
 	case r.Timeout < 0 || r.Delay < 0:
