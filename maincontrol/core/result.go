@@ -185,7 +185,24 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, string) {
 // outTooLarge returns the first out.* key (or "error") with which the
 // task_state reply, the larger of task_state and done, would exceed the max
 // frame. A req counts as 128 bytes and every number as 20 digits.
+// taskStateKeys is the keys of task_state besides out.*, every optional
+// one counted: the reply that carries a task's outputs with the most other
+// keys.
+const taskStateKeys = 13
+
 func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) string {
+	if taskStateKeys+out.n > wire.MaxKeys {
+		// Too many keys for one payload (spec section 2), however short:
+		// the first out key past the room left is the offending one.
+		room := wire.MaxKeys - taskStateKeys
+		for i := range m.Fields {
+			if f := &m.Fields[i]; strings.HasPrefix(f.Key, wire.PrefixOut) {
+				if room--; room < 0 {
+					return f.Key
+				}
+			}
+		}
+	}
 	n := len("type=task_state") + len("\nreq=") + 128 +
 		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=retrying") +
 		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 +

@@ -821,3 +821,38 @@ func TestCore_DispatchTokenHugeVersion(t *testing.T) {
 	assert.Equal(t, string(wire.ReasonStale), ack.Value("reason"))
 	assert.Equal(t, Running, h.state(id))
 }
+
+// Outputs are also limited by keys: task_state carries 13 keys besides
+// out.* and a payload at most 1,024, so a result with more than 1,011 out
+// keys is refused illegal_value naming the first key past the room, even
+// far under the max frame. Accepted, its task could never be queried.
+func TestCore_OutTooManyKeys(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxFrame = 1 << 20 })
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	outs := func(n int) []string {
+		kv := []string{"succeeded"}
+		for i := range n {
+			kv = append(kv, fmt.Sprintf("out.k%d", i), "v")
+		}
+		return kv
+	}
+	id := h.submit(cl, "task_type", "x")
+	_, v := h.task(ex)
+	h.start(ex, id, v)
+	many := outs(wire.MaxKeys - taskStateKeys + 1)
+	h.refused(ex, id, v, wire.ReasonIllegalValue, many[0], many[1:]...)
+	assert.Equal(t, fmt.Sprintf("illegal_value out.k%d", wire.MaxKeys-taskStateKeys), h.get(id).errText())
+
+	id = h.submit(cl, "task_type", "x")
+	_, v = h.task(ex)
+	h.start(ex, id, v)
+	kv := outs(wire.MaxKeys - taskStateKeys)
+	kv[0] = "failed" // with an error: task_state then has every optional key
+	h.send(ex, "result", append([]string{"task_id", fmt.Sprint(id), "version", fmt.Sprint(v),
+		"retryable", "false", "error", "e", "status"}, kv...)...)
+	assert.Equal(t, "true", h.expect(ex, "result_ack").Value("accepted"))
+	h.send(cl, "query", "req", "q", "task_id", fmt.Sprint(id))
+	st := h.expect(cl, "task_state")
+	assert.Len(t, st.Fields, wire.MaxKeys, "the largest task_state: every optional key and 1,011 outputs")
+}
