@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/internal/testbin"
+	"github.com/apollo11/apollo11/snapshot"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -272,7 +273,7 @@ func TestCrash_RecoverTruncateReusesNoID(t *testing.T) {
 	b[len(b)/2] ^= 0xff // a bad record in the middle: every later one is lost
 	require.NoError(t, os.WriteFile(seg, b, 0o644))
 
-	newID := func(args ...string) uint64 {
+	newID := func(dir string, args ...string) uint64 {
 		t.Helper()
 		p := testbin.StartMaincontrol(t, bin, append([]string{"--data-dir", dir, "--log-level", "error"}, args...)...)
 		defer p.Kill()
@@ -289,8 +290,18 @@ func TestCrash_RecoverTruncateReusesNoID(t *testing.T) {
 	require.Error(t, err, "mid-log corruption stops start-up")
 	assert.Contains(t, string(out), "corrupt log segment 00000000000000000001.log at offset")
 	assert.Contains(t, string(out), "--recover-truncate starts anyway", "the operator is told the flag, not a Go name")
-	first := newID("--recover-truncate")
+	// A crash after the cut but before the skip is recorded: the cut is
+	// made by opening a copy with RecoverTruncate and closing it, as a
+	// main control killed at that moment would leave it.
+	crashed := t.TempDir()
+	require.NoError(t, os.CopyFS(crashed, os.DirFS(dir)))
+	st, err := snapshot.Open(snapshot.Options{Dir: crashed, RecoverTruncate: true, Logger: testLogger()})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	assert.Greater(t, newID(crashed), uint64(n), "the loss is kept in the data dir until the skip is durable")
+
+	first := newID(dir, "--recover-truncate")
 	assert.Greater(t, first, uint64(n), "an id the lost records handed out is not handed out again")
-	second := newID() // after kill -9: the skip was durable before the first submit
+	second := newID(dir) // after kill -9: the skip was durable before the first submit
 	assert.Greater(t, second, first)
 }

@@ -142,6 +142,10 @@ func (s *Server) recover() error {
 			}
 			time.Sleep(time.Millisecond)
 		}
+		if err := st.ClearLost(); err != nil {
+			// Harmless: the next start skips again.
+			s.log.Warn("cannot clear the count of lost records", "err", err)
+		}
 	}
 	return nil
 }

@@ -149,7 +149,9 @@ func (r *recovery) recoverLog(names []string) error {
 			return &CorruptError{File: name, Offset: p.Offset, Reason: p.Detail}
 		}
 		dropped := names[i+1:]
-		r.lost += r.recordsIn(p.Bytes, dropped)
+		if err := r.addLost(r.recordsIn(p.Bytes, dropped)); err != nil {
+			return err
+		}
 		r.log.Error("LOG CORRUPTION: RecoverTruncate cuts the log here; every later record is LOST",
 			"file", name, "offset", p.Offset, "reason", p.Detail, "dropped_bytes", p.Bytes,
 			"dropped_segments", dropped, "last_kept_lsn", seg.last)
@@ -268,7 +270,9 @@ func (r *recovery) checkCoverage() error {
 			break
 		}
 		r.log.Error("RecoverTruncate: confirmed records are LOST", "first_lsn", lastSeg.last+1, "last_lsn", newest, "why", why)
-		r.lost += newest - lastSeg.last
+		if err := r.addLost(newest - lastSeg.last); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -170,8 +170,17 @@ func TestOpen_RecoverTruncate(t *testing.T) {
 	require.NoError(t, s.Close())
 	opts.RecoverTruncate = false
 	assert.Equal(t, wantRecords(1, first+3), reopen(t, opts).Records)
+
+	// The caller crashed before making up for the loss (no ClearLost):
+	// the next Open reports it again, though the log is now whole.
+	dropped := s.Lost()
 	s = MustOpen(t, opts)
-	assert.Zero(t, s.Lost(), "nothing dropped at this open")
+	assert.Equal(t, dropped, s.Lost(), "kept in the data dir until cleared")
+	require.NoError(t, s.ClearLost())
+	assert.Zero(t, s.Lost())
+	require.NoError(t, s.Close())
+	s = MustOpen(t, opts)
+	assert.Zero(t, s.Lost(), "cleared for good")
 	require.NoError(t, s.Close())
 }
 

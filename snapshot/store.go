@@ -145,6 +145,12 @@ func recoverDir(o Options) (*recovery, error) {
 	}
 	r := &recovery{opts: o, log: o.Logger, snaps: l.snaps}
 	r.sweep(l.temps)
+	// Records an earlier Open dropped and its caller never made up for
+	// (it crashed first) are reported again.
+	kept, err := readLost(o.FS, o.Dir)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.recoverLog(l.segments); err != nil {
 		return nil, err
 	}
@@ -152,6 +158,7 @@ func recoverDir(o Options) (*recovery, error) {
 	if err := r.checkCoverage(); err != nil {
 		return nil, err
 	}
+	r.lost += kept
 	return r, nil
 }
 
@@ -242,9 +249,10 @@ func (s *Store) Append(payload []byte) uint64 {
 func (s *Store) LastLSN() uint64 { return s.lastLSN.Load() }
 
 // Lost bounds from above how many confirmed records Open dropped with
-// RecoverTruncate: 0 when it dropped none. Their effects are gone, but
-// not the ids they handed out; a caller that numbers things in its
-// records skips that many, so that none is handed out twice.
+// RecoverTruncate, at this Open or at an earlier one whose caller did not
+// call ClearLost: 0 when none. Their effects are gone, but not the ids
+// they handed out; a caller that numbers things in its records skips
+// that many, makes that durable, then calls ClearLost.
 func (s *Store) Lost() uint64 { return s.lost }
 
 // DurableLSN returns the LSN up to which every record is durable.

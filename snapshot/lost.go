@@ -1,0 +1,78 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// lostName is the file in the data dir that keeps, until the caller has
+// made up for them (Store.ClearLost), how many confirmed records
+// RecoverTruncate dropped. It is written before any record is cut, so that
+// a crash between the cut and the caller's own record of the loss cannot
+// forget it: the next Open reports it again.
+const lostName = "lost-records"
+
+// readLost returns the count kept in lostName, 0 when there is none.
+func readLost(fsys FS, dir string) (uint64, error) {
+	f, err := fsys.OpenFile(filepath.Join(dir, lostName), os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot open %s: %w", lostName, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read %s: %w", lostName, err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s in %s holds %q, not a count: fix or remove it (then task ids may repeat)", lostName, dir, b)
+	}
+	return n, nil
+}
+
+// addLost adds n to the count kept in lostName, durably, before the
+// records are dropped.
+func (r *recovery) addLost(n uint64) error {
+	r.lost += n
+	if r.opts.ReadOnly {
+		return nil
+	}
+	kept, err := readLost(r.opts.FS, r.opts.Dir)
+	if err != nil {
+		return err
+	}
+	a, err := createAtomic(r.opts.FS, filepath.Join(r.opts.Dir, lostName))
+	if err != nil {
+		return fmt.Errorf("cannot record the lost records: %w", err)
+	}
+	if _, err := fmt.Fprintf(a, "%d\n", kept+n); err != nil {
+		a.Abort()
+		return fmt.Errorf("cannot record the lost records: %w", err)
+	}
+	return a.Commit()
+}
+
+// ClearLost forgets the records Open reported as lost (see Lost), once
+// the caller has made up for them durably.
+func (s *Store) ClearLost() error {
+	if s.lost == 0 {
+		return nil
+	}
+	if err := s.fsys.Remove(filepath.Join(s.dir, lostName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w", lostName, err)
+	}
+	if err := s.fsys.SyncDir(s.dir); err != nil {
+		return err
+	}
+	s.lost = 0
+	return nil
+}
