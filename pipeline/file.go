@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -142,7 +143,8 @@ func plan(f *file, vars map[string]string) (*Plan, error) {
 	for i := range f.Steps {
 		s, err := buildStep(&f.Steps[i], &f.Defaults, vars, key)
 		if err != nil {
-			return nil, fmt.Errorf("%w: step %d (%q): %v", ErrInvalid, i+1, f.Steps[i].ID, err)
+			// The id as filled in, once it is; as written before.
+			return nil, fmt.Errorf("%w: step %d (%q): %v", ErrInvalid, i+1, cmp.Or(s.ID, f.Steps[i].ID), err)
 		}
 		if _, dup := index[s.ID]; dup {
 			return nil, fmt.Errorf("%w: step id %q used twice", ErrInvalid, s.ID)

@@ -84,6 +84,7 @@ func TestParse_Errors(t *testing.T) {
 		{"name from a var with a path", "name: '${n}'\nsteps: [{id: a, type: echo}]", `name "a/b" must be`, map[string]string{"n": "a/b"}},
 		{"missing var in id", "name: x\nsteps: [{id: '${s}', type: echo}]", "id: undefined variable ${s}", nil},
 		{"missing var in depends_on", "name: x\nsteps: [{id: a, type: echo, depends_on: ['${s}']}]", "depends_on: undefined variable ${s}", nil},
+		{"error names the filled-in id", "name: x\nsteps: [{id: '${s}', type: echo, priority: 10}]", `step 1 ("fetch"): priority`, map[string]string{"s": "fetch"}},
 		{"self through a var", "name: x\nsteps: [{id: a, type: echo, depends_on: ['${s}']}]", "depends on itself (dependency cycle: a -> a)", map[string]string{"s": "a"}},
 		{"empty step", "name: x\nsteps:\n  -\n  - {id: a, type: echo}\n", "line 3: empty step", nil},
 		{"two documents", "name: x\nsteps: [{id: a, type: echo}]\n---\nname: y\n", "more than one YAML document", nil},

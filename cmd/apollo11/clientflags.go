@@ -57,10 +57,13 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// clientCommand parses flags, dials, runs fn and closes. Words after the
-// flags are refused unless operands is set; then fn checks them.
+// clientCommand parses flags, checks the command line, dials, runs fn and
+// closes. Words after the flags are refused unless operands is set; then
+// check (when not nil) checks them, and the flags, before anything is
+// dialled: its error is a bad command line (exit 2).
 func clientCommand(name, synopsis string, operands bool, args []string, stderr io.Writer,
-	extra func(fs *flag.FlagSet), fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
+	extra func(fs *flag.FlagSet), check func(fs *flag.FlagSet) error,
+	fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
 	fs := newFlagSet(name, synopsis, stderr)
 	var cf clientFlags
 	cf.register(fs)
@@ -73,6 +76,12 @@ func clientCommand(name, synopsis string, operands bool, args []string, stderr i
 	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(fs); err != nil {
+			fs.Usage()
+			return usageError(err, false)
+		}
 	}
 	cl, err := cf.dial()
 	if err != nil {

@@ -115,7 +115,7 @@ func TestCLI_EndToEnd(t *testing.T) {
 	assert.Equal(t, 1, list.Count)
 
 	_, errOut, code = cli(t, bin, mc.Addr, "list", "--state", "succeeded", "--limit", "0")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 2, code, "a bad command line")
 	assert.Contains(t, errOut, "--limit 0: want 1 to 1000")
 
 	out, _, code = cli(t, bin, mc.Addr, "stats")

@@ -79,7 +79,10 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	var allow []string
 	for _, p := range strings.Split(f.execAllow, ",") {
 		if p == "" {
-			continue
+			if f.execAllow == "" {
+				continue // no list at all
+			}
+			return cfg, usageError(fmt.Errorf("--exec-allow %q: an empty item", f.execAllow), false)
 		}
 		if !filepath.IsAbs(p) {
 			// exec runs only absolute paths, so this entry could never match.
@@ -107,6 +110,7 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 			}
 			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: true, Allow: allow, MaxOutput: f.execMaxOutput})
 		case "":
+			return cfg, usageError(fmt.Errorf("--types %q: an empty item", f.types), false)
 		default:
 			return cfg, usageError(fmt.Errorf("--types: unknown built-in task type %q (echo, sleep, fail, exec)", t), false)
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -86,17 +88,37 @@ func onCommandLine(args []string, name string) bool {
 // environment where its value came from: "--fsync: unknown fsync mode"
 // alone sends an operator looking for a flag nobody typed.
 func nameEnvSources(msg string) string {
-	for name, env := range fromEnv {
-		i := strings.Index(msg, "--"+name)
-		if i < 0 {
-			continue
+	for _, name := range slices.Sorted(maps.Keys(fromEnv)) {
+		if mentions(msg, "--"+name) || mentions(strings.ToLower(msg), settingName(name)) {
+			msg += " (--" + name + " is set by " + fromEnv[name] + " in the environment)"
 		}
-		if end := i + 2 + len(name); end < len(msg) && (msg[end] == '-' || msg[end] >= 'a' && msg[end] <= 'z') {
-			continue // a longer flag name
-		}
-		msg += " (--" + name + " is set by " + env + " in the environment)"
 	}
 	return msg
+}
+
+// settingName is how the daemons' own settings checks name a flag's
+// value ("heartbeat interval 8s is above ...", "addr ..."), lower case.
+func settingName(flag string) string {
+	if flag == "connect" {
+		return "addr"
+	}
+	return strings.ReplaceAll(flag, "-", " ")
+}
+
+// mentions reports whether msg holds word as a whole word.
+func mentions(msg, word string) bool {
+	isWord := func(b byte) bool { return b == '-' || b == '_' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	for i := 0; ; {
+		j := strings.Index(msg[i:], word)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(word)
+		if (start == 0 || !isWord(msg[start-1]) || word[0] == '-') && (end == len(msg) || !isWord(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // parseFlagsOperands is parseFlags for a command that takes operands (a

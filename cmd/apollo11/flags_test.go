@@ -106,6 +106,8 @@ func TestDaemonFlags_Validation(t *testing.T) {
 		{"executor", []string{"--types", "echo,exec"},
 			"--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail"},
 		{"executor", []string{"--types", "exec", "--allow-exec", "--exec-allow", "/bin/echo"}, ""},
+		{"executor", []string{"--types", "echo,,sleep"}, `--types "echo,,sleep": an empty item`},
+		{"executor", []string{"--exec-allow", "/bin/echo,"}, `--exec-allow "/bin/echo,": an empty item`},
 		{"executor", []string{"--types", "exec", "--allow-exec"},
 			"--types exec needs --exec-allow with the programs exec may run: with none, every exec task sent here would fail"},
 	} {
@@ -192,4 +194,47 @@ func TestFlags_ErrorNamesEnvironment(t *testing.T) {
 	errOut.Reset()
 	assert.Equal(t, 2, run([]string{"maincontrol"}, &out, &errOut), "a variable that does not parse is a bad command line too")
 	assert.Contains(t, errOut.String(), `APOLLO11_MAX_CONNS="x"`)
+}
+
+// A client command's operands and flags are checked before it dials: a
+// bad command line exits 2 and says what is wrong, even with no main
+// control to reach.
+func TestClientCommands_BadCommandLines(t *testing.T) {
+	nowhere := "127.0.0.1:1" // nothing listens: a dial would fail
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"status"}, "want exactly one task id"},
+		{[]string{"status", "abc"}, `"abc" is not a task id`},
+		{[]string{"status", "1", "2"}, "want exactly one task id"},
+		{[]string{"cancel"}, "want exactly one task id"},
+		{[]string{"list"}, "--state is required"},
+		{[]string{"list", "--state", "failed", "--limit", "1001"}, "--limit 1001: want 1 to 1000"},
+		{[]string{"debug"}, "want on or off"},
+		{[]string{"debug", "maybe"}, "want on or off"},
+		{[]string{"version", "extra"}, `unexpected argument "extra"`},
+	}
+	for _, tc := range tests {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 2, run(append(tc.args, "--addr", nowhere), &out, &errOut), "%v: %s", tc.args, errOut.String())
+		assert.Contains(t, errOut.String(), tc.msg, "%v", tc.args)
+		assert.NotContains(t, errOut.String(), "cannot reach", "%v: checked before dialling", tc.args)
+	}
+}
+
+// The daemons' own settings checks name a value in words ("heartbeat
+// interval 8s", "Slots 70000"); the variable that set it is named too.
+func TestFlags_SettingsErrorNamesEnvironment(t *testing.T) {
+	t.Setenv("APOLLO11_HEARTBEAT_INTERVAL", "8s")
+	t.Setenv("APOLLO11_LOG_LEVEL", "warn") // set, but not what is wrong
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run([]string{"maincontrol", "--data-dir", "", "--listen", "127.0.0.1:0"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "(--heartbeat-interval is set by APOLLO11_HEARTBEAT_INTERVAL in the environment)")
+	assert.NotContains(t, errOut.String(), "APOLLO11_LOG_LEVEL")
+
+	t.Setenv("APOLLO11_SLOTS", "70000")
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"executor", "--connect", "127.0.0.1:1"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "(--slots is set by APOLLO11_SLOTS in the environment)")
 }

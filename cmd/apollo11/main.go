@@ -134,7 +134,10 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun apollo11 <command> --help for its flags. Every flag can also be set\nwith an APOLLO11_* environment variable (--max-frame: APOLLO11_MAX_FRAME).\n")
 }
 
-func runVersion(_ []string, stdout, _ io.Writer) error {
+func runVersion(args []string, stdout, _ io.Writer) error {
+	if len(args) > 0 {
+		return usageError(fmt.Errorf("unexpected argument %q: version takes none", args[0]), false)
+	}
 	fmt.Fprintf(stdout, "apollo11 %s\n", version)
 	return nil
 }

@@ -206,7 +206,7 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&runFile, "run-file", "", "the run recorded by `pipeline run` (default: the only *.run.json here)")
 	}
-	return clientCommand("pipeline status", "pipeline status [--run-file F]", false, args, stderr, extra,
+	return clientCommand("pipeline status", "pipeline status [--run-file F]", false, args, stderr, extra, nil,
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			if runFile == "" {
 				matches, _ := filepath.Glob("*.run.json")

@@ -12,9 +12,16 @@ import (
 	"github.com/apollo11/apollo11/client"
 )
 
-func taskIDArg(fs *flag.FlagSet) (uint64, error) {
+// taskIDArg reads the one TASK_ID operand into id.
+func taskIDArg(id *uint64) func(fs *flag.FlagSet) error {
+	return func(fs *flag.FlagSet) (err error) {
+		*id, err = parseTaskID(fs)
+		return err
+	}
+}
+
+func parseTaskID(fs *flag.FlagSet) (uint64, error) {
 	if fs.NArg() != 1 {
-		fs.Usage()
 		return 0, fmt.Errorf("want exactly one task id")
 	}
 	id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
@@ -25,12 +32,9 @@ func taskIDArg(fs *flag.FlagSet) (uint64, error) {
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("status", "status [flags] TASK_ID", true, args, stderr, nil,
+	var id uint64
+	return clientCommand("status", "status [flags] TASK_ID", true, args, stderr, nil, taskIDArg(&id),
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			id, err := taskIDArg(fs)
-			if err != nil {
-				return err
-			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			st, err := cl.Query(ctx, id)
@@ -56,12 +60,9 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 }
 
 func runCancel(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("cancel", "cancel [flags] TASK_ID", true, args, stderr, nil,
+	var id uint64
+	return clientCommand("cancel", "cancel [flags] TASK_ID", true, args, stderr, nil, taskIDArg(&id),
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			id, err := taskIDArg(fs)
-			if err != nil {
-				return err
-			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			if err := cl.Cancel(ctx, id); err != nil {
@@ -70,7 +71,7 @@ func runCancel(args []string, stdout, stderr io.Writer) error {
 			if cf.asJSON {
 				return printJSON(stdout, map[string]any{"task_id": id, "cancelled": true})
 			}
-			_, err = fmt.Fprintf(stdout, "task %d cancelled\n", id)
+			_, err := fmt.Fprintf(stdout, "task %d cancelled\n", id)
 			return err
 		})
 }
@@ -86,16 +87,18 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		fs.Uint64Var(&after, "after", 0, "list ids after this one (the previous page's next)")
 		fs.BoolVar(&all, "all", false, "follow next to the end")
 	}
-	return clientCommand("list", "list --state S [flags]", false, args, stderr, extra,
+	check := func(*flag.FlagSet) error {
+		if state == "" {
+			return fmt.Errorf("--state is required")
+		}
+		if limit < 1 || limit > 1000 {
+			// The client leaves 0 out, which would get the default.
+			return fmt.Errorf("--limit %d: want 1 to 1000", limit)
+		}
+		return nil
+	}
+	return clientCommand("list", "list --state S [flags]", false, args, stderr, extra, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			if state == "" {
-				fs.Usage()
-				return fmt.Errorf("--state is required")
-			}
-			if limit < 1 || limit > 1000 {
-				// The client leaves 0 out, which would get the default.
-				return fmt.Errorf("--limit %d: want 1 to 1000", limit)
-			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			var ids []uint64
@@ -127,7 +130,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("stats", "stats [flags]", false, args, stderr, nil,
+	return clientCommand("stats", "stats [flags]", false, args, stderr, nil, nil,
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -156,7 +159,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 }
 
 func runState(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("state", "state [flags] [KEY ...]", true, args, stderr, nil,
+	return clientCommand("state", "state [flags] [KEY ...]", true, args, stderr, nil, nil,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -177,12 +180,14 @@ func runState(args []string, stdout, stderr io.Writer) error {
 }
 
 func runDebug(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("debug", "debug [flags] on|off", true, args, stderr, nil,
+	check := func(fs *flag.FlagSet) error {
+		if fs.NArg() != 1 || (fs.Arg(0) != "on" && fs.Arg(0) != "off") {
+			return fmt.Errorf("want on or off")
+		}
+		return nil
+	}
+	return clientCommand("debug", "debug [flags] on|off", true, args, stderr, nil, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			if fs.NArg() != 1 || (fs.Arg(0) != "on" && fs.Arg(0) != "off") {
-				fs.Usage()
-				return fmt.Errorf("want on or off")
-			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			if err := cl.Debug(ctx, fs.Arg(0) == "on"); err != nil {

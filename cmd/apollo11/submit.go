@@ -79,7 +79,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
 		fs.DurationVar(&waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
 	}
-	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra,
+	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra, nil,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			if req.Type == "" {
 				fs.Usage()
