@@ -114,7 +114,8 @@ func (s *Server) recover() error {
 	}
 	s.store = st
 	s.lastLSN, s.durableLSN = st.LastLSN(), st.LastLSN()
-	if unsnapped := s.lastLSN - snapLSN; unsnapped > 0 {
+	if s.lastLSN > snapLSN {
+		unsnapped := s.lastLSN - snapLSN
 		// Records replayed from the log count as not yet in a snapshot
 		// (spec section 7), as if written now: otherwise a crash before
 		// the snapshot leaves them to be replayed at every start until
