@@ -240,6 +240,10 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 		res.outcome = "no welcome"
 		return res
 	}
+	if bad := welcomeProblem(welcome); bad != "" {
+		res.outcome = "bad welcome: " + bad
+		return res
+	}
 	if c.hello {
 		nonce := welcome.Value("nonce")
 		kv := []string{"type", "hello", "req", "h", "client", "apollo11-bench-wire"}
@@ -250,8 +254,16 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 			res.outcome = "hello failed: " + errClass(err)
 			return res
 		}
-		if m, err := fc.next(); err != nil || m.Type() != "hello_ok" {
-			res.outcome = "hello refused"
+		m, err := fc.next()
+		switch {
+		case err != nil:
+			res.outcome = "hello: " + readOutcome("", err) // closed, timed out, sent what does not decode
+			return res
+		case m.Type() != "hello_ok":
+			res.outcome = "hello refused: " + m.Type()
+			if m.Type() == "error" {
+				res.outcome += ":" + m.Value("code")
+			}
 			return res
 		}
 	}
@@ -262,14 +274,17 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 	}
 	_ = conn.SetDeadline(sentAt.Add(cfg.Timeout))
 	want := max(c.replies, 1)
+	reqs := sentReqs(payload)
 	var first *wire.Message
 	var outcome string
+	wrongReq := false
 	for got := 0; got < want; got++ {
 		m, err := fc.next()
 		if err != nil {
 			outcome = readOutcome(outcome, err)
 			break
 		}
+		wrongReq = wrongReq || !reqAnswered(m, reqs)
 		if got == 0 {
 			res.latency = time.Since(sentAt)
 			first = m
@@ -291,8 +306,66 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 			}
 		}
 	}
+	if wrongReq {
+		outcome += "+wrong-req" // matches no expectation: every reply carries its request's req
+	}
 	res.outcome = outcome
 	return res
+}
+
+// welcomeProblem names what in a welcome breaks spec section 3 (proto=1,
+// a nonce of 32 lower-case hex characters, auth none or hmac-sha256, a
+// max_frame), or "" when nothing does.
+func welcomeProblem(m *wire.Message) string {
+	if m.Value("proto") != "1" {
+		return "proto is not 1"
+	}
+	if n := m.Value("nonce"); len(n) != 32 || strings.Trim(n, "0123456789abcdef") != "" {
+		return "nonce is not 32 lower-case hex characters"
+	}
+	if a := m.Value("auth"); a != "none" && a != "hmac-sha256" {
+		return "auth is not none or hmac-sha256"
+	}
+	if _, err := wire.ParseWelcome(m); err != nil || !m.Has("max_frame") {
+		return "no valid max_frame"
+	}
+	return ""
+}
+
+// sentReqs returns the req of every whole frame in payload that a reply
+// must echo: present and valid (at most 64 bytes). Damaged bytes yield
+// none.
+func sentReqs(payload []byte) map[string]bool {
+	reqs := map[string]bool{}
+	var d wire.Decoder
+	for len(payload) > 0 {
+		m, n, err := d.Decode(payload)
+		if err != nil || m == nil {
+			break
+		}
+		if r, ok := m.Get("req"); ok && len(r) <= 64 {
+			reqs[r] = true
+		}
+		payload = payload[n:]
+	}
+	return reqs
+}
+
+// reqAnswered says whether m carries one of the reqs sent (spec section
+// 3: every reply carries its request's req). Errors about the framing
+// itself may lack it: the request was never read.
+func reqAnswered(m *wire.Message, reqs map[string]bool) bool {
+	if len(reqs) == 0 {
+		return true
+	}
+	if m.Type() == "error" {
+		switch wire.Code(m.Value("code")) {
+		case wire.CodeMalformed, wire.CodeFrameTooLarge:
+			return true
+		}
+	}
+	r, ok := m.Get("req")
+	return ok && reqs[r]
 }
 
 // readOutcome names how a read ended when no (further) frame came.
@@ -392,7 +465,14 @@ func (rep *WireReport) checkAlive(cfg WireConfig) {
 	fc, err := dialClient(cfg.Addr, cfg.Token, "apollo11-bench-wire", cfg.Timeout)
 	if err == nil {
 		defer fc.c.Close()
-		_, err = stats(fc)
+		var m *wire.Message
+		m, err = request(fc, wire.Begin(nil, "stats"), "stats", cfg.Timeout) // within --timeout, like every probe
+		switch {
+		case isTimeout(err):
+			err = fmt.Errorf("no reply with req=stats within %v", cfg.Timeout)
+		case err == nil && m.Type() != "stats":
+			err = fmt.Errorf("stats answered %s code=%s", m.Type(), m.Value("code"))
+		}
 	}
 	rep.AliveAfter = err == nil
 	if err != nil {

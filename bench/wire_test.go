@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/bench"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // Our main control answers every probe as wire-v1 says, and survives.
@@ -43,4 +45,79 @@ func TestRunWire_ProbeReplays(t *testing.T) {
 	for i := range a.Cases {
 		assert.Equal(t, a.Cases[i].Probes, b.Cases[i].Probes, a.Cases[i].Name)
 	}
+}
+
+// fakePeer serves a welcome (given as key, value pairs) and answers hello
+// and stats, echoing req unless wrongReq; it runs until the test ends.
+func fakePeer(t *testing.T, welcome []string, wrongReq bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	send := func(c net.Conn, typ string, kv ...string) {
+		b := wire.Begin(nil, typ)
+		for i := 0; i+1 < len(kv); i += 2 {
+			b.Str(kv[i], kv[i+1])
+		}
+		f, err := b.Finish()
+		if err == nil {
+			_, _ = c.Write(f)
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				send(c, "welcome", welcome...)
+				r := wire.NewReader(c, 1<<20)
+				for {
+					m, err := r.Next()
+					if err != nil {
+						return
+					}
+					req := m.Value("req")
+					if wrongReq {
+						req = "zzz"
+					}
+					switch m.Type() {
+					case "hello":
+						send(c, "hello_ok", "req", m.Value("req"))
+					case "stats":
+						send(c, "stats", "req", req, "executors", "0", "state_version", "0", "uptime_ms", "1")
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// bench wire checks what a peer writing its own implementation gets wrong
+// first: a welcome without its keys, and replies whose req is not the
+// request's (spec section 3).
+func TestRunWire_WelcomeAndReq(t *testing.T) {
+	good := []string{"proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef", "auth", "none", "max_frame", "1048576"}
+	run := func(addr string) *bench.WireReport {
+		rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 100, Duration: 300 * time.Millisecond,
+			Seed: 1, Probe: -1, Timeout: 500 * time.Millisecond, Linger: 20 * time.Millisecond, Cases: "valid stats"})
+		require.NoError(t, err)
+		return rep
+	}
+	rep := run(fakePeer(t, good, false))
+	assert.Zero(t, rep.Unexpected, "%v", rep.Outcomes)
+	assert.Positive(t, rep.Outcomes["stats"])
+
+	rep = run(fakePeer(t, good, true))
+	assert.Positive(t, rep.Unexpected)
+	assert.Positive(t, rep.Outcomes["stats+wrong-req"], "%v", rep.Outcomes)
+
+	rep = run(fakePeer(t, []string{"proto", "7"}, false))
+	assert.Positive(t, rep.Unexpected)
+	assert.Positive(t, rep.Outcomes["bad welcome: proto is not 1"], "%v", rep.Outcomes)
+	rep = run(fakePeer(t, []string{"proto", "1", "auth", "none", "max_frame", "1048576"}, false))
+	assert.Positive(t, rep.Outcomes["bad welcome: nonce is not 32 lower-case hex characters"], "%v", rep.Outcomes)
 }

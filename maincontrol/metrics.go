@@ -55,7 +55,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 	})
 	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", latencyBounds)
 	m.retries = r.Counter("apollo11_retries_total", "Attempts that failed and will run again.")
-	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks that passed their timeout_ms.")
+	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks the main control took back because their timeout_ms passed with no result. An executor that enforces the timeout itself (the apollo11 executor does) reports a failed result first, counted in retries or failures instead.")
 	m.startTimeouts = r.Counter("apollo11_start_timeouts_total", "Dispatched tasks not started in time.")
 	m.lost = r.Counter("apollo11_executors_lost_total", "Executors lost after the heartbeat timeout.")
 	for _, st := range []core.State{core.Succeeded, core.Failed, core.Cancelled} {

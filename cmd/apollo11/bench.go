@@ -65,7 +65,7 @@ func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 // registerReport registers only the flags of how a report is shown, for
 // subcommands that load no main control.
 func (c *commonBenchFlags) registerReport(fs *flag.FlagSet) {
-	fs.Var(&c.progress, "progress", "draw a progress bar on stderr: true, false or auto (when stderr is a terminal)")
+	fs.Var(&c.progress, "progress", "draw a progress bar on stderr: --progress=true, =false or =auto (when stderr is a terminal)")
 	fs.StringVar(&c.jsonOut, "json", "", `write the report as JSON to this file ("-": stdout, instead of the table)`)
 }
 
@@ -251,7 +251,7 @@ func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var cfg bench.WireConfig
 	fs.Float64Var(&cfg.Rate, "rate", 200, "probes per second")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to probe")
-	fs.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1e6), "random seed: the same seed sends the same probes")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed: the same seed sends the same probes (0 picks one, printed in the report)")
 	fs.IntVar(&cfg.Probe, "probe", -1, "run only this probe of the seed's sequence and show it (to reproduce a finding)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "how long to wait for an answer")
 	fs.DurationVar(&cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
@@ -259,6 +259,9 @@ func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&cfg.Cases, "cases", "", "only the probe cases whose name contains this")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1 + uint64(time.Now().UnixNano()%1e6)
 	}
 	var err error
 	if cfg.Token, err = c.token(); err != nil {
