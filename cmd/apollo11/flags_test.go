@@ -214,6 +214,8 @@ func TestClientCommands_BadCommandLines(t *testing.T) {
 		{[]string{"debug"}, "want on or off"},
 		{[]string{"debug", "maybe"}, "want on or off"},
 		{[]string{"version", "extra"}, `unexpected argument "extra"`},
+		{[]string{"submit"}, "--type is required"},
+		{[]string{"submit", "--type", "x", "--max-attempts", "0"}, "--max-attempts 0: must be at least 1"},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer

@@ -79,16 +79,18 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
 		fs.DurationVar(&waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
 	}
-	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra, nil,
+	check := func(*flag.FlagSet) error {
+		if req.Type == "" {
+			return fmt.Errorf("--type is required")
+		}
+		if req.MaxAttempts < 1 {
+			// The client leaves 0 out, which would get the default.
+			return fmt.Errorf("--max-attempts %d: must be at least 1", req.MaxAttempts)
+		}
+		return nil
+	}
+	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			if req.Type == "" {
-				fs.Usage()
-				return fmt.Errorf("--type is required")
-			}
-			if req.MaxAttempts < 1 {
-				// The client leaves 0 out, which would get the default.
-				return fmt.Errorf("--max-attempts %d: must be at least 1", req.MaxAttempts)
-			}
 			req.Args = argsFlag
 			req.DependsOn = deps
 			if !wait {
