@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/apollo11/apollo11/pipeline"
@@ -49,7 +48,7 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 	run := &PipelineRun{Name: plan.Name}
 	pw := &PipelineWatch{run: run}
 	ids := map[string]uint64{}
-	var made []uint64 // tasks this run created: a key may return another run's
+	var made []PipelineStep // the steps whose task this run created: a key may return another run's
 	for _, s := range plan.Steps {
 		req := SubmitRequest{Type: s.Type, Args: s.Args, Priority: s.Priority, MaxAttempts: s.MaxAttempts,
 			Timeout: s.Timeout, Delay: s.Delay, Key: s.Key}
@@ -69,15 +68,15 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 		}
 		if err != nil {
 			pw.Close()
-			cerr := c.cancelTasks(ctx, run, made)
+			cerr := c.cancelSteps(ctx, made)
 			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err), cerr)
 		}
-		id := sub.ID
+		ids[s.ID] = sub.ID
+		step := PipelineStep{ID: s.ID, TaskID: sub.ID, DependsOn: s.DependsOn}
+		run.Steps = append(run.Steps, step)
 		if !sub.Duplicate {
-			made = append(made, id)
+			made = append(made, step)
 		}
-		ids[s.ID] = id
-		run.Steps = append(run.Steps, PipelineStep{ID: s.ID, TaskID: id, DependsOn: s.DependsOn})
 	}
 	if !wait {
 		return run, nil, nil
@@ -147,15 +146,12 @@ func (pw *PipelineWatch) Close() {
 	}
 }
 
-// cancelTasks cancels the tasks a run made before one of its submits
-// was refused. A step whose key returned an earlier run's task is left
-// alone: that run (say, the one a crashed client started) goes on.
-func (c *Client) cancelTasks(ctx context.Context, run *PipelineRun, made []uint64) error {
+// cancelSteps cancels the tasks a run made before one of its submits
+// was refused. A step whose key returned an earlier run's task is not
+// among them: that run (say, the one a crashed client started) goes on.
+func (c *Client) cancelSteps(ctx context.Context, made []PipelineStep) error {
 	var errs []error
-	for _, s := range run.Steps {
-		if !slices.Contains(made, s.TaskID) {
-			continue
-		}
+	for _, s := range made {
 		if err := c.Cancel(ctx, s.TaskID); err != nil && !IsCode(err, "illegal_transition") {
 			errs = append(errs, fmt.Errorf("cannot cancel step %s (task %d): %w", s.ID, s.TaskID, err))
 		}

@@ -111,10 +111,9 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	if !cf.asJSON {
 		fmt.Fprintf(stderr, "pipeline %s submitted: %d steps; waiting for them to end\n", plan.Name, len(run.Steps))
 	}
-	failed := 0
 	werr := pw.Wait(ctx, func(s client.PipelineStep, d client.Done) {
 		if d.State != "succeeded" {
-			failed++
+			report.Failed++
 		}
 		report.Steps = append(report.Steps, stepReport{ID: s.ID, TaskID: d.ID, State: d.State, Error: d.Error})
 		if cf.asJSON {
@@ -126,7 +125,6 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stdout, line)
 	})
-	report.Failed = failed
 	if cf.asJSON {
 		if err := printJSON(stdout, report); err != nil {
 			return err
@@ -135,9 +133,9 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	if werr != nil {
 		return exitError{code: exitUnknown, err: fmt.Errorf("%w; the steps go on (follow with: apollo11 pipeline status --run-file %s)", werr, *runFile)}
 	}
-	if failed > 0 {
+	if report.Failed > 0 {
 		if !cf.asJSON {
-			fmt.Fprintf(stdout, "pipeline %s: %d of %d steps did not succeed\n", plan.Name, failed, len(run.Steps))
+			fmt.Fprintf(stdout, "pipeline %s: %d of %d steps did not succeed\n", plan.Name, report.Failed, len(run.Steps))
 		}
 		return exitError{code: exitFailed}
 	}
