@@ -77,10 +77,6 @@ func (c *Client) failure() error {
 	return c.err
 }
 
-// refusalWait bounds how long a client that is closing waits for its
-// refusal of an undecodable frame to be written.
-const refusalWait = time.Second
-
 // readLoop routes replies until the connection fails.
 func (c *Client) readLoop() {
 	defer close(c.done)
@@ -249,10 +245,10 @@ func (c *Client) write(frame []byte) error {
 	return nil
 }
 
-// writeLast queues a last frame and waits, up to refusalWait, until the
+// writeLast queues a last frame and waits, up to wire.RefusalWait, until the
 // writer goroutine has written it: the connection is closed next.
 func (c *Client) writeLast(frame []byte) {
-	deadline := time.Now().Add(refusalWait)
+	deadline := time.Now().Add(wire.RefusalWait)
 	_ = c.conn.SetWriteDeadline(deadline)
 	if c.write(frame) != nil {
 		return

@@ -171,10 +171,6 @@ func (s *session) serve(ctx context.Context) error {
 	}
 }
 
-// refusalWait bounds how long a peer that is closing waits for its
-// refusal of an undecodable frame to be written.
-const refusalWait = time.Second
-
 // readLoop reads and handles frames until the connection fails or nothing
 // arrives for timeout_ms.
 func (s *session) readLoop() {
@@ -187,7 +183,7 @@ func (s *session) readLoop() {
 				// closes (spec sections 1 and 2), so the main control's
 				// log says why this executor left.
 				_ = s.out.send(refusal)
-				_ = s.out.flushAll(refusalWait)
+				_ = s.out.flushAll(wire.RefusalWait)
 			}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("no frame from the main control for %v: %w", s.timeout, err)

@@ -1,6 +1,13 @@
 package wire
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
+
+// RefusalWait bounds how long a peer that is closing waits for its
+// Refusal to be written: the peer it refuses may not be reading.
+const RefusalWait = time.Second
 
 // Refusal returns the `type=error` frame with which any peer answers a
 // decode error before it closes the connection (spec sections 1 and 2):
