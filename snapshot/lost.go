@@ -39,22 +39,19 @@ func readLost(fsys FS, dir string) (uint64, error) {
 	return n, nil
 }
 
-// addLost adds n to the count kept in lostName, durably, before the
+// addLost adds n to the count of lost records (r.lost starts at the
+// count kept in lostName) and keeps the sum there, durably, before the
 // records are dropped.
 func (r *recovery) addLost(n uint64) error {
 	r.lost += n
 	if r.opts.ReadOnly {
 		return nil
 	}
-	kept, err := readLost(r.opts.FS, r.opts.Dir)
-	if err != nil {
-		return err
-	}
 	a, err := createAtomic(r.opts.FS, filepath.Join(r.opts.Dir, lostName))
 	if err != nil {
 		return fmt.Errorf("cannot record the lost records: %w", err)
 	}
-	if _, err := fmt.Fprintf(a, "%d\n", kept+n); err != nil {
+	if _, err := fmt.Fprintf(a, "%d\n", r.lost); err != nil {
 		a.Abort()
 		return fmt.Errorf("cannot record the lost records: %w", err)
 	}

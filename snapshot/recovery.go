@@ -69,7 +69,8 @@ type recovery struct {
 	problems  []Problem
 	replayErr error // the records Replay needs are missing
 	// lost bounds from above how many confirmed records RecoverTruncate
-	// dropped (see Store.Lost).
+	// dropped, at this Open and earlier ones not yet made up for (see
+	// Store.Lost).
 	lost    uint64
 	changed bool // files were cut or removed: fsync the directory
 }

@@ -143,14 +143,14 @@ func recoverDir(o Options) (*recovery, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &recovery{opts: o, log: o.Logger, snaps: l.snaps}
-	r.sweep(l.temps)
 	// Records an earlier Open dropped and its caller never made up for
 	// (it crashed first) are reported again.
 	kept, err := readLost(o.FS, o.Dir)
 	if err != nil {
 		return nil, err
 	}
+	r := &recovery{opts: o, log: o.Logger, snaps: l.snaps, lost: kept}
+	r.sweep(l.temps)
 	if err := r.recoverLog(l.segments); err != nil {
 		return nil, err
 	}
@@ -158,7 +158,6 @@ func recoverDir(o Options) (*recovery, error) {
 	if err := r.checkCoverage(); err != nil {
 		return nil, err
 	}
-	r.lost += kept
 	return r, nil
 }
 
