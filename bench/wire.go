@@ -260,10 +260,7 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 			res.outcome = "hello: " + readOutcome("", err) // closed, timed out, sent what does not decode
 			return res
 		case m.Type() != "hello_ok":
-			res.outcome = "hello refused: " + m.Type()
-			if m.Type() == "error" {
-				res.outcome += ":" + m.Value("code")
-			}
+			res.outcome = "hello refused: " + answerName(m)
 			return res
 		}
 	}
@@ -288,10 +285,7 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 		if got == 0 {
 			res.latency = time.Since(sentAt)
 			first = m
-			outcome = m.Type()
-			if outcome == "error" {
-				outcome += ":" + m.Value("code")
-			}
+			outcome = answerName(m)
 		}
 	}
 	if first != nil && !strings.HasSuffix(outcome, "timeout") && !strings.Contains(outcome, "close") {
@@ -311,6 +305,15 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 	}
 	res.outcome = outcome
 	return res
+}
+
+// answerName is an answer as outcomes name it: its type, and for an error
+// its code ("error:bad_request").
+func answerName(m *wire.Message) string {
+	if m.Type() == "error" {
+		return "error:" + m.Value("code")
+	}
+	return m.Type()
 }
 
 // welcomeProblem names what in a welcome breaks spec section 3 (proto=1,
