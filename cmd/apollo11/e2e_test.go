@@ -428,6 +428,14 @@ func TestInspect_JSON(t *testing.T) {
 	assert.Equal(t, "nobody-serves-this", rep.Task.Type)
 	assert.Equal(t, "arg.a=1", rep.Task.Args)
 
+	// A task id nothing is known of: the report, then exit 1.
+	cmd = exec.Command(bin, "inspect", "--data-dir", dir, strconv.FormatUint(id+998, 10))
+	out, err = cmd.Output()
+	var unknown *exec.ExitError
+	require.ErrorAs(t, err, &unknown, "%s", out)
+	assert.Equal(t, 1, unknown.ExitCode())
+	assert.Contains(t, string(out), "is not known")
+
 	// A dir the main control would refuse: the report, then exit 1.
 	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	require.NoError(t, err)

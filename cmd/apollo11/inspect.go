@@ -58,9 +58,12 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	} else {
 		printInspect(stdout, rep, taskID)
 	}
-	if err == nil && rep.Dir.OpenError != "" {
+	if err == nil && (rep.Dir.OpenError != "" || taskID != 0 && rep.Task == nil && len(rep.History) == 0) {
 		// The report is printed; the exit code lets a script tell that
-		// the main control would refuse this dir.
+		// the main control would refuse this dir, or that nothing at
+		// all is known of the task asked for (as status exits 1 on
+		// unknown_task). A task dropped by retention whose records are
+		// still in the log is known: its history is the answer.
 		return exitError{code: 1}
 	}
 	return err
