@@ -95,6 +95,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Core.Logger == nil {
 		c.Core.Logger = c.Logger
 	}
+	if err := checkListen("listen address", c.Listen, true); err != nil {
+		return c, err
+	}
+	if c.HTTPListen != "" {
+		if err := checkListen("http-listen address", c.HTTPListen, false); err != nil {
+			return c, err
+		}
+	}
 	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}

@@ -89,7 +89,8 @@ func onCommandLine(args []string, name string) bool {
 // alone sends an operator looking for a flag nobody typed.
 func nameEnvSources(msg string) string {
 	for _, name := range slices.Sorted(maps.Keys(fromEnv)) {
-		if mentions(msg, "--"+name) || mentions(strings.ToLower(msg), settingName(name)) {
+		lower := strings.ToLower(msg)
+		if mentions(msg, "--"+name) || mentions(lower, settingName(name)) || mentions(lower, name) {
 			msg += " (--" + name + " is set by " + fromEnv[name] + " in the environment)"
 		}
 	}

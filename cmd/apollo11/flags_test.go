@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -239,4 +240,24 @@ func TestFlags_SettingsErrorNamesEnvironment(t *testing.T) {
 	errOut.Reset()
 	assert.Equal(t, 2, run([]string{"executor", "--connect", "127.0.0.1:1"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "(--slots is set by APOLLO11_SLOTS in the environment)")
+}
+
+// A listen address that cannot work is a bad command line, reported before
+// the data dir is opened (a long recovery would otherwise come first).
+func TestMaincontrol_BadListenBeforeRecovery(t *testing.T) {
+	for _, args := range [][]string{
+		{"--listen", "nonsense"},
+		{"--listen", "127.0.0.1:1969", "--http-listen", "127.0.0.1:99999"},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 2, run(append([]string{"maincontrol", "--data-dir", dir}, args...), &out, &errOut), "%v: %s", args, errOut.String())
+		assert.Contains(t, errOut.String(), "listen address", "%v", args)
+		assert.NoDirExists(t, dir, "%v: refused before the data dir is made", args)
+	}
+	t.Setenv("APOLLO11_HTTP_LISTEN", "metrics")
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run([]string{"maincontrol", "--data-dir", "", "--listen", "127.0.0.1:0"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "(--http-listen is set by APOLLO11_HTTP_LISTEN in the environment)")
+	assert.NotContains(t, errOut.String(), "APOLLO11_LISTEN")
 }

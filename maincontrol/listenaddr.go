@@ -1,0 +1,47 @@
+package maincontrol
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// checkListen refuses a listen address that cannot work before the data
+// dir is opened: a typo in --listen must not wait out a long recovery
+// to be reported, nor be reported as a failure to bind. what names the
+// setting in the error. withScheme allows gnet's tcp://, tcp4://, tcp6://
+// and unix:// forms; the HTTP listener takes host:port only.
+func checkListen(what, listen string, withScheme bool) error {
+	bad := func(why string) error {
+		want := "host:port"
+		if withScheme {
+			want = "host:port, tcp://host:port or unix:///path"
+		}
+		return fmt.Errorf("%w: %s %q: %s (want %s)", ErrConfig, what, listen, why, want)
+	}
+	addr := listen
+	if scheme, rest, ok := strings.Cut(listen, "://"); ok {
+		if !withScheme {
+			return bad("no scheme is taken here")
+		}
+		switch scheme {
+		case "unix":
+			if rest == "" {
+				return bad("no socket path")
+			}
+			return nil
+		case "tcp", "tcp4", "tcp6":
+			addr = rest
+		default:
+			return bad("scheme " + scheme + " is not served (the protocol runs on TCP)")
+		}
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return bad(strings.TrimPrefix(err.Error(), "address "+addr+": "))
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil || port == "" {
+		return bad(fmt.Sprintf("port %q is not a number from 0 to 65535", port))
+	}
+	return nil
+}
