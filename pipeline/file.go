@@ -80,7 +80,8 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := checkShape(dec, data); err != nil {
+	lines, err := checkShape(dec, data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	all := map[string]string{}
@@ -90,36 +91,48 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	for k, v := range vars {
 		all[k] = v
 	}
-	return plan(&f, all)
+	return plan(&f, all, lines)
 }
 
 // checkShape refuses what the typed decoding lets pass in silence: a
 // second YAML document after the first, and an empty item in steps (which
-// the decoder drops).
-func checkShape(dec *yaml.Decoder, data []byte) error {
+// the decoder drops). It returns the line each step starts on, for the
+// errors found later.
+func checkShape(dec *yaml.Decoder, data []byte) ([]int, error) {
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("more than one YAML document: a pipeline file holds one")
+		return nil, fmt.Errorf("more than one YAML document: a pipeline file holds one")
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
-		return err
+		return nil, err
 	}
 	top := doc.Content[0]
+	var lines []int
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		if top.Content[i].Value != "steps" {
 			continue
 		}
 		for _, item := range top.Content[i+1].Content {
 			if item.Kind == yaml.ScalarNode && item.Tag == "!!null" {
-				return fmt.Errorf("line %d: empty step", item.Line)
+				return nil, fmt.Errorf("line %d: empty step", item.Line)
 			}
+			lines = append(lines, item.Line)
 		}
 	}
-	return nil
+	return lines, nil
 }
 
-func plan(f *file, vars map[string]string) (*Plan, error) {
+// where names step i for an error: its number, and the line it starts on
+// when known.
+func where(i int, lines []int) string {
+	if i < len(lines) {
+		return fmt.Sprintf("step %d (line %d)", i+1, lines[i])
+	}
+	return fmt.Sprintf("step %d", i+1)
+}
+
+func plan(f *file, vars map[string]string, lines []int) (*Plan, error) {
 	name, err := expand(f.Name, vars)
 	if err != nil {
 		return nil, fmt.Errorf("%w: name: %v", ErrInvalid, err)
@@ -144,18 +157,18 @@ func plan(f *file, vars map[string]string) (*Plan, error) {
 		s, err := buildStep(&f.Steps[i], &f.Defaults, vars, key)
 		if err != nil {
 			// The id as filled in, once it is; as written before.
-			return nil, fmt.Errorf("%w: step %d (%q): %v", ErrInvalid, i+1, cmp.Or(s.ID, f.Steps[i].ID), err)
+			return nil, fmt.Errorf("%w: %s %q: %v", ErrInvalid, where(i, lines), cmp.Or(s.ID, f.Steps[i].ID), err)
 		}
-		if _, dup := index[s.ID]; dup {
-			return nil, fmt.Errorf("%w: step id %q used twice", ErrInvalid, s.ID)
+		if first, dup := index[s.ID]; dup {
+			return nil, fmt.Errorf("%w: %s: step id %q used twice (first by %s)", ErrInvalid, where(i, lines), s.ID, where(first, lines))
 		}
 		index[s.ID] = i
 		steps[i] = s
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		for _, d := range s.DependsOn {
 			if _, ok := index[d]; !ok {
-				return nil, fmt.Errorf("%w: step %q depends on unknown step %q", ErrInvalid, s.ID, d)
+				return nil, fmt.Errorf("%w: %s: step %q depends on unknown step %q", ErrInvalid, where(i, lines), s.ID, d)
 			}
 		}
 	}

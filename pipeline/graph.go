@@ -7,7 +7,10 @@ import (
 
 // CycleError reports a dependency cycle, with its path.
 type CycleError struct {
-	Path []string // first step repeated at the end: a -> b -> a
+	// Path is in run order, as the longest chain is printed: each step
+	// would have to run before the next (the next depends on it). The
+	// first step is repeated at the end: a -> b -> a.
+	Path []string
 }
 
 func (e *CycleError) Error() string {
@@ -54,8 +57,9 @@ func findCycle(steps []Step, index map[string]int) []string {
 	}
 	for i := range steps {
 		if color[i] == white && visit(i) {
-			// The walk follows "depends on" edges; show the cycle in
-			// that direction: a depends on b depends on a.
+			// The walk follows "depends on" edges; an arrow in the
+			// path means "runs before", so the path goes the other way.
+			slices.Reverse(found)
 			return found
 		}
 	}

@@ -65,9 +65,9 @@ func TestParse_Errors(t *testing.T) {
 		{"no steps", "name: x", "no steps", nil},
 		{"unknown field", "name: x\nstepz: []", "field stepz not found", nil},
 		{"unknown step field", "name: x\nsteps: [{id: a, type: echo, retries: 3}]", "field retries not found", nil},
-		{"unknown dependency", "name: x\nsteps: [{id: a, type: echo, depends_on: [b]}]", `step "a" depends on unknown step "b"`, nil},
+		{"unknown dependency", "name: x\nsteps:\n\n  - id: a\n    type: echo\n    depends_on: [b]", `step 1 (line 4): step "a" depends on unknown step "b"`, nil},
 		{"self", "name: x\nsteps: [{id: a, type: echo, depends_on: [a]}]", "depends on itself", nil},
-		{"duplicate id", "name: x\nsteps: [{id: a, type: echo}, {id: a, type: echo}]", `step id "a" used twice`, nil},
+		{"duplicate id", "name: x\nsteps:\n  - {id: a, type: echo}\n  - {id: a, type: echo}", `step 2 (line 4): step id "a" used twice (first by step 1 (line 3))`, nil},
 		{"bad id", "name: x\nsteps: [{id: 'a b', type: echo}]", "id must be", nil},
 		{"no type", "name: x\nsteps: [{id: a}]", "type is required", nil},
 		{"bad arg name", "name: x\nsteps: [{id: a, type: echo, args: {Big: 1}}]", `name "Big"`, nil},
@@ -84,7 +84,7 @@ func TestParse_Errors(t *testing.T) {
 		{"name from a var with a path", "name: '${n}'\nsteps: [{id: a, type: echo}]", `name "a/b" must be`, map[string]string{"n": "a/b"}},
 		{"missing var in id", "name: x\nsteps: [{id: '${s}', type: echo}]", "id: undefined variable ${s}", nil},
 		{"missing var in depends_on", "name: x\nsteps: [{id: a, type: echo, depends_on: ['${s}']}]", "depends_on: undefined variable ${s}", nil},
-		{"error names the filled-in id", "name: x\nsteps: [{id: '${s}', type: echo, priority: 10}]", `step 1 ("fetch"): priority`, map[string]string{"s": "fetch"}},
+		{"error names the filled-in id", "name: x\nsteps: [{id: '${s}', type: echo, priority: 10}]", `step 1 (line 2) "fetch": priority`, map[string]string{"s": "fetch"}},
 		{"self through a var", "name: x\nsteps: [{id: a, type: echo, depends_on: ['${s}']}]", "depends on itself (dependency cycle: a -> a)", map[string]string{"s": "a"}},
 		{"empty step", "name: x\nsteps:\n  -\n  - {id: a, type: echo}\n", "line 3: empty step", nil},
 		{"two documents", "name: x\nsteps: [{id: a, type: echo}]\n---\nname: y\n", "more than one YAML document", nil},
@@ -111,8 +111,10 @@ steps:
 `), nil)
 	var ce *pipeline.CycleError
 	require.True(t, errors.As(err, &ce), "%v", err)
-	assert.Equal(t, []string{"b", "d", "c", "b"}, ce.Path)
-	assert.Equal(t, "invalid pipeline: dependency cycle: b -> d -> c -> b", err.Error())
+	// Run order, as the longest chain is printed: b before c before d
+	// before b (d depends on c, c on b, b on d).
+	assert.Equal(t, []string{"b", "c", "d", "b"}, ce.Path)
+	assert.Equal(t, "invalid pipeline: dependency cycle: b -> c -> d -> b", err.Error())
 	assert.ErrorIs(t, err, pipeline.ErrInvalid)
 }
 
