@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
@@ -68,7 +69,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 	r := wire.NewReader(conn, 0)
 	m, err := r.Next()
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, handshakeErr(ctx, "cannot read welcome", err)
 		}
 		return nil, wire.WelcomeReadError(err)
@@ -116,10 +117,16 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 	}
 }
 
-// handshakeErr prefers ctx's error to the deadline error it caused.
+// handshakeErr prefers ctx's error to the deadline error it caused. When
+// DialTimeout ran out, the error matches context.DeadlineExceeded as well
+// as os.ErrDeadlineExceeded, as a dial that times out does: a caller
+// checks one error for "too slow", whichever step it was.
 func handshakeErr(ctx context.Context, what string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", what, ctxErr)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: handshake not done within the dial timeout: %w (%w)", what, context.DeadlineExceeded, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

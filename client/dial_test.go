@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -129,6 +130,15 @@ func TestDial(t *testing.T) {
 		err := wait(t, done)
 		require.True(t, errors.As(err, &ne), "%v", err)
 		assert.True(t, ne.Timeout())
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "as a dial that times out")
+		assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	})
+	t.Run("no welcome within the dial timeout", func(t *testing.T) {
+		addr := greetOnce(t, func(net.Conn) {}) // then silent for a second
+		_, err := client.Dial(context.Background(), addr, client.Options{DialTimeout: 100 * time.Millisecond,
+			Logger: slog.New(slog.DiscardHandler)})
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorContains(t, err, "cannot read welcome: handshake not done within the dial timeout")
 	})
 	t.Run("nothing listening", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
