@@ -53,7 +53,8 @@ type Config struct {
 	// BackoffMin and BackoffMax set the reconnect delay: its upper end d
 	// doubles from BackoffMin after each failed attempt up to BackoffMax,
 	// and each delay is drawn at random from [d/2, d] (so the first may be
-	// as short as BackoffMin/2). It resets after a registration. Once
+	// as short as BackoffMin/2). It resets after a connection that stayed
+	// registered for 10 s (or for the cap on d, if shorter). Once
 	// registered, d stays under half the main control's timeout_ms as
 	// well, so that an executor is back within the timeout_ms a restarted
 	// main control waits for it to list its tasks.

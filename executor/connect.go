@@ -16,17 +16,24 @@ import (
 func (e *Executor) connectLoop(ctx context.Context) {
 	bo := backoff{min: e.cfg.BackoffMin, max: e.cfg.BackoffMax}
 	for {
-		registered, timeout, err := e.connectOnce(ctx)
+		registered, timeout, served, err := e.connectOnce(ctx)
 		if ctx.Err() != nil || e.isLeaving() {
 			return
 		}
 		if registered {
-			bo.reset()
 			// A main control that restarts waits one timeout_ms for its
 			// executors to list their tasks, then moves them on (spec
 			// section 4, docs/protocol.md): retrying at least every half
 			// of it gets back inside that window.
 			bo.max = min(e.cfg.BackoffMax, max(e.cfg.BackoffMin, timeout/2))
+			// The doubling starts again only after a connection that
+			// held: one that drops soon after each registration (a
+			// flapping main control, a proxy that cuts connections) is
+			// retried ever more slowly, up to the cap, like one that
+			// cannot be reached.
+			if served >= min(healthySession, bo.max) {
+				bo.reset()
+			}
 		}
 		d := bo.next()
 		e.logConnError(err, registered, d)
@@ -40,13 +47,18 @@ func (e *Executor) connectLoop(ctx context.Context) {
 	}
 }
 
+// healthySession is how long a registered connection must last for the
+// reconnect delay to start again from BackoffMin (or the delay's cap, if
+// that is shorter).
+const healthySession = 10 * time.Second
+
 // connectOnce runs one connection: dial, handshake, serve. registered says
-// whether the handshake completed, and timeout is then the main control's
-// timeout_ms.
-func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout time.Duration, err error) {
+// whether the handshake completed; timeout is then the main control's
+// timeout_ms, and served how long the connection lasted after it.
+func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout, served time.Duration, err error) {
 	conn, err := e.dial(ctx)
 	if err != nil {
-		return false, 0, fmt.Errorf("cannot connect: %w", err)
+		return false, 0, 0, fmt.Errorf("cannot connect: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
@@ -54,15 +66,16 @@ func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout ti
 
 	s, err := e.handshake(conn)
 	if err != nil {
-		return false, 0, err
+		return false, 0, 0, err
 	}
+	start := time.Now()
 	e.activate(s)
 	err = s.serve(ctx)
 	conn.Close()
 	s.out.close()
 	<-s.done
 	e.deactivate(s)
-	return true, s.timeout, err
+	return true, s.timeout, time.Since(start), err
 }
 
 func (e *Executor) dial(ctx context.Context) (net.Conn, error) {

@@ -266,3 +266,38 @@ func TestExecutor_BackoffUnderHalfTheTimeout(t *testing.T) {
 		assert.Less(t, gap, 800*time.Millisecond, "attempt %d came %v after the one before", i, gap)
 	}
 }
+
+// A main control that drops each connection soon after registering it
+// (flapping) is retried ever more slowly, as one that cannot be reached;
+// a connection that held for the delay's cap starts the doubling again.
+func TestExecutor_BackoffGrowsWhileFlapping(t *testing.T) {
+	f := mustStartFakeMain(t)
+	mustRun(t, f, executor.Config{BackoffMin: 20 * time.Millisecond, BackoffMax: 400 * time.Millisecond,
+		Handlers: map[string]executor.Handler{"echo": echoHandler()}})
+	var dropped time.Time
+	flap := func() time.Duration { // the way back, then register and drop at once
+		c := f.accept(t)
+		back := time.Since(dropped)
+		c.register(time.Minute, time.Minute)
+		dropped = time.Now()
+		c.Net.Close()
+		return back
+	}
+	flap()
+	var total time.Duration
+	for range 5 {
+		total += flap()
+	}
+	// Upper ends 20, 40, 80, 160, 320 ms, each delay drawn from [d/2, d]:
+	// at least 310 ms in all. Reset at each registration, each would be
+	// at most 20 ms: 100 ms in all.
+	assert.Greater(t, total, 280*time.Millisecond)
+
+	c := f.accept(t)
+	c.register(time.Minute, time.Minute)
+	time.Sleep(500 * time.Millisecond) // longer than the cap: it held
+	start := time.Now()
+	c.Net.Close()
+	f.accept(t).registerQuiet()
+	assert.Less(t, time.Since(start), 200*time.Millisecond, "after a connection that held, the delay starts at BackoffMin again")
+}
