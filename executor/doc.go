@@ -28,7 +28,8 @@
 //   - reconnects with exponential backoff and jitter after any failure, and
 //     keeps retrying after `auth_failed` (logged at error level); once
 //     registered, the delay stays under half the main control's timeout_ms
-//     (see Config.BackoffMax).
+//     (see Config.BackoffMax); it starts again from its minimum only after
+//     a connection that held, not after every registration.
 //
 // Run(ctx) returns after a graceful stop when ctx is cancelled: no new task
 // is taken, running handlers get up to Config.DrainTimeout to finish and
