@@ -206,6 +206,7 @@ func (c *Core) Closed(id PeerID) {
 	if c.lastPeer == p {
 		c.lastPeer = nil
 	}
+	c.waiters.dropPeer(id) // nobody left to tell: a task that never ends would keep them
 	if e := p.exec; e != nil && e.peer == id {
 		e.peer = 0
 		c.refreshHeaps(e)

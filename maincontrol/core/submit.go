@@ -169,6 +169,13 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
 		return
 	}
+	if s.wait && c.waiters.count(p.id) >= c.cfg.MaxPending {
+		// More than there can be tasks to wait for, unless the same ones
+		// are waited for again and again: memory, not a wait, is asked.
+		c.sendError(p, req, wire.CodeBadRequest, "wait=true: this connection already waits for "+
+			strconv.Itoa(c.cfg.MaxPending)+" done replies (the --max-pending limit); wait for some to come first, or submit without wait")
+		return
+	}
 	if s.hasKey {
 		if id, ok := c.keys[s.key]; ok {
 			c.duplicateSubmit(p, req, id, s.wait)

@@ -11,22 +11,87 @@ type waiter struct {
 // waited for has one waiter, its submitter; that one is kept in a map of
 // values, and only later ones (duplicate submits with wait=true) in a
 // second map of slices, so the common case allocates no slice per task.
+//
+// It also counts each peer's waiters, with the tasks they wait on, so
+// that a closed connection's waiters are dropped at once (a task that
+// never ends would otherwise keep them forever) and a peer's waits can be
+// capped.
 type waiterSet struct {
 	first map[uint64]waiter
 	more  map[uint64][]waiter
+	peers map[PeerID]*peerWaits
+}
+
+// peerWaits is one peer's share of a waiterSet. ids may hold tasks whose
+// waiter was taken since: it is filtered when it grows to twice n, and
+// dropped with the entry when n reaches 0.
+type peerWaits struct {
+	n   int
+	ids []uint64
 }
 
 func newWaiterSet() waiterSet {
-	return waiterSet{first: make(map[uint64]waiter), more: make(map[uint64][]waiter)}
+	return waiterSet{first: make(map[uint64]waiter), more: make(map[uint64][]waiter),
+		peers: make(map[PeerID]*peerWaits)}
 }
 
 // add appends w to the waiters of task id.
 func (ws *waiterSet) add(id uint64, w waiter) {
 	if _, ok := ws.first[id]; !ok {
 		ws.first[id] = w
+	} else {
+		ws.more[id] = append(ws.more[id], w)
+	}
+	pw := ws.peers[w.peer]
+	if pw == nil {
+		pw = &peerWaits{}
+		ws.peers[w.peer] = pw
+	}
+	pw.n++
+	if len(pw.ids) >= 2*pw.n+64 {
+		live := pw.ids[:0]
+		for _, x := range pw.ids {
+			if ws.waits(x, w.peer) {
+				live = append(live, x)
+			}
+		}
+		pw.ids = live
+	}
+	pw.ids = append(pw.ids, id)
+}
+
+// count returns how many waiters peer has.
+func (ws *waiterSet) count(peer PeerID) int {
+	if pw := ws.peers[peer]; pw != nil {
+		return pw.n
+	}
+	return 0
+}
+
+// waits reports whether peer waits for task id.
+func (ws *waiterSet) waits(id uint64, peer PeerID) bool {
+	if w, ok := ws.first[id]; !ok {
+		return false
+	} else if w.peer == peer {
+		return true
+	}
+	for _, w := range ws.more[id] {
+		if w.peer == peer {
+			return true
+		}
+	}
+	return false
+}
+
+// release counts one waiter of peer gone.
+func (ws *waiterSet) release(peer PeerID) {
+	pw := ws.peers[peer]
+	if pw == nil {
 		return
 	}
-	ws.more[id] = append(ws.more[id], w)
+	if pw.n--; pw.n <= 0 {
+		delete(ws.peers, peer)
+	}
 }
 
 // take removes the waiters of task id and calls fn for each, in the order
@@ -40,6 +105,7 @@ func (ws *waiterSet) take(id uint64, fn func(waiter)) {
 		return
 	}
 	delete(ws.first, id)
+	ws.release(w.peer)
 	fn(w)
 	if len(ws.more) == 0 {
 		return
@@ -47,12 +113,45 @@ func (ws *waiterSet) take(id uint64, fn func(waiter)) {
 	rest := ws.more[id]
 	delete(ws.more, id)
 	for _, w := range rest {
+		ws.release(w.peer)
 		fn(w)
 	}
 }
 
 // drop forgets the waiters of task id.
-func (ws *waiterSet) drop(id uint64) {
-	delete(ws.first, id)
-	delete(ws.more, id)
+func (ws *waiterSet) drop(id uint64) { ws.take(id, func(waiter) {}) }
+
+// dropPeer forgets every waiter of peer, keeping the others in order.
+func (ws *waiterSet) dropPeer(peer PeerID) {
+	pw := ws.peers[peer]
+	if pw == nil {
+		return
+	}
+	delete(ws.peers, peer)
+	for _, id := range pw.ids {
+		first, ok := ws.first[id]
+		if !ok {
+			continue
+		}
+		rest := ws.more[id]
+		kept := rest[:0]
+		for _, w := range rest {
+			if w.peer != peer {
+				kept = append(kept, w)
+			}
+		}
+		clear(rest[len(kept):]) // no stale req strings behind the kept ones
+		if first.peer == peer {
+			if len(kept) == 0 {
+				delete(ws.first, id)
+			} else {
+				ws.first[id], kept = kept[0], kept[1:]
+			}
+		}
+		if len(kept) == 0 {
+			delete(ws.more, id)
+		} else {
+			ws.more[id] = kept
+		}
+	}
 }

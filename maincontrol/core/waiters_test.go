@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,4 +42,73 @@ func TestWaiterSet(t *testing.T) {
 			assert.Empty(t, ws.more)
 		})
 	}
+}
+
+// dropPeer forgets one peer's waiters, keeps the others in order, and
+// leaves no count behind.
+func TestWaiterSet_DropPeer(t *testing.T) {
+	ws := newWaiterSet()
+	a1, b, a2, c := waiter{peer: 1, req: "a1"}, waiter{peer: 2, req: "b"}, waiter{peer: 1, req: "a2"}, waiter{peer: 3, req: "c"}
+	for _, w := range []waiter{a1, b, a2, c} {
+		ws.add(7, w)
+	}
+	ws.add(8, a1)
+	ws.add(9, b)
+	assert.Equal(t, 3, ws.count(1))
+	ws.dropPeer(1)
+	assert.Zero(t, ws.count(1))
+	var got []waiter
+	ws.take(7, func(w waiter) { got = append(got, w) })
+	assert.Equal(t, []waiter{b, c}, got, "the others, in order; the first one replaced")
+	_, ok := ws.first[8]
+	assert.False(t, ok, "a task only peer 1 waited for has no entry left")
+	assert.Equal(t, 1, ws.count(2))
+	ws.drop(9)
+	assert.Empty(t, ws.peers, "every count back to nothing")
+	assert.Empty(t, ws.first)
+	assert.Empty(t, ws.more)
+}
+
+// A peer that keeps some waits open while many end does not grow its list
+// of tasks without bound.
+func TestWaiterSet_PeerListStaysBounded(t *testing.T) {
+	ws := newWaiterSet()
+	ws.add(1, waiter{peer: 5, req: "long"})
+	for id := uint64(2); id < 100_000; id++ {
+		ws.add(id, waiter{peer: 5, req: "r"})
+		ws.take(id, func(waiter) {})
+	}
+	assert.Equal(t, 1, ws.count(5))
+	assert.Less(t, len(ws.peers[5].ids), 200)
+	ws.dropPeer(5)
+	assert.Empty(t, ws.first)
+}
+
+// The waiters of a connection that closes are dropped: a task that never
+// ends does not keep them. A connection's waits are capped at
+// --max-pending, however often it waits for the same task.
+func TestCore_WaitersOfClosedPeerDropped(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPending = 5 })
+	owner := h.client()
+	id := h.submit(owner, "task_type", "nobody", "key", "K")
+	cl := h.client()
+	for i := range 5 {
+		h.send(cl, "submit", "req", "w"+strconv.Itoa(i), "task_type", "nobody", "key", "K", "wait", "true")
+		assert.Equal(t, "true", h.expect(cl, "submitted").Value("duplicate"))
+	}
+	h.send(cl, "submit", "req", "over", "task_type", "nobody", "key", "K", "wait", "true")
+	e := h.expect(cl, "error")
+	assert.Equal(t, "bad_request", e.Value("code"))
+	assert.Contains(t, e.Value("message"), "already waits for 5 done replies")
+	assert.Equal(t, 5, h.c.waiters.count(cl))
+	h.c.Closed(cl)
+	assert.Zero(t, h.c.waiters.count(cl))
+	assert.Empty(t, h.c.waiters.first)
+	assert.Empty(t, h.c.waiters.more)
+
+	h.send(owner, "submit", "req", "again", "task_type", "nobody", "key", "K", "wait", "true")
+	h.expect(owner, "submitted")
+	h.send(owner, "cancel", "req", "c", "task_id", strconv.FormatUint(id, 10))
+	assert.Equal(t, "cancelled", h.expect(owner, "done").Value("state"), "other peers still told")
+	h.expect(owner, "cancelled")
 }
