@@ -191,6 +191,9 @@ func (c *Core) mutate(r *record) {
 		e := c.execs[r.exec]
 		e.peer = 0
 		c.refreshHeaps(e)
+		for _, tt := range e.types {
+			c.releaseType(tt)
+		}
 		delete(c.execs, r.exec)
 	}
 }
@@ -220,6 +223,15 @@ func (c *Core) typeFor(name string) *taskType {
 	return tt
 }
 
+// releaseType drops one reference to tt, and tt itself with the last:
+// no task of it is known and no executor serves it, so its queues and its
+// heap of free executors are empty.
+func (c *Core) releaseType(tt *taskType) {
+	if tt.refs--; tt.refs <= 0 && c.types[tt.name] == tt {
+		delete(c.types, tt.name)
+	}
+}
+
 func (c *Core) markDirty(tt *taskType) {
 	if !tt.dirty {
 		tt.dirty = true
@@ -241,6 +253,7 @@ func (c *Core) applyNew(r *record) {
 	if tt == nil {
 		tt = c.typeFor(r.typ)
 	}
+	tt.refs++
 	t := task{
 		id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs,
 		createdMs: r.at, updatedMs: r.at, dueMs: r.due,
@@ -426,6 +439,10 @@ func (c *Core) forget(id uint64) {
 	}
 	c.counts[t.state]--
 	c.waiters.drop(id)
+	if len(c.depsMet) > 0 {
+		delete(c.depsMet, id)
+	}
+	c.releaseType(t.typ)
 	c.tasks.remove(id)
 }
 
@@ -453,11 +470,18 @@ func (c *Core) applyExecReg(r *record) {
 		c.refreshHeaps(e)
 		e.peer = peer
 	}
-	e.types = e.types[:0]
+	old := e.types
+	e.types = make([]*taskType, 0, len(r.types))
+	c.typeMark++ // dedupe in one pass: a register may list 100,000 types
 	for _, name := range r.types {
-		if tt := c.typeFor(name); !slices.Contains(e.types, tt) {
+		if tt := c.typeFor(name); tt.mark != c.typeMark {
+			tt.mark = c.typeMark
+			tt.refs++
 			e.types = append(e.types, tt)
 		}
+	}
+	for _, tt := range old { // after the new ones: a type kept is not dropped in between
+		c.releaseType(tt)
 	}
 	e.heapIdx = make([]int, len(e.types))
 	for i := range e.heapIdx {

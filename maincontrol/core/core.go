@@ -18,21 +18,25 @@ type Core struct {
 	clock Clock
 	rnd   *rand.Rand
 
-	tasks  table
-	types  map[string]*taskType
-	dirty  []*taskType
-	keys   map[string]uint64 // idempotency key -> task id
-	nextID uint64
-	seq    uint64 // queue and end order
-	counts [NumStates + 1]int
-	timers timerHeap
+	tasks table
+	types map[string]*taskType
+	// typeMark numbers the registers applied, for deduplicating a
+	// register's types (taskType.mark).
+	typeMark uint64
+	dirty    []*taskType
+	keys     map[string]uint64 // idempotency key -> task id
+	nextID   uint64
+	seq      uint64 // queue and end order
+	counts   [NumStates + 1]int
+	timers   timerHeap
 	// timersCompactAt is the heap size at which addTimer next compacts.
 	timersCompactAt int
 	retention       fifo // terminal tasks in the order they ended
 	retryWait       fifo // retrying tasks waiting for the retry cap
 	armed           int  // retrying tasks whose backoff runs
 	dependents      map[uint64][]uint64
-	released        []uint64 // dependents of the task the last end record closed
+	depsMet         map[uint64]int // waiting task -> its first dependency not known to have succeeded (depsSucceeded)
+	released        []uint64       // dependents of the task the last end record closed
 	state           map[string]string
 	stateVer        uint64
 	stateShared     bool // a snapshot holds c.state: copy before writing
@@ -109,6 +113,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		keys:       make(map[string]uint64),
 		nextID:     1,
 		dependents: make(map[uint64][]uint64),
+		depsMet:    make(map[uint64]int),
 		state:      make(map[string]string),
 		execs:      make(map[string]*executor),
 		peers:      make(map[PeerID]*peer),

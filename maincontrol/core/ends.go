@@ -83,14 +83,36 @@ func (c *Core) followDependents(id uint64, st State) {
 // depsSucceeded reports whether every dependency of t has succeeded. A
 // dependency already forgotten by retention ended succeeded: had it failed,
 // t would have been cancelled then.
+//
+// A task with many dependencies is asked once per dependency that ends:
+// rescanning from the start each time would be quadratic (30,000
+// dependencies, 450 million lookups). A dependency that succeeded stays
+// so, so the scan resumes where the last one stopped.
 func (c *Core) depsSucceeded(t *task) bool {
-	for _, d := range t.deps() {
-		if dt := c.tasks.get(d); dt != nil && dt.state != Succeeded {
-			return false
+	deps := t.deps()
+	i := 0
+	long := len(deps) > shortDeps
+	if long {
+		i = c.depsMet[t.id]
+	}
+	for ; i < len(deps); i++ {
+		if dt := c.tasks.get(deps[i]); dt != nil && dt.state != Succeeded {
+			break
 		}
 	}
-	return true
+	if long {
+		if i == len(deps) {
+			delete(c.depsMet, t.id)
+		} else {
+			c.depsMet[t.id] = i
+		}
+	}
+	return i == len(deps)
 }
+
+// shortDeps is the length of a depends_on list up to which it is scanned
+// whole, each time, with no bookkeeping.
+const shortDeps = 16
 
 // notifyDone sends `done` to everyone waiting for t.
 func (c *Core) notifyDone(t *task) {

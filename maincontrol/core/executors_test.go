@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -500,4 +501,37 @@ func TestCore_ExecutorMessagesChecked(t *testing.T) {
 	h.send(ex, "progress", "task_id", "99", "version", "1", "percent", "0")
 	h.none(ex)
 	assert.Equal(t, before, dump(h.c))
+}
+
+// A task type is kept while a known task or a registered executor names
+// it, and forgotten after: names seen once do not stay in memory.
+func TestCore_TypesForgottenWhenUnused(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetentionMax = 1 })
+	cl := h.client()
+	for i := range 50 {
+		id := h.submit(cl, "task_type", "once-"+strconv.Itoa(i))
+		h.send(cl, "cancel", "req", "c", "task_id", strconv.FormatUint(id, 10))
+		h.expect(cl, "cancelled")
+	}
+	h.advance(time.Second) // retention runs on the tick
+	assert.Len(t, h.c.types, 1, "only the type of the one task retention keeps")
+
+	ex := h.executor("e1", "a,b,a,b,c", 1)
+	require.Len(t, h.c.execs["e1"].types, 3, "a type listed twice counts once")
+	assert.Len(t, h.c.types, 4)
+	h.c.Closed(ex) // and back, serving other types
+	ex = h.executor("e1", "b,d", 1)
+	assert.ElementsMatch(t, []string{"b", "d"}, typeNames(h.c.execs["e1"].types))
+	assert.Len(t, h.c.types, 3, "a and c went with the old registration")
+	h.send(ex, "bye")
+	assert.Len(t, h.c.types, 1, "the executor's types went with it")
+	require.Equal(t, dump(h.c), dump(h.replayed()))
+}
+
+func typeNames(tts []*taskType) []string {
+	var names []string
+	for _, tt := range tts {
+		names = append(names, tt.name)
+	}
+	return names
 }

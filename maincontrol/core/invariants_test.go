@@ -182,7 +182,22 @@ func checkInvariants(c *Core, loads map[string]int) error {
 	if len(holders) != counts[Dispatched]+counts[Running] {
 		return fmt.Errorf("%d tasks held by executors, %d dispatched or running", len(holders), counts[Dispatched]+counts[Running])
 	}
+	refs := map[*taskType]int{}
+	c.tasks.scan(0, 0, func(t *task) bool { refs[t.typ]++; return true })
+	for _, e := range c.execs {
+		for _, tt := range e.types {
+			refs[tt]++
+		}
+	}
+	for tt, n := range refs {
+		if c.types[tt.name] != tt {
+			return fmt.Errorf("type %s: referenced %d times but not the known type of that name", tt.name, n)
+		}
+	}
 	for _, tt := range c.types {
+		if tt.refs != refs[tt] || tt.refs == 0 {
+			return fmt.Errorf("type %s: refs %d, referenced by %d tasks and executors", tt.name, tt.refs, refs[tt])
+		}
 		if tt.pending != pendingOf[tt] {
 			return fmt.Errorf("type %s: pending %d, queued tasks %d", tt.name, tt.pending, pendingOf[tt])
 		}

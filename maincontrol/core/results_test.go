@@ -626,6 +626,52 @@ func TestCore_Dependencies(t *testing.T) {
 		assert.Equal(t, Pending, h.state(d))
 		h.checkReplay()
 	})
+	t.Run("many, ending in any order", func(t *testing.T) {
+		// Past shortDeps the list is deduplicated through a set and the
+		// check resumes where it stopped: same answers as the short way.
+		h := newHarness(t)
+		cl := h.client()
+		const n = 3 * shortDeps
+		var list []string
+		var want []uint64
+		for range n {
+			id := h.submit(cl, "task_type", "x")
+			want = append(want, id)
+			list = append(list, itoa(id), itoa(want[0])) // every other one a repeat
+		}
+		w := h.submit(cl, "task_type", "y", "depends_on", strings.Join(list, ","))
+		assert.Equal(t, want, h.get(w).deps(), "duplicates count once, in the order given")
+		ex := h.executor("e1", "x", 1)
+		for i := range n {
+			id, v := h.task(ex) // dispatched in order: the first dependency ends first
+			require.Equal(t, Waiting, h.state(w), "after %d of %d", i, n)
+			h.start(ex, id, v)
+			h.accepted(ex, id, v, "succeeded")
+		}
+		assert.Equal(t, Pending, h.state(w))
+		assert.Empty(t, h.c.depsMet, "no bookkeeping left once released")
+		h.checkReplay()
+
+		// The last dependency in the list ends first: the resumed scan
+		// must not skip it.
+		h2 := newHarness(t)
+		cl2 := h2.client()
+		var ids []string
+		for range n {
+			ids = append(ids, itoa(h2.submit(cl2, "task_type", "x", "priority", "0")))
+		}
+		last := h2.submit(cl2, "task_type", "x", "priority", "9")
+		ids = append(ids, itoa(last))
+		w2 := h2.submit(cl2, "task_type", "y", "depends_on", strings.Join(ids, ","))
+		ex2 := h2.executor("e1", "x", 1)
+		for range n + 1 {
+			require.Equal(t, Waiting, h2.state(w2))
+			id, v := h2.task(ex2)
+			h2.start(ex2, id, v)
+			h2.accepted(ex2, id, v, "succeeded")
+		}
+		assert.Equal(t, Pending, h2.state(w2))
+	})
 	t.Run("chain", func(t *testing.T) {
 		h := newHarness(t)
 		cl := h.client()

@@ -113,9 +113,11 @@ func (c *Core) LoadEntry(payload []byte) error {
 		if c.tasks.get(r.id) != nil || r.id == 0 {
 			return fmt.Errorf("%w: snapshot task %d twice", ErrCorrupt, r.id)
 		}
+		tt := c.typeFor(r.typ)
+		tt.refs++
 		t := task{id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs, createdMs: r.created,
 			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
-			typ: c.typeFor(r.typ), state: r.state, priority: r.priority, flags: r.flags,
+			typ: tt, state: r.state, priority: r.priority, flags: r.flags,
 			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys,
 			x: newExtra(r.key, r.errText, r.trace, slices.Clone(r.deps))}
 		c.tasks.insert(t)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,6 +113,7 @@ func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 func (c *Core) parseDeps(v string, s *submitReq) error {
 	s.deps = s.deps[:0]
 	var bad error
+	var seen map[uint64]struct{} // for long lists: a scan each would be quadratic
 	ok := wire.ForEachItem(v, func(item string) bool {
 		id, ok := wire.ParseUint(item)
 		if !ok {
@@ -122,10 +124,19 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 			bad = &wire.ValueError{Key: "depends_on", Reason: "unknown task " + item}
 			return false
 		}
-		for _, d := range s.deps {
-			if d == id {
+		if seen == nil && len(s.deps) >= shortDeps {
+			seen = make(map[uint64]struct{}, 2*len(s.deps))
+			for _, d := range s.deps {
+				seen[d] = struct{}{}
+			}
+		}
+		if seen != nil {
+			if _, dup := seen[id]; dup {
 				return true
 			}
+			seen[id] = struct{}{}
+		} else if slices.Contains(s.deps, id) {
+			return true
 		}
 		s.deps = append(s.deps, id)
 		return true

@@ -120,6 +120,11 @@ type taskType struct {
 	// (-1: none), so that picking the next task starts there rather than
 	// walking ten queues when most tasks share one priority.
 	top int8
+	// refs counts the known tasks of this type and the executors that
+	// registered it; at 0 the type is forgotten (releaseType), so that
+	// names seen once do not stay in memory for good.
+	refs int
+	mark uint64 // Core.typeMark when last seen in the register being applied
 }
 
 // enqueue appends a pending task's entry to the queue of its priority.
