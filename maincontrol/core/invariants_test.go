@@ -173,6 +173,17 @@ func checkInvariants(c *Core, loads map[string]int) error {
 				}
 				st[t.state]++
 				live++
+				for s := range ch.inState {
+					if set := ch.inState[s][j/64]>>(j%64)&1 == 1; set != (State(s) == t.state) {
+						return fmt.Errorf("task %d in state %s: state %s bit %v", t.id, t.state, State(s), set)
+					}
+				}
+			} else {
+				for s := range ch.inState {
+					if ch.inState[s][j/64]>>(j%64)&1 == 1 {
+						return fmt.Errorf("empty slot %d of chunk %d: state %s bit set", j, i, State(s))
+					}
+				}
 			}
 		}
 		if st != ch.states || live != ch.live || live == 0 {
