@@ -18,6 +18,7 @@ const (
 	DefaultSnapshotEvery    = 100
 	DefaultSnapshotInterval = 30 * time.Second
 	DefaultTickInterval     = 20 * time.Millisecond
+	DefaultReadBudget       = 5 * time.Millisecond
 	minMaxOutbound          = 16 << 20
 )
 
@@ -40,7 +41,11 @@ type Config struct {
 	MaxInflight int // replies awaiting disk per connection before reading pauses
 	// MaxOutbound is the unsent output one connection may hold before it
 	// is cut off; default max(16 MiB, 4*MaxFrame).
-	MaxOutbound  int
+	MaxOutbound int
+	// ReadBudget is how long one connection's buffered frames are handled
+	// before the other connections and the ticker get the core (default
+	// 5 ms); the rest are handled on the loop's next turn.
+	ReadBudget   time.Duration
 	EventLoops   int
 	TickInterval time.Duration
 	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
@@ -80,6 +85,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EventLoops == 0 {
 		c.EventLoops = 1
 	}
+	if c.ReadBudget == 0 {
+		c.ReadBudget = DefaultReadBudget
+	}
 	if c.TickInterval == 0 {
 		c.TickInterval = DefaultTickInterval
 	}
@@ -103,7 +111,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.ReadBudget < 0 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	return c, nil

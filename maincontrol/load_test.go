@@ -118,6 +118,12 @@ func TestLoad_TenThousandPipelinedSubmits(t *testing.T) {
 		t.Parallel()
 		pipelinedSubmits(t, maincontrol.Config{DataDir: t.TempDir(), MaxInflight: 100})
 	})
+	t.Run("read budget spent every few frames", func(t *testing.T) {
+		// The loop then hands a connection's burst back in slices of
+		// 64 frames: none may be lost or reordered on the way.
+		t.Parallel()
+		pipelinedSubmits(t, maincontrol.Config{ReadBudget: time.Nanosecond})
+	})
 }
 
 func pipelinedSubmits(t *testing.T, cfg maincontrol.Config) {

@@ -22,6 +22,11 @@ import (
 // maxPausedInbound bounds what a paused connection may pile up unread.
 const maxPausedInbound = 64 << 20
 
+// readBudgetCheck is how many frames are handled between two looks at
+// the clock for Config.ReadBudget. A round of 1,024 ordinary frames takes
+// about a millisecond, so under load the budget is rarely reached.
+const readBudgetCheck = 64
+
 // Server is a running main control.
 type Server struct {
 	gnet.BuiltinEventEngine
@@ -47,6 +52,7 @@ type Server struct {
 	firstUnsnapped time.Time
 	snapDone       chan struct{}
 	hurry          atomic.Bool // stopping: snapshots run unpaced
+	lastTick       time.Time   // when OnTick last had the core
 
 	eng     gnet.Engine
 	booted  chan struct{}
@@ -298,12 +304,19 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 // stops early, returning true, once this round's replies reach
 // MaxOutbound: a burst of small requests with large replies must not make
 // one call buffer unbounded output (and stall the loop) before the
-// outbound cap is checked.
+// outbound cap is checked. It also stops after Config.ReadBudget, so
+// that one connection's pipelined burst cannot hold the core (and the
+// ticker, and every other connection) for seconds: an executor whose
+// heartbeats wait unread behind it would be declared lost.
 func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	s.core.HoldClock()
 	defer s.core.ReleaseClock()
-	for !cn.closing && !cn.dead && !s.stopping {
+	start := time.Now()
+	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
 		if len(cn.out) >= s.cfg.MaxOutbound {
+			return true
+		}
+		if n%readBudgetCheck == 0 && time.Since(start) > s.cfg.ReadBudget {
 			return true
 		}
 		if cn.held > s.cfg.MaxInflight {
@@ -403,6 +416,7 @@ func wake(cs []*conn) {
 // OnTick runs the core's timers and starts snapshots when due.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	s.mu.Lock()
+	s.noteStall()
 	s.core.Tick()
 	s.maybeSnapshot()
 	wakes := s.takeWakes(nil)

@@ -535,3 +535,18 @@ func typeNames(tts []*taskType) []string {
 	}
 	return names
 }
+
+// Time the core could not run (Stalled) is not an executor's silence: its
+// frames may have waited unread all along.
+func TestCore_StallIsNotSilence(t *testing.T) {
+	h := newHarness(t)
+	ex := h.executor("e1", "x", 1)
+	h.advance(10 * time.Second)
+	h.c.Stalled(10 * time.Second)
+	h.advance(14 * time.Second) // 24 s since its last frame, 14 s of them heard
+	assert.False(t, h.fx.closed[ex], "not lost while the stall is credited")
+	assert.Contains(t, h.c.execs, "e1")
+	h.advance(time.Second) // 15 s of silence the core could have heard
+	assert.True(t, h.fx.closed[ex], "lost once the timeout is spent outside stalls")
+	assert.NotContains(t, h.c.execs, "e1")
+}

@@ -3,6 +3,7 @@ package core
 import (
 	"container/heap"
 	"strconv"
+	"time"
 )
 
 // fireTimers runs every timer that is due. Timers are lazily deleted: each
@@ -131,6 +132,20 @@ func (c *Core) checkLiveness(now int64) {
 			continue
 		}
 		c.loseExecutor(e)
+	}
+}
+
+// Stalled tells the core that it could not run for d: the server's loop,
+// or the whole process, was held up. Frames from executors may have
+// waited unread all that time, so d is not counted as their silence: a
+// stall must not turn into lost executors and failed tasks.
+func (c *Core) Stalled(d time.Duration) {
+	ms := d.Milliseconds()
+	if ms <= 0 {
+		return
+	}
+	for _, e := range c.execs {
+		e.lastSeen += ms
 	}
 }
 
