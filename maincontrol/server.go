@@ -53,6 +53,7 @@ type Server struct {
 	snapDone       chan struct{}
 	hurry          atomic.Bool // stopping: snapshots run unpaced
 	lastTick       time.Time   // when OnTick last had the core
+	refusals       refusalLog
 
 	eng     gnet.Engine
 	booted  chan struct{}
@@ -223,9 +224,9 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	s.mu.Lock()
 	if s.stopping || len(s.conns) >= s.cfg.MaxConns {
+		frame := s.refuseConn(gc)
 		s.mu.Unlock()
-		s.log.Warn("connection refused", "remote", gc.RemoteAddr(), "reason", "max conns or stopping")
-		return nil, gnet.Close
+		return frame, gnet.Close
 	}
 	s.nextPeer++
 	cn := &conn{id: s.nextPeer, gc: gc}
