@@ -58,6 +58,10 @@ func (e *Executor) onTask(s *session, m *wire.Message) {
 		refused = "draining"
 	case e.runs[tok] != nil:
 		refused = "dispatch already running"
+	case e.unacked[tok] != nil:
+		// It ran here and its result awaits result_ack: running it again
+		// would send a second, different result for the same dispatch.
+		refused = "dispatch already ran; its result awaits result_ack"
 	case len(e.runs) >= e.cfg.Slots:
 		refused = "no free slot"
 	}

@@ -424,3 +424,25 @@ func TestExecutor_BadTaskFramesFail(t *testing.T) {
 	assert.Equal(t, "succeeded", c.expectResult(9, 1).Value("status"))
 	assert.Zero(t, (<-got).Timeout, "beyond a Duration: no timeout")
 }
+
+// A dispatch sent again after it ran, while its result awaits result_ack,
+// is not run a second time: one dispatch, one result.
+func TestExecutor_DispatchResentBeforeAck(t *testing.T) {
+	f := mustStartFakeMain(t)
+	runs := make(chan struct{}, 4)
+	s := mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"job": executor.HandlerFunc(
+		func(context.Context, *executor.Task) (executor.Result, error) {
+			runs <- struct{}{}
+			return executor.Result{}, nil
+		})}})
+	c := f.accept(t)
+	c.registerQuiet()
+	c.sendTask(10, 1, "job")
+	c.expectStarted(10, 1)
+	c.expectResult(10, 1)
+	c.sendTask(10, 1, "job") // no result_ack yet
+	rec := s.logs.eventually(t, "task not started")
+	assert.Contains(t, rec["reason"], "awaits result_ack")
+	c.expectNothing(200 * time.Millisecond)
+	assert.Len(t, runs, 1, "ran once")
+}
