@@ -42,6 +42,11 @@ type Config struct {
 	// MaxOutbound is the unsent output one connection may hold before it
 	// is cut off; default max(16 MiB, 4*MaxFrame).
 	MaxOutbound int
+	// MaxPausedInbound is what one connection may send while its reading
+	// is paused (more than MaxInflight replies awaiting disk) before it is
+	// refused and closed; default max(16 MiB, 2*MaxFrame). All paused
+	// connections together may hold eight times as much.
+	MaxPausedInbound int
 	// ReadBudget is how long one connection's buffered frames are handled
 	// before the other connections and the ticker get the core (default
 	// 5 ms); the rest are handled on the loop's next turn.
@@ -85,6 +90,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EventLoops == 0 {
 		c.EventLoops = 1
 	}
+	if c.MaxPausedInbound == 0 {
+		c.MaxPausedInbound = max(16<<20, 2*c.Core.MaxFrame)
+	}
 	if c.ReadBudget == 0 {
 		c.ReadBudget = DefaultReadBudget
 	}
@@ -111,7 +119,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.ReadBudget < 0 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	return c, nil

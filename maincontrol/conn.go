@@ -19,7 +19,10 @@ type conn struct {
 	queued     bool // in Server.dirty, a wake is pending
 	held       int  // frames waiting for their records to be durable
 	paused     bool // reading paused: too many replies awaiting disk
-	dead       bool // gnet closed it
+	// pausedBytes is the input buffered unread when reading last paused,
+	// counted in Server.pausedBytes until it resumes or closes.
+	pausedBytes int
+	dead        bool // gnet closed it
 }
 
 // heldFrame is a frame (or a close, when close is set) waiting until the
@@ -105,4 +108,12 @@ func (q *heldQueue) compact() {
 		q.items[i].end -= base
 	}
 	q.head = 0
+}
+
+// notePaused records that cn holds n bytes of input unread while paused
+// (0: none, it resumed or closed), keeping the server's total. Called with
+// s.mu held.
+func (s *Server) notePaused(cn *conn, n int) {
+	s.pausedBytes += n - cn.pausedBytes
+	cn.pausedBytes = n
 }

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/snapshot/snapshottest"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -105,4 +109,74 @@ func TestLimits_SlowReaderCutOff(t *testing.T) {
 	cl.alive("after")
 	ex.aliveExec(2)
 	assert.True(t, readUntilClosed(slow.c, 10*time.Second), "the slow reader's connection is closed")
+}
+
+// A connection whose reading is paused (its replies wait for a disk that
+// has stalled) may pile up only MaxPausedInbound of input before it is
+// refused and closed, and all paused connections together eight times
+// that; the others and reads of their state go on.
+func TestLimits_PausedInbound(t *testing.T) {
+	t.Parallel()
+	ffs := snapshottest.NewFaultFS(nil)
+	const perConn = 256 << 10
+	addr := startServer(t, maincontrol.Config{DataDir: t.TempDir(), FS: ffs, MaxInflight: 4, MaxPausedInbound: perConn})
+	t.Cleanup(ffs.ReleaseSyncs) // before the server stops: it waits for the disk
+	// Every peer connects first: while a record waits for the disk, even
+	// a welcome waits (no reply may show a change that is not durable).
+	one := clientPeer(t, addr)
+	var peers []*rawPeer
+	for range 11 {
+		peers = append(peers, clientPeer(t, addr))
+	}
+	ffs.HoldSyncs()
+
+	// push writes submits of about 4 KiB each, not reading, until n bytes
+	// are written or the connection breaks.
+	push := func(p *rawPeer, n int) {
+		arg := strings.Repeat("x", 4000)
+		var buf []byte
+		for i := 0; len(buf) < n; i++ {
+			buf = append(buf, mustFrame(t, "submit", "req", "r"+strconv.Itoa(i), "task_type", "t", "arg.a", arg)...)
+		}
+		go func() {
+			_ = p.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			_, _ = p.c.Write(buf)
+		}()
+	}
+	refused := func(p *rawPeer) bool {
+		_ = p.c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		m, err := p.r.ReadMessage()
+		if err != nil {
+			return false
+		}
+		assert.Equal(t, "error", m.Type(), "nothing else is sent while the disk stalls: %s", m)
+		assert.Equal(t, "too many requests awaiting disk", m.Value("message"))
+		return true
+	}
+
+	push(one, 4*perConn)
+	require.True(t, refused(one), "one connection past its own cap")
+	one.expectClosed()
+
+	// Eleven connections each under the cap, together past 8x it.
+	for _, p := range peers {
+		push(p, perConn*9/10)
+	}
+	var n atomic.Int32
+	var wg sync.WaitGroup
+	for _, p := range peers {
+		wg.Go(func() {
+			if refused(p) {
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.GreaterOrEqual(t, n.Load(), int32(1), "the total is capped")
+	assert.Less(t, n.Load(), int32(11), "only as many as needed to get under it")
+
+	ffs.ReleaseSyncs()
+	reader := clientPeer(t, addr)
+	reader.send("stats", "req", "s")
+	reader.expect("stats") // and the server goes on
 }

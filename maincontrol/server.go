@@ -19,9 +19,6 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// maxPausedInbound bounds what a paused connection may pile up unread.
-const maxPausedInbound = 64 << 20
-
 // readBudgetCheck is how many frames are handled between two looks at
 // the clock for Config.ReadBudget. A round of 1,024 ordinary frames takes
 // about a millisecond, so under load the budget is rarely reached.
@@ -53,6 +50,7 @@ type Server struct {
 	snapDone       chan struct{}
 	hurry          atomic.Bool // stopping: snapshots run unpaced
 	lastTick       time.Time   // when OnTick last had the core
+	pausedBytes    int         // unread input of paused connections (conn.pausedBytes)
 	refusals       refusalLog
 
 	eng     gnet.Engine
@@ -248,6 +246,7 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	}
 	s.mu.Lock()
 	cn.dead = true
+	s.notePaused(cn, 0)
 	delete(s.conns, cn.id)
 	if s.lastConn == cn {
 		s.lastConn = nil
@@ -325,11 +324,16 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 				s.log.Debug("reading paused: replies awaiting disk", "peer", cn.id, "held", cn.held)
 			}
 			cn.paused = true
-			if gc.InboundBuffered() > maxPausedInbound {
-				s.log.Warn("peer sent too much while paused: connection closed", "peer", cn.id)
-				s.refuse(cn, gc, wire.CodeBadRequest, "too many requests awaiting disk")
+			s.notePaused(cn, gc.InboundBuffered())
+			if cn.pausedBytes > s.cfg.MaxPausedInbound || s.pausedBytes > 8*s.cfg.MaxPausedInbound {
+				s.log.Warn("peer sent too much while paused: connection closed", "peer", cn.id,
+					"buffered", cn.pausedBytes, "all_paused", s.pausedBytes)
+				s.cutOff(cn, gc, "too many requests awaiting disk")
 			}
 			return false
+		}
+		if cn.paused {
+			s.notePaused(cn, 0)
 		}
 		cn.paused = false
 		hdr, err := gc.Peek(wire.HeaderLen)
@@ -368,6 +372,25 @@ func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
 	s.log.Info("protocol error: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(), "err", err)
 	frame, _ := wire.Refusal(err)
 	s.closeWith(cn, gc, frame)
+}
+
+// cutOff closes a connection now, with an error frame after what was
+// already released to it, not behind its replies awaiting disk: those wait
+// for the disk, which may be the very thing that stalled, while gnet goes
+// on buffering what the peer sends. Its unconfirmed replies are dropped
+// (docs/protocol.md, "Bounded buffers").
+func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
+	b := wire.Begin(nil, "error")
+	b.Str("code", string(wire.CodeBadRequest))
+	b.Str("message", msg)
+	if frame, err := b.Finish(); err == nil {
+		cn.out = append(cn.out, frame...)
+	}
+	cn.closing, cn.closeAfter = true, true
+	s.notePaused(cn, 0)
+	s.markDirty(cn)
+	s.core.Closed(cn.id)
+	_, _ = gc.Discard(gc.InboundBuffered())
 }
 
 func (s *Server) refuse(cn *conn, gc gnet.Conn, code wire.Code, msg string) {

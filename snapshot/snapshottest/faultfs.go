@@ -23,10 +23,11 @@ type FaultFS struct {
 	Match func(name string, flag int) bool
 
 	mu      sync.Mutex
-	budget  int64 // bytes still writable; < 0: unlimited
-	writeEr error // returned by writes past the budget
-	syncErr error // returned by Sync while set
-	fails   int   // calls that failed
+	budget  int64         // bytes still writable; < 0: unlimited
+	writeEr error         // returned by writes past the budget
+	syncErr error         // returned by Sync while set
+	fails   int           // calls that failed
+	held    chan struct{} // while not nil, Sync waits for it to close
 }
 
 var _ snapshot.FS = (*FaultFS)(nil)
@@ -57,8 +58,29 @@ func (f *FaultFS) FailSyncs(err error) {
 	f.syncErr = err
 }
 
+// HoldSyncs makes every fsync wait, as on a disk that has stalled, until
+// ReleaseSyncs or Heal.
+func (f *FaultFS) HoldSyncs() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = make(chan struct{})
+	}
+}
+
+// ReleaseSyncs lets held and later fsyncs go on.
+func (f *FaultFS) ReleaseSyncs() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held != nil {
+		close(f.held)
+		f.held = nil
+	}
+}
+
 // Heal ends every injected fault.
 func (f *FaultFS) Heal() {
+	f.ReleaseSyncs()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.budget, f.syncErr = -1, nil
@@ -111,11 +133,14 @@ func (ff *faultFile) Write(p []byte) (int, error) {
 func (ff *faultFile) Sync() error {
 	f := ff.fs
 	f.mu.Lock()
-	err := f.syncErr
+	err, held := f.syncErr, f.held
 	if err != nil {
 		f.fails++
 	}
 	f.mu.Unlock()
+	if held != nil {
+		<-held
+	}
 	if err != nil {
 		return err
 	}
