@@ -200,6 +200,14 @@ func (c *Core) started(p *peer, m *wire.Message) {
 	}
 	t := c.currentDispatch(p.exec, id, ver)
 	if t == nil || t.state != Dispatched {
+		if t != nil && (t.state == Running || t.state.Terminal()) {
+			// After a reconnect an executor sends started again for what
+			// it still runs, and before each result not yet acknowledged
+			// (spec section 4): expected, not news.
+			c.log.Debug("started again for this dispatch", "task_id", id, "version", ver, "executor", p.exec.id,
+				"state", t.state.String())
+			return
+		}
 		c.log.Info("started ignored: not the current dispatch", "task_id", id, "version", ver, "executor", p.exec.id)
 		return
 	}

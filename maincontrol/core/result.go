@@ -84,8 +84,13 @@ func (c *Core) result(p *peer, m *wire.Message) {
 }
 
 func (c *Core) refuseResult(p *peer, id uint64, ver uint32, reason wire.Reason, key string) {
-	c.log.Info("result refused and dropped", "task_id", id, "version", ver, "executor", p.exec.id,
-		"reason", string(reason), "key", key)
+	if key == "" { // not the result's own fault: stale, or ended already
+		c.log.Info("result refused and dropped", "task_id", id, "version", ver, "executor", p.exec.id,
+			"reason", string(reason))
+	} else {
+		c.log.Info("result refused and dropped", "task_id", id, "version", ver, "executor", p.exec.id,
+			"reason", string(reason), "key", key)
+	}
 	b := wire.Begin(c.frame[:0], "result_ack")
 	b.UintK(kTaskID, id)
 	b.UintK(kVersion, uint64(ver))
