@@ -33,6 +33,10 @@ type Config struct {
 	SnapshotInterval time.Duration // longest wait for a snapshot after a change
 	SegmentBytes     int64
 	RecoverTruncate  bool
+	// LogStallTimeout is how long one log write or fsync may hang before
+	// the main control treats the disk as failed (changes refused with
+	// unavailable, reads answered) until it returns; 0: 10 s.
+	LogStallTimeout time.Duration
 	// FS is the file layer of the log and snapshots; nil means the real
 	// file system. Tests inject disk-full and I/O errors through it.
 	FS snapshot.FS

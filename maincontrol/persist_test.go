@@ -11,6 +11,7 @@ import (
 
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
+	"github.com/apollo11/apollo11/snapshot/snapshottest"
 )
 
 // runUntil starts a main control and returns a stop function.
@@ -65,4 +66,32 @@ func TestServer_SnapshotAtTheCount(t *testing.T) {
 		return len(snaps) > 0
 	}, 10*time.Second, 10*time.Millisecond, "no snapshot without a tick")
 	assert.Equal(t, "snapshot-00000000000000000005", filepath.Base(snaps[0]))
+}
+
+// A disk that hangs rather than fails: after LogStallTimeout the main
+// control treats it as failed. Reads and welcomes are answered, new
+// changes get code=unavailable, and once the fsync returns the change it
+// waited for is confirmed and changes are taken again.
+func TestServer_StalledDisk(t *testing.T) {
+	ffs := snapshottest.NewFaultFS(nil)
+	addr, _ := runUntil(t, maincontrol.Config{DataDir: t.TempDir(), FS: ffs, LogStallTimeout: 200 * time.Millisecond})
+	t.Cleanup(ffs.ReleaseSyncs) // before the server stops: it waits for the disk
+	a := clientPeer(t, addr)
+	ffs.HoldSyncs()
+	a.send("submit", "req", "held", "task_type", "t")
+
+	b := clientPeer(t, addr) // its welcome waited for the disk until the stall was declared
+	b.send("stats", "req", "s")
+	assert.Equal(t, "false", b.expect("stats").Value("available"))
+	b.send("submit", "req", "new", "task_type", "t")
+	e := b.expect("error")
+	assert.Equal(t, "unavailable", e.Value("code"))
+
+	ffs.ReleaseSyncs()
+	m := a.expect("submitted")
+	assert.Equal(t, "held", m.Value("req"))
+	require.Eventually(t, func() bool {
+		b.send("submit", "req", "again", "task_type", "t")
+		return b.recv().Type() == "submitted"
+	}, 5*time.Second, 50*time.Millisecond)
 }

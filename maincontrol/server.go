@@ -108,7 +108,7 @@ func (s *Server) recover() error {
 	start := time.Now()
 	st, err := snapshot.Open(snapshot.Options{Dir: s.cfg.DataDir, FS: s.cfg.FS, Fsync: s.cfg.Fsync,
 		FsyncInterval: s.cfg.FsyncInterval, SegmentBytes: s.cfg.SegmentBytes,
-		RecoverTruncate: s.cfg.RecoverTruncate, Logger: s.log})
+		RecoverTruncate: s.cfg.RecoverTruncate, StallTimeout: s.cfg.LogStallTimeout, Logger: s.log})
 	if err != nil {
 		return err
 	}
@@ -465,7 +465,7 @@ func (s *Server) onDurable(lsn uint64) {
 func (s *Server) onHealth(err error) {
 	s.mu.Lock()
 	if err != nil {
-		s.log.Error("log write failed: refusing changes until the disk recovers", "err", err)
+		s.log.Error("log write failed or stalled: refusing changes until the disk recovers", "err", err)
 	}
 	s.core.SetAvailable(err == nil)
 	if err != nil {

@@ -30,6 +30,9 @@ var (
 	ErrReplayOrder = errors.New("Replay must be called once, before Start")
 	// ErrBadFsyncMode: ParseFsyncMode was given an unknown name.
 	ErrBadFsyncMode = errors.New("unknown fsync mode")
+	// ErrStalled is reported through onHealth when one write or fsync of
+	// the log has not returned within Options.StallTimeout.
+	ErrStalled = errors.New("log write stalled")
 )
 
 // CorruptError reports a log record that fails its checksum (and is not a

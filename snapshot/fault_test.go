@@ -107,3 +107,36 @@ func TestStore_CloseWhileFailing(t *testing.T) {
 	assert.Contains(t, err.Error(), "records 4..7 not written")
 	assert.EqualValues(t, 3, s.DurableLSN())
 }
+
+// A write or fsync that hangs, rather than fails, reports the store
+// unhealthy once it has waited StallTimeout, and healthy again with the
+// next durable write; nothing is confirmed before the disk answers.
+func TestStore_StalledDisk(t *testing.T) {
+	ffs := snapshottest.NewFaultFS(snapshottest.LogSegments)
+	opts, logs := testOptions(t.TempDir())
+	opts.FS = ffs
+	opts.StallTimeout = 100 * time.Millisecond
+	health := make(healthLog, 10)
+	s := MustOpen(t, opts)
+	replay(t, s)
+	s.Start(nil, func(err error) { health <- err })
+	waitDurable(t, s, appendN(t, s, 3))
+
+	ffs.HoldSyncs()
+	last := appendN(t, s, 2)
+	err := health.next(t)
+	require.ErrorIs(t, err, snapshot.ErrStalled)
+	assert.Contains(t, logs.String(), "log fsync stalled")
+	assert.False(t, s.Stats().Healthy)
+	assert.Less(t, s.DurableLSN(), last, "nothing confirmed while the fsync hangs")
+
+	ffs.ReleaseSyncs()
+	require.NoError(t, health.next(t), "healthy again once the fsync returns")
+	waitDurable(t, s, last)
+	assert.True(t, s.Stats().Healthy)
+	select {
+	case err := <-health:
+		t.Fatalf("one report each way, then %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -64,8 +64,16 @@ type Options struct {
 	SegmentBytes    int64         // rotate the active segment past this size (a record larger than it gets a segment of its own); 0: DefaultSegmentBytes
 	RecoverTruncate bool          // on mid-log corruption, cut the log there (loud warning) instead of refusing to start
 	ReadOnly        bool          // offline inspection: never create, truncate, delete or write anything
-	Logger          *slog.Logger  // nil: slog.Default()
+	// StallTimeout is how long one write or fsync of the log may take
+	// before the store reports itself unhealthy (ErrStalled through
+	// onHealth) while it goes on waiting; 0: DefaultStallTimeout, < 0: never.
+	StallTimeout time.Duration
+	Logger       *slog.Logger // nil: slog.Default()
 }
+
+// DefaultStallTimeout is Options.StallTimeout when zero: longer than the
+// slowest fsync of a healthy SD card.
+const DefaultStallTimeout = 10 * time.Second
 
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
@@ -73,6 +81,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FsyncInterval <= 0 {
 		o.FsyncInterval = DefaultFsyncInterval
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = DefaultStallTimeout
 	}
 	if o.SegmentBytes <= 0 {
 		o.SegmentBytes = DefaultSegmentBytes

@@ -191,8 +191,10 @@ func syncRecovered(o Options, r *recovery) error {
 // Start starts the writer goroutine. onDurable(lsn) is called, from that
 // goroutine and never concurrently with itself, whenever every record up to
 // lsn is durable (fsynced; with FsyncNever: written). onHealth(err) is
-// called from the same goroutine with the error when writing or fsyncing
-// starts failing, and with nil when it succeeds again; while unhealthy the
+// called with the error when writing or fsyncing starts failing, or stalls
+// past Options.StallTimeout (ErrStalled, from a timer goroutine while the
+// writer waits), and with nil when a write succeeds again; never two at
+// once. While unhealthy the
 // writer retries every second and whenever records arrive. Either callback
 // may be nil. Callbacks must not block for long (they delay the log) and
 // must not call Close (it waits for the writer goroutine).

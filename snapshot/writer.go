@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -160,7 +161,10 @@ func (s *Store) flush() error {
 			continue
 		}
 		w.dirty = true
-		if _, err := w.active.Write(w.work[done : done+n]); err != nil {
+		stop := s.watchStall("write")
+		_, err := w.active.Write(w.work[done : done+n])
+		stop()
+		if err != nil {
 			return fmt.Errorf("cannot write log segment %s: %w", w.seg.name, err)
 		}
 		s.stats.wrote(n)
@@ -251,7 +255,10 @@ func (s *Store) sync() error {
 	w := &s.w
 	start := now()
 	w.lastSync = start
-	if err := w.active.Sync(); err != nil {
+	stop := s.watchStall("fsync")
+	err := w.active.Sync()
+	stop()
+	if err != nil {
 		return fmt.Errorf("cannot fsync log segment %s: %w", w.seg.name, err)
 	}
 	s.stats.synced(now().Sub(start))
@@ -272,6 +279,40 @@ func (s *Store) durable(lsn uint64) {
 	s.setDurable(lsn)
 	if s.w.onDurable != nil {
 		s.w.onDurable(lsn)
+	}
+}
+
+// watchStall reports the store unhealthy (ErrStalled) if the write or
+// fsync about to start has not returned within StallTimeout: a disk that
+// hangs rather than fails would otherwise hold every reply of the main
+// control, reads included, for as long as it hangs. The returned stop ends
+// the watch; the next durable write reports the recovery, as after a
+// failure. Called on the writer goroutine.
+func (s *Store) watchStall(op string) (stop func()) {
+	if s.opts.StallTimeout < 0 {
+		return func() {}
+	}
+	var mu sync.Mutex
+	returned := false
+	start := now()
+	t := time.AfterFunc(s.opts.StallTimeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if returned || !s.healthy.Swap(false) {
+			return
+		}
+		s.stats.failed(ErrStalled)
+		s.log.Error("log "+op+" stalled; holding records in memory and waiting", "waited", now().Sub(start).Round(time.Millisecond),
+			"pending_records", s.LastLSN()-s.DurableLSN())
+		if s.w.onHealth != nil {
+			s.w.onHealth(fmt.Errorf("%w: %s waiting for %v", ErrStalled, op, s.opts.StallTimeout))
+		}
+	})
+	return func() {
+		t.Stop()
+		mu.Lock()
+		returned = true // from here on the writer goroutine reports health
+		mu.Unlock()
 	}
 }
 
