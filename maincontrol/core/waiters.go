@@ -49,11 +49,15 @@ func (ws *waiterSet) add(id uint64, w waiter) {
 	}
 	pw.n++
 	if len(pw.ids) >= 2*pw.n+64 {
+		// Each task once: waits scans the task's later waiters, which
+		// may be many (duplicate submits with wait=true).
+		seen := make(map[uint64]bool, pw.n)
 		live := pw.ids[:0]
 		for _, x := range pw.ids {
-			if ws.waits(x, w.peer) {
+			if !seen[x] && ws.waits(x, w.peer) {
 				live = append(live, x)
 			}
+			seen[x] = true
 		}
 		pw.ids = live
 	}
