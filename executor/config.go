@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/apollo11/apollo11/wire"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -91,6 +93,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if len(cfg.Handlers) == 0 {
 		return cfg, configErr("no handlers")
+	}
+	if len(cfg.Handlers) > wire.MaxExecutorTypes {
+		return cfg, configErr("%d task types: a main control takes at most %d from one executor", len(cfg.Handlers), wire.MaxExecutorTypes)
 	}
 	cfg.Handlers = maps.Clone(cfg.Handlers) // the caller may reuse its map
 	for typ, h := range cfg.Handlers {

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ func TestNew(t *testing.T) {
 		{"id with a space", executor.Config{ID: "a b", Handlers: h}, false},
 		{"id with a slash", executor.Config{ID: "a/b", Handlers: h}, false},
 		{"no handlers", executor.Config{ID: "w1"}, false},
+		{"1,024 task types", executor.Config{ID: "w1", Handlers: manyHandlers(1024)}, true},
+		{"1,025 task types", executor.Config{ID: "w1", Handlers: manyHandlers(1025)}, false},
 		{"nil handler", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"x": nil}}, false},
 		{"task type with comma", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"a,b": echoHandler()}}, false},
 		{"task type with space", executor.Config{ID: "w1", Handlers: map[string]executor.Handler{"a b": echoHandler()}}, false},
@@ -69,4 +72,12 @@ func TestPermanent(t *testing.T) {
 	assert.False(t, executor.IsPermanent(base))
 	assert.False(t, executor.IsPermanent(nil))
 	assert.NoError(t, executor.Permanent(nil))
+}
+
+func manyHandlers(n int) map[string]executor.Handler {
+	hs := make(map[string]executor.Handler, n)
+	for i := range n {
+		hs["t"+strconv.Itoa(i)] = echoHandler()
+	}
+	return hs
 }

@@ -15,6 +15,13 @@ const (
 	MaxReqLen = 64   // bytes in a req value after unescaping (spec section 3)
 )
 
+// MaxExecutorTypes bounds the different task types one executor may
+// register with an apollo11 main control (docs/protocol.md, appendix): the
+// main control moves an executor in the queue of every type it serves at
+// each change of its load, so 100,000 types made each dispatch to it cost
+// milliseconds. Real executors serve a few dozen.
+const MaxExecutorTypes = 1024
+
 // ErrFrameTooLarge is matched (errors.Is) by *FrameTooLargeError.
 var ErrFrameTooLarge = errors.New("frame too large")
 

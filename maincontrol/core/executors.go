@@ -43,13 +43,22 @@ func (e *executor) hasFreeSlot() bool { return e.load < e.slots }
 // execHeap orders the executors of one task type that have a free slot:
 // fewest dispatched and running tasks first, then earliest registration.
 type execHeap struct {
-	items []*executor
+	items []heapEntry
 	typ   *taskType
+}
+
+// heapEntry is an executor in the heap of its ti-th type (e.types[ti]):
+// moving it updates e.heapIdx[ti] with no search of e.types, which for an
+// executor of many types made every move, and so every dispatch to it,
+// cost in proportion to its types (a register of 135,000 types took 7 s).
+type heapEntry struct {
+	e  *executor
+	ti int
 }
 
 func (h *execHeap) Len() int { return len(h.items) }
 func (h *execHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
+	a, b := h.items[i].e, h.items[j].e
 	if a.load != b.load {
 		return a.load < b.load
 	}
@@ -57,41 +66,26 @@ func (h *execHeap) Less(i, j int) bool {
 }
 func (h *execHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].setHeapIdx(h.typ, i)
-	h.items[j].setHeapIdx(h.typ, j)
+	h.items[i].e.heapIdx[h.items[i].ti] = i
+	h.items[j].e.heapIdx[h.items[j].ti] = j
 }
 func (h *execHeap) Push(x any) {
-	e := x.(*executor)
-	e.setHeapIdx(h.typ, len(h.items))
-	h.items = append(h.items, e)
+	en := x.(heapEntry)
+	en.e.heapIdx[en.ti] = len(h.items)
+	h.items = append(h.items, en)
 }
 func (h *execHeap) Pop() any {
-	e := h.items[len(h.items)-1]
+	en := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
-	e.setHeapIdx(h.typ, -1)
-	return e
+	en.e.heapIdx[en.ti] = -1
+	return en
 }
 
 func (h *execHeap) top() *executor {
 	if len(h.items) == 0 {
 		return nil
 	}
-	return h.items[0]
-}
-
-func (e *executor) typeIndex(tt *taskType) int {
-	for i, t := range e.types {
-		if t == tt {
-			return i
-		}
-	}
-	return -1
-}
-
-func (e *executor) setHeapIdx(tt *taskType, idx int) {
-	if i := e.typeIndex(tt); i >= 0 {
-		e.heapIdx[i] = idx
-	}
+	return h.items[0].e
 }
 
 // refreshHeaps puts e in, moves it within, or takes it out of the free
@@ -103,7 +97,7 @@ func (c *Core) refreshHeaps(e *executor) {
 		idx := e.heapIdx[i]
 		switch {
 		case want && idx < 0:
-			heap.Push(&tt.free, e)
+			heap.Push(&tt.free, heapEntry{e: e, ti: i})
 			c.markDirty(tt)
 		case want:
 			heap.Fix(&tt.free, idx)

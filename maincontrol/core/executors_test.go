@@ -550,3 +550,26 @@ func TestCore_StallIsNotSilence(t *testing.T) {
 	assert.True(t, h.fx.closed[ex], "lost once the timeout is spent outside stalls")
 	assert.NotContains(t, h.c.execs, "e1")
 }
+
+// An executor registers at most wire.MaxExecutorTypes different types: each
+// load change moves it in every one of their heaps.
+func TestCore_RegisterTypesCapped(t *testing.T) {
+	h := newHarness(t)
+	list := func(n, distinct int) string {
+		var names []string
+		for i := range n {
+			names = append(names, "t"+strconv.Itoa(i%distinct))
+		}
+		return strings.Join(names, ",")
+	}
+	p := h.open()
+	h.send(p, "register", "executor_id", "many", "task_types", list(wire.MaxExecutorTypes+1, wire.MaxExecutorTypes+1), "slots", "1")
+	e := h.expectErr(p, wire.CodeBadRequest)
+	assert.Contains(t, e.Value("message"), "task_types: more than 1024 types")
+	assert.NotContains(t, h.c.execs, "many")
+	assert.Empty(t, h.c.types)
+
+	h.send(p, "register", "executor_id", "many", "task_types", list(3*wire.MaxExecutorTypes, wire.MaxExecutorTypes), "slots", "1")
+	h.expect(p, "registered")
+	assert.Len(t, h.c.execs["many"].types, wire.MaxExecutorTypes, "repeats do not count")
+}

@@ -215,11 +215,11 @@ func checkInvariants(c *Core, loads map[string]int) error {
 		// Dispatch is eager: no queued task while an executor of its type
 		// has a free slot.
 		if c.available && pendingOf[tt] > 0 && len(tt.free.items) > 0 {
-			return fmt.Errorf("type %s: %d queued tasks and a free executor %s", tt.name, pendingOf[tt], tt.free.items[0].id)
+			return fmt.Errorf("type %s: %d queued tasks and a free executor %s", tt.name, pendingOf[tt], tt.free.items[0].e.id)
 		}
-		for i, e := range tt.free.items {
-			if e.heapIdx[e.typeIndex(tt)] != i {
-				return fmt.Errorf("type %s: executor %s at %d, index says %d", tt.name, e.id, i, e.heapIdx[e.typeIndex(tt)])
+		for i, en := range tt.free.items {
+			if en.e.types[en.ti] != tt || en.e.heapIdx[en.ti] != i {
+				return fmt.Errorf("type %s: executor %s at %d as its type %d, index says %d", tt.name, en.e.id, i, en.ti, en.e.heapIdx[en.ti])
 			}
 		}
 	}

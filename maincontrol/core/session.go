@@ -129,6 +129,11 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.badRequest(p, "", err)
 		return
 	}
+	if len(types) > wire.MaxExecutorTypes && distinct(types) > wire.MaxExecutorTypes {
+		c.badRequest(p, "", &wire.ValueError{Key: "task_types", Reason: "more than " +
+			strconv.Itoa(wire.MaxExecutorTypes) + " types; register fewer, or run several executors"})
+		return
+	}
 	slots, err := m.UintOr("slots", 1)
 	if err != nil {
 		c.badRequest(p, "", err)
@@ -280,4 +285,13 @@ func clipText(s string) string {
 		return s[:64] + "..."
 	}
 	return s
+}
+
+// distinct counts the different strings in list.
+func distinct(list []string) int {
+	seen := make(map[string]struct{}, len(list))
+	for _, s := range list {
+		seen[s] = struct{}{}
+	}
+	return len(seen)
 }
