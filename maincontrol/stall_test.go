@@ -12,15 +12,11 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-type stepClock struct{ t time.Time }
-
-func (c *stepClock) Now() time.Time { return c.t }
-
 // A tick that comes long after the one before tells the core it stalled:
 // an executor that registered before a 20 s stall (longer than the 15 s
 // heartbeat timeout) is not lost at the tick that ends it.
 func TestOnTick_StallIsNotSilence(t *testing.T) {
-	clock := &stepClock{t: time.UnixMilli(1_700_000_000_000)}
+	clock := &core.ManualClock{T: time.UnixMilli(1_700_000_000_000)}
 	s, err := newServer(Config{Logger: slog.New(slog.DiscardHandler),
 		Core: core.Config{Clock: clock, Logger: slog.New(slog.DiscardHandler)}})
 	require.NoError(t, err)
@@ -39,11 +35,11 @@ func TestOnTick_StallIsNotSilence(t *testing.T) {
 	require.Len(t, s.core.Executors(), 1)
 
 	s.OnTick()
-	clock.t = clock.t.Add(20 * time.Second)
+	clock.T = clock.T.Add(20 * time.Second)
 	s.OnTick()
 	assert.Len(t, s.core.Executors(), 1, "the stall is not the executor's silence")
 	for range 800 { // 16 s of ticks every 20 ms: silence the core could hear
-		clock.t = clock.t.Add(20 * time.Millisecond)
+		clock.T = clock.T.Add(20 * time.Millisecond)
 		s.OnTick()
 	}
 	assert.Empty(t, s.core.Executors(), "lost after a heartbeat timeout of silence outside the stall")

@@ -25,11 +25,6 @@ func (d *discard) Close(PeerID)                    { d.closes++ }
 
 var _ Effects = (*discard)(nil)
 
-// benchClock is a fake clock the benchmark moves by hand.
-type benchClock struct{ t time.Time }
-
-func (c *benchClock) Now() time.Time { return c.t }
-
 func benchCore(tb testing.TB, clock Clock, mods ...func(*Config)) (*Core, *discard) {
 	fx := &discard{}
 	cfg := Config{Clock: clock, Rand: rand.New(rand.NewPCG(1, 2)), Logger: slog.New(slog.DiscardHandler),
@@ -73,7 +68,7 @@ func BenchmarkCore_Cycle(b *testing.B) {
 }
 
 func benchCycle(b *testing.B, inflight int, system, unlogged bool) {
-	fake := &benchClock{t: time.UnixMilli(1_700_000_000_000)}
+	fake := &ManualClock{T: time.UnixMilli(1_700_000_000_000)}
 	var clock Clock = fake
 	if system {
 		clock = SystemClock{}
@@ -107,7 +102,7 @@ func benchCycle(b *testing.B, inflight int, system, unlogged bool) {
 		next += uint64(n)
 		done += n
 		if done%1024 < n { // the server ticks every few tens of ms
-			fake.t = fake.t.Add(time.Millisecond)
+			fake.T = fake.T.Add(time.Millisecond)
 			c.Tick()
 		}
 	}
@@ -181,7 +176,7 @@ func BenchmarkCore_MemoryPerPendingTask(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		c, _ := benchCore(b, &benchClock{t: time.UnixMilli(1_700_000_000_000)})
+		c, _ := benchCore(b, &ManualClock{T: time.UnixMilli(1_700_000_000_000)})
 		b.StartTimer()
 		fillPending(b, c, n)
 		b.StopTimer()
@@ -198,7 +193,7 @@ func BenchmarkCore_MemoryPerPendingTask(b *testing.B) {
 // the core's goroutine, and WriteTo into a sink that only counts.
 func BenchmarkCore_Freeze(b *testing.B) {
 	const n = 1_000_000
-	c, _ := benchCore(b, &benchClock{t: time.UnixMilli(1_700_000_000_000)})
+	c, _ := benchCore(b, &ManualClock{T: time.UnixMilli(1_700_000_000_000)})
 	fillPending(b, c, n)
 	b.Run("Freeze", func(b *testing.B) {
 		b.ReportAllocs()

@@ -14,6 +14,13 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
+// ManualClock is a Clock that moves only when T is set: for tests, and for
+// tools that drive a core through time of their own.
+type ManualClock struct{ T time.Time }
+
+// Now returns T.
+func (c *ManualClock) Now() time.Time { return c.T }
+
 // addMs adds a non-negative millisecond count to t, saturating instead of
 // overflowing (timeouts and delays are uint64 on the wire).
 func addMs(t int64, ms uint64) int64 {

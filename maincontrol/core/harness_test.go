@@ -15,11 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeClock is moved by hand.
-type fakeClock struct{ t time.Time }
-
-func (f *fakeClock) Now() time.Time { return f.t }
-
 // recorder is an Effects that keeps everything: records, frames (decoded,
 // copied) per peer, closes.
 type recorder struct {
@@ -58,7 +53,7 @@ type harness struct {
 	t     testing.TB
 	c     *Core
 	fx    *recorder
-	clock *fakeClock
+	clock *ManualClock
 	next  PeerID
 	cfg   Config
 }
@@ -67,7 +62,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 func newHarness(t testing.TB, mods ...func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, fx: newRecorder(), clock: &fakeClock{t: time.UnixMilli(1_700_000_000_000)}}
+	h := &harness{t: t, fx: newRecorder(), clock: &ManualClock{T: time.UnixMilli(1_700_000_000_000)}}
 	h.cfg = Config{Clock: h.clock, Rand: rand.New(rand.NewPCG(1, 2)), Logger: quietLogger(),
 		Nonce: func() string { return "0123456789abcdef0123456789abcdef" }}
 	for _, m := range mods {
@@ -131,7 +126,7 @@ func (h *harness) none(p PeerID) {
 }
 
 func (h *harness) advance(d time.Duration) {
-	h.clock.t = h.clock.t.Add(d)
+	h.clock.T = h.clock.T.Add(d)
 	h.c.Tick()
 }
 

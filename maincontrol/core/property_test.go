@@ -97,7 +97,7 @@ func newProp(t *testing.T, seed uint64) *prop {
 	return p
 }
 
-func (p *prop) now() time.Time { return p.h.clock.t }
+func (p *prop) now() time.Time { return p.h.clock.T }
 
 func (p *prop) connected() []*propExec {
 	var es []*propExec

@@ -142,7 +142,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		require.NoError(t, decodeRecord(again, &r2))
 		require.Equal(t, normalized(r), normalized(r2))
 
-		cfg := Config{Logger: quietLogger(), Clock: &fakeClock{}}
+		cfg := Config{Logger: quietLogger(), Clock: &ManualClock{}}
 		c, err := New(cfg, newRecorder())
 		require.NoError(t, err)
 		_ = c.ReplayRecord(b)

@@ -107,9 +107,9 @@ func TestCore_RetryCap(t *testing.T) {
 	// ids[1]'s backoff ends: it goes to pending, and ids[3] starts its
 	// backoff from then.
 	d1 := h.get(ids[1]).dueMs
-	h.clock.t = time.UnixMilli(min(d1, due))
+	h.clock.T = time.UnixMilli(min(d1, due))
 	h.c.Tick()
-	h.clock.t = time.UnixMilli(max(d1, due))
+	h.clock.T = time.UnixMilli(max(d1, due))
 	h.c.Tick()
 	require.True(t, armed(ids[3]))
 	assert.Equal(t, 1, h.c.armed)

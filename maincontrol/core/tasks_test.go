@@ -659,7 +659,7 @@ func TestCore_Retention(t *testing.T) {
 		for _, id := range []string{"3", "1", "4", "2"} {
 			h.send(cl, "cancel", "req", "c", "task_id", id)
 			h.expect(cl, "cancelled")
-			h.clock.t = h.clock.t.Add(time.Millisecond)
+			h.clock.T = h.clock.T.Add(time.Millisecond)
 		}
 		h.c.Tick() // within one Tick
 		assert.Nil(t, h.c.tasks.get(3))
@@ -749,7 +749,7 @@ func TestCore_SubmitValues(t *testing.T) {
 	assert.Equal(t, "tr-1", st.Value("trace_id"))
 	assert.Equal(t, "dispatched", st.Value("state"))
 	assert.Equal(t, "e1", st.Value("executor_id"))
-	assert.Equal(t, fmt.Sprint(h.clock.t.UnixMilli()), st.Value("created_ms"))
+	assert.Equal(t, fmt.Sprint(h.clock.T.UnixMilli()), st.Value("created_ms"))
 	h.checkReplay()
 }
 

@@ -53,7 +53,7 @@ func TestTimerHeap_Order(t *testing.T) {
 // its live entries, and compaction must keep every live one: delayed tasks
 // submitted first still become due after 30,000 quick cycles.
 func TestTimers_CompactedUnderThroughput(t *testing.T) {
-	clock := &benchClock{t: time.UnixMilli(1_700_000_000_000)}
+	clock := &ManualClock{T: time.UnixMilli(1_700_000_000_000)}
 	c, _ := benchCore(t, clock)
 	const cl, ex = PeerID(1), PeerID(2)
 	c.Open(cl)
@@ -81,7 +81,7 @@ func TestTimers_CompactedUnderThroughput(t *testing.T) {
 	require.LessOrEqual(t, len(c.timers), 2*delayed+2,
 		"30,000 start deadlines were left behind; the heap keeps about twice its %d live ones", delayed)
 
-	clock.t = clock.t.Add(time.Minute)
+	clock.T = clock.T.Add(time.Minute)
 	c.Handle(ex, msg("heartbeat", "seq", "1")) // not lost while the clock jumped
 	c.Tick()
 	require.Equal(t, delayed, c.counts[Dispatched], "every delayed task became due and was dispatched")
