@@ -311,13 +311,17 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	s.core.HoldClock()
 	defer s.core.ReleaseClock()
-	start := time.Now()
+	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
 	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
 		if len(cn.out) >= s.cfg.MaxOutbound {
 			return true
 		}
-		if n%readBudgetCheck == 0 && time.Since(start) > s.cfg.ReadBudget {
-			return true
+		if n%readBudgetCheck == 0 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > s.cfg.ReadBudget {
+				return true
+			}
 		}
 		if cn.held > s.cfg.MaxInflight {
 			if !cn.paused {

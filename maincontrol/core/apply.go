@@ -483,9 +483,9 @@ func (c *Core) applyExecReg(r *record) {
 	for _, tt := range old { // after the new ones: a type kept is not dropped in between
 		c.releaseType(tt)
 	}
-	e.heapIdx = make([]int, len(e.types))
-	for i := range e.heapIdx {
-		e.heapIdx[i] = -1
+	e.entries = make([]heapEntry, len(e.types))
+	for i := range e.entries {
+		e.entries[i] = heapEntry{e: e, idx: -1}
 	}
 	e.slots = int(r.slots)
 	c.regSeq++

@@ -80,6 +80,7 @@ type peer struct {
 	kind  peerKind
 	nonce string
 	exec  *executor
+	waits *peerWaits // nil before its first wait=true submit
 }
 
 type hsDeadline struct {
@@ -211,7 +212,7 @@ func (c *Core) Closed(id PeerID) {
 	if c.lastPeer == p {
 		c.lastPeer = nil
 	}
-	c.waiters.dropPeer(id) // nobody left to tell: a task that never ends would keep them
+	c.waiters.dropPeer(id, p.waits) // nobody left to tell: a task that never ends would keep them
 	if e := p.exec; e != nil && e.peer == id {
 		e.peer = 0
 		c.refreshHeaps(e)

@@ -14,8 +14,9 @@ type executor struct {
 	// the version of their dispatch.
 	load  int
 	tasks assignments
-	// heapIdx[i] is its position in types[i].free, or -1.
-	heapIdx  []int
+	// entries[i] is its entry in types[i].free, with its position there
+	// (-1: not in it).
+	entries  []heapEntry
 	lastSeen int64
 	hbCount  uint64 // heartbeats on this connection
 	watched  bool   // has an entry in the liveness heap
@@ -43,17 +44,18 @@ func (e *executor) hasFreeSlot() bool { return e.load < e.slots }
 // execHeap orders the executors of one task type that have a free slot:
 // fewest dispatched and running tasks first, then earliest registration.
 type execHeap struct {
-	items []heapEntry
+	items []*heapEntry
 	typ   *taskType
 }
 
-// heapEntry is an executor in the heap of its ti-th type (e.types[ti]):
-// moving it updates e.heapIdx[ti] with no search of e.types, which for an
-// executor of many types made every move, and so every dispatch to it,
-// cost in proportion to its types (a register of 135,000 types took 7 s).
+// heapEntry is an executor in the heap of one of its types. The heap
+// keeps the entry's position in it, so a move needs no search of the
+// executor's types (which for an executor of many types made every
+// dispatch to it cost in proportion to them), and pushing a pointer
+// allocates nothing (a struct would be boxed into heap.Push's any).
 type heapEntry struct {
-	e  *executor
-	ti int
+	e   *executor
+	idx int
 }
 
 func (h *execHeap) Len() int { return len(h.items) }
@@ -66,18 +68,19 @@ func (h *execHeap) Less(i, j int) bool {
 }
 func (h *execHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].e.heapIdx[h.items[i].ti] = i
-	h.items[j].e.heapIdx[h.items[j].ti] = j
+	h.items[i].idx = i
+	h.items[j].idx = j
 }
 func (h *execHeap) Push(x any) {
-	en := x.(heapEntry)
-	en.e.heapIdx[en.ti] = len(h.items)
+	en := x.(*heapEntry)
+	en.idx = len(h.items)
 	h.items = append(h.items, en)
 }
 func (h *execHeap) Pop() any {
 	en := h.items[len(h.items)-1]
+	h.items[len(h.items)-1] = nil
 	h.items = h.items[:len(h.items)-1]
-	en.e.heapIdx[en.ti] = -1
+	en.idx = -1
 	return en
 }
 
@@ -94,10 +97,10 @@ func (h *execHeap) top() *executor {
 func (c *Core) refreshHeaps(e *executor) {
 	want := e.connected() && e.hasFreeSlot()
 	for i, tt := range e.types {
-		idx := e.heapIdx[i]
+		idx := e.entries[i].idx
 		switch {
 		case want && idx < 0:
-			heap.Push(&tt.free, heapEntry{e: e, ti: i})
+			heap.Push(&tt.free, &e.entries[i])
 			c.markDirty(tt)
 		case want:
 			heap.Fix(&tt.free, idx)

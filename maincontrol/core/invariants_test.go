@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 )
 
 // checkInvariants returns the first broken structural invariant of c, or
@@ -36,7 +37,7 @@ func checkInvariants(c *Core, loads map[string]int) error {
 		}
 		free := e.connected() && e.hasFreeSlot()
 		for i, tt := range e.types {
-			if in := e.heapIdx[i] >= 0; in != free {
+			if in := e.entries[i].idx >= 0; in != free {
 				return fmt.Errorf("executor %s: in the free heap of %s: %v, free: %v", e.id, tt.name, in, free)
 			}
 		}
@@ -218,8 +219,8 @@ func checkInvariants(c *Core, loads map[string]int) error {
 			return fmt.Errorf("type %s: %d queued tasks and a free executor %s", tt.name, pendingOf[tt], tt.free.items[0].e.id)
 		}
 		for i, en := range tt.free.items {
-			if en.e.types[en.ti] != tt || en.e.heapIdx[en.ti] != i {
-				return fmt.Errorf("type %s: executor %s at %d as its type %d, index says %d", tt.name, en.e.id, i, en.ti, en.e.heapIdx[en.ti])
+			if ti := slices.Index(en.e.types, tt); ti < 0 || &en.e.entries[ti] != en || en.idx != i {
+				return fmt.Errorf("type %s: executor %s at %d (its type %d), index says %d", tt.name, en.e.id, i, ti, en.idx)
 			}
 		}
 	}

@@ -180,7 +180,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
 		return
 	}
-	if s.wait && c.waiters.count(p.id) >= c.cfg.MaxPending {
+	if s.wait && p.waits != nil && p.waits.n >= c.cfg.MaxPending {
 		// More than there can be tasks to wait for, unless the same ones
 		// are waited for again and again: memory, not a wait, is asked.
 		c.sendError(p, req, wire.CodeBadRequest, "wait=true: this connection already waits for "+
@@ -242,7 +242,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	b.UintK(kTaskID, id)
 	c.confirm(p.id, &b)
 	if s.wait {
-		c.waiters.add(id, waiter{peer: p.id, req: strings.Clone(req)})
+		c.waitFor(p, id, req)
 	}
 	if blocker != 0 {
 		c.endTask(id, Cancelled, "dependency "+strconv.FormatUint(blocker, 10)+" "+blockerState.String(), "", 0, "submit")
@@ -262,10 +262,18 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 		c.sendDone(waiter{peer: p.id, req: req}, t)
 		return
 	}
-	c.waiters.add(id, waiter{peer: p.id, req: strings.Clone(req)})
+	c.waitFor(p, id, req)
 }
 
 // nonTerminal counts tasks that have not ended, waiting included.
 func (c *Core) nonTerminal() int {
 	return c.counts[Waiting] + c.counts[Pending] + c.counts[Dispatched] + c.counts[Running] + c.counts[Retrying]
+}
+
+// waitFor makes p wait for task id's done, answering req.
+func (c *Core) waitFor(p *peer, id uint64, req string) {
+	if p.waits == nil {
+		p.waits = &peerWaits{}
+	}
+	c.waiters.add(id, waiter{peer: p.id, req: strings.Clone(req), pw: p.waits})
 }

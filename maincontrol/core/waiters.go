@@ -1,10 +1,13 @@
 package core
 
+import "slices"
+
 // waiter is a peer waiting for a task's `done`, with the req of its
-// submit.
+// submit, and the peer's count of waits.
 type waiter struct {
 	peer PeerID
 	req  string
+	pw   *peerWaits
 }
 
 // waiterSet holds who waits for each task's `done`. Nearly every task
@@ -12,64 +15,51 @@ type waiter struct {
 // values, and only later ones (duplicate submits with wait=true) in a
 // second map of slices, so the common case allocates no slice per task.
 //
-// It also counts each peer's waiters, with the tasks they wait on, so
-// that a closed connection's waiters are dropped at once (a task that
+// Each peer's waits are also counted, with the tasks they wait on (in the
+// peer's peerWaits, reached from the waiter and the peer without a map),
+// so that a closed connection's waiters are dropped at once (a task that
 // never ends would otherwise keep them forever) and a peer's waits can be
 // capped.
 type waiterSet struct {
 	first map[uint64]waiter
 	more  map[uint64][]waiter
-	peers map[PeerID]*peerWaits
 }
 
 // peerWaits is one peer's share of a waiterSet. ids may hold tasks whose
-// waiter was taken since: it is filtered when it grows to twice n, and
-// dropped with the entry when n reaches 0.
+// waiter was taken since: it is filtered when it grows past four times n,
+// and emptied when n reaches 0.
 type peerWaits struct {
 	n   int
 	ids []uint64
 }
 
 func newWaiterSet() waiterSet {
-	return waiterSet{first: make(map[uint64]waiter), more: make(map[uint64][]waiter),
-		peers: make(map[PeerID]*peerWaits)}
+	return waiterSet{first: make(map[uint64]waiter), more: make(map[uint64][]waiter)}
 }
 
-// add appends w to the waiters of task id.
+// add appends w, whose pw is its peer's, to the waiters of task id.
 func (ws *waiterSet) add(id uint64, w waiter) {
 	if _, ok := ws.first[id]; !ok {
 		ws.first[id] = w
 	} else {
 		ws.more[id] = append(ws.more[id], w)
 	}
-	pw := ws.peers[w.peer]
-	if pw == nil {
-		pw = &peerWaits{}
-		ws.peers[w.peer] = pw
-	}
+	pw := w.pw
 	pw.n++
-	if len(pw.ids) >= 2*pw.n+64 {
-		// Each task once: waits scans the task's later waiters, which
-		// may be many (duplicate submits with wait=true).
-		seen := make(map[uint64]bool, pw.n)
+	if len(pw.ids) >= 4*pw.n+256 {
+		// Sorted, so that each task is checked once: waits scans the
+		// task's later waiters, which may be many (duplicate submits
+		// with wait=true). Every 3n+256 adds: a few lookups per add.
+		slices.Sort(pw.ids)
 		live := pw.ids[:0]
-		for _, x := range pw.ids {
-			if !seen[x] && ws.waits(x, w.peer) {
+		for i, x := range pw.ids {
+			if (i == 0 || x != pw.ids[i-1]) && ws.waits(x, w.peer) {
 				live = append(live, x)
 			}
-			seen[x] = true
 		}
 		pw.ids = live
 	}
 	pw.ids = append(pw.ids, id)
-}
-
-// count returns how many waiters peer has.
-func (ws *waiterSet) count(peer PeerID) int {
-	if pw := ws.peers[peer]; pw != nil {
-		return pw.n
-	}
-	return 0
 }
 
 // waits reports whether peer waits for task id.
@@ -87,14 +77,10 @@ func (ws *waiterSet) waits(id uint64, peer PeerID) bool {
 	return false
 }
 
-// release counts one waiter of peer gone.
-func (ws *waiterSet) release(peer PeerID) {
-	pw := ws.peers[peer]
-	if pw == nil {
-		return
-	}
-	if pw.n--; pw.n <= 0 {
-		delete(ws.peers, peer)
+// release counts one waiter of w's peer gone.
+func (w *waiter) release() {
+	if w.pw.n--; w.pw.n <= 0 {
+		w.pw.n, w.pw.ids = 0, w.pw.ids[:0]
 	}
 }
 
@@ -109,7 +95,7 @@ func (ws *waiterSet) take(id uint64, fn func(waiter)) {
 		return
 	}
 	delete(ws.first, id)
-	ws.release(w.peer)
+	w.release()
 	fn(w)
 	if len(ws.more) == 0 {
 		return
@@ -117,7 +103,7 @@ func (ws *waiterSet) take(id uint64, fn func(waiter)) {
 	rest := ws.more[id]
 	delete(ws.more, id)
 	for _, w := range rest {
-		ws.release(w.peer)
+		w.release()
 		fn(w)
 	}
 }
@@ -125,13 +111,12 @@ func (ws *waiterSet) take(id uint64, fn func(waiter)) {
 // drop forgets the waiters of task id.
 func (ws *waiterSet) drop(id uint64) { ws.take(id, func(waiter) {}) }
 
-// dropPeer forgets every waiter of peer, keeping the others in order.
-func (ws *waiterSet) dropPeer(peer PeerID) {
-	pw := ws.peers[peer]
-	if pw == nil {
+// dropPeer forgets every waiter of peer, whose waits are pw, keeping the
+// others in order.
+func (ws *waiterSet) dropPeer(peer PeerID, pw *peerWaits) {
+	if pw == nil || pw.n == 0 {
 		return
 	}
-	delete(ws.peers, peer)
 	for _, id := range pw.ids {
 		first, ok := ws.first[id]
 		if !ok {
@@ -158,4 +143,5 @@ func (ws *waiterSet) dropPeer(peer PeerID) {
 			ws.more[id] = kept
 		}
 	}
+	pw.n, pw.ids = 0, nil
 }

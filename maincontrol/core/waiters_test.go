@@ -7,28 +7,39 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// peerWaiters makes waiters of a few peers, each peer with its own count.
+type peerWaiters map[PeerID]*peerWaits
+
+func (pws peerWaiters) w(peer PeerID, req string) waiter {
+	if pws[peer] == nil {
+		pws[peer] = &peerWaits{}
+	}
+	return waiter{peer: peer, req: req, pw: pws[peer]}
+}
+
 func TestWaiterSet(t *testing.T) {
-	taken := func(ws *waiterSet, id uint64) []waiter {
-		var got []waiter
-		ws.take(id, func(w waiter) { got = append(got, w) })
+	taken := func(ws *waiterSet, id uint64) []string {
+		var got []string
+		ws.take(id, func(w waiter) { got = append(got, w.req) })
 		return got
 	}
-	a, b, c := waiter{peer: 1, req: "a"}, waiter{peer: 2, req: "b"}, waiter{peer: 1, req: "c"}
+	pws := peerWaiters{}
+	a, b, c := pws.w(1, "a"), pws.w(2, "b"), pws.w(1, "c")
 	tests := []struct {
 		name string
 		add  []waiter
 		drop bool
-		want []waiter
+		want []string
 	}{
 		{name: "none"},
-		{name: "one", add: []waiter{a}, want: []waiter{a}},
-		{name: "several, in order", add: []waiter{a, b, c}, want: []waiter{a, b, c}},
+		{name: "one", add: []waiter{a}, want: []string{"a"}},
+		{name: "several, in order", add: []waiter{a, b, c}, want: []string{"a", "b", "c"}},
 		{name: "dropped", add: []waiter{a, b}, drop: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := newWaiterSet()
-			ws.add(99, waiter{peer: 9, req: "other task"})
+			ws.add(99, pws.w(9, "other task"))
 			for _, w := range tt.add {
 				ws.add(7, w)
 			}
@@ -37,9 +48,12 @@ func TestWaiterSet(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, taken(&ws, 7))
 			assert.Empty(t, taken(&ws, 7), "taken once")
-			assert.Equal(t, []waiter{{peer: 9, req: "other task"}}, taken(&ws, 99), "other tasks untouched")
+			assert.Equal(t, []string{"other task"}, taken(&ws, 99), "other tasks untouched")
 			assert.Empty(t, ws.first)
 			assert.Empty(t, ws.more)
+			for peer, pw := range pws {
+				assert.Zero(t, pw.n, "peer %d: every count back to nothing", peer)
+			}
 		})
 	}
 }
@@ -48,23 +62,26 @@ func TestWaiterSet(t *testing.T) {
 // leaves no count behind.
 func TestWaiterSet_DropPeer(t *testing.T) {
 	ws := newWaiterSet()
-	a1, b, a2, c := waiter{peer: 1, req: "a1"}, waiter{peer: 2, req: "b"}, waiter{peer: 1, req: "a2"}, waiter{peer: 3, req: "c"}
+	pws := peerWaiters{}
+	a1, b, a2, c := pws.w(1, "a1"), pws.w(2, "b"), pws.w(1, "a2"), pws.w(3, "c")
 	for _, w := range []waiter{a1, b, a2, c} {
 		ws.add(7, w)
 	}
 	ws.add(8, a1)
 	ws.add(9, b)
-	assert.Equal(t, 3, ws.count(1))
-	ws.dropPeer(1)
-	assert.Zero(t, ws.count(1))
-	var got []waiter
-	ws.take(7, func(w waiter) { got = append(got, w) })
-	assert.Equal(t, []waiter{b, c}, got, "the others, in order; the first one replaced")
+	assert.Equal(t, 3, pws[1].n)
+	ws.dropPeer(1, pws[1])
+	assert.Zero(t, pws[1].n)
+	var got []string
+	ws.take(7, func(w waiter) { got = append(got, w.req) })
+	assert.Equal(t, []string{"b", "c"}, got, "the others, in order; the first one replaced")
 	_, ok := ws.first[8]
 	assert.False(t, ok, "a task only peer 1 waited for has no entry left")
-	assert.Equal(t, 1, ws.count(2))
+	assert.Equal(t, 1, pws[2].n)
 	ws.drop(9)
-	assert.Empty(t, ws.peers, "every count back to nothing")
+	for peer, pw := range pws {
+		assert.Zero(t, pw.n, "peer %d: every count back to nothing", peer)
+	}
 	assert.Empty(t, ws.first)
 	assert.Empty(t, ws.more)
 }
@@ -73,14 +90,15 @@ func TestWaiterSet_DropPeer(t *testing.T) {
 // of tasks without bound.
 func TestWaiterSet_PeerListStaysBounded(t *testing.T) {
 	ws := newWaiterSet()
-	ws.add(1, waiter{peer: 5, req: "long"})
+	pws := peerWaiters{}
+	ws.add(1, pws.w(5, "long"))
 	for id := uint64(2); id < 100_000; id++ {
-		ws.add(id, waiter{peer: 5, req: "r"})
+		ws.add(id, pws.w(5, "r"))
 		ws.take(id, func(waiter) {})
 	}
-	assert.Equal(t, 1, ws.count(5))
-	assert.Less(t, len(ws.peers[5].ids), 200)
-	ws.dropPeer(5)
+	assert.Equal(t, 1, pws[5].n)
+	assert.Less(t, len(pws[5].ids), 200)
+	ws.dropPeer(5, pws[5])
 	assert.Empty(t, ws.first)
 }
 
@@ -100,9 +118,10 @@ func TestCore_WaitersOfClosedPeerDropped(t *testing.T) {
 	e := h.expect(cl, "error")
 	assert.Equal(t, "bad_request", e.Value("code"))
 	assert.Contains(t, e.Value("message"), "already waits for 5 done replies")
-	assert.Equal(t, 5, h.c.waiters.count(cl))
+	pw := h.c.peers[cl].waits
+	assert.Equal(t, 5, pw.n)
 	h.c.Closed(cl)
-	assert.Zero(t, h.c.waiters.count(cl))
+	assert.Zero(t, pw.n)
 	assert.Empty(t, h.c.waiters.first)
 	assert.Empty(t, h.c.waiters.more)
 
