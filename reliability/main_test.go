@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/apollo11/apollo11/internal/testbin"
 )
 
 var (
@@ -46,7 +48,7 @@ func currentScale() scale {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	start := time.Now()
-	code := m.Run()
+	code := testbin.Main(m)
 	if figures.empty() {
 		os.Exit(code)
 	}

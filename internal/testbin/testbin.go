@@ -21,6 +21,7 @@ import (
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	buildPath string
 	buildErr  error
 )
@@ -40,6 +41,7 @@ func Build(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		buildPath = filepath.Join(dir, "apollo11")
 		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/apollo11")
 		cmd.Dir = moduleRoot()
@@ -51,6 +53,19 @@ func Build(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return buildPath
+}
+
+// Main runs a test package's tests and removes the binary Build made (13
+// MB a package, left in the temp dir by every run before). A package
+// that uses Build calls it from TestMain: os.Exit(testbin.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if buildDir != "" {
+		if err := os.RemoveAll(buildDir); err != nil {
+			fmt.Fprintln(os.Stderr, "testbin: cannot remove the test binary:", err)
+		}
+	}
+	return code
 }
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
