@@ -397,17 +397,6 @@ func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
 	_, _ = gc.Discard(gc.InboundBuffered())
 }
 
-func (s *Server) refuse(cn *conn, gc gnet.Conn, code wire.Code, msg string) {
-	b := wire.Begin(nil, "error")
-	b.Str("code", string(code))
-	b.Str("message", msg)
-	frame, err := b.Finish()
-	if err != nil {
-		frame = nil
-	}
-	s.closeWith(cn, gc, frame)
-}
-
 // closeWith sends a last frame (when not nil) and closes the connection.
 func (s *Server) closeWith(cn *conn, gc gnet.Conn, last []byte) {
 	if last != nil {
