@@ -217,7 +217,6 @@ func (c *Core) typeFor(name string) *taskType {
 	tt := c.types[name]
 	if tt == nil {
 		tt = &taskType{name: name}
-		tt.free.typ = tt
 		c.types[name] = tt
 	}
 	return tt

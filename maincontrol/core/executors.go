@@ -45,7 +45,6 @@ func (e *executor) hasFreeSlot() bool { return e.load < e.slots }
 // fewest dispatched and running tasks first, then earliest registration.
 type execHeap struct {
 	items []*heapEntry
-	typ   *taskType
 }
 
 // heapEntry is an executor in the heap of one of its types. The heap

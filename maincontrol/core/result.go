@@ -84,13 +84,11 @@ func (c *Core) result(p *peer, m *wire.Message) {
 }
 
 func (c *Core) refuseResult(p *peer, id uint64, ver uint32, reason wire.Reason, key string) {
-	if key == "" { // not the result's own fault: stale, or ended already
-		c.log.Info("result refused and dropped", "task_id", id, "version", ver, "executor", p.exec.id,
-			"reason", string(reason))
-	} else {
-		c.log.Info("result refused and dropped", "task_id", id, "version", ver, "executor", p.exec.id,
-			"reason", string(reason), "key", key)
+	attrs := []any{"task_id", id, "version", ver, "executor", p.exec.id, "reason", string(reason)}
+	if key != "" { // the offending key of an illegal_value
+		attrs = append(attrs, "key", key)
 	}
+	c.log.Info("result refused and dropped", attrs...)
 	b := wire.Begin(c.frame[:0], "result_ack")
 	b.UintK(kTaskID, id)
 	b.UintK(kVersion, uint64(ver))
@@ -187,14 +185,14 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, string) {
 	return sets, ""
 }
 
-// outTooLarge returns the first out.* key (or "error") with which the
-// task_state reply, the larger of task_state and done, would exceed the max
-// frame. A req counts as 128 bytes and every number as 20 digits.
 // taskStateKeys is the keys of task_state besides out.*, every optional
 // one counted: the reply that carries a task's outputs with the most other
 // keys.
 const taskStateKeys = 13
 
+// outTooLarge returns the first out.* key (or "error") with which the
+// task_state reply, the larger of task_state and done, would exceed the max
+// frame. A req counts as 128 bytes and every number as 20 digits.
 func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) string {
 	if taskStateKeys+out.n > wire.MaxKeys {
 		// Too many keys for one payload (spec section 2), however short:

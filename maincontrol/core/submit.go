@@ -147,13 +147,13 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 	return bad
 }
 
-// taskFrameMax bounds the size of the task frame a submit will produce,
-// counting every number as 20 digits (spec section 1).
 // taskFrameKeys is the keys of a task frame besides its arg.* keys
 // (type and the eight of dispatch): a submit with more args than the
 // rest of wire.MaxKeys could never be dispatched.
 const taskFrameKeys = 9
 
+// taskFrameMax bounds the size of the task frame a submit will produce,
+// counting every number as 20 digits (spec section 1).
 func taskFrameMax(typ string, traceLen int, args lines) int {
 	return len("type=task") +
 		len("\ntask_id=") + 20 + len("\nversion=") + 20 +
