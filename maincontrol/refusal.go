@@ -32,12 +32,5 @@ func (s *Server) refuseConn(gc gnet.Conn) []byte {
 	} else {
 		s.refusals.skipped++
 	}
-	b := wire.Begin(nil, "error")
-	b.Str("code", string(wire.CodeUnavailable))
-	b.Str("message", reason)
-	frame, err := b.Finish()
-	if err != nil {
-		return nil
-	}
-	return frame
+	return wire.ErrorFrame(wire.CodeUnavailable, reason)
 }

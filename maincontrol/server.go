@@ -384,12 +384,7 @@ func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
 // on buffering what the peer sends. Its unconfirmed replies are dropped
 // (docs/protocol.md, "Bounded buffers").
 func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
-	b := wire.Begin(nil, "error")
-	b.Str("code", string(wire.CodeBadRequest))
-	b.Str("message", msg)
-	if frame, err := b.Finish(); err == nil {
-		cn.out = append(cn.out, frame...)
-	}
+	cn.out = append(cn.out, wire.ErrorFrame(wire.CodeBadRequest, msg)...)
 	cn.closing, cn.closeAfter = true, true
 	s.notePaused(cn, 0)
 	s.markDirty(cn)

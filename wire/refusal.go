@@ -25,9 +25,21 @@ func Refusal(err error) ([]byte, bool) {
 	default:
 		return nil, false
 	}
+	frame := ErrorFrame(code, err.Error())
+	return frame, frame != nil
+}
+
+// ErrorFrame returns the frame `type=error code=<code> message=<message>`
+// with no req: the answer to what is not a request (a decode error, a
+// connection refused or cut off). It returns nil only for a message that
+// cannot be encoded.
+func ErrorFrame(code Code, message string) []byte {
 	b := Begin(nil, "error")
 	b.Str("code", string(code))
-	b.Str("message", err.Error())
-	frame, ferr := b.Finish()
-	return frame, ferr == nil
+	b.Str("message", message)
+	frame, err := b.Finish()
+	if err != nil {
+		return nil
+	}
+	return frame
 }

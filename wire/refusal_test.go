@@ -45,3 +45,15 @@ func TestRefusal(t *testing.T) {
 		})
 	}
 }
+
+func TestErrorFrame(t *testing.T) {
+	var d wire.Decoder
+	m, n, err := d.Decode(wire.ErrorFrame(wire.CodeUnavailable, "stopping; try=again\nlater"))
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	assert.Equal(t, "error", m.Type())
+	assert.Equal(t, "unavailable", m.Value("code"))
+	assert.Equal(t, "stopping; try=again\nlater", m.Value("message"), "escaped and back")
+	assert.False(t, m.Has("req"))
+	assert.Nil(t, wire.ErrorFrame(wire.CodeBadRequest, "\xff"), "not UTF-8: not encodable")
+}
