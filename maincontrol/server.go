@@ -140,13 +140,12 @@ func (s *Server) recover() error {
 		s.core.SkipIDs(lost)
 		lsn := s.lastLSN
 		s.mu.Unlock()
-		deadline := time.Now().Add(shutdownGrace)
-		for st.DurableLSN() < lsn {
-			if time.Now().After(deadline) {
-				s.closeStore()
-				return fmt.Errorf("cannot record the skipped task ids: the log is not durable after %v", shutdownGrace)
-			}
-			time.Sleep(time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		err := st.WaitDurable(ctx, lsn)
+		cancel()
+		if err != nil {
+			s.closeStore()
+			return fmt.Errorf("cannot record the skipped task ids: %w", err)
 		}
 		if err := st.ClearLost(); err != nil {
 			// Harmless: the next start skips again.
