@@ -46,7 +46,8 @@ type Store struct {
 	durMu sync.Mutex
 	durCh chan struct{} // closed and replaced whenever durableLSN advances
 
-	w writer // owned by the writer goroutine (or by Close if never started)
+	w     writer     // owned by the writer goroutine (or by Close if never started)
+	stall stallWatch // shared by the writer and its stall timer
 
 	// filesMu guards the lists of segments and snapshots, shared by the
 	// writer (rotation) and WriteSnapshot (retention).

@@ -161,9 +161,9 @@ func (s *Store) flush() error {
 			continue
 		}
 		w.dirty = true
-		stop := s.watchStall("write")
+		s.watchStall("write")
 		_, err := w.active.Write(w.work[done : done+n])
-		stop()
+		s.unwatch()
 		if err != nil {
 			return fmt.Errorf("cannot write log segment %s: %w", w.seg.name, err)
 		}
@@ -255,9 +255,9 @@ func (s *Store) sync() error {
 	w := &s.w
 	start := now()
 	w.lastSync = start
-	stop := s.watchStall("fsync")
+	s.watchStall("fsync")
 	err := w.active.Sync()
-	stop()
+	s.unwatch()
 	if err != nil {
 		return fmt.Errorf("cannot fsync log segment %s: %w", w.seg.name, err)
 	}
@@ -282,37 +282,63 @@ func (s *Store) durable(lsn uint64) {
 	}
 }
 
-// watchStall reports the store unhealthy (ErrStalled) if the write or
-// fsync about to start has not returned within StallTimeout: a disk that
-// hangs rather than fails would otherwise hold every reply of the main
-// control, reads included, for as long as it hangs. The returned stop ends
-// the watch; the next durable write reports the recovery, as after a
-// failure. Called on the writer goroutine.
-func (s *Store) watchStall(op string) (stop func()) {
+// stallWatch reports the store unhealthy (ErrStalled) when one write or
+// fsync has not returned within StallTimeout: a disk that hangs rather
+// than fails would otherwise hold every reply of the main control, reads
+// included, for as long as it hangs. The next durable write reports the
+// recovery, as after a failure. One timer serves every write and fsync,
+// re-armed each time: they are the log's hot path.
+type stallWatch struct {
+	mu     sync.Mutex
+	timer  *time.Timer // nil until the first watch
+	op     string      // the write or fsync under way
+	start  time.Time
+	active bool
+}
+
+// watchStall starts watching a write or fsync; unwatch ends it. Both run
+// on the writer goroutine (or in Close).
+func (s *Store) watchStall(op string) {
 	if s.opts.StallTimeout < 0 {
-		return func() {}
+		return
 	}
-	var mu sync.Mutex
-	returned := false
-	start := now()
-	t := time.AfterFunc(s.opts.StallTimeout, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if returned || !s.healthy.Swap(false) {
-			return
-		}
-		s.stats.failed(ErrStalled)
-		s.log.Error("log "+op+" stalled; holding records in memory and waiting", "waited", now().Sub(start).Round(time.Millisecond),
-			"pending_records", s.LastLSN()-s.DurableLSN())
-		if s.w.onHealth != nil {
-			s.w.onHealth(fmt.Errorf("%w: %s waiting for %v", ErrStalled, op, s.opts.StallTimeout))
-		}
-	})
-	return func() {
-		t.Stop()
-		mu.Lock()
-		returned = true // from here on the writer goroutine reports health
-		mu.Unlock()
+	w := &s.stall
+	w.mu.Lock()
+	w.op, w.start, w.active = op, now(), true
+	w.mu.Unlock()
+	if w.timer == nil {
+		w.timer = time.AfterFunc(s.opts.StallTimeout, s.stalled)
+	} else {
+		w.timer.Reset(s.opts.StallTimeout)
+	}
+}
+
+func (s *Store) unwatch() {
+	w := &s.stall
+	if w.timer == nil {
+		return
+	}
+	w.timer.Stop()
+	w.mu.Lock()
+	w.active = false // from here on the writer goroutine reports health
+	w.mu.Unlock()
+}
+
+// stalled runs on the timer's goroutine. A firing left over from an
+// earlier write finds the current one younger than the timeout.
+func (s *Store) stalled() {
+	w := &s.stall
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	waited := now().Sub(w.start)
+	if !w.active || waited < s.opts.StallTimeout || !s.healthy.Swap(false) {
+		return
+	}
+	s.stats.failed(ErrStalled)
+	s.log.Error("log "+w.op+" stalled; holding records in memory and waiting", "waited", waited.Round(time.Millisecond),
+		"pending_records", s.LastLSN()-s.DurableLSN())
+	if s.w.onHealth != nil {
+		s.w.onHealth(fmt.Errorf("%w: %s waiting for %v", ErrStalled, w.op, s.opts.StallTimeout))
 	}
 }
 
