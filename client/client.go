@@ -183,13 +183,13 @@ func (c *Client) awaitOr(ctx context.Context, cl *call, req string, stop <-chan 
 		return nil, errWatchClosed
 	case <-ctx.Done():
 		c.forget(req)
-		return nil, ctx.Err()
+		return nil, &noReply{ctx.Err()}
 	case <-c.done:
 		select {
 		case m := <-cl.ch: // arrived just before the end
 			return m, nil
 		default:
-			return nil, c.failure()
+			return nil, &noReply{c.failure()}
 		}
 	}
 }
@@ -203,6 +203,9 @@ func (c *Client) forget(req string) {
 // roundTrip sends a request and returns its reply, which must be of type
 // want; an `error` reply is returned as *Error.
 func (c *Client) roundTrip(ctx context.Context, typ, want string, fill func(*wire.Builder)) (*wire.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", typ, err) // nothing sent
+	}
 	cl, req, err := c.start(typ, fill, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", typ, err)

@@ -545,4 +545,60 @@ func TestWatch_CloseAndLaterWaits(t *testing.T) {
 	d, err := w.Wait(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "failed", d.State)
+
+	// A Wait with a deadline, beside one without, returns at its deadline
+	// (it used to queue behind the other for as long as the task ran), and
+	// ends the watch for both.
+	w, _ = watch("4")
+	unbounded := waitIn(w, context.Background())
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	assert.ErrorIs(t, returns(waitIn(w, ctx), "bounded beside unbounded"), context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), waitFor/2, "returned at its own deadline")
+	assert.ErrorIs(t, returns(unbounded, "unbounded, once the watch is over"), context.DeadlineExceeded)
+}
+
+func TestClient_ErrNoReply(t *testing.T) {
+	f := mustStartFakeServer(t)
+	c, sc := mustDial(t, f, client.Options{})
+
+	// A context that ended before the call: nothing is sent.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Submit(done, client.SubmitRequest{Type: "x"})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, client.ErrNoReply)
+	_, err = c.SubmitWatch(done, client.SubmitRequest{Type: "x"})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, client.ErrNoReply)
+	go func() {
+		m := sc.expect("stats") // the first frame after those: none was sent
+		sc.send("stats", "req", m.Value("req"), "uptime_ms", "1")
+	}()
+	_, err = c.Stats(context.Background())
+	require.NoError(t, err)
+
+	// Sent, then the deadline: the main control may have acted on it.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	go sc.expect("submit")
+	_, err = c.Submit(ctx, client.SubmitRequest{Type: "x"})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, client.ErrNoReply)
+	assert.Equal(t, "submit: context deadline exceeded", err.Error(), "the cause's message")
+
+	// Sent, then the connection is lost.
+	errc := make(chan error, 1)
+	go func() { _, err := c.Submit(context.Background(), client.SubmitRequest{Type: "x"}); errc <- err }()
+	sc.expect("submit")
+	sc.Net.Close()
+	select {
+	case err := <-errc:
+		assert.ErrorIs(t, err, client.ErrConnectionLost)
+		assert.ErrorIs(t, err, client.ErrNoReply)
+	case <-time.After(waitFor):
+		t.Fatal("Submit did not return when the connection was lost")
+	}
 }

@@ -106,6 +106,12 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 		}
 		switch m.Type() {
 		case "hello_ok":
+			if !stop() {
+				// ctx ended just now: its AfterFunc may set the past
+				// deadline at any moment, after the clear below, and the
+				// client would be dead on arrival.
+				return nil, handshakeErr(ctx, "cannot read hello_ok", context.Cause(ctx))
+			}
 			if err := conn.SetDeadline(time.Time{}); err != nil {
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
 			}

@@ -12,7 +12,8 @@
 // Cancelling a call's context stops waiting for its reply, which is then
 // dropped when it arrives; the request may already have been sent, and
 // acted on (a cancelled Submit may still create its task: use
-// SubmitRequest.Key to make submits idempotent).
+// SubmitRequest.Key to make submits idempotent). Such an error matches
+// ErrNoReply. A call whose context has already ended sends nothing.
 //
 // An `error` reply is returned as *Error; use IsCode or IsQueueFull to
 // test it. `queue_full` is backpressure: retry later, with backoff.

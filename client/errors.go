@@ -18,6 +18,22 @@ var ErrConnectionLost = errors.New("connection to the main control lost")
 // stalls): the request was not sent. The connection stays usable.
 var ErrNotReading = errors.New("main control is not reading")
 
+// ErrNoReply is matched (errors.Is), beside the cause, by the error of a
+// call whose request was handed to the connection but whose reply never
+// came: its ctx ended, or the connection was lost or closed. The main
+// control may have acted on the request; a Submit that failed this way may
+// have created its task (submit again with the same Key to find out).
+// A call whose ctx had ended before it started sends nothing, and its
+// error does not match ErrNoReply.
+var ErrNoReply = errors.New("no reply: the request may have been acted on")
+
+// noReply wraps the cause of a missing reply so that it also matches
+// ErrNoReply, with the cause's message.
+type noReply struct{ cause error }
+
+func (e *noReply) Error() string   { return e.cause.Error() }
+func (e *noReply) Unwrap() []error { return []error{e.cause, ErrNoReply} }
+
 // Error is an `error` reply from the main control.
 type Error = wire.ErrorReply
 

@@ -18,7 +18,11 @@ type SubmitRequest struct {
 }
 
 // Submitted is the `submitted` reply. The JSON names of this and the
-// other replies are the wire's keys, as `apollo11 ... --json` prints them.
+// other replies are the wire's keys where a field is one key (task_id,
+// state_version), as `apollo11 ... --json` prints them; times are RFC 3339
+// text (created, updated) or nanoseconds (uptime_ns), and the families of
+// keys are objects (tasks for tasks.<state>, out for out.*, extra for the
+// keys no field holds).
 type Submitted struct {
 	ID        uint64 `json:"task_id"`
 	Duplicate bool   `json:"duplicate"` // Key matched a task still known: no new task was made

@@ -15,12 +15,13 @@ type Watch struct {
 	c         *Client
 	cl        *call
 	req       string
-	stop      chan struct{} // closed by Close
-	closeOnce sync.Once
+	end       chan struct{} // closed once the watch is over (see finish)
+	endOnce   sync.Once
 
-	mu   sync.Mutex // one Wait at a time
-	done *Done
-	over error // why the watch ended without a done
+	mu        sync.Mutex
+	done      *Done
+	over      error // why the watch ended without a done
+	receiving bool  // a Wait reads the reply; the others wait for end
 }
 
 // SubmitWatch submits with wait=true and returns as soon as the task is
@@ -31,11 +32,14 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("submit: %w", err) // nothing sent
+	}
 	cl, id, err := c.start("submit", fill, true)
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	w := &Watch{c: c, cl: cl, req: id, stop: make(chan struct{})}
+	w := &Watch{c: c, cl: cl, req: id, end: make(chan struct{})}
 	for {
 		m, err := c.await(ctx, cl, id)
 		if err != nil {
@@ -69,21 +73,46 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 // Wait waits until the task ends and returns its `done`. When ctx ends
 // first, or Close is called, the task goes on but the watch is over: this
 // and every later Wait return that error at once; Query the task instead.
-// Concurrent calls wait in turn and get the same outcome.
+// Concurrent calls share one outcome: the first of the task's end, a
+// caller's ctx or Close ends the watch for all of them, each still
+// returning as soon as its own ctx ends.
 func (w *Watch) Wait(ctx context.Context) (Done, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.done != nil || w.over != nil {
+		defer w.mu.Unlock()
 		return w.outcome()
 	}
-	m, err := w.c.awaitOr(ctx, w.cl, w.req, w.stop)
-	if err != nil {
-		w.over = fmt.Errorf("wait for task %d: %w", w.Submitted.ID, err)
-		return Done{}, w.over
+	if w.receiving {
+		// Another Wait reads the reply: wait for the end it brings, but
+		// not past this caller's ctx.
+		w.mu.Unlock()
+		select {
+		case <-w.end:
+		case <-ctx.Done():
+			w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, ctx.Err()))
+		}
+		return w.result()
 	}
-	return w.take(m)
+	w.receiving = true
+	w.mu.Unlock()
+	m, err := w.c.awaitOr(ctx, w.cl, w.req, w.end)
+	if err != nil {
+		// errWatchClosed: another Wait's ctx, or Close, has ended the
+		// watch already, and finish keeps that first outcome.
+		w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, err))
+	} else {
+		w.take(m)
+	}
+	return w.result()
 }
 
+func (w *Watch) result() (Done, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.outcome()
+}
+
+// outcome returns the watch's end. Called with w.mu held.
 func (w *Watch) outcome() (Done, error) {
 	if w.done != nil {
 		return *w.done, nil
@@ -95,38 +124,50 @@ func (w *Watch) outcome() (Done, error) {
 // waiting.
 func (w *Watch) ended() (Done, bool, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.done != nil || w.over != nil {
+		defer w.mu.Unlock()
 		d, err := w.outcome()
 		return d, true, err
 	}
+	w.mu.Unlock()
 	select {
 	case m := <-w.cl.ch:
-		d, err := w.take(m)
+		w.take(m)
+		d, err := w.result()
 		return d, true, err
 	default:
 		return Done{}, false, nil
 	}
 }
 
-// take reads the reply that ends the watch. Called with w.mu held.
-func (w *Watch) take(m *wire.Message) (Done, error) {
-	w.c.forget(w.req)
+// take ends the watch with the reply that ends it.
+func (w *Watch) take(m *wire.Message) {
 	switch m.Type() {
 	case "done":
 		d, err := parseDone(m)
 		if err != nil {
-			w.over = err
-			return Done{}, err
+			w.finish(nil, err)
+			return
 		}
-		w.done = &d
-		return d, nil
+		w.finish(&d, nil)
 	case "error":
-		w.over = fmt.Errorf("wait for task %d: %w", w.Submitted.ID, wire.ErrorReplyOf(m))
+		w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, wire.ErrorReplyOf(m)))
 	default:
-		w.over = fmt.Errorf("wait for task %d: unexpected reply %q", w.Submitted.ID, m.Type())
+		w.finish(nil, fmt.Errorf("wait for task %d: unexpected reply %q", w.Submitted.ID, m.Type()))
 	}
-	return Done{}, w.over
+}
+
+// finish ends the watch with d or err, unless it has ended already: the
+// first end is every Wait's outcome. It stops the reply's routing and
+// releases every Wait.
+func (w *Watch) finish(d *Done, err error) {
+	w.mu.Lock()
+	if w.done == nil && w.over == nil {
+		w.done, w.over = d, err
+	}
+	w.mu.Unlock()
+	w.c.forget(w.req)
+	w.endOnce.Do(func() { close(w.end) })
 }
 
 // errWatchClosed ends a Wait when its watch is closed.
@@ -134,6 +175,5 @@ var errWatchClosed = errors.New("watch closed")
 
 // Close stops following the task: a Wait under way returns at once.
 func (w *Watch) Close() {
-	w.closeOnce.Do(func() { close(w.stop) })
-	w.c.forget(w.req)
+	w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, errWatchClosed))
 }
