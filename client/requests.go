@@ -94,8 +94,12 @@ func (c *Client) List(ctx context.Context, state string, limit int, after uint64
 // page to page (1,000 ids a page). Tasks change meanwhile: it is a listing
 // over time, not a snapshot.
 func (c *Client) ListAll(ctx context.Context, state string) ([]uint64, error) {
+	return c.ListAfter(ctx, state, 0)
+}
+
+// ListAfter is ListAll from the ids after `after` on.
+func (c *Client) ListAfter(ctx context.Context, state string, after uint64) ([]uint64, error) {
 	var all []uint64
-	var after uint64
 	for {
 		ids, next, err := c.List(ctx, state, 1000, after)
 		if err != nil {

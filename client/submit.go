@@ -41,16 +41,26 @@ func (c *Client) SubmitWait(ctx context.Context, req SubmitRequest) (Submitted, 
 }
 
 // fill checks r and returns the function that adds its keys to a submit.
-func (r SubmitRequest) fill(wait bool) (func(*wire.Builder), error) {
+// Validate checks what Submit would refuse before sending: Type, Priority,
+// MaxAttempts, Timeout and Delay. (Args and keys the wire cannot carry are
+// found as the frame is built.)
+func (r SubmitRequest) Validate() error {
 	switch {
 	case r.Type == "":
-		return nil, errors.New("submit: Type is required")
+		return errors.New("submit: Type is required")
 	case r.Priority < 0 || r.Priority > 9:
-		return nil, fmt.Errorf("submit: Priority %d is not 0 to 9", r.Priority)
+		return fmt.Errorf("submit: Priority %d is not 0 to 9", r.Priority)
 	case r.MaxAttempts < 0:
-		return nil, fmt.Errorf("submit: negative MaxAttempts %d", r.MaxAttempts)
+		return fmt.Errorf("submit: negative MaxAttempts %d", r.MaxAttempts)
 	case r.Timeout < 0 || r.Delay < 0:
-		return nil, errors.New("submit: negative Timeout or Delay")
+		return errors.New("submit: negative Timeout or Delay")
+	}
+	return nil
+}
+
+func (r SubmitRequest) fill(wait bool) (func(*wire.Builder), error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
 	}
 	return func(b *wire.Builder) {
 		b.Str("task_type", r.Type)

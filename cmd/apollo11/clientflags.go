@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/client"
@@ -48,7 +51,20 @@ func (c *clientFlags) dial() (*client.Client, error) {
 }
 
 func (c *clientFlags) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), c.timeout)
+	return context.WithTimeoutCause(context.Background(), c.timeout, fmt.Errorf("no reply within --request-timeout %v", c.timeout))
+}
+
+// shown makes a value safe to print as the text of `key=value`: one with
+// a control character (a newline would print as a line of its own, one
+// that looks like another key), a backslash or a leading quote is printed
+// Go-quoted instead. --json prints values as they are.
+func shown(v string) string {
+	if strings.HasPrefix(v, `"`) || strings.ContainsFunc(v, func(r rune) bool {
+		return r < 0x20 || r == 0x7f || r == '\\' || r == utf8.RuneError
+	}) {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -76,6 +92,11 @@ func clientCommand(name, synopsis string, operands bool, args []string, stderr i
 	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if err := positive("request-timeout", cf.timeout); err != nil {
+		// 0 would fail every request, reported as a network timeout.
+		fs.Usage()
+		return usageError(err, false)
 	}
 	if check != nil {
 		if err := check(fs); err != nil {

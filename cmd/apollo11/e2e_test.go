@@ -3,11 +3,14 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,7 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/fakemain"
 	"github.com/apollo11/apollo11/internal/testbin"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // cli runs one client command against addr and returns stdout, stderr and
@@ -159,10 +164,108 @@ func TestCLI_EndToEnd(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Regexp(t, `task \d+ submitted; waiting for it to end\n`, errOut)
 	assert.Regexp(t, `gave up waiting after --wait-timeout 300ms: task \d+ is still pending`, errOut)
+	out, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "nobody-runs-this", "--wait", "--wait-timeout", "300ms", "--json")
+	assert.Equal(t, 4, code, errOut)
+	var unknown struct {
+		TaskID  uint64 `json:"task_id"`
+		State   string
+		Outcome string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &unknown), "--json: what is known, on stdout: %q", out)
+	assert.NotZero(t, unknown.TaskID)
+	assert.Equal(t, "pending", unknown.State)
+	assert.Equal(t, "unknown", unknown.Outcome)
+	// A wait-timeout that ran out before the submit was sent: nothing
+	// submitted, exit 2.
+	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--wait", "--wait-timeout", "1ns")
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "nothing submitted: --wait-timeout 1ns ran out")
 	// Flags may follow operands.
 	out, _, code = cli(t, bin, mc.Addr, "status", strconv.FormatUint(id, 10), "--json")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, `"state": "cancelled"`)
+
+	// Text output quotes a value that could pass for more lines.
+	out, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--arg", "nl=line1\nout.fake=evil", "--wait")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `out.nl="line1\nout.fake=evil"`+"\n")
+	assert.NotContains(t, out, "\nout.fake=evil\n")
+
+	// list --all starts after --after; an empty listing is [] either way.
+	out, _, code = cli(t, bin, mc.Addr, "list", "--state", "succeeded", "--all", "--json")
+	require.Equal(t, 0, code)
+	var every struct{ IDs []uint64 }
+	require.NoError(t, json.Unmarshal([]byte(out), &every))
+	require.Len(t, every.IDs, 2)
+	out, _, code = cli(t, bin, mc.Addr, "list", "--state", "succeeded", "--all", "--json", "--after", strconv.FormatUint(every.IDs[0], 10))
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &every))
+	assert.Len(t, every.IDs, 1)
+	out, _, code = cli(t, bin, mc.Addr, "list", "--state", "waiting", "--all", "--json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `"ids": []`)
+}
+
+// silentMainControl completes the handshake of every connection, then
+// reads and never answers: a main control that hangs, or a network that
+// stalls after connecting.
+func silentMainControl(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				_ = fakemain.WriteMsg(c, "welcome", "proto", "1", "max_frame", "1048576", "auth", "none")
+				r := wire.NewReader(c, 0)
+				if m, err := r.Next(); err == nil {
+					_ = fakemain.WriteMsg(c, "hello_ok", "req", m.Value("req"))
+				}
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A submit sent but never confirmed may have made its task: exit 4 (the
+// outcome is unknown), not 2 (nothing submitted), with or without --wait,
+// which is bounded by --request-timeout too.
+func TestCLI_SubmitNotConfirmed(t *testing.T) {
+	bin := testbin.Build(t)
+	addr := silentMainControl(t)
+	for _, wait := range []bool{false, true} {
+		args := []string{"submit", "--type", "echo", "--request-timeout", "300ms"}
+		if wait {
+			args = append(args, "--wait")
+		}
+		start := time.Now()
+		out, errOut, code := cli(t, bin, addr, args...)
+		assert.Equal(t, 4, code, "wait=%v: %s", wait, errOut)
+		assert.Less(t, time.Since(start), 10*time.Second, "bounded by --request-timeout")
+		assert.Contains(t, errOut, "the submit was sent but not confirmed (no reply within --request-timeout 300ms)")
+		assert.Empty(t, out)
+	}
+	out, _, code := cli(t, bin, addr, "submit", "--type", "echo", "--request-timeout", "300ms", "--json")
+	assert.Equal(t, 4, code)
+	assert.Contains(t, out, `"outcome": "unknown"`)
 }
 
 func TestExecutorDaemon_DrainThenBye(t *testing.T) {
@@ -222,7 +325,7 @@ func TestExecutorDaemon_ExecAllowedAndCancel(t *testing.T) {
 		"--allow-exec", "--exec-allow", "/bin/echo,/bin/sh")
 	out, errOut, code := cli(t, bin, mc.Addr, "submit", "--type", "exec", "--arg", "argv=/bin/echo hi there", "--wait")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "out.stdout=hi there\n")
+	assert.Contains(t, out, `out.stdout="hi there\n"`+"\n", "quoted: the output's newline is not a line of the listing")
 	assert.Contains(t, out, "out.exit_code=0")
 
 	out, _, code = cli(t, bin, mc.Addr, "submit", "--type", "exec", "--arg", "argv=/bin/ls /", "--wait")

@@ -51,8 +51,8 @@ func newFlagSetEnv(prefix, name, synopsis string, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags applies the flag set's environment variables, then the
-// command line, which wins, for a command that takes no operands. The flag
+// parseFlags applies the command line, then the environment variables of
+// the flags it did not set, for a command that takes no operands. The flag
 // package stops at the first word that is not a flag, so a stray word
 // would silently drop every flag after it: `--progress false --json F`
 // (a boolean flag takes its value as --progress=false) ran without F.
@@ -70,19 +70,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // command line did not override it) to its variable, so that an error
 // about the value can name where it was set (see nameEnvSources).
 var fromEnv = map[string]string{}
-
-func onCommandLine(args []string, name string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		a = strings.TrimLeft(a, "-")
-		if a == name || strings.HasPrefix(a, name+"=") {
-			return true
-		}
-	}
-	return false
-}
 
 // nameEnvSources adds to an error message that names a flag set from the
 // environment where its value came from: "--fsync: unknown fsync mode"
@@ -127,24 +114,6 @@ func mentions(msg, word string) bool {
 // before, between or after them (`status 7 --json`); after "--" every word
 // is an operand.
 func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
-	prefix, ok := flagEnvPrefix[fs]
-	if !ok {
-		prefix = envPrefix
-	}
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(prefix, f.Name)); ok && err == nil {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("environment %s=%q: %w", envName(prefix, f.Name), v, e)
-			}
-			if !onCommandLine(args, f.Name) {
-				fromEnv[f.Name] = envName(prefix, f.Name)
-			}
-		}
-	})
-	if err != nil {
-		return usageError(err, false)
-	}
 	var operands []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -162,7 +131,39 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 		operands = append(operands, rest[0])
 		args = rest[1:]
 	}
+	if err := applyEnv(fs); err != nil {
+		return usageError(err, false)
+	}
 	return fs.Parse(append([]string{"--"}, operands...)) // leaves fs.Args() = operands
+}
+
+// applyEnv sets each flag the command line did not set from its
+// environment variable, if any. After the command line, not before: a
+// repeatable flag (--arg, --depends-on) adds each value it is given, so
+// the environment's value must not be set at all when the command line
+// gives the flag, or it would be added to the command line's values
+// instead of losing to them.
+func applyEnv(fs *flag.FlagSet) error {
+	prefix, ok := flagEnvPrefix[fs]
+	if !ok {
+		prefix = envPrefix
+	}
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envName(prefix, f.Name)
+		v, ok := os.LookupEnv(name)
+		if !ok || onCommandLine[f.Name] || err != nil {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("environment %s=%q: %w", name, v, e)
+			return
+		}
+		fromEnv[f.Name] = name
+	})
+	return err
 }
 
 // logFlags are the logging flags every daemon has.

@@ -217,6 +217,14 @@ func TestClientCommands_BadCommandLines(t *testing.T) {
 		{[]string{"version", "extra"}, `unexpected argument "extra"`},
 		{[]string{"submit"}, "--type is required"},
 		{[]string{"submit", "--type", "x", "--max-attempts", "0"}, "--max-attempts 0: must be at least 1"},
+		{[]string{"submit", "--type", "x", "--priority", "10"}, "--priority 10 is not 0 to 9"},
+		{[]string{"submit", "--type", "x", "--timeout", "-1s"}, "negative --timeout or --delay"},
+		{[]string{"submit", "--type", "x", "--wait", "--wait-timeout", "-1s"}, "--wait-timeout -1s: must not be negative"},
+		{[]string{"stats", "--request-timeout", "0s"}, "--request-timeout 0s: must be more than 0"},
+		{[]string{"submit", "--type", "x", "--request-timeout", "-5s"}, "--request-timeout -5s: must be more than 0"},
+		{[]string{"state", "Bad.KEY"}, `"Bad.KEY" is not a state key`},
+		{[]string{"state", "a,b"}, `"a,b" is not a state key`},
+		{[]string{"list", "--state", "bogus"}, `--state "bogus": want one of waiting, pending`},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer
@@ -260,4 +268,20 @@ func TestMaincontrol_BadListenBeforeRecovery(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"maincontrol", "--data-dir", "", "--listen", "127.0.0.1:0"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "(--http-listen is set by APOLLO11_HTTP_LISTEN in the environment)")
 	assert.NotContains(t, errOut.String(), "APOLLO11_LISTEN")
+}
+
+// A repeatable flag set on the command line is not added to by its
+// environment variable: the command line wins, as for every flag.
+func TestParseFlags_EnvLosesToRepeatedFlag(t *testing.T) {
+	t.Setenv("APOLLO11_ARG", "a=1")
+	parse := func(args ...string) map[string]string {
+		fs := newFlagSet("t", "t", io.Discard)
+		kv := kvFlag{}
+		fs.Var(kv, "arg", "")
+		require.NoError(t, parseFlags(fs, args))
+		return kv
+	}
+	assert.Equal(t, map[string]string{"b": "2"}, parse("--arg", "b=2"))
+	assert.Equal(t, map[string]string{"a": "1"}, parse(), "no --arg: the environment's")
+	assert.Equal(t, map[string]string{"b": "2", "c": "3"}, parse("--arg=b=2", "--arg", "c=3"))
 }

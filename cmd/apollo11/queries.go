@@ -7,9 +7,11 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // taskIDArg reads the one TASK_ID operand into id.
@@ -52,7 +54,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "created %s  updated %s\ntrace_id %s\n",
 				st.Created.UTC().Format(time.RFC3339Nano), st.Updated.UTC().Format(time.RFC3339Nano), st.TraceID)
 			if st.Error != "" {
-				fmt.Fprintf(stdout, "error: %s\n", st.Error)
+				fmt.Fprintf(stdout, "error: %s\n", shown(st.Error))
 			}
 			printOut(stdout, st.Out)
 			return nil
@@ -85,11 +87,14 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&state, "state", "", "task state: waiting, pending, dispatched, running, retrying, succeeded, failed or cancelled (required)")
 		fs.IntVar(&limit, "limit", 100, "ids per page, 1 to 1000")
 		fs.Uint64Var(&after, "after", 0, "list ids after this one (the previous page's next)")
-		fs.BoolVar(&all, "all", false, "follow next to the end")
+		fs.BoolVar(&all, "all", false, "follow next to the end (from --after)")
 	}
 	check := func(*flag.FlagSet) error {
 		if state == "" {
 			return fmt.Errorf("--state is required")
+		}
+		if !slices.Contains(taskStates, state) {
+			return fmt.Errorf("--state %q: want one of %s", state, strings.Join(taskStates, ", "))
 		}
 		if limit < 1 || limit > 1000 {
 			// The client leaves 0 out, which would get the default.
@@ -105,7 +110,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 			var next uint64
 			var err error
 			if all {
-				ids, err = cl.ListAll(ctx, state)
+				ids, err = cl.ListAfter(ctx, state, after)
 			} else {
 				ids, next, err = cl.List(ctx, state, limit, after)
 			}
@@ -113,6 +118,9 @@ func runList(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			if cf.asJSON {
+				if ids == nil {
+					ids = []uint64{} // [], not null, whether --all or not
+				}
 				out := map[string]any{"state": state, "count": len(ids), "ids": ids}
 				if next != 0 {
 					out["next"] = next
@@ -146,20 +154,31 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 				total += n
 			}
 			fmt.Fprintf(stdout, "tasks %d:", total)
-			for _, s := range []string{"waiting", "pending", "dispatched", "running", "retrying", "succeeded", "failed", "cancelled"} {
+			for _, s := range taskStates {
 				fmt.Fprintf(stdout, " %s=%d", s, st.Tasks[s])
 			}
 			fmt.Fprintf(stdout, "\nexecutors %d  state_version %d  uptime %s\n", st.Executors, st.StateVersion, st.Uptime.Round(time.Second))
 			keys := slices.Sorted(maps.Keys(st.Extra))
 			for _, k := range keys {
-				fmt.Fprintf(stdout, "%s %s\n", k, st.Extra[k])
+				fmt.Fprintf(stdout, "%s %s\n", k, shown(st.Extra[k]))
 			}
 			return nil
 		})
 }
 
+// taskStates are the states `list --state` takes, in the spec's order.
+var taskStates = []string{"waiting", "pending", "dispatched", "running", "retrying", "succeeded", "failed", "cancelled"}
+
 func runState(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("state", "state [flags] [KEY ...]", true, args, stderr, nil, nil,
+	check := func(fs *flag.FlagSet) error {
+		for _, k := range fs.Args() {
+			if !wire.ValidKey(wire.PrefixState + k) {
+				return fmt.Errorf("%q is not a state key (a-z 0-9 _ . -, one key per word)", k)
+			}
+		}
+		return nil
+	}
+	return clientCommand("state", "state [flags] [KEY ...]", true, args, stderr, nil, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -173,7 +192,7 @@ func runState(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "state_version %d\n", ver)
 			keys := slices.Sorted(maps.Keys(vals))
 			for _, k := range keys {
-				fmt.Fprintf(stdout, "%s=%s\n", k, vals[k])
+				fmt.Fprintf(stdout, "%s=%s\n", k, shown(vals[k]))
 			}
 			return nil
 		})

@@ -80,25 +80,24 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.DurationVar(&waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
 	}
 	check := func(*flag.FlagSet) error {
-		if req.Type == "" {
-			return fmt.Errorf("--type is required")
-		}
 		if req.MaxAttempts < 1 {
 			// The client leaves 0 out, which would get the default.
 			return fmt.Errorf("--max-attempts %d: must be at least 1", req.MaxAttempts)
 		}
-		return nil
+		if waitLimit < 0 {
+			return fmt.Errorf("--wait-timeout %v: must not be negative (0 waits for good)", waitLimit)
+		}
+		req.Args, req.DependsOn = argsFlag, deps
+		return flagNames(req.Validate())
 	}
 	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			req.Args = argsFlag
-			req.DependsOn = deps
 			if !wait {
 				ctx, cancel := cf.ctx()
 				defer cancel()
 				sub, err := cl.Submit(ctx, req)
 				if err != nil {
-					return err
+					return submitFailed(stdout, cf, ctx, err)
 				}
 				return printSubmitted(stdout, cf.asJSON, sub)
 			}
@@ -106,19 +105,24 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 			defer stop()
 			if waitLimit > 0 {
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, waitLimit)
+				ctx, cancel = context.WithTimeoutCause(ctx, waitLimit, fmt.Errorf("--wait-timeout %v ran out", waitLimit))
 				defer cancel()
 			}
-			w, err := cl.SubmitWatch(ctx, req)
+			// The wait for `submitted` is a request like any other: it
+			// gets --request-timeout (within --wait-timeout), so that a
+			// main control that never confirms does not hold it for good.
+			subCtx, cancel := context.WithTimeoutCause(ctx, cf.timeout, fmt.Errorf("no reply within --request-timeout %v", cf.timeout))
+			defer cancel()
+			w, err := cl.SubmitWatch(subCtx, req)
 			if err != nil {
-				return err
+				return submitFailed(stdout, cf, subCtx, err)
 			}
 			defer w.Close()
 			// A task nobody runs waits for good: say it was submitted.
 			fmt.Fprintf(stderr, "task %d submitted; waiting for it to end\n", w.Submitted.ID)
 			done, err := w.Wait(ctx)
 			if err != nil {
-				return exitError{code: exitUnknown, err: waitEnded(cl, w.Submitted.ID, waitLimit, err)}
+				return waitEnded(stdout, cf.asJSON, cl, w.Submitted.ID, waitLimit, err)
 			}
 			if err := printDone(stdout, cf.asJSON, w.Submitted, done); err != nil {
 				return err
@@ -138,19 +142,61 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
+// flagNames words the client's check of a submit in the flags' names
+// ("Priority 10" is --priority 10 here).
+func flagNames(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "submit: ")
+	for _, r := range [][2]string{{"Priority", "--priority"}, {"MaxAttempts", "--max-attempts"},
+		{"Timeout or Delay", "--timeout or --delay"}, {"Type", "--type"}} {
+		msg = strings.Replace(msg, r[0], r[1], 1)
+	}
+	return errors.New(msg)
+}
+
+// submitFailed words a submit that got no `submitted`. One that was never
+// sent exits 2; one sent with no reply (ctx's deadline, a lost connection)
+// may have made its task: its outcome is unknown, exit 4.
+func submitFailed(stdout io.Writer, cf *clientFlags, ctx context.Context, err error) error {
+	if !errors.Is(err, client.ErrNoReply) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("nothing submitted: %w", context.Cause(ctx))
+		}
+		return err
+	}
+	why := err
+	if ctx.Err() != nil {
+		why = context.Cause(ctx)
+	}
+	err = fmt.Errorf("the submit was sent but not confirmed (%v): the task may exist; submit again with the same --key to find out", why)
+	if cf.asJSON {
+		_ = printJSON(stdout, map[string]any{"outcome": "unknown", "error": err.Error()})
+	}
+	return exitError{code: exitUnknown, err: err}
+}
+
 // waitEnded explains a wait that ended before the task: where the task
-// stands, when the main control still answers.
-func waitEnded(cl *client.Client, id uint64, limit time.Duration, err error) error {
-	if !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("task %d submitted, but its outcome is unknown: %w", id, err)
+// stands, when the main control still answers. It exits 4, and with --json
+// also prints what is known, so that a script can follow the task by id.
+func waitEnded(stdout io.Writer, asJSON bool, cl *client.Client, id uint64, limit time.Duration, err error) error {
+	state := "unknown"
+	if errors.Is(err, context.DeadlineExceeded) {
+		qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = fmt.Errorf("gave up waiting after --wait-timeout %v; task %d's outcome is unknown", limit, id)
+		if ts, qerr := cl.Query(qctx, id); qerr == nil {
+			state = ts.State
+			err = fmt.Errorf("gave up waiting after --wait-timeout %v: task %d is still %s", limit, id, state)
+		}
+	} else {
+		err = fmt.Errorf("task %d submitted, but its outcome is unknown: %w", id, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ts, qerr := cl.Query(ctx, id)
-	if qerr != nil {
-		return fmt.Errorf("gave up waiting after --wait-timeout %v; task %d's outcome is unknown", limit, id)
+	if asJSON {
+		_ = printJSON(stdout, map[string]any{"task_id": id, "state": state, "outcome": "unknown", "error": err.Error()})
 	}
-	return fmt.Errorf("gave up waiting after --wait-timeout %v: task %d is still %s", limit, id, ts.State)
+	return exitError{code: exitUnknown, err: err}
 }
 
 func printSubmitted(w io.Writer, asJSON bool, s client.Submitted) error {
@@ -172,7 +218,7 @@ func printDone(w io.Writer, asJSON bool, s client.Submitted, d client.Done) erro
 	}
 	fmt.Fprintf(w, "task %d %s\n", d.ID, d.State)
 	if d.Error != "" {
-		fmt.Fprintf(w, "error: %s\n", d.Error)
+		fmt.Fprintf(w, "error: %s\n", shown(d.Error))
 	}
 	printOut(w, d.Out)
 	return nil
@@ -181,6 +227,6 @@ func printDone(w io.Writer, asJSON bool, s client.Submitted, d client.Done) erro
 func printOut(w io.Writer, out map[string]string) {
 	keys := slices.Sorted(maps.Keys(out))
 	for _, k := range keys {
-		fmt.Fprintf(w, "out.%s=%s\n", k, out[k])
+		fmt.Fprintf(w, "out.%s=%s\n", k, shown(out[k]))
 	}
 }
