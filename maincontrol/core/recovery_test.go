@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -342,4 +343,89 @@ func maskDue(d string, ids ...uint64) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestCore_RecoveredSettlesWaiting crashes a core just after a task's end
+// record, before the records that release or cancel its dependents (they
+// are separate records: the log can keep the first and lose the rest, and a
+// cut torn tail can too). Recovery moves those dependents on, with records
+// of their own; before, they stayed waiting for good.
+func TestCore_RecoveredSettlesWaiting(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	head := h.submit(cl, "task_type", "x")
+	var released []uint64
+	for range 3 {
+		released = append(released, h.submit(cl, "task_type", "y", "depends_on", itoa(head)))
+	}
+	cancelHead := h.submit(cl, "task_type", "z", "delay_ms", "600000")
+	chain := []uint64{cancelHead}
+	for range 3 {
+		chain = append(chain, h.submit(cl, "task_type", "z", "depends_on", itoa(chain[len(chain)-1])))
+	}
+	mixed := h.submit(cl, "task_type", "y", "depends_on", itoa(chain[1])+","+itoa(cancelHead))
+
+	id, ver := h.task(ex)
+	require.Equal(t, head, id)
+	h.start(ex, id, ver)
+	h.accepted(ex, id, ver, "succeeded")
+	h.send(cl, "cancel", "req", "c", "task_id", itoa(cancelHead))
+	require.Equal(t, Cancelled, h.state(chain[len(chain)-1]), "the cascade ran live")
+	cut := endRecordOf(t, h.fx.records, cancelHead)
+
+	// The log as a crash can leave it: both ends, none of what followed
+	// them (the releases came between the two).
+	kept := slices.DeleteFunc(slices.Clone(h.fx.records[:cut+1]), func(p []byte) bool {
+		var r record
+		require.NoError(t, decodeRecord(p, &r))
+		return r.kind == recReady
+	})
+	fx := newRecorder()
+	c, err := New(h.cfg, fx)
+	require.NoError(t, err)
+	for i, p := range kept {
+		require.NoError(t, c.ReplayRecord(p), "record %d", i)
+	}
+	for _, id := range released {
+		require.Equal(t, Waiting, c.tasks.get(id).state, "the crash lost the release of %d", id)
+	}
+	c.Recovered()
+
+	for _, id := range released {
+		assert.Equal(t, Pending, c.tasks.get(id).state, "task %d: its dependency succeeded", id)
+	}
+	for i, id := range chain[1:] {
+		task := c.tasks.get(id)
+		assert.Equal(t, Cancelled, task.state, "chain task %d", id)
+		assert.Equal(t, "dependency "+itoa(chain[i])+" cancelled", task.errText())
+	}
+	assert.Equal(t, Cancelled, c.tasks.get(mixed).state, "one dependency cancelled, one still waiting")
+	assert.Contains(t, []string{"dependency " + itoa(cancelHead) + " cancelled", "dependency " + itoa(chain[1]) + " cancelled"},
+		c.tasks.get(mixed).errText(), "either cancelled dependency may be named")
+	assert.Zero(t, c.counts[Waiting])
+
+	// What recovery did is logged: replaying the kept records and the new
+	// ones gives the same state, with nothing left to settle.
+	again, err := New(h.cfg, newRecorder())
+	require.NoError(t, err)
+	for i, p := range slices.Concat(kept, fx.records) {
+		require.NoError(t, again.ReplayRecord(p), "record %d", i)
+	}
+	assert.Equal(t, dump(c), dump(again))
+	assert.NotEmpty(t, fx.records)
+}
+
+// endRecordOf returns the index of the record that ended task id.
+func endRecordOf(t *testing.T, records [][]byte, id uint64) int {
+	t.Helper()
+	for i, p := range records {
+		var r record
+		require.NoError(t, decodeRecord(p, &r))
+		if r.kind == recEnd && r.id == id {
+			return i
+		}
+	}
+	t.Fatalf("no end record for task %d", id)
+	return -1
 }

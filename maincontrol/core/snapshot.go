@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // Snapshot is a frozen copy of the core's durable state, cheap to take on
@@ -212,4 +213,65 @@ func (c *Core) Recovered() {
 	}
 	c.log.Info("recovered", "tasks", c.tasks.count, "next_task_id", c.nextID, "state_version", c.stateVer,
 		"executors", len(c.execs), "dispatches_awaiting_executors", restored)
+	c.settleWaiting()
+}
+
+// settleWaiting releases or cancels, after recovery, the waiting tasks
+// whose dependencies ended before the crash. A task's end and the release
+// or cancel of each of its dependents are separate records: a crash (or a
+// torn tail cut off) can keep the end and lose some of the rest, and a
+// waiting task is followed only when a dependency ends, so nothing would
+// ever move those again. Their records are logged like any others.
+func (c *Core) settleWaiting() {
+	if c.counts[Waiting] == 0 {
+		return
+	}
+	type stranded struct {
+		id     uint64
+		failed *task // the first dependency that did not succeed, or nil
+	}
+	var found []stranded
+	c.tasks.scan(0, Waiting, func(t *task) bool {
+		live := false
+		var failed *task
+		for _, d := range t.deps() {
+			switch dt := c.tasks.get(d); {
+			case dt == nil || dt.state == Succeeded: // forgotten ones succeeded (see depsSucceeded)
+			case dt.state.Terminal():
+				if failed == nil {
+					failed = dt
+				}
+			default:
+				live = true
+			}
+		}
+		if failed != nil || !live {
+			found = append(found, stranded{t.id, failed})
+		}
+		return true
+	})
+	released, cancelled := 0, 0
+	for _, s := range found {
+		t := c.tasks.get(s.id)
+		if t == nil || t.state != Waiting { // cancelled meanwhile, down a chain
+			continue
+		}
+		if s.failed != nil {
+			msg := "dependency " + strconv.FormatUint(s.failed.id, 10) + " " + s.failed.state.String()
+			if c.endTask(s.id, Cancelled, msg, "", 0, msg) {
+				cancelled++
+			}
+			continue
+		}
+		r := c.newRecord(recReady)
+		r.id, r.at = s.id, c.now()
+		if c.commit(r) {
+			c.logTransition(c.tasks.get(s.id), Waiting, Pending, "dependencies succeeded before a restart")
+			released++
+		}
+	}
+	if released+cancelled > 0 {
+		c.log.Warn("waiting tasks whose dependencies ended before the restart moved on",
+			"released", released, "cancelled", cancelled)
+	}
 }
