@@ -60,6 +60,11 @@ func TestOpen_TornTail(t *testing.T) {
 			return b
 		}, n - 1},
 		{"zero tail", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }, n},
+		{"record runs past the end, garbage after its start", func(b []byte) []byte {
+			var h [16]byte
+			binary.BigEndian.PutUint32(h[:], 1<<24) // an impossible length, as random bytes give
+			return append(append(b, h[:]...), "garbage that holds no whole record"...)
+		}, n},
 		{"last record zeroed, then zero padding", func(b []byte) []byte {
 			clear(b[offsetOf(1, n):])
 			return append(b, make([]byte, 100)...)
@@ -112,6 +117,15 @@ func TestOpen_Corruption(t *testing.T) {
 			size := fileSize(t, path)
 			require.NoError(t, os.Truncate(path, size-5))
 			return name, size - recordSize(segFirst(t, segs[2])-1)
+		}},
+		{"flipped bit in a length mid newest segment", func(t *testing.T, dir string, segs []string) (string, int64) {
+			// The record now runs past the end of the file, like a torn
+			// one, but whole records follow it: corrupt, not torn.
+			name := segs[len(segs)-1]
+			first := segFirst(t, name)
+			off := offsetOf(first, first+1)
+			modifyFile(t, filepath.Join(dir, name), func(b []byte) []byte { b[off] ^= 1; return b })
+			return name, off
 		}},
 		{"missing middle segment", func(t *testing.T, dir string, segs []string) (string, int64) {
 			require.NoError(t, os.Remove(filepath.Join(dir, segs[1])))

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +72,7 @@ func scanSegment(fsys FS, dir, name string, first uint64, newest bool) (segment,
 			}
 			p := &Problem{File: name, Offset: re.off, Kind: ProblemCorrupt, Detail: re.detail, Bytes: size - re.off}
 			if newest {
-				torn, err := isTorn(f, re, size)
+				torn, err := isTorn(f, re, size, rr.expect)
 				if err != nil {
 					return seg, nil, err
 				}
@@ -88,15 +89,52 @@ func scanSegment(fsys FS, dir, name string, first uint64, newest bool) (segment,
 }
 
 // isTorn applies the torn-tail rules of spec section 7 to a bad record of
-// the newest segment.
-func isTorn(f File, re *recordError, size int64) (bool, error) {
+// the newest segment, whose LSN should have been lsn.
+//
+// A record that runs past the end of the file is torn only if no valid
+// record follows it: a write torn by a crash leaves nothing whole after
+// the record it tore, but a flipped bit in a length in the middle of the
+// log also makes its record run past the end, and cutting there would drop
+// every confirmed record after it (and hand their task ids out again). A
+// whole record further on, with a later LSN and a good checksum, shows the
+// length is corrupt: startup stops, as for any corruption.
+func isTorn(f File, re *recordError, size int64, lsn uint64) (bool, error) {
 	switch {
 	case re.kind == errPastEnd:
-		return true, nil
+		later, err := validRecordAfter(f, re.off, size, lsn)
+		return !later, err
 	case re.kind == errChecksum && re.end == size:
 		return true, nil
 	}
 	return zeroFrom(f, re.off, size)
+}
+
+// validRecordAfter reports whether a whole record with a good checksum and
+// an LSN from lsn on starts anywhere in (off, size) of f.
+func validRecordAfter(f File, off, size int64, lsn uint64) (bool, error) {
+	if size-off <= recordHeaderSize {
+		return false, nil
+	}
+	buf := make([]byte, size-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return false, readErr(err)
+	}
+	// Every record takes at least a header: the LSNs that fit after off.
+	maxLSN := lsn + uint64(len(buf))/recordHeaderSize
+	for i := 1; i+recordHeaderSize <= len(buf); i++ {
+		h := buf[i:]
+		if l := recordLSN(h); l < lsn || l > maxLSN {
+			continue
+		}
+		n := int64(binary.BigEndian.Uint32(h[0:4]))
+		if n > int64(len(h)-recordHeaderSize) {
+			continue
+		}
+		if recordCRC(h, h[recordHeaderSize:recordHeaderSize+n]) == binary.BigEndian.Uint32(h[4:8]) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // zeroFrom reports whether bytes [off, size) of f are all zero (a
