@@ -330,9 +330,7 @@ func (p *prop) doSubmit() {
 	require.NotEmpty(p.t, fs)
 	m := fs[0]
 	switch {
-	case unknownDep: // values are checked first
-		require.Equal(p.t, "bad_request", m.Value("code"), "%s", m)
-	case key != "" && isDup:
+	case key != "" && isDup: // the key first: the task, even if a dependency is gone
 		require.Equal(p.t, "submitted", m.Type(), "%s", m)
 		require.Equal(p.t, "true", m.Value("duplicate"))
 		require.Equal(p.t, strconv.FormatUint(dupOf, 10), m.Value("task_id"))
@@ -340,6 +338,8 @@ func (p *prop) doSubmit() {
 			p.waits[dupOf]++
 		}
 		p.stats["duplicate"]++
+	case unknownDep:
+		require.Equal(p.t, "bad_request", m.Value("code"), "%s", m)
 	case full:
 		require.Equal(p.t, "queue_full", m.Value("code"), "%s", m)
 	default:

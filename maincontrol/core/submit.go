@@ -108,8 +108,10 @@ func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 	return c.parseDeps(f.deps, s)
 }
 
-// parseDeps reads depends_on: every id must be a known task; duplicates
-// count once and the first occurrence keeps its place.
+// parseDeps reads depends_on: duplicates count once and the first
+// occurrence keeps its place. Whether each id is a known task is checked
+// later (knownDeps), after the idempotency key: a resent keyed submit is
+// answered with its task even when a dependency has been forgotten since.
 func (c *Core) parseDeps(v string, s *submitReq) error {
 	s.deps = s.deps[:0]
 	var bad error
@@ -118,10 +120,6 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 		id, ok := wire.ParseUint(item)
 		if !ok {
 			bad = &wire.ValueError{Key: "depends_on", Reason: "not a task id: " + strconv.Quote(clipText(item))}
-			return false
-		}
-		if c.tasks.get(id) == nil {
-			bad = &wire.ValueError{Key: "depends_on", Reason: "unknown task " + item}
 			return false
 		}
 		if seen == nil && len(s.deps) >= shortDeps {
@@ -145,6 +143,16 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 		return &wire.ValueError{Key: "depends_on", Reason: "bad list (comma-separated, no empty items, no spaces)"}
 	}
 	return bad
+}
+
+// knownDeps checks that every dependency of s is a known task.
+func (c *Core) knownDeps(s *submitReq) error {
+	for _, id := range s.deps {
+		if c.tasks.get(id) == nil {
+			return &wire.ValueError{Key: "depends_on", Reason: "unknown task " + strconv.FormatUint(id, 10)}
+		}
+	}
+	return nil
 }
 
 // taskFrameKeys is the keys of a task frame besides its arg.* keys
@@ -192,6 +200,10 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 			c.duplicateSubmit(p, req, id, s.wait)
 			return
 		}
+	}
+	if err := c.knownDeps(&s); err != nil {
+		c.badRequest(p, req, err)
+		return
 	}
 	if !c.available {
 		c.sendError(p, req, wire.CodeUnavailable, "the log cannot be written; try again later")

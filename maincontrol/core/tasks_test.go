@@ -855,3 +855,33 @@ func TestCore_SubmitArgsFitTheTaskFrame(t *testing.T) {
 	task := h.expect(ex, "task")
 	assert.Len(t, task.Fields, wire.MaxKeys, "the largest task frame")
 }
+
+// A keyed submit sent again is answered with its task even when one of its
+// dependencies has been forgotten since: the key is looked up before the
+// dependencies are (a client that retries a pipeline must not get
+// bad_request for a task that exists).
+func TestCore_KeyBeforeForgottenDependency(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetentionMax = 1 })
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	dep := h.submit(cl, "task_type", "x")
+	id := h.submit(cl, "task_type", "y", "key", "k", "depends_on", itoa(dep))
+	_, ver := h.task(ex)
+	h.start(ex, dep, ver)
+	h.accepted(ex, dep, ver, "succeeded")
+	other := h.submit(cl, "task_type", "x") // its end pushes dep out (RetentionMax 1)
+	_, ver = h.task(ex)
+	h.start(ex, other, ver)
+	h.accepted(ex, other, ver, "succeeded")
+	h.advance(time.Second) // retention runs on ticks
+	require.Nil(t, h.c.tasks.get(dep), "dep forgotten")
+	require.Equal(t, Pending, h.state(id))
+
+	h.send(cl, "submit", "req", "again", "task_type", "y", "key", "k", "depends_on", itoa(dep))
+	m := h.expect(cl, "submitted")
+	assert.Equal(t, itoa(id), m.Value("task_id"))
+	assert.Equal(t, "true", m.Value("duplicate"))
+	// Without the key the unknown dependency is still refused.
+	h.send(cl, "submit", "req", "nokey", "task_type", "y", "depends_on", itoa(dep))
+	h.expectErr(cl, wire.CodeBadRequest)
+}
