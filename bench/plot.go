@@ -64,19 +64,29 @@ type panel struct {
 // WritePlotFile draws the report's latency distribution and throughput
 // over time to path, as SVG or PNG by its extension.
 func WritePlotFile(path string, r *Report) error {
+	if err := CheckPlotPath(path); err != nil {
+		return err
+	}
 	var data []byte
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".svg":
+	if strings.EqualFold(filepath.Ext(path), ".svg") {
 		data = PlotSVG(r)
-	case ".png":
+	} else {
 		var err error
 		if data, err = PlotPNG(r); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("--plot %s: want a .svg or .png file", path)
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// CheckPlotPath checks that path names a plot WritePlotFile can draw, so
+// that a wrong name is found before a run, not after it.
+func CheckPlotPath(path string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg", ".png":
+		return nil
+	}
+	return fmt.Errorf("--plot %s: want a .svg or .png file", path)
 }
 
 // draw renders the report's two panels on c.

@@ -159,11 +159,18 @@ func (c *Client) cancelSteps(ctx context.Context, made []PipelineStep) error {
 	return errors.Join(errs...)
 }
 
-// PipelineStatus queries every step of a run.
+// PipelineStatus queries every step of a run. A step whose task the main
+// control no longer knows (ended long ago and dropped by retention) is in
+// state "unknown", with the reason in Error: the other steps are still
+// worth showing.
 func (c *Client) PipelineStatus(ctx context.Context, run *PipelineRun) ([]TaskState, error) {
 	out := make([]TaskState, len(run.Steps))
 	for i, s := range run.Steps {
 		st, err := c.Query(ctx, s.TaskID)
+		if IsCode(err, "unknown_task") {
+			st, err = TaskState{ID: s.TaskID, State: "unknown",
+				Error: "no longer known to the main control (ended and dropped by retention)"}, nil
+		}
 		if err != nil {
 			return out, fmt.Errorf("step %s (task %d): %w", s.ID, s.TaskID, err)
 		}

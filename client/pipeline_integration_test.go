@@ -225,3 +225,20 @@ steps:
 	require.NoError(t, err)
 	assert.Equal(t, "cancelled", n.State, "what the re-run made is cancelled")
 }
+
+// A step whose task the main control has forgotten does not hide the
+// others: it is shown as unknown.
+func TestPipeline_StatusWithForgottenStep(t *testing.T) {
+	cl := system(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub, err := cl.Submit(ctx, client.SubmitRequest{Type: "nobody-runs-this"})
+	require.NoError(t, err)
+	run := &client.PipelineRun{Name: "old", Steps: []client.PipelineStep{
+		{ID: "gone", TaskID: 999999}, {ID: "here", TaskID: sub.ID}}}
+	states, err := cl.PipelineStatus(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, "unknown", states[0].State)
+	assert.Contains(t, states[0].Error, "retention")
+	assert.Equal(t, "pending", states[1].State)
+}

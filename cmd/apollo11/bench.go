@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -178,12 +179,12 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&cfg.TaskType, "task-type", "echo", "task type submitted and served")
 	fs.BoolVar(&cfg.Wait, "wait", true, "submit with wait=true and measure submit-to-done")
 	fs.Int64Var(&cfg.Tasks, "tasks", 0, "tasks to submit (or give --duration)")
-	fs.DurationVar(&cfg.Duration, "duration", 0, "how long to submit (with --rate: tasks = rate x duration)")
+	durationVar(fs, &cfg.Duration, "duration", 0, "how long to submit (with --rate: tasks = rate x duration)")
 	fs.StringVar(&rate, "rate", "", `open-loop target rate in tasks/s, or "50%" of the closed-loop peak measured first; "" is closed loop`)
-	fs.DurationVar(&cfg.PeakDuration, "peak-duration", 5*time.Second, "how long the peak is measured for a --rate in percent")
+	durationVar(fs, &cfg.PeakDuration, "peak-duration", 5*time.Second, "how long the peak is measured for a --rate in percent")
 	fs.IntVar(&cfg.Window, "window", 1024, "closed loop: tasks in flight per producer")
-	fs.DurationVar(&cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
-	fs.DurationVar(&cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
+	durationVar(fs, &cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
+	durationVar(fs, &cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness: 1 leaves the other cores to the main control; 0 is Go's default (one per CPU), for hosts where one core cannot drive it")
 	if err := parseFlags(fs, args); err != nil {
@@ -194,7 +195,12 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var err error
 	if cfg.Rate, cfg.RateOfPeak, err = parseRate(rate); err != nil {
-		return err
+		return usageError(err, false)
+	}
+	if plot != "" {
+		if err := bench.CheckPlotPath(plot); err != nil {
+			return usageError(err, false)
+		}
 	}
 	if cfg.Token, err = c.token(); err != nil {
 		return err
@@ -206,6 +212,9 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.MainControlArgs = strings.Fields(c.mcArgs)
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.Run(ctx, cfg)
+	if errors.Is(err, bench.ErrBadConfig) {
+		return usageError(err, false) // a bad value of a flag
+	}
 	if err != nil && rep == nil {
 		return err
 	}
@@ -250,11 +259,11 @@ func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c.register(fs)
 	var cfg bench.WireConfig
 	fs.Float64Var(&cfg.Rate, "rate", 200, "probes per second")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to probe")
+	durationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long to probe")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed: the same seed sends the same probes (0 picks one, printed in the report)")
 	fs.IntVar(&cfg.Probe, "probe", -1, "run only this probe of the seed's sequence and show it (to reproduce a finding)")
-	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "how long to wait for an answer")
-	fs.DurationVar(&cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
+	durationVar(fs, &cfg.Timeout, "timeout", 2*time.Second, "how long to wait for an answer")
+	durationVar(fs, &cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 256, "probes in flight at most")
 	fs.StringVar(&cfg.Cases, "cases", "", "only the probe cases whose name contains this")
 	if err := parseFlags(fs, args); err != nil {
@@ -298,8 +307,8 @@ func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer
 	var c commonBenchFlags
 	c.registerReport(fs)
 	var cfg bench.StallsConfig
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to spin")
-	fs.DurationVar(&cfg.Threshold, "threshold", 50*time.Microsecond, "a longer gap between two clock reads counts as a stall")
+	durationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long to spin")
+	durationVar(fs, &cfg.Threshold, "threshold", 50*time.Microsecond, "a longer gap between two clock reads counts as a stall")
 	fs.IntVar(&cfg.Threads, "threads", runtime.NumCPU(), "spinning threads (one per CPU keeps every CPU busy)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -318,7 +327,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c.register(fs)
 	var cfg bench.IdleConfig
 	fs.IntVar(&cfg.Executors, "executors", 10_000, "idle executors to connect")
-	fs.DurationVar(&cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
+	durationVar(fs, &cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
 	fs.IntVar(&cfg.Dialers, "dialers", 100, "connections opened at once")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -364,7 +373,7 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.FailoverConfig
-	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
+	durationVar(fs, &cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds per variant")
 	fs.StringVar(&cfg.Victim, "victim", "raw", "the executor killed: raw (apollo11 bench executor) or process (apollo11 executor)")
 	if err := parseFlags(fs, args); err != nil {

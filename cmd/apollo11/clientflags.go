@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,7 +29,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:1969", "main control address")
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of text")
-	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "time allowed to connect and get a reply (not the wait of submit --wait)")
+	durationVar(fs, &c.timeout, "request-timeout", 30*time.Second, "time allowed to connect and get a reply (not the wait of submit --wait)")
 }
 
 // dial connects and says hello.
@@ -45,6 +46,12 @@ func (c *clientFlags) dial() (*client.Client, error) {
 	cl, err := client.Dial(ctx, c.addr, client.Options{Token: token, Name: "apollo11-cli",
 		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
+		var refused *client.Error
+		if errors.As(err, &refused) || errors.Is(err, client.ErrAuthRequired) {
+			// It was reached: "cannot reach" would send the user to the
+			// network when the token is what is wrong.
+			return nil, fmt.Errorf("the main control at %s refused this client: %w", c.addr, err)
+		}
 		return nil, fmt.Errorf("cannot reach the main control at %s: %w", c.addr, err)
 	}
 	return cl, nil

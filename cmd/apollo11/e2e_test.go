@@ -559,3 +559,26 @@ func TestInspect_JSON(t *testing.T) {
 	assert.Equal(t, 1, ee.ExitCode())
 	assert.Contains(t, string(out), "would NOT start")
 }
+
+// A main control that refuses the client's token was reached: the error
+// says refused, not "cannot reach" (which sends users to the network).
+func TestCLI_AuthRefusal(t *testing.T) {
+	bin := testbin.Build(t)
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	require.NoError(t, os.WriteFile(good, []byte("s3cret-token\n"), 0o600))
+	require.NoError(t, os.WriteFile(bad, []byte("wrong-token\n"), 0o600))
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "", "--token-file", good)
+
+	_, errOut, code := cli(t, bin, mc.Addr, "stats")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "refused this client")
+	assert.Contains(t, errOut, "requires auth")
+	assert.NotContains(t, errOut, "cannot reach")
+	_, errOut, code = cli(t, bin, mc.Addr, "stats", "--token-file", bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "refused this client")
+	assert.Contains(t, errOut, "auth_failed")
+	_, errOut, code = cli(t, bin, mc.Addr, "stats", "--token-file", good)
+	assert.Equal(t, 0, code, errOut)
+}

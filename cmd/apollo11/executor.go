@@ -51,7 +51,7 @@ func (f *executorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.types, "types", "echo,sleep,fail", "task types to run: echo, sleep, fail, exec (comma-separated)")
 	fs.IntVar(&f.slots, "slots", 1, "tasks run at once, 1 to 65536")
 	fs.StringVar(&f.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tasks may finish before they are cancelled")
+	durationVar(fs, &f.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tasks may finish before they are cancelled")
 	fs.BoolVar(&f.allowExec, "allow-exec", false, "allow the exec task type to run programs (off by default)")
 	fs.StringVar(&f.execAllow, "exec-allow", "", "comma-separated absolute paths of the programs exec may run")
 	fs.IntVar(&f.execMaxOutput, "exec-max-output", builtin.DefaultMaxOutput, "bytes of stdout and of stderr an exec task keeps")
@@ -66,6 +66,9 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	if err := firstErr(positive("slots", f.slots), positive("drain-timeout", f.drainTimeout),
 		positive("exec-max-output", f.execMaxOutput)); err != nil {
 		return executor.Config{}, usageError(err, false)
+	}
+	if f.slots > 65536 {
+		return executor.Config{}, usageError(fmt.Errorf("--slots %d: want 1 to 65536 (spec section 4)", f.slots), false)
 	}
 	cfg := executor.Config{Addr: f.connect, ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
 		Logger: logger, Handlers: map[string]executor.Handler{}}

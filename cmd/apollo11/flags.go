@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -158,6 +159,9 @@ func applyEnv(fs *flag.FlagSet) error {
 			return
 		}
 		if e := fs.Set(f.Name, v); e != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				e = errors.New("want true or false") // the flag package says "parse error"
+			}
 			err = fmt.Errorf("environment %s=%q: %w", name, v, e)
 			return
 		}
@@ -220,4 +224,25 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// durationValue is a duration flag whose error says what is wanted: the
+// flag package's own reports only "parse error" (for --request-timeout 10,
+// a number with no unit).
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return (*time.Duration)(d).String() }
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration with a unit, like 15s, 500ms or 2m")
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+// durationVar defines a duration flag (see durationValue).
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
 }

@@ -225,6 +225,12 @@ func TestClientCommands_BadCommandLines(t *testing.T) {
 		{[]string{"state", "Bad.KEY"}, `"Bad.KEY" is not a state key`},
 		{[]string{"state", "a,b"}, `"a,b" is not a state key`},
 		{[]string{"list", "--state", "bogus"}, `--state "bogus": want one of waiting, pending`},
+		{[]string{"submit", "--type", "x", "--arg", "a=1", "--arg", "a=2"}, `"a" is given twice ("1" and "2")`},
+		{[]string{"stats", "--request-timeout", "10"}, "want a duration with a unit, like 15s"},
+		{[]string{"bench", "--progress=false", "--rate", "abc"}, `--rate "abc": want tasks per second`},
+		{[]string{"bench", "--progress=false"}, "give a task count or a duration"},
+		{[]string{"bench", "--progress=false", "--tasks", "10", "--fsync", "bogus"}, `fsync "bogus"`},
+		{[]string{"bench", "--progress=false", "--tasks", "10", "--plot", "x.jpg"}, "--plot x.jpg: want a .svg or .png file"},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer
@@ -247,6 +253,7 @@ func TestFlags_SettingsErrorNamesEnvironment(t *testing.T) {
 	t.Setenv("APOLLO11_SLOTS", "70000")
 	errOut.Reset()
 	assert.Equal(t, 2, run([]string{"executor", "--connect", "127.0.0.1:1"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "--slots 70000: want 1 to 65536")
 	assert.Contains(t, errOut.String(), "(--slots is set by APOLLO11_SLOTS in the environment)")
 }
 

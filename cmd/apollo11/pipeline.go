@@ -209,7 +209,7 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 			if runFile == "" {
 				matches, _ := filepath.Glob("*.run.json")
 				if len(matches) != 1 {
-					return fmt.Errorf("give --run-file (found %d *.run.json files here)", len(matches))
+					return usageError(fmt.Errorf("give --run-file (found %d *.run.json files here)", len(matches)), false)
 				}
 				runFile = matches[0]
 			}

@@ -36,6 +36,11 @@ func (k kvFlag) Set(s string) error {
 	if !ok || key == "" {
 		return fmt.Errorf("want k=v, got %q", s)
 	}
+	if old, dup := k[key]; dup {
+		// A payload holds a key once: keeping either would drop the
+		// other without a word.
+		return fmt.Errorf("%q is given twice (%q and %q)", key, old, val)
+	}
 	k[key] = val
 	return nil
 }
@@ -71,13 +76,13 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.Var(argsFlag, "arg", "task argument k=v (repeat for more)")
 		fs.IntVar(&req.Priority, "priority", 0, "priority 0-9, 9 most urgent")
 		fs.IntVar(&req.MaxAttempts, "max-attempts", 3, "attempts before the task fails, at least 1")
-		fs.DurationVar(&req.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
-		fs.DurationVar(&req.Delay, "delay", 0, "do not dispatch before this much time")
+		durationVar(fs, &req.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
+		durationVar(fs, &req.Delay, "delay", 0, "do not dispatch before this much time")
 		fs.StringVar(&req.Key, "key", "", "idempotency key: a known key returns its task instead")
 		fs.StringVar(&req.TraceID, "trace-id", "", "trace id (default: a new one)")
 		fs.Var(&deps, "depends-on", "comma-separated task ids that must succeed first (repeat for more)")
 		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
-		fs.DurationVar(&waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
+		durationVar(fs, &waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
 	}
 	check := func(*flag.FlagSet) error {
 		if req.MaxAttempts < 1 {
