@@ -76,12 +76,36 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 		run.Steps = append(run.Steps, step)
 		if !sub.Duplicate {
 			made = append(made, step)
+			continue
+		}
+		if d := madeDependency(s.DependsOn, made); d != "" {
+			// An earlier run's step, but one of its dependencies was
+			// made anew: retention forgot that one's task, and its key
+			// with it. The run would be half old, half new, the new
+			// tasks depended on by nothing: take them back.
+			pw.Close()
+			cerr := c.cancelSteps(ctx, made)
+			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s is task %d of an earlier run with this key, "+
+				"but step %s of that run has been forgotten by the main control (retention) and was submitted again: "+
+				"give the run a new key to run it afresh", plan.Name, s.ID, sub.ID, d), cerr)
 		}
 	}
 	if !wait {
 		return run, nil, nil
 	}
 	return run, pw, nil
+}
+
+// madeDependency returns the first of deps that this run made anew, or "".
+func madeDependency(deps []string, made []PipelineStep) string {
+	for _, d := range deps {
+		for _, m := range made {
+			if m.ID == d {
+				return d
+			}
+		}
+	}
+	return ""
 }
 
 // PipelineWatch follows the steps of a pipeline submitted with wait.

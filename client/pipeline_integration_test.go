@@ -242,3 +242,43 @@ func TestPipeline_StatusWithForgottenStep(t *testing.T) {
 	assert.Contains(t, states[0].Error, "retention")
 	assert.Equal(t, "pending", states[1].State)
 }
+
+// A keyed pipeline run again after retention forgot its first step (but
+// not the later ones) would be half old, half new: it is refused, and the
+// task made anew is cancelled.
+func TestPipeline_RerunAfterPartialRetention(t *testing.T) {
+	cfg := maincontrol.Config{Logger: quiet()}
+	cfg.Core.RetentionMax = 2
+	addr, _ := maincontroltest.Start(t, cfg)
+	cl, err := client.Dial(context.Background(), addr, client.Options{Logger: quiet()})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	plan := mustPlan(t, `
+name: keyed
+key: k1
+steps:
+  - {id: first, type: hold}
+  - {id: second, type: hold, depends_on: [first]}
+  - {id: third, type: hold, depends_on: [second]}
+`)
+	run, _, err := cl.SubmitPipeline(ctx, plan, false)
+	require.NoError(t, err)
+	// End the run (cancelling the first cancels the rest), then let
+	// retention (2 newest ended tasks) forget the first step's task.
+	require.NoError(t, cl.Cancel(ctx, run.Steps[0].TaskID))
+	require.Eventually(t, func() bool {
+		_, err := cl.Query(ctx, run.Steps[0].TaskID)
+		return client.IsCode(err, "unknown_task")
+	}, 10*time.Second, 50*time.Millisecond, "retention forgets the first step")
+
+	again, _, err := cl.SubmitPipeline(ctx, plan, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "forgotten by the main control")
+	require.Len(t, again.Steps, 2)
+	assert.Equal(t, run.Steps[1].TaskID, again.Steps[1].TaskID, "the earlier run's second step")
+	st, err := cl.Query(ctx, again.Steps[0].TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", st.State, "the first step made anew is taken back")
+}
