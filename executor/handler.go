@@ -25,7 +25,9 @@ type Result struct {
 // succeeded; an error means failed, retryable unless marked with
 // Permanent. A failure keeps Result.Out (the main control shows it) but
 // drops Set and Add. A panic is recovered and reported as a permanent
-// failure "panic: <value>". The *Task is valid only until Handle returns.
+// failure "panic: <value>"; a handler that ends its goroutine with
+// runtime.Goexit (t.FailNow, say) is a permanent failure "handler exited
+// without returning". The *Task is valid only until Handle returns.
 type Handler interface {
 	Handle(ctx context.Context, t *Task) (Result, error)
 }

@@ -76,9 +76,23 @@ func (e *Executor) execute(r *run) {
 		e.log.LogAttrs(ctx, slog.LevelDebug, "task started", taskAttrs(t)...)
 	}
 	start := time.Now()
+	returned := false
+	defer func() {
+		// runtime.Goexit (t.FailNow in a test handler, say) unwinds past
+		// call without a panic to recover: finish here, or the slot stays
+		// taken and the dispatch is listed as running forever.
+		if !returned {
+			e.log.LogAttrs(ctx, slog.LevelError, "handler exited without returning", taskAttrs(t)...)
+			e.finish(r, Result{}, Permanent(errGoexit), time.Since(start))
+		}
+	}()
 	res, err := e.call(r)
+	returned = true
 	e.finish(r, res, err, time.Since(start))
 }
+
+// errGoexit is the failure of a handler that called runtime.Goexit.
+var errGoexit = errors.New("handler exited without returning")
 
 // call runs the handler, turning a panic into a permanent failure.
 func (e *Executor) call(r *run) (res Result, err error) {

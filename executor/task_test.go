@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,38 @@ func TestExecutor_TaskPanicLogsStack(t *testing.T) {
 	rec := s.logs.eventually(t, "handler panicked")
 	assert.Equal(t, "ERROR", rec["level"])
 	assert.Contains(t, rec["stack"], "task_test.go")
+}
+
+// A handler that calls runtime.Goexit (t.FailNow in a test handler) is
+// reported like a panic, and its slot is free again: without that it would
+// hold the slot, and be listed as running, for ever.
+func TestExecutor_TaskGoexit(t *testing.T) {
+	f := mustStartFakeMain(t)
+	s := mustRun(t, f, executor.Config{Slots: 1, Handlers: map[string]executor.Handler{
+		"quit": executor.HandlerFunc(func(context.Context, *executor.Task) (executor.Result, error) {
+			runtime.Goexit()
+			return executor.Result{}, nil
+		}),
+		"echo": echoHandler(),
+	}})
+	c := f.accept(t)
+	c.register(20*time.Millisecond, time.Minute)
+	c.sendTask(1, 1, "quit")
+	c.expectStarted(1, 1)
+	m := c.expectResult(1, 1)
+	assert.Equal(t, "failed", m.Value("status"))
+	assert.Equal(t, "false", m.Value("retryable"))
+	assert.Equal(t, "handler exited without returning", m.Value("error"))
+	assert.Equal(t, "ERROR", s.logs.eventually(t, "handler exited without returning")["level"])
+	c.ack(1, 1)
+
+	hb, err := c.read(true, waitFor)
+	require.NoError(t, err)
+	require.Equal(t, "heartbeat", hb.Type())
+	assert.Equal(t, "", hb.Value("running"), "no longer listed")
+	c.sendTask(2, 1, "echo") // the only slot is free
+	c.expectStarted(2, 1)
+	assert.Equal(t, "succeeded", c.expectResult(2, 1).Value("status"))
 }
 
 func TestExecutor_TaskFields(t *testing.T) {
