@@ -28,6 +28,9 @@ var (
 	ErrNotConnected = errors.New("executor is not connected to the main control")
 	// ErrDisconnected: the connection dropped while waiting for a reply.
 	ErrDisconnected = errors.New("connection to the main control lost")
+	// ErrRequestTooLarge: the request would be larger than the main
+	// control's max_frame, which it answers by closing the connection.
+	ErrRequestTooLarge = errors.New("request larger than the main control's max_frame")
 )
 
 // ErrAlreadyRunning is returned by a second call to Run.

@@ -158,6 +158,19 @@ func clipText(s string) string {
 	return s[:cut] + "..."
 }
 
+// clipValue cuts v on a rune boundary so that its escaped form takes at
+// most room bytes; a cut value ends in "...", and none is left when room
+// does not hold even that.
+func clipValue(v string, room int) string {
+	if wire.EscapedLen(v) <= room {
+		return v
+	}
+	if room < len("...") {
+		return ""
+	}
+	return wire.CutEscaped(v, room-len("...")) + "..."
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	switch len(m) {
 	case 0:

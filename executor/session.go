@@ -284,6 +284,10 @@ func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ str
 	if err != nil {
 		return nil, err
 	}
+	if size := len(frame) - wire.HeaderLen; size > s.maxFrame {
+		// Sent, it would cost the connection (spec section 1).
+		return nil, fmt.Errorf("%w: %d bytes, max_frame %d", ErrRequestTooLarge, size, s.maxFrame)
+	}
 	if err := s.send(frame); err != nil {
 		return nil, err
 	}

@@ -95,9 +95,11 @@ func (t *Task) readRequired(m *wire.Message) error {
 }
 
 // Progress sends `progress` for this dispatch: percent is 0 to 100, note is
-// optional free text (invalid UTF-8 is replaced). It fails with
-// ErrNotConnected while the executor is between connections; progress is
-// advisory, so handlers usually ignore its error.
+// optional free text (invalid UTF-8 is replaced). A note too long for the
+// main control's max_frame is cut on a rune boundary and ends in "...":
+// progress is advisory, and a frame over max_frame would cost the
+// connection (spec section 1). It fails with ErrNotConnected while the
+// executor is between connections; handlers usually ignore its error.
 func (t *Task) Progress(percent int, note string) error {
 	if percent < 0 || percent > 100 {
 		return fmt.Errorf("progress: percent %d not in 0-100", percent)
@@ -111,7 +113,10 @@ func (t *Task) Progress(percent int, note string) error {
 	b.Uint("version", t.Version)
 	b.Uint("percent", uint64(percent))
 	if note != "" {
-		b.Str("note", strings.ToValidUTF8(note, "\uFFFD"))
+		room := s.maxFrame - b.Len() - len("\nnote=")
+		if note = clipValue(strings.ToValidUTF8(note, "\uFFFD"), room); note != "" {
+			b.Str("note", note)
+		}
 	}
 	frame, err := b.Finish()
 	if err != nil {
@@ -124,8 +129,10 @@ func (t *Task) Progress(percent int, note string) error {
 // values of keys (every key when none is given; keys that are not set are
 // left out) and the state_version they belong to. It waits for the reply
 // until ctx is done; it fails with ErrNotConnected when there is no
-// connection and ErrDisconnected when the connection drops meanwhile, and
-// with a *ServerError when the main control answers `error`.
+// connection, ErrDisconnected when the connection drops meanwhile,
+// ErrRequestTooLarge when so many keys make the request larger than the
+// main control's max_frame (ask for fewer at a time), and with a
+// *ServerError when the main control answers `error`.
 func (t *Task) State(ctx context.Context, keys ...string) (map[string]string, uint64, error) {
 	for _, k := range keys {
 		if !wire.ValidKey(wire.PrefixState + k) {

@@ -330,6 +330,46 @@ func TestTask_Progress(t *testing.T) {
 	assert.ErrorIs(t, detached.Progress(1, ""), executor.ErrNotConnected)
 }
 
+// Progress and State never send a frame larger than the main control's
+// max_frame, which would cost the connection (spec section 1): a long note
+// is cut on a rune boundary, a request for too many keys fails.
+func TestTask_FramesWithinMaxFrame(t *testing.T) {
+	const maxFrame = 1024
+	f := mustStartFakeMain(t, fakemain.WithMaxFrame(maxFrame))
+	note := strings.Repeat("é=", 2000)
+	keys := make([]string, 200)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%06d", i)
+	}
+	errs := make(chan error, 3)
+	mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"job": executor.HandlerFunc(
+		func(ctx context.Context, t *executor.Task) (executor.Result, error) {
+			errs <- t.Progress(10, note)
+			errs <- t.Progress(20, "short")
+			_, _, err := t.State(ctx, keys...)
+			errs <- err
+			return executor.Result{}, nil
+		})}})
+	c := f.accept(t)
+	c.R.SetMaxFrame(maxFrame) // a larger frame fails the read
+	c.registerQuiet()
+	c.sendTask(8, 1, "job")
+	c.expectStarted(8, 1)
+	m := c.expect("progress")
+	frame, err := wire.AppendFrame(nil, m)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(frame)-wire.HeaderLen, maxFrame)
+	assert.Greater(t, len(frame)-wire.HeaderLen, maxFrame-8, "the note fills the room")
+	got := m.Value("note")
+	require.True(t, strings.HasSuffix(got, "..."), "a cut note ends in ...")
+	assert.True(t, strings.HasPrefix(note, strings.TrimSuffix(got, "...")))
+	assert.Equal(t, "short", c.expect("progress").Value("note"))
+	c.expectResult(8, 1) // no state_get before it
+	assert.NoError(t, <-errs)
+	assert.NoError(t, <-errs)
+	assert.ErrorIs(t, <-errs, executor.ErrRequestTooLarge)
+}
+
 func TestTask_State(t *testing.T) {
 	f := mustStartFakeMain(t)
 	type reply struct {

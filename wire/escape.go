@@ -1,5 +1,7 @@
 package wire
 
+import "unicode/utf8"
+
 // keyByte marks the bytes allowed in a key: a-z 0-9 _ . -
 var keyByte = func() (t [256]bool) {
 	for c := 'a'; c <= 'z'; c++ {
@@ -88,6 +90,28 @@ func EscapedLen(v string) int {
 		}
 	}
 	return n
+}
+
+// CutEscaped returns the longest prefix of v, cut on a rune boundary, whose
+// escaped form takes at most n bytes: what of a value fits the room left in
+// a frame.
+func CutEscaped(v string, n int) string {
+	size := 0
+	for i := 0; i < len(v); i++ {
+		w := 1
+		switch v[i] {
+		case '\\', '\n', '=':
+			w = 2
+		}
+		if size+w > n {
+			for i > 0 && !utf8.RuneStart(v[i]) {
+				i--
+			}
+			return v[:i]
+		}
+		size += w
+	}
+	return v
 }
 
 // AppendEscaped appends v escaped as a value. It is exported for callers

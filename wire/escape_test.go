@@ -29,3 +29,31 @@ func TestEscaping(t *testing.T) {
 		require.Equal(t, want != v, needsEscape(v), "%q", v)
 	}
 }
+
+func TestCutEscaped(t *testing.T) {
+	tests := []struct {
+		v    string
+		n    int
+		want string
+	}{
+		{"hello", 10, "hello"},
+		{"hello", 5, "hello"},
+		{"hello", 3, "hel"},
+		{"hello", 0, ""},
+		{"hello", -1, ""},
+		{"a=b", 2, "a"}, // the `=` takes two bytes
+		{"a=b", 3, "a="},
+		{"a=b", 4, "a=b"}, // a\eb
+		{"a\nb", 2, "a"},
+		{"\\\\", 3, "\\"},
+		{"héllo", 2, "h"}, // é is two bytes: no half rune
+		{"héllo", 3, "hé"},
+		{"日本", 5, "日"},
+		{"", 4, ""},
+	}
+	for _, tc := range tests {
+		got := CutEscaped(tc.v, tc.n)
+		require.Equal(t, tc.want, got, "CutEscaped(%q, %d)", tc.v, tc.n)
+		require.LessOrEqual(t, EscapedLen(got), max(tc.n, 0))
+	}
+}
