@@ -42,7 +42,10 @@ type Config struct {
 	// task_types are its keys, sorted. At least one is required. A task type
 	// is non-empty valid UTF-8 without commas or spaces (list syntax).
 	Handlers map[string]Handler
-	// Slots is how many handlers may run at once, 1 to 65536.
+	// Slots is how many handlers may run at once, 1 to 65536. A connection
+	// registers, and runs, fewer when a heartbeat listing that many running
+	// tasks could exceed the main control's max_frame: about max_frame/42
+	// (24,965 at the default 1 MiB, 23 at 1,024), with a warning.
 	Slots int
 	// Token is the shared secret (see auth.LoadToken); nil means the
 	// executor signs nothing, which only a main control with auth=none

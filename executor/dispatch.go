@@ -62,7 +62,7 @@ func (e *Executor) onTask(s *session, m *wire.Message) {
 		// It ran here and its result awaits result_ack: running it again
 		// would send a second, different result for the same dispatch.
 		refused = "dispatch already ran; its result awaits result_ack"
-	case len(e.runs) >= e.cfg.Slots:
+	case len(e.runs) >= s.slots:
 		refused = "no free slot"
 	}
 	if refused != "" {
@@ -158,7 +158,7 @@ func (e *Executor) activate(s *session) {
 	e.mu.Unlock()
 	_ = s.out.flush()
 	s.log.Info("registered", "addr", e.cfg.Addr, "heartbeat", s.heartbeat, "timeout", s.timeout,
-		"max_frame", s.maxFrame, "running", running, "resent_results", len(pending))
+		"max_frame", s.maxFrame, "slots", s.slots, "running", running, "resent_results", len(pending))
 }
 
 // deactivate forgets s after its connection ended.
@@ -168,28 +168,6 @@ func (e *Executor) deactivate(s *session) {
 		e.cur = nil
 	}
 	e.mu.Unlock()
-}
-
-// sendHeartbeat sends `heartbeat` with the dispatches still executing
-// (those cancelled by the main control excluded).
-func (e *Executor) sendHeartbeat(s *session, seq uint64) {
-	e.mu.Lock()
-	items := make([]string, 0, len(e.runs))
-	for _, tok := range sortedTokens(e.runs) {
-		if !e.runs[tok].cancelled {
-			items = append(items, tok.String())
-		}
-	}
-	e.mu.Unlock()
-	b := wire.Begin(nil, "heartbeat")
-	b.Uint("seq", seq)
-	b.List("running", items)
-	frame, err := b.Finish()
-	if err != nil {
-		s.log.Error("cannot encode heartbeat", "err", err)
-		return
-	}
-	_ = s.send(frame)
 }
 
 func startedFrame(tok token) []byte {

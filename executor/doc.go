@@ -25,6 +25,13 @@
 //   - after a reconnect, sends `started` again for handlers still running and
 //     re-sends every unacknowledged result, each preceded by its `started`
 //     in the same write, before the first heartbeat;
+//   - never sends a frame larger than the max_frame of the main control's
+//     `welcome` (spec section 1), which would cost the connection: it
+//     registers at most as many slots as a heartbeat can list when every
+//     task_id and version has 20 digits (about max_frame/42, logged when
+//     that is fewer than Config.Slots), and never runs more handlers than
+//     it registered; a result too large becomes a permanent failure, a
+//     progress note is cut, and a state_get too large is not sent;
 //   - reconnects with exponential backoff and jitter after any failure, and
 //     keeps retrying after `auth_failed` (logged at error level); once
 //     registered, the delay stays under half the main control's timeout_ms

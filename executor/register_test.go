@@ -3,6 +3,8 @@ package executor_test
 import (
 	"context"
 	"io"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/internal/fakemain"
+	"github.com/apollo11/apollo11/wire"
 )
 
 func TestExecutor_Register(t *testing.T) {
@@ -44,6 +47,87 @@ func TestExecutor_Register(t *testing.T) {
 		rec := s.logs.eventually(t, "the main control requires auth but no token is configured")
 		assert.Equal(t, "ERROR", rec["level"])
 	})
+}
+
+// A heartbeat lists every running dispatch and may not exceed the main
+// control's max_frame (spec section 1), so a connection registers at most
+// as many slots as a heartbeat of the longest tokens can list, runs no
+// more, and says so; the next connection, with another max_frame, may
+// register more.
+func TestExecutor_SlotsWithinMaxFrame(t *testing.T) {
+	const maxFrame, fit = 1024, 23 // (1024 - 47) / 42
+	f := mustStartFakeMain(t, fakemain.WithMaxFrame(maxFrame))
+	release := make(chan struct{})
+	defer close(release)
+	s := mustRun(t, f, executor.Config{Slots: 300, Handlers: map[string]executor.Handler{
+		"block": blockHandler(release, make(chan error, 300))}})
+	c := f.accept(t)
+	c.R.SetMaxFrame(maxFrame) // a larger frame fails the read
+	assert.Equal(t, "23", c.register(20*time.Millisecond, time.Minute).Value("slots"))
+	rec := s.logs.eventually(t, "registering fewer slots than configured: a heartbeat listing more running tasks could exceed the main control's max_frame")
+	assert.Equal(t, "WARN", rec["level"])
+	assert.EqualValues(t, 300, rec["slots"])
+	assert.EqualValues(t, fit, rec["registered_slots"])
+
+	const top = math.MaxUint64 // the longest tokens
+	for i := range uint64(fit + 1) {
+		c.sendTask(top-i, top, "block")
+	}
+	for range fit {
+		c.expect("started")
+	}
+	assert.Equal(t, "no free slot", s.logs.eventually(t, "task not started")["reason"], "never more handlers than slots")
+	var hb *wire.Message
+	for hb == nil || strings.Count(hb.Value("running"), ",") < fit-1 {
+		m, err := c.read(true, waitFor)
+		require.NoError(t, err, "every heartbeat within max_frame")
+		if m.Type() == "heartbeat" {
+			hb = m
+		}
+	}
+	assert.Len(t, strings.Split(hb.Value("running"), ","), fit)
+	frame, err := wire.AppendFrame(nil, hb)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(frame)-wire.HeaderLen, maxFrame)
+
+	f.SetMaxFrame(1 << 20)
+	c.Net.Close()
+	assert.Equal(t, "300", f.accept(t).registerQuiet().Value("slots"), "max_frame comes with each welcome")
+}
+
+// Dispatches still running from a connection with a larger max_frame may
+// not fit the heartbeat of the next: those that do not are left out, and
+// logged, rather than every heartbeat costing the connection.
+func TestExecutor_HeartbeatLeavesOutWhatDoesNotFit(t *testing.T) {
+	const maxFrame, fit, running = 1024, 23, 30
+	f := mustStartFakeMain(t)
+	release := make(chan struct{})
+	defer close(release)
+	s := mustRun(t, f, executor.Config{Slots: running, Handlers: map[string]executor.Handler{
+		"block": blockHandler(release, make(chan error, running))}})
+	c := f.accept(t)
+	c.registerQuiet()
+	const top = math.MaxUint64
+	for i := range uint64(running) {
+		c.sendTask(top-i, top, "block")
+		c.expect("started")
+	}
+
+	f.SetMaxFrame(maxFrame)
+	c.Net.Close()
+	c = f.accept(t)
+	c.R.SetMaxFrame(maxFrame)
+	assert.Equal(t, "23", c.register(20*time.Millisecond, time.Minute).Value("slots"))
+	for {
+		m, err := c.read(true, waitFor)
+		require.NoError(t, err, "every heartbeat within max_frame")
+		if m.Type() == "heartbeat" {
+			assert.Len(t, strings.Split(m.Value("running"), ","), fit)
+			break
+		}
+	}
+	rec := s.logs.eventually(t, "heartbeat leaves out running dispatches that do not fit max_frame; the main control will cancel them")
+	assert.EqualValues(t, running-fit, rec["left_out"])
 }
 
 // A frame the executor cannot decode is answered with an error frame, as

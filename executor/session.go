@@ -31,6 +31,7 @@ type session struct {
 	out       *outbox
 	log       *slog.Logger
 	maxFrame  int
+	slots     int // registered: at most as many as a heartbeat can list
 	heartbeat time.Duration
 	timeout   time.Duration
 
@@ -65,8 +66,14 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 		e.log.Warn("main control speaks another protocol version; registering with proto=1", "proto", welcome.Proto)
 	}
 	r.SetMaxFrame(welcome.MaxFrame)
+	slots := e.cfg.Slots
+	if fit := heartbeatSlots(welcome.MaxFrame); fit < slots {
+		slots = fit
+		e.log.Warn("registering fewer slots than configured: a heartbeat listing more running tasks could exceed the main control's max_frame",
+			"slots", e.cfg.Slots, "registered_slots", slots, "max_frame", welcome.MaxFrame)
+	}
 
-	frame, err := e.registerFrame(welcome.Auth, welcome.Nonce)
+	frame, err := e.registerFrame(welcome.Auth, welcome.Nonce, slots)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +87,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 		}
 		switch m.Type() {
 		case "registered":
-			s, err := e.newSession(conn, r, welcome.MaxFrame, m)
+			s, err := e.newSession(conn, r, welcome.MaxFrame, slots, m)
 			if err != nil {
 				return nil, err
 			}
@@ -100,12 +107,12 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 }
 
 // registerFrame builds `register`, signed when the main control asks.
-func (e *Executor) registerFrame(authMode, nonce string) ([]byte, error) {
+func (e *Executor) registerFrame(authMode, nonce string, slots int) ([]byte, error) {
 	b := wire.Begin(nil, "register")
 	b.Uint("proto", 1)
 	b.Str("executor_id", e.cfg.ID)
 	b.List("task_types", e.types)
-	b.Uint("slots", uint64(e.cfg.Slots))
+	b.Uint("slots", uint64(slots))
 	switch {
 	case authMode == "none" || authMode == "":
 	case e.cfg.Token == nil:
@@ -121,7 +128,7 @@ func (e *Executor) registerFrame(authMode, nonce string) ([]byte, error) {
 }
 
 // newSession reads the timings of `registered`.
-func (e *Executor) newSession(conn net.Conn, r *wire.Reader, maxFrame int, reg *wire.Message) (*session, error) {
+func (e *Executor) newSession(conn net.Conn, r *wire.Reader, maxFrame, slots int, reg *wire.Message) (*session, error) {
 	timeout, err := reg.DurationOr("timeout_ms", fallbackTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("bad registered: %w", err)
@@ -143,6 +150,7 @@ func (e *Executor) newSession(conn net.Conn, r *wire.Reader, maxFrame int, reg *
 		out:       newOutbox(conn, timeout),
 		log:       e.log.With("conn", conn.LocalAddr().String()),
 		maxFrame:  maxFrame,
+		slots:     slots,
 		heartbeat: hb,
 		timeout:   timeout,
 		done:      make(chan struct{}),
