@@ -40,9 +40,17 @@ func (e *Executor) handleFrame(s *session, m *wire.Message) {
 	}
 }
 
+// resultOverhead is what a result awaiting result_ack counts for besides
+// its frame, so that many small results are bounded too. Together they
+// may not pass maxUnsent: a main control may send the next task before it
+// acks the last result (spec section 4), so one that never acks would
+// otherwise make the executor hold every result it ever made.
+const resultOverhead = 256
+
 // onTask starts a dispatch: `started` at once, then the handler on its own
-// goroutine. A task that finds no free slot, or arrives during a drain, is
-// not started; the main control takes it back after its start timeout.
+// goroutine. A task that finds no free slot, arrives during a drain, or
+// while too many results await their result_ack, is not started; the main
+// control takes it back after its start timeout.
 func (e *Executor) onTask(s *session, m *wire.Message) {
 	t, err := parseTask(m.Clone())
 	if err != nil {
@@ -64,6 +72,8 @@ func (e *Executor) onTask(s *session, m *wire.Message) {
 		refused = "dispatch already ran; its result awaits result_ack"
 	case len(e.runs) >= s.slots:
 		refused = "no free slot"
+	case e.unackedBytes >= maxUnsent(s.maxFrame):
+		refused = "too many results await result_ack"
 	}
 	if refused != "" {
 		e.mu.Unlock()
@@ -116,7 +126,10 @@ func (e *Executor) onResultAck(s *session, m *wire.Message) {
 	}
 	e.mu.Lock()
 	o := e.unacked[tok]
-	delete(e.unacked, tok)
+	if o != nil {
+		delete(e.unacked, tok)
+		e.unackedBytes -= o.size
+	}
 	e.notifyLocked()
 	e.mu.Unlock()
 	switch {
@@ -134,10 +147,11 @@ func (e *Executor) onResultAck(s *session, m *wire.Message) {
 // all in one write.
 func (e *Executor) activate(s *session) {
 	e.mu.Lock()
+	var backlog [][]byte
 	running := 0
 	for _, tok := range sortedTokens(e.runs) {
 		if !e.runs[tok].cancelled {
-			s.out.queue(startedFrame(tok))
+			backlog = append(backlog, startedFrame(tok))
 			running++
 		}
 	}
@@ -151,8 +165,14 @@ func (e *Executor) activate(s *session) {
 		if replaced != "" {
 			s.log.Warn("result replaced", "task_id", o.tok.id, "version", o.tok.version, "reason", replaced)
 		}
-		s.out.queue(startedFrame(o.tok), frame)
+		backlog = append(backlog, startedFrame(o.tok), frame)
 	}
+	size := 0
+	for _, f := range backlog {
+		size += len(f)
+	}
+	s.out.allow(size) // the backlog is ours, not a sign that the peer does not read
+	s.out.queue(backlog...)
 	e.cur = s
 	e.maxFrame.Store(int64(s.maxFrame))
 	e.mu.Unlock()

@@ -50,5 +50,18 @@
 //
 // The executor holds no state across tasks and writes nothing to disk: all
 // it keeps is the set of running handlers and of results awaiting their
-// acknowledgement, in memory.
+// acknowledgement, in memory. Both ways of making that grow without end
+// are bounded by max(16 MiB, 4 x max_frame), the bound the main control
+// puts on its own peers (docs/protocol.md, "Bounded buffers"):
+//
+//   - a main control that does not read: when the output not yet written
+//     passes the bound, the executor closes the connection (and logs "the
+//     main control does not read") and re-sends its results on the next
+//     one; the results and `started` frames a connection starts with do
+//     not count against it;
+//   - a main control that does not send `result_ack`: while the results
+//     awaiting theirs pass the bound (each counted at its frame's size plus
+//     256 bytes), a new `task` is not started and is logged, as one that
+//     finds no free slot; handlers already running still finish and
+//     report.
 package executor

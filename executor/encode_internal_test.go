@@ -81,7 +81,7 @@ func BenchmarkExecutor_TaskPath(b *testing.B) {
 			}
 			defer e.Stop()
 			conn := &sinkConn{closed: make(chan struct{})}
-			s := &session{e: e, out: newOutbox(conn, time.Minute), log: e.log, maxFrame: wire.DefaultMaxFrame,
+			s := &session{e: e, out: newOutbox(conn, time.Minute, 0), log: e.log, maxFrame: wire.DefaultMaxFrame,
 				done: make(chan struct{}), byeAck: make(chan struct{}), waiters: map[string]chan *wire.Message{}}
 			defer s.out.close()
 			e.activate(s)

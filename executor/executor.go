@@ -42,15 +42,16 @@ type Executor struct {
 	// work hands a run to an idle worker goroutine (unbuffered).
 	work chan *run
 
-	mu       sync.Mutex
-	runs     map[token]*run     // handlers executing
-	unacked  map[token]*outcome // results awaiting result_ack
-	seq      uint64             // completion counter for outcome.seq
-	cur      *session           // registered connection, or nil
-	draining bool               // no new tasks
-	leaving  bool               // no reconnects
-	byeSent  bool
-	changed  chan struct{} // closed and replaced when runs or unacked shrink during a drain
+	mu           sync.Mutex
+	runs         map[token]*run     // handlers executing
+	unacked      map[token]*outcome // results awaiting result_ack
+	unackedBytes int                // their size (see resultOverhead), bounded against a main control that does not ack
+	seq          uint64             // completion counter for outcome.seq
+	cur          *session           // registered connection, or nil
+	draining     bool               // no new tasks
+	leaving      bool               // no reconnects
+	byeSent      bool
+	changed      chan struct{} // closed and replaced when runs or unacked shrink during a drain
 }
 
 // New validates cfg, applies its defaults and returns an Executor that is

@@ -1,10 +1,20 @@
 package executor
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"time"
 )
+
+// minMaxUnsent is the least output an outbox holds for a main control that
+// does not read before it gives up on the connection; the bound is
+// max(16 MiB, 4 x max_frame), as the main control's for its own peers
+// (docs/protocol.md, "Bounded buffers").
+const minMaxUnsent = 16 << 20
+
+// maxUnsent is the bound for a connection with the given max_frame.
+func maxUnsent(maxFrame int) int { return max(minMaxUnsent, 4*maxFrame) }
 
 // outbox serializes and batches writes to one connection. Senders queue
 // whole frames (cheap, under a mutex, never blocking on the network) and
@@ -12,10 +22,14 @@ import (
 // write; frames queued while it writes leave together in the next one. So
 // frames queued together (`started` + `result` after a reconnect) leave in
 // one write, and under load many frames share one syscall. A write error or
-// timeout closes the connection, which ends the session's reader.
+// timeout closes the connection, which ends the session's reader; so does
+// output piling up past limit, which only a peer that does not read
+// causes: the write deadline alone would let it grow for timeout_ms, which
+// the main control chooses.
 type outbox struct {
 	conn    net.Conn
 	timeout time.Duration // write deadline per write
+	limit   int           // most unsent bytes; 0 means no bound
 
 	wake chan struct{} // cap 1: something was queued
 	quit chan struct{} // closed by close
@@ -24,27 +38,60 @@ type outbox struct {
 	mu      sync.Mutex
 	buf     []byte        // queued frames
 	writing bool          // the writer holds a batch
+	batch   int           // bytes of that batch
 	err     error         // first write error; sticky
 	idle    chan struct{} // closed and replaced whenever the outbox empties
 }
 
 // newOutbox starts the writer goroutine; close stops it.
-func newOutbox(conn net.Conn, timeout time.Duration) *outbox {
-	o := &outbox{conn: conn, timeout: timeout, wake: make(chan struct{}, 1),
+func newOutbox(conn net.Conn, timeout time.Duration, limit int) *outbox {
+	o := &outbox{conn: conn, timeout: timeout, limit: limit, wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), idle: make(chan struct{})}
 	go o.run()
 	return o
 }
 
-// queue appends whole frames without waking the writer.
+// queue appends whole frames without waking the writer. Past the limit it
+// drops everything queued and closes the connection instead.
 func (o *outbox) queue(frames ...[]byte) {
 	o.mu.Lock()
-	if o.err == nil {
-		for _, f := range frames {
-			o.buf = append(o.buf, f...)
-		}
+	if o.err != nil {
+		o.mu.Unlock()
+		return
+	}
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	if unsent := len(o.buf) + o.batch + n; o.limit > 0 && unsent > o.limit {
+		o.err = fmt.Errorf("the main control does not read: %d bytes unsent, more than %d", unsent, o.limit)
+		o.buf = nil
+		o.mu.Unlock()
+		o.conn.Close()
+		return
+	}
+	for _, f := range frames {
+		o.buf = append(o.buf, f...)
 	}
 	o.mu.Unlock()
+}
+
+// allow raises the limit by n: for the backlog a new connection starts
+// with (results re-sent after a reconnect), which is not the peer's doing.
+func (o *outbox) allow(n int) {
+	o.mu.Lock()
+	if o.limit > 0 {
+		o.limit += n
+	}
+	o.mu.Unlock()
+}
+
+// failure returns the error that stopped the outbox, if any: when it
+// closed the connection, that is why the session ended.
+func (o *outbox) failure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
 }
 
 // flush wakes the writer for what is queued. It returns the connection's
@@ -115,20 +162,23 @@ func (o *outbox) run() {
 		for {
 			o.mu.Lock()
 			if len(o.buf) == 0 || o.err != nil {
-				o.writing = false
+				o.writing, o.batch = false, 0
 				close(o.idle)
 				o.idle = make(chan struct{})
 				o.mu.Unlock()
 				break
 			}
 			b := o.buf
-			o.buf, o.writing = spare[:0], true
+			o.buf, o.writing, o.batch = spare[:0], true, len(b)
 			o.mu.Unlock()
 			err := o.write(b)
 			spare = b
 			if err != nil {
 				o.mu.Lock()
-				o.err, o.buf = err, nil
+				if o.err == nil { // the first error is why: keep it
+					o.err = err
+				}
+				o.buf = nil
 				o.mu.Unlock()
 				o.conn.Close()
 			}

@@ -33,6 +33,7 @@ type outcome struct {
 
 	frame    []byte // cached encoding
 	frameMax int    // the max_frame the cache was checked against
+	size     int    // what it counts in Executor.unackedBytes
 }
 
 // newOutcome turns a handler's return values into a result.

@@ -158,6 +158,8 @@ func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
 			}
 			s.out.queue(frame)
 		}
+		o.size = len(frame) + resultOverhead
+		e.unackedBytes += o.size
 	}
 	sum := o.summary() // o belongs to e.mu from here on
 	e.notifyLocked()

@@ -147,7 +147,7 @@ func (e *Executor) newSession(conn net.Conn, r *wire.Reader, maxFrame, slots int
 		e:         e,
 		conn:      conn,
 		r:         r,
-		out:       newOutbox(conn, timeout),
+		out:       newOutbox(conn, timeout, maxUnsent(maxFrame)),
 		log:       e.log.With("conn", conn.LocalAddr().String()),
 		maxFrame:  maxFrame,
 		slots:     slots,
@@ -195,6 +195,9 @@ func (s *session) readLoop() {
 			}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("no frame from the main control for %v: %w", s.timeout, err)
+			}
+			if werr := s.out.failure(); werr != nil {
+				err = werr // a failed write closed the connection: say why
 			}
 			s.readErr = err
 			return
