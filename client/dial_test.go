@@ -3,9 +3,11 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,6 +62,51 @@ func greetOnce(t *testing.T, greet func(net.Conn)) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// A welcome or hello_ok the client cannot decode is answered with an error
+// frame before the close, as after the handshake (spec sections 1 and 2);
+// another service's text banner is not.
+func TestDial_RefusesUndecodableHandshakeFrame(t *testing.T) {
+	readError := func(t *testing.T, sc *srvConn, code wire.Code) {
+		t.Helper()
+		require.NoError(t, sc.Net.SetReadDeadline(time.Now().Add(waitFor)))
+		m, err := sc.R.ReadMessage()
+		require.NoError(t, err)
+		assert.Equal(t, "error", m.Type())
+		assert.Equal(t, string(code), m.Value("code"))
+		_, err = sc.R.ReadMessage()
+		assert.ErrorIs(t, err, io.EOF, "then the client closes")
+	}
+	for _, tc := range fakemain.BrokenFrames {
+		t.Run("welcome "+tc.Name, func(t *testing.T) {
+			f := mustStartFakeServer(t, fakemain.WithGreeting(tc.Raw))
+			done := dialAsync(context.Background(), f, client.Options{})
+			readError(t, f.accept(t), tc.Code)
+			assert.ErrorContains(t, wait(t, done), "cannot read welcome")
+		})
+		t.Run("hello_ok "+tc.Name, func(t *testing.T) {
+			f := mustStartFakeServer(t)
+			done := dialAsync(context.Background(), f, client.Options{})
+			sc := f.accept(t)
+			sc.expect("hello")
+			sc.SendRaw(tc.Raw)
+			readError(t, sc, tc.Code)
+			assert.ErrorContains(t, wait(t, done), "cannot read hello_ok")
+		})
+	}
+	t.Run("another service", func(t *testing.T) {
+		f := mustStartFakeServer(t, fakemain.WithGreeting([]byte("SSH-2.0-OpenSSH_9.6\r\n")))
+		done := dialAsync(context.Background(), f, client.Options{})
+		sc := f.accept(t)
+		require.Error(t, wait(t, done))
+		require.NoError(t, sc.Net.SetReadDeadline(time.Now().Add(waitFor)))
+		n, err := sc.Net.Read(make([]byte, 64))
+		assert.Zero(t, n, "nothing sent to a service that is not apollo11")
+		if !errors.Is(err, syscall.ECONNRESET) { // a close with our bytes unread
+			assert.ErrorIs(t, err, io.EOF)
+		}
+	})
 }
 
 func TestDial(t *testing.T) {

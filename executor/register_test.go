@@ -2,9 +2,11 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,6 +150,45 @@ func TestExecutor_RefusesUndecodableFrame(t *testing.T) {
 			f.accept(t).expect("register")
 		})
 	}
+}
+
+// During the handshake too: a welcome or a registered the executor cannot
+// decode gets the same answer. Only another service's text banner (an SSH
+// server at the address) gets none: it would not understand one.
+func TestExecutor_RefusesUndecodableHandshakeFrame(t *testing.T) {
+	handlers := map[string]executor.Handler{"echo": echoHandler()}
+	for _, tc := range fakemain.BrokenFrames {
+		t.Run("welcome "+tc.Name, func(t *testing.T) {
+			f := mustStartFakeMain(t, fakemain.WithGreeting(tc.Raw))
+			s := mustRun(t, f, executor.Config{Handlers: handlers})
+			c := f.accept(t)
+			m := c.expect("error")
+			assert.Equal(t, string(tc.Code), m.Value("code"))
+			c.expectClosed(waitFor)
+			assert.Contains(t, s.logs.eventually(t, "cannot register with the main control")["err"], "cannot read welcome")
+		})
+		t.Run("registered "+tc.Name, func(t *testing.T) {
+			f := mustStartFakeMain(t)
+			mustRun(t, f, executor.Config{Handlers: handlers})
+			c := f.accept(t)
+			c.expect("register")
+			c.SendRaw(tc.Raw)
+			m := c.expect("error")
+			assert.Equal(t, string(tc.Code), m.Value("code"))
+			c.expectClosed(waitFor)
+		})
+	}
+	t.Run("another service", func(t *testing.T) {
+		f := mustStartFakeMain(t, fakemain.WithGreeting([]byte("SSH-2.0-OpenSSH_9.6\r\n")))
+		mustRun(t, f, executor.Config{Handlers: handlers})
+		c := f.accept(t)
+		require.NoError(t, c.Net.SetReadDeadline(time.Now().Add(waitFor)))
+		n, err := c.Net.Read(make([]byte, 64))
+		assert.Zero(t, n, "nothing sent to a service that is not apollo11")
+		if !errors.Is(err, syscall.ECONNRESET) { // a close with our bytes unread
+			assert.ErrorIs(t, err, io.EOF)
+		}
+	})
 }
 
 func TestExecutor_RegisterRefused(t *testing.T) {

@@ -35,6 +35,24 @@ func ParseWelcome(m *Message) (Welcome, error) {
 		MaxFrame: int(min(maxFrame, math.MaxInt32))}, nil
 }
 
+// ForeignBanner reports whether err, from reading a connection's first
+// frame, shows a peer that speaks another protocol altogether: a header
+// whose four bytes are printable ASCII ("SSH-", "HTTP", "220 ") is a text
+// banner, not a length. Such a peer is not answered with an error frame,
+// which it could not read; any other frame that cannot be decoded is.
+func ForeignBanner(err error) bool {
+	var tl *FrameTooLargeError
+	if !errors.As(err, &tl) {
+		return false
+	}
+	for shift := 24; shift >= 0; shift -= 8 {
+		if c := byte(tl.Size >> shift); c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // WelcomeReadError describes a failure to read the first frame. A framing
 // error there usually means the address is some other service (an SSH
 // banner announces a frame of 1.4 GB), so it says so.

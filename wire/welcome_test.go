@@ -58,3 +58,26 @@ func TestWelcomeReadError(t *testing.T) {
 	assert.EqualError(t, err, "cannot read welcome: EOF")
 	assert.True(t, errors.Is(err, io.EOF))
 }
+
+func TestForeignBanner(t *testing.T) {
+	size := func(b string) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"ssh", &FrameTooLargeError{Size: size("SSH-"), Max: DefaultMaxFrame}, true},
+		{"http", WelcomeReadError(&FrameTooLargeError{Size: size("HTTP"), Max: DefaultMaxFrame}), true},
+		{"smtp", &FrameTooLargeError{Size: size("220 "), Max: DefaultMaxFrame}, true},
+		{"a frame just too large", &FrameTooLargeError{Size: 2_000_000, Max: DefaultMaxFrame}, false},
+		{"the largest length", &FrameTooLargeError{Size: 0xffffffff, Max: DefaultMaxFrame}, false},
+		{"a half-printable length", &FrameTooLargeError{Size: 0x7fffffff, Max: DefaultMaxFrame}, false},
+		{"malformed", malformed("no =", 3), false},
+		{"eof", io.EOF, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ForeignBanner(tc.err))
+		})
+	}
+}

@@ -28,6 +28,7 @@ type Server struct {
 	ln       net.Listener
 	conns    chan *Conn
 	authMode string
+	greeting []byte // sent in place of welcome when set
 	maxFrame atomic.Int64
 	stop     chan struct{}
 }
@@ -40,6 +41,10 @@ func WithAuth() Option { return func(s *Server) { s.authMode = "hmac-sha256" } }
 
 // WithMaxFrame announces max_frame=n.
 func WithMaxFrame(n int) Option { return func(s *Server) { s.maxFrame.Store(int64(n)) } }
+
+// WithGreeting sends raw in place of the welcome: a broken frame, or
+// another service's banner.
+func WithGreeting(raw []byte) Option { return func(s *Server) { s.greeting = raw } }
 
 // Start listens on 127.0.0.1:0; everything stops at the end of the test.
 func Start(tb testing.TB, opts ...Option) *Server {
@@ -85,8 +90,12 @@ func (s *Server) serve(c net.Conn) {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
 	fc := &Conn{Net: c, R: wire.NewReader(c, 0), Nonce: nonce}
-	_ = WriteMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", nonce,
-		"auth", s.authMode, "max_frame", strconv.FormatInt(s.maxFrame.Load(), 10))
+	if s.greeting != nil {
+		_, _ = c.Write(s.greeting)
+	} else {
+		_ = WriteMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", nonce,
+			"auth", s.authMode, "max_frame", strconv.FormatInt(s.maxFrame.Load(), 10))
+	}
 	select {
 	case s.conns <- fc:
 	case <-s.stop:
