@@ -162,6 +162,20 @@ func (t *Task) State(ctx context.Context, keys ...string) (map[string]string, ui
 	return vals, version, nil
 }
 
+// MaxFrame is the largest frame payload the main control accepts: the
+// max_frame of its latest welcome (wire.DefaultMaxFrame before the first,
+// and for a Task made outside an Executor). A handler that can shorten its
+// outputs uses it to keep its result within the frame, since a result too
+// large is replaced with a permanent failure; mind that the main control's
+// own check is stricter (docs/protocol.md, "Output size check"), and that
+// a result sent after a reconnect meets the max_frame of that connection.
+func (t *Task) MaxFrame() int {
+	if t.exec == nil {
+		return wire.DefaultMaxFrame
+	}
+	return int(t.exec.maxFrame.Load())
+}
+
 // session returns the executor's current connection, or nil.
 func (t *Task) session() *session {
 	if t.exec == nil {

@@ -370,6 +370,25 @@ func TestTask_FramesWithinMaxFrame(t *testing.T) {
 	assert.ErrorIs(t, <-errs, executor.ErrRequestTooLarge)
 }
 
+func TestTask_MaxFrame(t *testing.T) {
+	f := mustStartFakeMain(t, fakemain.WithMaxFrame(4096))
+	got := make(chan int, 1)
+	mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"job": executor.HandlerFunc(
+		func(_ context.Context, t *executor.Task) (executor.Result, error) {
+			got <- t.MaxFrame()
+			return executor.Result{}, nil
+		})}})
+	c := f.accept(t)
+	c.registerQuiet()
+	c.sendTask(1, 1, "job")
+	c.expectStarted(1, 1)
+	assert.Equal(t, 4096, <-got, "the welcome's max_frame")
+	c.expectResult(1, 1)
+
+	var detached executor.Task
+	assert.Equal(t, wire.DefaultMaxFrame, detached.MaxFrame())
+}
+
 func TestTask_State(t *testing.T) {
 	f := mustStartFakeMain(t)
 	type reply struct {

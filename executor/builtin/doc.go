@@ -30,9 +30,15 @@
 // killed with SIGKILL when the task is cancelled or times out, and again
 // once the program exits, so that nothing it started outlives it.
 //
-// Outputs: out.stdout and out.stderr (each cut after ExecConfig.MaxOutput
-// bytes, with out.stdout_truncated=true / out.stderr_truncated=true, and
-// invalid UTF-8 replaced by U+FFFD), out.exit_code, and out.signal when a
-// signal ended the program. A non-zero exit is a retryable failure with
-// error="exit status N", outputs kept.
+// Outputs: out.stdout and out.stderr (invalid UTF-8 replaced by U+FFFD),
+// out.exit_code, and out.signal when a signal ended the program. Each
+// stream is cut after ExecConfig.MaxOutput bytes, and both are cut further,
+// on rune boundaries, so that the result fits the main control's
+// max_frame (executor.Task.MaxFrame) as its size check counts it (escaping
+// included: `=`, `\` and LF take two bytes); when both are too long each
+// gets half the room. A stream cut either way comes with
+// out.stdout_truncated=true / out.stderr_truncated=true. So a program that
+// ran always reports its status and exit code, never a "result too
+// large". A non-zero exit is a retryable failure with error="exit status
+// N", outputs kept.
 package builtin

@@ -79,12 +79,12 @@ func (x *execHandler) Handle(ctx context.Context, t *executor.Task) (executor.Re
 		return executor.Result{}, executor.Permanent(fmt.Errorf("exec: %s is not on the --exec-allow list", prog))
 	}
 	stdin, hasStdin := t.Args["stdin"]
-	return x.run(ctx, argv, stdin, hasStdin)
+	return x.run(ctx, t, argv, stdin, hasStdin)
 }
 
 // run starts argv in its own process group, feeds stdin, captures the
 // outputs, and kills the group on cancel and after the program exits.
-func (x *execHandler) run(ctx context.Context, argv []string, stdin string, hasStdin bool) (executor.Result, error) {
+func (x *execHandler) run(ctx context.Context, t *executor.Task, argv []string, stdin string, hasStdin bool) (executor.Result, error) {
 	stdout := &cappedBuffer{max: x.cfg.MaxOutput}
 	stderr := &cappedBuffer{max: x.cfg.MaxOutput}
 	p, err := newPipes(hasStdin)
@@ -127,40 +127,52 @@ func (x *execHandler) run(ctx context.Context, argv []string, stdin string, hasS
 		p.closeReadEnds() // someone outside the group holds the pipes
 		<-copied
 	}
-	return result(ctx, argv[0], cmd, waitErr, stdout, stderr)
+	return result(ctx, t, argv[0], cmd, waitErr, stdout, stderr)
 }
 
-// result builds the handler's outcome from the finished command.
-func result(ctx context.Context, prog string, cmd *exec.Cmd, waitErr error, stdout, stderr *cappedBuffer) (executor.Result, error) {
+// result builds the handler's outcome from the finished command. The
+// outputs are cut to fit the main control's max_frame: a result too large
+// would be replaced with a permanent "result too large", losing the exit
+// code and the status of a program that ran.
+func result(ctx context.Context, t *executor.Task, prog string, cmd *exec.Cmd, waitErr error, stdout, stderr *cappedBuffer) (executor.Result, error) {
 	out := map[string]string{}
-	var truncated bool
-	if out["stdout"], truncated = stdout.text(); truncated {
-		out["stdout_truncated"] = "true"
-	}
-	if out["stderr"], truncated = stderr.text(); truncated {
-		out["stderr_truncated"] = "true"
-	}
 	if ps := cmd.ProcessState; ps != nil {
 		out["exit_code"] = strconv.Itoa(ps.ExitCode())
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			out["signal"] = ws.Signal().String()
 		}
 	}
-	res := executor.Result{Out: out}
+	err := runErr(ctx, prog, waitErr)
+	room := outputRoom(t, out, err)
+	outText, outCapped := stdout.text()
+	errText, errCapped := stderr.text()
+	outText, errText, outCut, errCut := fitStreams(outText, errText, room)
+	out["stdout"], out["stderr"] = outText, errText
+	if outCapped || outCut {
+		out["stdout_truncated"] = "true"
+	}
+	if errCapped || errCut {
+		out["stderr_truncated"] = "true"
+	}
+	return executor.Result{Out: out}, err
+}
+
+// runErr is the handler's error for a finished command.
+func runErr(ctx context.Context, prog string, waitErr error) error {
 	if err := ctx.Err(); err != nil {
 		if cause := context.Cause(ctx); cause != nil && cause != err {
-			return res, fmt.Errorf("exec: %s killed: %w (%w)", prog, err, cause)
+			return fmt.Errorf("exec: %s killed: %w (%w)", prog, err, cause)
 		}
-		return res, fmt.Errorf("exec: %s killed: %w", prog, err)
+		return fmt.Errorf("exec: %s killed: %w", prog, err)
 	}
 	var ee *exec.ExitError
 	if errors.As(waitErr, &ee) {
-		return res, errors.New(ee.Error()) // "exit status N" or "signal: ..."
+		return errors.New(ee.Error()) // "exit status N" or "signal: ..."
 	}
 	if waitErr != nil {
-		return res, fmt.Errorf("exec: %s: %w", prog, waitErr)
+		return fmt.Errorf("exec: %s: %w", prog, waitErr)
 	}
-	return res, nil
+	return nil
 }
 
 // pipes are the program's stdio pipes; the parent keeps the read ends of
