@@ -24,7 +24,12 @@
 //
 // argv[0] must be an absolute path that appears exactly (byte for byte) in
 // ExecConfig.Allow, and ExecConfig.Enabled must be true; anything else is
-// a permanent failure. The program runs in its own process group, with a
+// a permanent failure, as is a start that can never succeed: an argument
+// that holds a NUL byte (checked before starting) or arguments too long
+// for the system (E2BIG). An allow-listed program that is missing or
+// cannot be executed (ENOENT, EACCES) is a retryable failure: the operator
+// listed it, and it may be being deployed; the task is retried, with
+// backoff, until its attempts run out. The program runs in its own process group, with a
 // scrubbed environment (PATH=/usr/local/bin:/usr/bin:/bin, LANG=C.UTF-8 and
 // ExecConfig.Env), in the executor's working directory. The whole group is
 // killed with SIGKILL when the task is cancelled or times out, and again

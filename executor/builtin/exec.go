@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,6 +79,12 @@ func (x *execHandler) Handle(ctx context.Context, t *executor.Task) (executor.Re
 	if !slices.Contains(x.cfg.Allow, prog) {
 		return executor.Result{}, executor.Permanent(fmt.Errorf("exec: %s is not on the --exec-allow list", prog))
 	}
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			// execve cannot pass it: every attempt would fail alike.
+			return executor.Result{}, executor.Permanent(fmt.Errorf("exec: argument %d holds a NUL byte", i))
+		}
+	}
 	stdin, hasStdin := t.Args["stdin"]
 	return x.run(ctx, t, argv, stdin, hasStdin)
 }
@@ -104,7 +111,13 @@ func (x *execHandler) run(ctx context.Context, t *executor.Task, argv []string, 
 		cmd.Stdin = p.inR // else /dev/null
 	}
 	if err := cmd.Start(); err != nil {
-		return executor.Result{}, fmt.Errorf("exec: cannot start %s: %w", argv[0], err)
+		err = fmt.Errorf("exec: cannot start %s: %w", argv[0], err)
+		if errors.Is(err, syscall.E2BIG) {
+			return executor.Result{}, executor.Permanent(err) // the same arguments, the same refusal
+		}
+		// A missing or non-executable program on the allow list may be
+		// being deployed: retried, as the package documentation says.
+		return executor.Result{}, err
 	}
 	p.closeChildEnds()
 	pgid := cmd.Process.Pid

@@ -133,6 +133,8 @@ func TestExec_Refused(t *testing.T) {
 		{"blank argv", on, map[string]string{"argv": "  "}, "exec: arg.argv is empty"},
 		{"gap in argv.N", on, map[string]string{"argv.0": "/bin/echo", "argv.2": "x"},
 			"exec: arg.argv.N keys must run from argv.0 without gaps (found 2, consecutive 1)"},
+		{"NUL in an argument", on, map[string]string{"argv.0": "/bin/echo", "argv.1": "a", "argv.2": "b\x00c"},
+			"exec: argument 2 holds a NUL byte"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,12 +145,30 @@ func TestExec_Refused(t *testing.T) {
 			assert.Empty(t, res.Out)
 		})
 	}
+	t.Run("argument too long for the system", func(t *testing.T) {
+		mustExist(t, "/bin/echo")
+		// Linux takes at most 128 KiB in one argument: E2BIG, every time.
+		_, err := runExec(t, on, map[string]string{"argv.0": "/bin/echo", "argv.1": strings.Repeat("x", 200<<10)})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, syscall.E2BIG)
+		assert.True(t, executor.IsPermanent(err))
+	})
+	// An allow-listed program that is missing or not executable may be
+	// being deployed: retried (builtin/doc.go says so).
 	t.Run("missing program is retryable", func(t *testing.T) {
 		_, err := runExec(t, builtin.ExecConfig{Enabled: true, Allow: []string{"/nonexistent/prog"}},
 			map[string]string{"argv": "/nonexistent/prog"})
 		require.Error(t, err)
 		assert.False(t, executor.IsPermanent(err))
 		assert.ErrorIs(t, err, os.ErrNotExist)
+	})
+	t.Run("program that cannot be executed is retryable", func(t *testing.T) {
+		prog := filepath.Join(t.TempDir(), "prog")
+		require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o644)) // not executable
+		_, err := runExec(t, builtin.ExecConfig{Enabled: true, Allow: []string{prog}}, map[string]string{"argv": prog})
+		require.Error(t, err)
+		assert.False(t, executor.IsPermanent(err))
+		assert.ErrorIs(t, err, os.ErrPermission)
 	})
 }
 
