@@ -48,7 +48,8 @@ func TestUnits_Hardening(t *testing.T) {
 	}
 	ex, err := os.ReadFile("apollo11-executor@.service")
 	require.NoError(t, err)
-	for _, want := range []string{"--id %i", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict"} {
+	for _, want := range []string{"--id %i", "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict",
+		"KillMode=mixed"} { // contains what exec tasks leave (executor/builtin/doc.go)
 		require.Contains(t, string(ex), want)
 	}
 }

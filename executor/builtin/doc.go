@@ -33,7 +33,20 @@
 // scrubbed environment (PATH=/usr/local/bin:/usr/bin:/bin, LANG=C.UTF-8 and
 // ExecConfig.Env), in the executor's working directory. The whole group is
 // killed with SIGKILL when the task is cancelled or times out, and again
-// once the program exits, so that nothing it started outlives it.
+// once the program exits, so that what it started in the background dies
+// with it. On Linux the program is also killed (SIGKILL, Pdeathsig) when
+// the executor dies, even by kill -9 or the OOM killer. That is not full
+// containment: a process that leaves the group (setsid, setpgid) escapes
+// the group kill and outlives its task, and when the executor dies only
+// the program it started gets the signal, not that program's children.
+// For full containment run the executor as a systemd service, whose
+// cgroup holds everything its programs start, escaped or not: with
+// KillMode=control-group (systemd's default) or mixed, systemd kills every
+// process left in it when the service stops or its executor dies.
+// systemd/apollo11-executor@.service uses mixed, which sends SIGTERM to
+// the executor alone, so that running programs get the drain, and SIGKILL
+// to what is left once the executor has exited; control-group sends
+// SIGTERM to every program at once.
 //
 // Outputs: out.stdout and out.stderr (invalid UTF-8 replaced by U+FFFD),
 // out.exit_code, and out.signal when a signal ended the program. Each

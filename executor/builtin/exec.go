@@ -89,8 +89,9 @@ func (x *execHandler) Handle(ctx context.Context, t *executor.Task) (executor.Re
 	return x.run(ctx, t, argv, stdin, hasStdin)
 }
 
-// run starts argv in its own process group, feeds stdin, captures the
-// outputs, and kills the group on cancel and after the program exits.
+// run starts argv in its own process group (on Linux, killed with the
+// executor: see sysProcAttr), feeds stdin, captures the outputs, and kills
+// the group on cancel and after the program exits.
 func (x *execHandler) run(ctx context.Context, t *executor.Task, argv []string, stdin string, hasStdin bool) (executor.Result, error) {
 	stdout := &cappedBuffer{max: x.cfg.MaxOutput}
 	stderr := &cappedBuffer{max: x.cfg.MaxOutput}
@@ -105,11 +106,13 @@ func (x *execHandler) run(ctx context.Context, t *executor.Task, argv []string, 
 		Env:         x.env,
 		Stdout:      p.outW,
 		Stderr:      p.errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: sysProcAttr(),
 	}
 	if hasStdin {
 		cmd.Stdin = p.inR // else /dev/null
 	}
+	unlock := lockThread()
+	defer unlock() // after the wait: see lockThread
 	if err := cmd.Start(); err != nil {
 		err = fmt.Errorf("exec: cannot start %s: %w", argv[0], err)
 		if errors.Is(err, syscall.E2BIG) {
