@@ -7,6 +7,9 @@
 //
 //   - reads `welcome`, answers `register` (signed with the shared token when
 //     the main control asks for hmac-sha256) and waits for `registered`;
+//     wire v1's auth is one-way, so when it holds a token that the main
+//     control does not ask for (auth=none) it warns at each registration:
+//     the main control may not be the one configured;
 //   - sends `heartbeat seq=<n> running=<task_id.version,...>` every
 //     heartbeat_ms, and reconnects when nothing at all arrived from the main
 //     control for timeout_ms;

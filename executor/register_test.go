@@ -32,6 +32,34 @@ func TestExecutor_Register(t *testing.T) {
 		assert.Equal(t, "4", m.Value("slots"))
 		assert.False(t, m.Has("auth"), "no auth sent when the main control says auth=none")
 	})
+	// v1 auth is one-way: a main control that does not ask for the token
+	// the executor holds may be another program at the address.
+	t.Run("auth none with a token warns at every registration", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		s := mustRun(t, f, executor.Config{Handlers: handlers, Token: []byte("secret")})
+		const warning = "the main control does not ask for the token: it may not be the one configured"
+		for i := range 2 {
+			c := f.accept(t)
+			c.registerQuiet()
+			require.Eventually(t, func() bool {
+				n := 0
+				for _, r := range s.logs.records() {
+					if r["msg"] == warning && r["level"] == "WARN" {
+						n++
+					}
+				}
+				return n == i+1
+			}, waitFor, 5*time.Millisecond, "registration %d", i+1)
+			c.Net.Close()
+		}
+	})
+	t.Run("auth none without a token", func(t *testing.T) {
+		f := mustStartFakeMain(t)
+		s := mustRun(t, f, executor.Config{Handlers: handlers})
+		f.accept(t).registerQuiet()
+		s.logs.eventually(t, "registered")
+		assert.Nil(t, s.logs.find("the main control does not ask for the token: it may not be the one configured"))
+	})
 	t.Run("hmac", func(t *testing.T) {
 		f := mustStartFakeMain(t, fakemain.WithAuth())
 		mustRun(t, f, executor.Config{ID: "w1", Handlers: handlers, Token: []byte("secret")})

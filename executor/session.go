@@ -129,6 +129,14 @@ func (e *Executor) registerFrame(authMode, nonce string, slots int) ([]byte, err
 	b.Uint("slots", uint64(slots))
 	switch {
 	case authMode == "none" || authMode == "":
+		if e.cfg.Token != nil {
+			// Wire v1's auth is one-way: a main control proves nothing to
+			// the executor. One that does not ask for the token may be
+			// another program at the address (tasks, exec's included,
+			// come from whoever answers there).
+			e.log.Warn("the main control does not ask for the token: it may not be the one configured",
+				"addr", e.cfg.Addr, "auth", authMode)
+		}
 	case e.cfg.Token == nil:
 		e.log.Error("the main control requires auth but no token is configured", "auth", authMode)
 	default:

@@ -48,6 +48,18 @@
 // to what is left once the executor has exited; control-group sends
 // SIGTERM to every program at once.
 //
+// Trust: Exec runs what the main control sends, and the executor trusts
+// whoever answers at its address. Wire v1's auth is one-way: the token
+// proves the executor to the main control, never the main control to the
+// executor, so any program that binds the address (while the main control
+// is down for an upgrade, say) can send exec tasks; the executor only
+// warns, at each registration, when it holds a token that the main
+// control does not ask for. ExecConfig.Allow limits the program, not its
+// arguments: a shell, env, find, xargs or an interpreter on the list runs
+// anything, as the executor's user. List only programs whose every
+// argument is safe, and keep the main control's address out of other
+// users' reach.
+//
 // Outputs: out.stdout and out.stderr (invalid UTF-8 replaced by U+FFFD),
 // out.exit_code, and out.signal when a signal ended the program. Each
 // stream is cut after ExecConfig.MaxOutput bytes, and both are cut further,
