@@ -8,18 +8,55 @@ import (
 )
 
 // dispatchDirty matches pending tasks with free executor slots for every
-// task type whose queues or free executors changed. Each decision costs a
-// heap top and a queue pop: no scan over tasks or executors.
+// task type whose queues or free executors changed. Across types the most
+// urgent task goes first: priority, then the time it became pending (spec
+// section 5), so that an executor serving several types gives a freed slot
+// to the most urgent of their tasks, not always to the type it listed
+// first (which starved the others). Each decision costs a heap top and a
+// queue pop, and a step of a heap of the dirty types: no scan over tasks or
+// executors.
 func (c *Core) dispatchDirty() {
 	if !c.available || len(c.dirty) == 0 {
 		return
 	}
-	for i := 0; i < len(c.dirty); i++ { // dispatching may mark more types dirty
-		tt := c.dirty[i]
+	if len(c.dirty) == 1 {
+		// One type: its own queues give the order (the usual case). A
+		// dispatch only takes slots, so it marks no other type dirty; if
+		// one is, the general path below orders them.
+		tt := c.dirty[0]
+		c.dirty = c.dirty[:0]
 		tt.dirty = false
 		c.dispatchType(tt)
+		if len(c.dirty) == 0 {
+			return
+		}
+	}
+	h := c.urgent[:0]
+	for _, tt := range c.dirty {
+		h = c.pushUrgent(h, tt)
 	}
 	c.dirty = c.dirty[:0]
+	for len(h) > 0 {
+		var u urgentType
+		u, h = popUrgent(h)
+		tt := u.tt
+		t, e := c.nextPending(tt), tt.free.top()
+		switch {
+		case t == nil || e == nil:
+			tt.dirty = false // nothing left to match: marked again when that changes
+			continue
+		case t.priority != u.priority || t.seq != u.seq:
+			h = pushUrgentEntry(h, urgentType{tt, t.priority, t.seq}) // its head moved: place it again
+			continue
+		}
+		c.dispatch(t, e)
+		for _, nt := range c.dirty { // made dirty by the dispatch (not in the heap)
+			h = c.pushUrgent(h, nt)
+		}
+		c.dirty = c.dirty[:0]
+		h = c.pushUrgent(h, tt)
+	}
+	c.urgent = h[:0]
 }
 
 func (c *Core) dispatchType(tt *taskType) {

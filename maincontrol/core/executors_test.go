@@ -573,3 +573,31 @@ func TestCore_RegisterTypesCapped(t *testing.T) {
 	h.expect(p, "registered")
 	assert.Len(t, h.c.execs["many"].types, wire.MaxExecutorTypes, "repeats do not count")
 }
+
+// An executor serving several types gives a freed slot to the most urgent
+// of their pending tasks (priority, then first pending), not to the type
+// it listed first: that one starved the others.
+func TestCore_UrgencyAcrossTypes(t *testing.T) {
+	for _, types := range []string{"a,b", "b,a"} {
+		t.Run(types, func(t *testing.T) {
+			h := newHarness(t)
+			cl := h.client()
+			ex := h.executor("e1", types, 1)
+			busy := h.submit(cl, "task_type", "a")
+			id, ver := h.task(ex)
+			require.Equal(t, busy, id)
+			urgentB := h.submit(cl, "task_type", "b", "priority", "9")
+			olderA := h.submit(cl, "task_type", "a")
+			newerB := h.submit(cl, "task_type", "b")
+			newerA := h.submit(cl, "task_type", "a")
+			var order []uint64
+			for range 4 {
+				h.start(ex, id, ver)
+				h.accepted(ex, id, ver, "succeeded")
+				id, ver = h.task(ex)
+				order = append(order, id)
+			}
+			assert.Equal(t, []uint64{urgentB, olderA, newerB, newerA}, order)
+		})
+	}
+}
