@@ -128,6 +128,10 @@ func (s *Server) recover() error {
 		s.sinceSnapshot = int(min(unsnapped, uint64(math.MaxInt32)))
 		s.firstUnsnapped = s.now()
 	}
+	if err := s.core.CheckFrames(); err != nil { // before Recovered logs anything
+		_ = st.Close()
+		return fmt.Errorf("cannot serve %s: %w", s.cfg.DataDir, err)
+	}
 	s.core.Recovered()
 	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.lastLSN,
 		"took", time.Since(start).Round(time.Millisecond))

@@ -429,3 +429,39 @@ func endRecordOf(t *testing.T, records [][]byte, id uint64) int {
 	t.Fatalf("no end record for task %d", id)
 	return -1
 }
+
+// A core restarted with a smaller MaxFrame than its tasks were accepted
+// under refuses to serve them: it would send frames larger than the
+// max_frame it announces.
+func TestCore_CheckFrames(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	big := strings.Repeat("p", 200_000)
+	h.submit(cl, "task_type", "y", "arg.p", big) // pending: its task frame
+	id := h.submit(cl, "task_type", "x")
+	_, ver := h.task(ex)
+	h.start(ex, id, ver)
+	h.accepted(ex, id, ver, "succeeded", "out.x", big) // ended: its task_state
+	require.NoError(t, h.c.CheckFrames())
+
+	for _, tc := range []struct {
+		maxFrame int
+		ok       bool
+	}{{1 << 20, true}, {65536, false}, {200_100, false}, {201_000, true}} {
+		cfg := h.cfg
+		cfg.MaxFrame = tc.maxFrame
+		c, err := New(cfg, newRecorder())
+		require.NoError(t, err)
+		for i, p := range h.fx.records {
+			require.NoError(t, c.ReplayRecord(p), "record %d", i)
+		}
+		err = c.CheckFrames()
+		if tc.ok {
+			assert.NoError(t, err, "max frame %d", tc.maxFrame)
+			continue
+		}
+		require.ErrorIs(t, err, ErrFrameTooSmall, "max frame %d", tc.maxFrame)
+		assert.Contains(t, err.Error(), "start with --max-frame 200")
+	}
+}

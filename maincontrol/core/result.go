@@ -206,13 +206,7 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) 
 			}
 		}
 	}
-	n := len("type=task_state") + len("\nreq=") + 128 +
-		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=retrying") +
-		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 +
-		len("\ntask_type=") + wire.EscapedLen(t.typ.name) +
-		len("\nexecutor_id=") + len(t.execID) +
-		len("\ncreated_ms=") + 20 + len("\nupdated_ms=") + 20 +
-		len("\ntrace_id=") + traceLen(t.ownTrace())
+	n := taskStateBase(t)
 	if errText != "" {
 		n += len("\nerror=") + wire.EscapedLen(errText)
 		if n > c.cfg.MaxFrame {
@@ -232,4 +226,17 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) 
 		}
 	}
 	return ""
+}
+
+// taskStateBase bounds the bytes of t's task_state reply (the larger of
+// task_state and done) without its error and out.* lines, with a req of
+// 128 bytes and every number at 20 digits.
+func taskStateBase(t *task) int {
+	return len("type=task_state") + len("\nreq=") + 128 +
+		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=retrying") +
+		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 +
+		len("\ntask_type=") + wire.EscapedLen(t.typ.name) +
+		len("\nexecutor_id=") + len(t.execID) +
+		len("\ncreated_ms=") + 20 + len("\nupdated_ms=") + 20 +
+		len("\ntrace_id=") + traceLen(t.ownTrace())
 }
