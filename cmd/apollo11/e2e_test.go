@@ -531,6 +531,18 @@ func TestInspect_JSON(t *testing.T) {
 	assert.Equal(t, "nobody-serves-this", rep.Task.Type)
 	assert.Equal(t, "arg.a=1", rep.Task.Args)
 
+	// Ids a --recover-truncate cut may have handed out are skipped at the
+	// next start: inspect says the same next id.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lost-records"), []byte("7\n"), 0o600))
+	out, err = exec.Command(bin, "inspect", "--data-dir", dir, "--json").Output()
+	require.NoError(t, err, "%s", out)
+	var next struct {
+		NextTaskID uint64 `json:"next_task_id"`
+	}
+	require.NoError(t, json.Unmarshal(out, &next))
+	assert.Equal(t, id+1+7, next.NextTaskID)
+	require.NoError(t, os.Remove(filepath.Join(dir, "lost-records")))
+
 	// A task id nothing is known of: the report, then exit 1.
 	cmd = exec.Command(bin, "inspect", "--data-dir", dir, strconv.FormatUint(id+998, 10))
 	out, err = cmd.Output()

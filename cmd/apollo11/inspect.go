@@ -118,6 +118,13 @@ func inspectDir(dir string, taskID uint64) (*inspectReport, error) {
 			return nil, fmt.Errorf("cannot read the log of %s: %w", dir, err)
 		}
 	}
+	// What startup does next: settle the waiting tasks whose dependencies
+	// ended before the crash, and skip the ids of records a
+	// --recover-truncate cut dropped (into a core that keeps nothing).
+	c.Recovered()
+	if lost := st.Lost(); lost > 0 {
+		c.SkipIDs(lost)
+	}
 	counts := c.Counts()
 	for _, s := range core.AllStates {
 		rep.Counts[s.String()] = counts[s]
