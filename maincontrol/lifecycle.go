@@ -2,6 +2,7 @@ package maincontrol
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/apollo11/apollo11/snapshot"
@@ -95,7 +96,12 @@ func (s *Server) shutdown(engineDone <-chan error) error {
 	}
 	<-engineDone
 	s.finalSnapshot()
-	s.closeStore()
+	if err := s.closeStore(); err != nil {
+		// Nothing confirmed is lost (those replies were held and dropped),
+		// but the exit status must not say all went well: the last
+		// changes reached neither the log nor a snapshot.
+		return fmt.Errorf("stopped, but the log could not be closed: %w", err)
+	}
 	s.log.Info("stopped")
 	return nil
 }
@@ -129,10 +135,13 @@ func (s *Server) stoppingUnwritable() bool {
 	return s.stopping && !s.core.Available()
 }
 
-func (s *Server) closeStore() {
-	if s.store != nil {
-		if err := s.store.Close(); err != nil {
-			s.log.Error("cannot close the log", "err", err)
-		}
+func (s *Server) closeStore() error {
+	if s.store == nil {
+		return nil
 	}
+	err := s.store.Close()
+	if err != nil {
+		s.log.Error("cannot close the log", "err", err)
+	}
+	return err
 }

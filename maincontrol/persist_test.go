@@ -1,6 +1,9 @@
 package maincontrol_test
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 	"github.com/apollo11/apollo11/snapshot/snapshottest"
@@ -94,4 +98,41 @@ func TestServer_StalledDisk(t *testing.T) {
 		b.send("submit", "req", "again", "task_type", "t")
 		return b.recv().Type() == "submitted"
 	}, 5*time.Second, 50*time.Millisecond)
+}
+
+// A stop whose log cannot be closed (the disk failed, records still
+// unwritten) returns an error, so the exit status is not 0; and while the
+// stop waits for the disk, no executor is declared lost for its unread
+// heartbeats.
+func TestServer_StopWithFailedDisk(t *testing.T) {
+	ffs := snapshottest.NewFaultFS(nil)
+	var logs syncbuf.Buffer
+	cfg := maincontrol.Config{DataDir: t.TempDir(), FS: ffs, Listen: freeAddr(t),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	cfg.Core.HeartbeatTimeout = 600 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	cfg.OnReady = func(string) { close(ready) }
+	done := make(chan error, 1)
+	go func() { done <- maincontrol.Run(ctx, cfg) }()
+	<-ready
+	ex := executorPeer(t, cfg.Listen, "steady", "x", 1)
+	cl := clientPeer(t, cfg.Listen)
+	ffs.FailSyncs(errors.New("disk on fire"))
+	cl.send("submit", "req", "r", "task_type", "x") // applied, never durable
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		require.Error(t, err, "the log could not be closed: not a clean stop")
+		assert.Contains(t, err.Error(), "log could not be closed")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stop did not end")
+	}
+	_ = ex
+	if time.Since(start) > cfg.Core.HeartbeatTimeout {
+		assert.NotContains(t, logs.String(), "executor lost", "the stop read no heartbeat: nobody is lost for that")
+	}
 }

@@ -431,6 +431,13 @@ func wake(cs []*conn) {
 // OnTick runs the core's timers and starts snapshots when due.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	s.mu.Lock()
+	if s.stopping {
+		// No input is read during a stop: the executors' heartbeats wait
+		// unread, and timers run on would declare them lost (and retry
+		// their running tasks) while they are healthy. Nothing moves now.
+		s.mu.Unlock()
+		return s.cfg.TickInterval, gnet.None
+	}
 	s.noteStall()
 	s.core.Tick()
 	s.maybeSnapshot()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -87,7 +89,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&state, "state", "", "task state: waiting, pending, dispatched, running, retrying, succeeded, failed or cancelled (required)")
 		fs.IntVar(&limit, "limit", 100, "ids per page, 1 to 1000")
 		fs.Uint64Var(&after, "after", 0, "list ids after this one (the previous page's next)")
-		fs.BoolVar(&all, "all", false, "follow next to the end (from --after)")
+		fs.BoolVar(&all, "all", false, "follow next to the end (from --after), --limit ids a page, --request-timeout for each")
 	}
 	check := func(*flag.FlagSet) error {
 		if state == "" {
@@ -104,15 +106,16 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	}
 	return clientCommand("list", "list --state S [flags]", false, args, stderr, extra, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			ctx, cancel := cf.ctx()
-			defer cancel()
 			var ids []uint64
 			var next uint64
 			var err error
 			if all {
-				ids, err = cl.ListAfter(ctx, state, after)
+				ids, err = listAll(cf, cl, state, limit, after)
 			} else {
+				ctx, cancel := cf.ctx()
+				defer cancel()
 				ids, next, err = cl.List(ctx, state, limit, after)
+				err = withCause(ctx, err)
 			}
 			if err != nil {
 				return err
@@ -135,6 +138,42 @@ func runList(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		})
+}
+
+// listAll follows next from page to page. Each page is a request of its
+// own, with its own --request-timeout: a large table takes many pages,
+// and one timeout for the whole walk made it fail on a loaded host.
+func listAll(cf *clientFlags, cl *client.Client, state string, limit int, after uint64) ([]uint64, error) {
+	ids := []uint64{}
+	for {
+		ctx, cancel := cf.ctx()
+		page, next, err := cl.List(ctx, state, limit, after)
+		err = withCause(ctx, err)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, page...)
+		if next == 0 {
+			return ids, nil
+		}
+		if next <= after {
+			return nil, fmt.Errorf("list: next %d does not advance past %d", next, after)
+		}
+		after = next
+	}
+}
+
+// withCause adds ctx's cause ("no reply within --request-timeout 30s") to
+// an error its deadline caused, which says only "context deadline
+// exceeded".
+func withCause(ctx context.Context, err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded {
+			return fmt.Errorf("%w (%v)", err, cause)
+		}
+	}
+	return err
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {
