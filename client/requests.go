@@ -99,9 +99,19 @@ func (c *Client) ListAll(ctx context.Context, state string) ([]uint64, error) {
 
 // ListAfter is ListAll from the ids after `after` on.
 func (c *Client) ListAfter(ctx context.Context, state string, after uint64) ([]uint64, error) {
-	var all []uint64
+	return c.ListWalk(state, 1000, after, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+}
+
+// ListWalk follows `next` from the ids after `after` on, limit ids a
+// page, each page a request under a context of its own from pageCtx (a
+// timeout per request, say, where a whole walk of a large table may take
+// longer than any one reply should).
+func (c *Client) ListWalk(state string, limit int, after uint64, pageCtx func() (context.Context, context.CancelFunc)) ([]uint64, error) {
+	all := []uint64{}
 	for {
-		ids, next, err := c.List(ctx, state, 1000, after)
+		ctx, cancel := pageCtx()
+		ids, next, err := c.List(ctx, state, limit, after)
+		cancel()
 		if err != nil {
 			return all, err
 		}

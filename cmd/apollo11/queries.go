@@ -144,24 +144,16 @@ func runList(args []string, stdout, stderr io.Writer) error {
 // own, with its own --request-timeout: a large table takes many pages,
 // and one timeout for the whole walk made it fail on a loaded host.
 func listAll(cf *clientFlags, cl *client.Client, state string, limit int, after uint64) ([]uint64, error) {
-	ids := []uint64{}
-	for {
+	var last context.Context
+	ids, err := cl.ListWalk(state, limit, after, func() (context.Context, context.CancelFunc) {
 		ctx, cancel := cf.ctx()
-		page, next, err := cl.List(ctx, state, limit, after)
-		err = withCause(ctx, err)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, page...)
-		if next == 0 {
-			return ids, nil
-		}
-		if next <= after {
-			return nil, fmt.Errorf("list: next %d does not advance past %d", next, after)
-		}
-		after = next
+		last = ctx
+		return ctx, cancel
+	})
+	if err != nil {
+		return nil, withCause(last, err)
 	}
+	return ids, nil
 }
 
 // withCause adds ctx's cause ("no reply within --request-timeout 30s") to
