@@ -24,7 +24,7 @@ type Core struct {
 	// register's types (taskType.mark).
 	typeMark uint64
 	dirty    []*taskType
-	urgent   []urgentType      // dispatchDirty's heap, kept for its room
+	urgent   urgentTypes       // dispatchDirty's heap, kept for its room
 	keys     map[string]uint64 // idempotency key -> task id
 	nextID   uint64
 	seq      uint64 // queue and end order

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"container/heap"
 	"log/slog"
 	"time"
 
@@ -33,30 +34,24 @@ func (c *Core) dispatchDirty() {
 	}
 	h := c.urgent[:0]
 	for _, tt := range c.dirty {
-		h = c.pushUrgent(h, tt)
+		c.pushUrgent(&h, tt)
 	}
 	c.dirty = c.dirty[:0]
-	for len(h) > 0 {
-		var u urgentType
-		u, h = popUrgent(h)
-		tt := u.tt
+	for h.Len() > 0 {
+		tt := heap.Pop(&h).(*taskType)
 		t, e := c.nextPending(tt), tt.free.top()
-		switch {
-		case t == nil || e == nil:
+		if t == nil || e == nil {
 			tt.dirty = false // nothing left to match: marked again when that changes
-			continue
-		case t.priority != u.priority || t.seq != u.seq:
-			h = pushUrgentEntry(h, urgentType{tt, t.priority, t.seq}) // its head moved: place it again
 			continue
 		}
 		c.dispatch(t, e)
 		for _, nt := range c.dirty { // made dirty by the dispatch (not in the heap)
-			h = c.pushUrgent(h, nt)
+			c.pushUrgent(&h, nt)
 		}
 		c.dirty = c.dirty[:0]
-		h = c.pushUrgent(h, tt)
+		c.pushUrgent(&h, tt) // placed by its next task
 	}
-	c.urgent = h[:0]
+	c.urgent = h
 }
 
 func (c *Core) dispatchType(tt *taskType) {

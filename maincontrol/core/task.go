@@ -125,6 +125,8 @@ type taskType struct {
 	// names seen once do not stay in memory for good.
 	refs int
 	mark uint64 // Core.typeMark when last seen in the register being applied
+	// urgency places the type in dispatchDirty's heap (urgentTypes).
+	urgency urgency
 }
 
 // enqueue appends a pending task's entry to the queue of its priority.
