@@ -72,9 +72,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, handshakeErr(ctx, "cannot read welcome", err)
 		}
-		if !wire.ForeignBanner(err) {
-			refuse(conn, err)
-		}
+		wire.RefuseHandshake(conn, err)
 		return nil, wire.WelcomeReadError(err)
 	}
 	welcome, err := wire.ParseWelcome(m)
@@ -105,7 +103,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 	for {
 		m, err := r.Next()
 		if err != nil {
-			refuse(conn, err)
+			wire.RefuseHandshake(conn, err)
 			return nil, handshakeErr(ctx, "cannot read hello_ok", err)
 		}
 		switch m.Type() {
@@ -124,16 +122,6 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 		case "error":
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))
 		}
-	}
-}
-
-// refuse answers a frame that cannot be decoded during the handshake as
-// one after it is (spec sections 1 and 2); the caller closes the
-// connection.
-func refuse(conn net.Conn, err error) {
-	if frame, ok := wire.Refusal(err); ok {
-		_ = conn.SetWriteDeadline(time.Now().Add(wire.RefusalWait))
-		_, _ = conn.Write(frame)
 	}
 }
 

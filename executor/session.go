@@ -56,9 +56,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 	}
 	m, err := r.Next()
 	if err != nil {
-		if !wire.ForeignBanner(err) {
-			refuse(conn, err)
-		}
+		wire.RefuseHandshake(conn, err)
 		return nil, wire.WelcomeReadError(err)
 	}
 	welcome, err := wire.ParseWelcome(m)
@@ -86,7 +84,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 	for {
 		m, err := r.Next()
 		if err != nil {
-			refuse(conn, err)
+			wire.RefuseHandshake(conn, err)
 			return nil, fmt.Errorf("cannot read registered: %w", err)
 		}
 		switch m.Type() {
@@ -107,16 +105,6 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 		default:
 			e.log.Debug("ignoring frame before registered", "type", m.Type())
 		}
-	}
-}
-
-// refuse answers a frame that cannot be decoded during the handshake as
-// one after it is (spec sections 1 and 2), so that the main control's log
-// says why the executor left; the caller closes the connection.
-func refuse(conn net.Conn, err error) {
-	if frame, ok := wire.Refusal(err); ok {
-		_ = conn.SetWriteDeadline(time.Now().Add(wire.RefusalWait))
-		_, _ = conn.Write(frame)
 	}
 }
 

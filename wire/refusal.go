@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"net"
 	"time"
 )
 
@@ -42,4 +43,19 @@ func ErrorFrame(code Code, message string) []byte {
 		return nil
 	}
 	return frame
+}
+
+// RefuseHandshake answers err, from reading a frame of the handshake, as a
+// peer answers one after it (Refusal), on conn, which the caller then
+// closes; a peer whose first bytes are a text banner (ForeignBanner)
+// speaks another protocol and is not answered. The write is bounded by
+// RefusalWait.
+func RefuseHandshake(conn net.Conn, err error) {
+	if ForeignBanner(err) {
+		return
+	}
+	if frame, ok := Refusal(err); ok {
+		_ = conn.SetWriteDeadline(time.Now().Add(RefusalWait))
+		_, _ = conn.Write(frame)
+	}
 }
