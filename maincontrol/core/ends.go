@@ -70,14 +70,22 @@ func (c *Core) followDependents(id uint64, st State) {
 				continue
 			}
 			if c.depsSucceeded(t) {
-				r := c.newRecord(recReady)
-				r.id, r.at = d, c.now()
-				if c.commit(r) {
-					c.logTransition(c.tasks.get(d), Waiting, Pending, "dependencies succeeded")
-				}
+				c.releaseWaiting(d, "dependencies succeeded")
 			}
 		}
 	}
+}
+
+// releaseWaiting moves a waiting task whose dependencies all succeeded to
+// pending.
+func (c *Core) releaseWaiting(id uint64, why string) bool {
+	r := c.newRecord(recReady)
+	r.id, r.at = id, c.now()
+	if !c.commit(r) {
+		return false
+	}
+	c.logTransition(c.tasks.get(id), Waiting, Pending, why)
+	return true
 }
 
 // depsSucceeded reports whether every dependency of t has succeeded. A

@@ -263,10 +263,7 @@ func (c *Core) settleWaiting() {
 			}
 			continue
 		}
-		r := c.newRecord(recReady)
-		r.id, r.at = s.id, c.now()
-		if c.commit(r) {
-			c.logTransition(c.tasks.get(s.id), Waiting, Pending, "dependencies succeeded before a restart")
+		if c.releaseWaiting(s.id, "dependencies succeeded before a restart") {
 			released++
 		}
 	}
