@@ -21,7 +21,7 @@ func (c *Core) CheckFrames() error {
 	var worst *task
 	need := 0
 	c.tasks.scan(0, 0, func(t *task) bool {
-		n := taskStateBase(t) + linesSize(t.outs)
+		n := taskStateBase(t, outputsStateLen(t.state == Failed)) + linesSize(t.outs)
 		if e := t.errText(); e != "" {
 			n += len("\nerror=") + wire.EscapedLen(e)
 		}

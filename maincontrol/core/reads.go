@@ -148,12 +148,20 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 		slices.Sort(keys)
 	}
 	size := len("type=state\nreq=") + wire.EscapedLen(req) + len("\nstate_version=") + 20
+	room := wire.MaxKeys - stateReplyKeys
 	b := c.begin("state", req)
 	b.UintK(kStateVersion, c.stateVer)
 	for _, k := range keys {
 		v, ok := c.state[k]
 		if !ok {
 			continue
+		}
+		// Nothing bounds how many keys the shared state holds, so the
+		// key count, like the bytes, can outgrow one payload (spec
+		// section 2): either way the request is answered, not dropped.
+		if room--; room < 0 {
+			c.sendError(p, req, wire.CodeBadRequest, "state reply would exceed "+strconv.Itoa(wire.MaxKeys)+" keys: ask for fewer keys")
+			return
 		}
 		size += 1 + len(wire.PrefixState) + len(k) + 1 + wire.EscapedLen(v)
 		if size > c.cfg.MaxFrame {
@@ -164,6 +172,10 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 	}
 	c.send(p.id, &b)
 }
+
+// stateReplyKeys is the keys of a state reply besides state.*: type, req
+// and state_version.
+const stateReplyKeys = 3
 
 func (c *Core) setDebug(p *peer, m *wire.Message, req string) {
 	on, err := m.Bool("on")

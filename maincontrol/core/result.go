@@ -51,7 +51,8 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	}
 	succeeded := f.status == "succeeded"
 	errText := f.errText
-	bad := c.outTooLarge(t, m, errText, f.out)
+	final := !succeeded && (!retryable || uint64(t.attempt) >= t.maxAttempts)
+	bad := c.outTooLarge(t, m, errText, f.out, outputsStateLen(final))
 	var sets []kv
 	if succeeded && f.hasState {
 		var badState string
@@ -185,19 +186,25 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, string) {
 	return sets, ""
 }
 
-// taskStateKeys is the keys of task_state besides out.*, every optional
-// one counted: the reply that carries a task's outputs with the most other
-// keys.
-const taskStateKeys = 13
+// taskStateKeys is the keys of task_state besides out.* and error, every
+// optional one counted: the reply that carries a task's outputs with the
+// most other keys. error is there only with an error text, and a task
+// keeps the error that came with its outputs until both go (a cancel
+// keeps both).
+const taskStateKeys = 12
 
 // outTooLarge returns the first out.* key (or "error") with which the
 // task_state reply, the larger of task_state and done, would exceed the max
 // frame. A req counts as 128 bytes and every number as 20 digits.
-func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) string {
-	if taskStateKeys+out.n > wire.MaxKeys {
+func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines, stateLen int) string {
+	keys := taskStateKeys
+	if errText != "" {
+		keys++
+	}
+	if keys+out.n > wire.MaxKeys {
 		// Too many keys for one payload (spec section 2), however short:
 		// the first out key past the room left is the offending one.
-		room := wire.MaxKeys - taskStateKeys
+		room := wire.MaxKeys - keys
 		for i := range m.Fields {
 			if f := &m.Fields[i]; strings.HasPrefix(f.Key, wire.PrefixOut) {
 				if room--; room < 0 {
@@ -206,7 +213,7 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) 
 			}
 		}
 	}
-	n := taskStateBase(t)
+	n := taskStateBase(t, stateLen)
 	if errText != "" {
 		n += len("\nerror=") + wire.EscapedLen(errText)
 		if n > c.cfg.MaxFrame {
@@ -230,13 +237,24 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines) 
 
 // taskStateBase bounds the bytes of t's task_state reply (the larger of
 // task_state and done) without its error and out.* lines, with a req of
-// 128 bytes and every number at 20 digits.
-func taskStateBase(t *task) int {
+// 128 bytes, every number at 20 digits and a state name of stateLen bytes.
+func taskStateBase(t *task, stateLen int) int {
 	return len("type=task_state") + len("\nreq=") + 128 +
-		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=retrying") +
+		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=") + stateLen +
 		len("\nattempt=") + 20 + len("\nmax_attempts=") + 20 +
 		len("\ntask_type=") + wire.EscapedLen(t.typ.name) +
 		len("\nexecutor_id=") + len(t.execID) +
 		len("\ncreated_ms=") + 20 + len("\nupdated_ms=") + 20 +
 		len("\ntrace_id=") + traceLen(t.ownTrace())
+}
+
+// outputsStateLen is the longest state name a task shows while it holds a
+// result's outputs: failed when the result ends it (final), else
+// succeeded, or retrying and then pending or, by a cancel that keeps
+// them, cancelled (the next dispatch drops them): 9 bytes.
+func outputsStateLen(final bool) int {
+	if final {
+		return len("failed")
+	}
+	return len("cancelled")
 }

@@ -347,6 +347,60 @@ func TestCore_OutLimitFits(t *testing.T) {
 	h.expect(cl, "task_state")
 }
 
+// The out.* size check is the spec's formula to the byte: the worst
+// task_state of the task (req of 128 bytes, every number at 20 digits, the
+// longest state it can show with those outputs) with out.o at the limit
+// fits max_frame exactly, and one byte more is refused. A retryable failure
+// keeps its outputs through retrying, and a cancel keeps them too.
+func TestCore_OutLimitExact(t *testing.T) {
+	const maxFrame = 1024
+	const twenty = "99999999999999999999"
+	for _, tc := range []struct{ status, retryable, shows string }{
+		{"succeeded", "false", "succeeded"},
+		{"failed", "false", "failed"},
+		{"failed", "true", "cancelled"},
+	} {
+		status := tc.status
+		worst := wire.Begin(nil, "task_state")
+		worst.Str("req", strings.Repeat("r", 128))
+		for _, k := range []string{"task_id", "version"} {
+			worst.Str(k, twenty)
+		}
+		worst.Str("state", tc.shows)
+		for _, k := range []string{"attempt", "max_attempts"} {
+			worst.Str(k, twenty)
+		}
+		worst.Str("task_type", "x")
+		worst.Str("executor_id", "e1")
+		worst.Str("created_ms", twenty)
+		worst.Str("updated_ms", twenty)
+		worst.Str("trace_id", "T")
+		worst.Str("out.o", "")
+		frame, err := worst.Finish()
+		require.NoError(t, err)
+		limit := maxFrame - (len(frame) - wire.HeaderLen)
+		for _, n := range []int{limit, limit + 1} {
+			h := newHarness(t, func(c *Config) { c.MaxFrame = maxFrame })
+			h.fx.dec.MaxFrame = maxFrame
+			cl := h.client()
+			ex := h.executor("e1", "x", 1)
+			id := h.submit(cl, "task_type", "x", "trace_id", "T")
+			_, v := h.task(ex)
+			h.start(ex, id, v)
+			ack := h.result(ex, id, v, status, "retryable", tc.retryable, "out.o", strings.Repeat("o", n))
+			assert.Equal(t, n == limit, ack.Value("accepted") == "true", "%+v with out.o of %d bytes (limit %d)", tc, n, limit)
+			if n == limit && tc.retryable == "true" {
+				long := strings.Repeat("\n", 64) // the longest req: 128 bytes escaped
+				h.send(cl, "cancel", "req", long, "task_id", itoa(id))
+				h.expect(cl, "cancelled")
+				h.send(cl, "query", "req", long, "task_id", itoa(id))
+				st := h.expect(cl, "task_state") // decoded within maxFrame by the recorder
+				assert.Equal(t, "cancelled", st.Value("state"))
+			}
+		}
+	}
+}
+
 func TestCore_ResultReasons(t *testing.T) {
 	type setup struct {
 		h      *harness
@@ -868,37 +922,90 @@ func TestCore_DispatchTokenHugeVersion(t *testing.T) {
 	assert.Equal(t, Running, h.state(id))
 }
 
-// Outputs are also limited by keys: task_state carries 13 keys besides
-// out.* and a payload at most 1,024, so a result with more than 1,011 out
-// keys is refused illegal_value naming the first key past the room, even
-// far under the max frame. Accepted, its task could never be queried.
+// Outputs are also limited by keys: task_state carries 12 keys besides
+// out.* and error, and a payload at most 1,024, so a succeeded result
+// with more than 1,012 out keys (1,011 with an error) is refused
+// illegal_value naming the first key past the room, even far under the
+// max frame. Accepted, its task could never be queried. At the limit the
+// task_state has exactly 1,024 keys, which section 2 allows.
 func TestCore_OutTooManyKeys(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxFrame = 1 << 20 })
 	cl := h.client()
 	ex := h.executor("e1", "x", 1)
-	outs := func(n int) []string {
-		kv := []string{"succeeded"}
+	outs := func(status string, n int) []string {
+		kv := []string{status}
 		for i := range n {
 			kv = append(kv, fmt.Sprintf("out.k%d", i), "v")
 		}
 		return kv
 	}
-	id := h.submit(cl, "task_type", "x")
-	_, v := h.task(ex)
-	h.start(ex, id, v)
-	many := outs(wire.MaxKeys - taskStateKeys + 1)
-	h.refused(ex, id, v, wire.ReasonIllegalValue, many[0], many[1:]...)
-	assert.Equal(t, fmt.Sprintf("illegal_value out.k%d", wire.MaxKeys-taskStateKeys), h.get(id).errText())
+	run := func(status, errText string, n int) (uint64, *wire.Message) {
+		id := h.submit(cl, "task_type", "x")
+		_, v := h.task(ex)
+		h.start(ex, id, v)
+		kv := []string{"task_id", fmt.Sprint(id), "version", fmt.Sprint(v), "retryable", "false"}
+		if errText != "" {
+			kv = append(kv, "error", errText)
+		}
+		h.send(ex, "result", append(append(kv, "status"), outs(status, n)...)...)
+		return id, h.expect(ex, "result_ack")
+	}
+	cases := []struct {
+		status, errText string
+		outs            int
+		refused         string // the key named, "" when accepted
+	}{
+		{"succeeded", "", 1012, ""},
+		{"succeeded", "", 1013, "out.k1012"},
+		{"failed", "e", 1011, ""},
+		{"failed", "e", 1012, "out.k1011"},
+		{"failed", "", 1012, ""},
+	}
+	for _, tc := range cases {
+		id, ack := run(tc.status, tc.errText, tc.outs)
+		if tc.refused != "" {
+			assert.Equal(t, "false", ack.Value("accepted"), "%+v", tc)
+			assert.Equal(t, "illegal_value "+tc.refused, h.get(id).errText(), "%+v", tc)
+			continue
+		}
+		assert.Equal(t, "true", ack.Value("accepted"), "%+v", tc)
+		h.send(cl, "query", "req", "q", "task_id", fmt.Sprint(id))
+		st := h.expect(cl, "task_state")
+		assert.Len(t, st.Fields, wire.MaxKeys, "the largest task_state: %+v", tc)
+	}
+}
 
-	id = h.submit(cl, "task_type", "x")
-	_, v = h.task(ex)
-	h.start(ex, id, v)
-	kv := outs(wire.MaxKeys - taskStateKeys)
-	kv[0] = "failed" // with an error: task_state then has every optional key
-	h.send(ex, "result", append([]string{"task_id", fmt.Sprint(id), "version", fmt.Sprint(v),
-		"retryable", "false", "error", "e", "status"}, kv...)...)
-	assert.Equal(t, "true", h.expect(ex, "result_ack").Value("accepted"))
-	h.send(cl, "query", "req", "q", "task_id", fmt.Sprint(id))
-	st := h.expect(cl, "task_state")
-	assert.Len(t, st.Fields, wire.MaxKeys, "the largest task_state: every optional key and 1,011 outputs")
+// A state_get whose reply would hold more than 1,024 keys is answered
+// bad_request, like one too large in bytes: the shared state's key count
+// is not bounded, and the request must be answered, never dropped.
+func TestCore_StateGetTooManyKeys(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxFrame = 1 << 20 })
+	cl := h.client()
+	ex := h.executor("e1", "x", 1)
+	set := func(from, n int) {
+		id := h.submit(cl, "task_type", "x")
+		_, v := h.task(ex)
+		h.start(ex, id, v)
+		kv := []string{}
+		for i := from; i < from+n; i++ {
+			kv = append(kv, fmt.Sprintf("state.set.k%04d", i), "1")
+		}
+		h.accepted(ex, id, v, "succeeded", kv...)
+	}
+	set(0, wire.MaxKeys-stateReplyKeys-10) // 1,011 keys: a reply of 1,014 fits
+	h.send(cl, "state_get", "req", "g")
+	st := h.expect(cl, "state")
+	assert.Len(t, st.Fields, wire.MaxKeys-10)
+	set(wire.MaxKeys-stateReplyKeys-10, 10) // 1,021: exactly 1,024 keys
+	h.send(cl, "state_get", "req", "g")
+	assert.Len(t, h.expect(cl, "state").Fields, wire.MaxKeys)
+	set(wire.MaxKeys-stateReplyKeys, 1) // one more
+	h.send(cl, "state_get", "req", "g")
+	e := h.expectErr(cl, wire.CodeBadRequest)
+	assert.Equal(t, "g", e.Value("req"))
+	h.send(ex, "state_get")
+	h.expectErr(ex, wire.CodeBadRequest)
+	h.send(cl, "state_get", "req", "g", "keys", "k0000,k1021")
+	assert.Len(t, h.expect(cl, "state").Fields, 5)
+	assert.False(t, h.fx.closed[cl])
 }
