@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -120,4 +121,55 @@ func TestRunWire_WelcomeAndReq(t *testing.T) {
 	assert.Positive(t, rep.Outcomes["bad welcome: proto is not 1"], "%v", rep.Outcomes)
 	rep = run(fakePeer(t, []string{"proto", "1", "auth", "none", "max_frame", "1048576"}, false))
 	assert.Positive(t, rep.Outcomes["bad welcome: nonce is not 32 lower-case hex characters"], "%v", rep.Outcomes)
+}
+
+// silentPeer serves a welcome, answers hello, then reads and ignores
+// everything: the peer that hangs its clients on damaged frames.
+func silentPeer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	send := func(c net.Conn, typ string, kv ...string) {
+		b := wire.Begin(nil, typ)
+		for i := 0; i+1 < len(kv); i += 2 {
+			b.Str(kv[i], kv[i+1])
+		}
+		f, _ := b.Finish()
+		_, _ = c.Write(f)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				send(c, "welcome", "proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef",
+					"auth", "none", "max_frame", "1048576")
+				m, err := wire.NewReader(c, 1<<20).Next()
+				if err != nil {
+					return
+				}
+				send(c, "hello_ok", "req", m.Value("req"))
+				_, _ = io.Copy(io.Discard, c) // until the harness closes
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A peer that silently ignores damaged frames hangs its clients: the
+// damaged-frame cases count its timeouts as unexpected.
+func TestRunWire_AnyRejectsAHang(t *testing.T) {
+	addr := silentPeer(t)
+	for _, cases := range []string{"random bytes", "bit flip"} {
+		rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 40, Duration: 100 * time.Millisecond,
+			Seed: 1, Probe: -1, Timeout: 200 * time.Millisecond, Linger: 20 * time.Millisecond, Cases: cases})
+		require.NoError(t, err)
+		assert.EqualValues(t, 4, rep.Probes, cases)
+		assert.EqualValues(t, 4, rep.Outcomes["timeout"], "%s: %v", cases, rep.Outcomes)
+		assert.Equal(t, rep.Probes, rep.Unexpected, cases)
+	}
 }
