@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -38,7 +39,12 @@ type WireConfig struct {
 	Linger      time.Duration // how long to watch for a close after an answer (default 200 ms)
 	Concurrency int           // probes in flight at most (default 256)
 	Cases       string        // only cases whose name contains this
-	Progress    io.Writer
+	// MaxFrame is the peer's largest payload, which the probes that send
+	// more (or announce more) are built from; 0 reads it from the
+	// peer's welcome before the run (1 MiB, the spec's default, when that
+	// has none).
+	MaxFrame uint64
+	Progress io.Writer
 }
 
 func (c WireConfig) withDefaults() WireConfig {
@@ -62,8 +68,12 @@ func (c WireConfig) withDefaults() WireConfig {
 
 // WireReport is what the peer answered.
 type WireReport struct {
-	Target     string           `json:"target"`
-	Seed       uint64           `json:"seed"`
+	Target   string `json:"target"`
+	Seed     uint64 `json:"seed"`
+	MaxFrame uint64 `json:"max_frame"` // the peer's, as the probes were built for it
+	// Skipped names the cases left out because no such probe can be
+	// built for the peer, with why.
+	Skipped    []string         `json:"skipped,omitempty"`
 	Probes     int64            `json:"probes"`
 	Elapsed    float64          `json:"elapsed_s"`
 	Outcomes   map[string]int64 `json:"outcomes"` // over every probe
@@ -111,6 +121,7 @@ type probeResult struct {
 	idx     int
 	c       *wireCase
 	sent    []byte
+	expect  string // what the peer must answer (the case's, or frame_too_large for a frame over max_frame)
 	outcome string
 	latency time.Duration // -1: no answer
 	dialErr error
@@ -142,7 +153,22 @@ func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
 			return nil, fmt.Errorf("%w: no probe case matches %q", ErrBadConfig, cfg.Cases)
 		}
 	}
+	if cfg.MaxFrame == 0 {
+		cfg.MaxFrame = peerMaxFrame(cfg)
+	}
+	var skipped []string
+	cases = slices.DeleteFunc(slices.Clone(cases), func(c wireCase) bool {
+		if c.buildOver != nil && c.buildOver(probeRand(0, 0), cfg.MaxFrame) == nil {
+			skipped = append(skipped, fmt.Sprintf("%s (max_frame %d: no header can announce more)", c.name, cfg.MaxFrame))
+			return true
+		}
+		return false
+	})
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("%w: no probe case can be built for this peer: %s", ErrBadConfig, strings.Join(skipped, "; "))
+	}
 	rep := newWireReport(cfg, cases)
+	rep.Skipped = skipped
 	start := time.Now()
 	if cfg.Probe >= 0 {
 		rep.add(cfg, runProbe(cfg, cases, cfg.Probe))
@@ -163,7 +189,7 @@ func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
 }
 
 func newWireReport(cfg WireConfig, cases []wireCase) *WireReport {
-	rep := &WireReport{Target: cfg.Addr, Seed: cfg.Seed, Outcomes: map[string]int64{}, hist: NewHistogram()}
+	rep := &WireReport{Target: cfg.Addr, Seed: cfg.Seed, MaxFrame: cfg.MaxFrame, Outcomes: map[string]int64{}, hist: NewHistogram()}
 	for _, c := range cases {
 		rep.Cases = append(rep.Cases, WireCaseReport{Name: c.name, Expect: c.expect, Outcomes: map[string]int64{},
 			hist: NewHistogram()})
@@ -225,8 +251,8 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 	r := probeRand(cfg.Seed, i)
 	c := &cases[r.IntN(len(cases))]
 	req := "p" + strconv.Itoa(i)
-	payload := c.build(r, req)
-	res := probeResult{idx: i, c: c, sent: payload, latency: -1}
+	payload := c.probeBytes(r, req, cfg.MaxFrame)
+	res := probeResult{idx: i, c: c, sent: payload, expect: c.expectFor(payload, cfg.MaxFrame), latency: -1}
 	conn, err := net.DialTimeout("tcp", cfg.Addr, cfg.Timeout)
 	if err != nil {
 		res.dialErr = err
@@ -305,6 +331,28 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 	}
 	res.outcome = outcome
 	return res
+}
+
+// peerMaxFrame reads the max_frame of the peer's welcome: the size the
+// oversize probes are built from. A peer that cannot be reached, or whose
+// welcome has no valid max_frame, gets the spec's default; the probes
+// then report what is wrong with it.
+func peerMaxFrame(cfg WireConfig) uint64 {
+	conn, err := net.DialTimeout("tcp", cfg.Addr, cfg.Timeout)
+	if err != nil {
+		return wire.DefaultMaxFrame
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(cfg.Timeout))
+	m, err := newFrameConn(conn).next()
+	if err != nil || m.Type() != "welcome" {
+		return wire.DefaultMaxFrame
+	}
+	n, err := m.UintOr("max_frame", wire.DefaultMaxFrame)
+	if err != nil || n == 0 || n > math.MaxUint32 {
+		return wire.DefaultMaxFrame
+	}
+	return n
 }
 
 // answerName is an answer as outcomes name it: its type, and for an error
@@ -470,7 +518,10 @@ func (rep *WireReport) add(cfg WireConfig, r probeResult) {
 		cr.hist.RecordDuration(r.latency)
 		rep.hist.RecordDuration(r.latency)
 	}
-	if !matches(r.c.expect, r.outcome) {
+	if !slices.Contains(strings.Split(cr.Expect, "|"), r.expect) && r.expect != r.c.expect {
+		cr.Expect += "|" + r.expect // a probe over max_frame: frame_too_large
+	}
+	if !matches(r.expect, r.outcome) {
 		cr.Unexpected++
 		rep.Unexpected++
 		if len(rep.Examples) < 10 || cfg.Probe >= 0 {
@@ -479,7 +530,7 @@ func (rep *WireReport) add(cfg WireConfig, r probeResult) {
 				sent = sent[:300]
 			}
 			rep.Examples = append(rep.Examples, WireExample{Probe: r.idx, Case: r.c.name, Sent: strconv.Quote(string(sent)),
-				Outcome: r.outcome, Expect: r.c.expect,
+				Outcome: r.outcome, Expect: r.expect,
 				Reproduce: fmt.Sprintf("apollo11 bench wire --addr %s --seed %d --probe %d", cfg.Addr, cfg.Seed, r.idx)})
 		}
 	}
@@ -518,7 +569,11 @@ func (rep *WireReport) WriteJSON(w io.Writer) error { return writeJSON(w, rep) }
 // WriteText writes the tally as a table.
 func (rep *WireReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apollo11 bench wire: %d probes to %s in %.1f s (seed %d)\n", rep.Probes, rep.Target, rep.Elapsed, rep.Seed)
+	fmt.Fprintf(&b, "apollo11 bench wire: %d probes to %s in %.1f s (seed %d, peer max_frame %d)\n", rep.Probes, rep.Target,
+		rep.Elapsed, rep.Seed, rep.MaxFrame)
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(&b, "  skipped             %s\n", s)
+	}
 	fmt.Fprintf(&b, "  unexpected answers  %d\n  dial errors         %d\n", rep.Unexpected, rep.DialErrors)
 	alive := "yes"
 	if !rep.AliveAfter {

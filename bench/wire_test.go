@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/bench"
+	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -172,4 +174,60 @@ func TestRunWire_AnyRejectsAHang(t *testing.T) {
 		assert.EqualValues(t, 4, rep.Outcomes["timeout"], "%s: %v", cases, rep.Outcomes)
 		assert.Equal(t, rep.Probes, rep.Unexpected, cases)
 	}
+}
+
+// The probes follow the max_frame the peer announces (spec section 1): a
+// small one makes the 1025-key probe frame_too_large, the largest one
+// still gets oversize headers, and a conformant peer has no unexpected
+// answer either way.
+func TestRunWire_FollowsMaxFrame(t *testing.T) {
+	for _, tc := range []struct {
+		maxFrame  int
+		keysReply string // what the 1025-key probe (some 7 KB) must get
+	}{
+		{1024, "error:frame_too_large+close"},
+		{math.MaxInt32, "error:malformed+close"},
+	} {
+		addr := startMainControl(t, func(c *maincontrol.Config) { c.Core.MaxFrame = tc.maxFrame })
+		for _, cases := range []string{"1025 keys", "oversize header", ""} {
+			rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 100, Duration: 200 * time.Millisecond,
+				Seed: 5, Probe: -1, Timeout: time.Second, Linger: 50 * time.Millisecond, Cases: cases})
+			require.NoError(t, err)
+			var text bytes.Buffer
+			require.NoError(t, rep.WriteText(&text))
+			assert.EqualValues(t, tc.maxFrame, rep.MaxFrame)
+			assert.Zero(t, rep.Unexpected, "max_frame %d, cases %q:\n%s", tc.maxFrame, cases, text.String())
+			switch cases {
+			case "1025 keys":
+				assert.EqualValues(t, 20, rep.Outcomes[tc.keysReply], "%v", rep.Outcomes)
+			case "oversize header":
+				assert.EqualValues(t, 20, rep.Outcomes["error:frame_too_large+close"], "%v", rep.Outcomes)
+			}
+		}
+	}
+}
+
+// A peer whose max_frame is the uint32 maximum cannot be sent an oversize
+// header: that case is left out and said so, not failed.
+func TestRunWire_NoOversizeAtUint32Max(t *testing.T) {
+	welcome := []string{"proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef", "auth", "none",
+		"max_frame", "4294967295"}
+	addr := fakePeer(t, welcome, false)
+	cfg := bench.WireConfig{Addr: addr, Rate: 100, Duration: 100 * time.Millisecond, Seed: 1, Probe: -1,
+		Timeout: 300 * time.Millisecond, Linger: 20 * time.Millisecond, Cases: "valid stats"}
+	rep, err := bench.RunWire(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.EqualValues(t, uint64(math.MaxUint32), rep.MaxFrame)
+	assert.Empty(t, rep.Skipped, "not asked for")
+	cfg.Cases = "o" // "oversize header" and others
+	rep, err = bench.RunWire(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Skipped, 1)
+	assert.Contains(t, rep.Skipped[0], "oversize header")
+	for _, c := range rep.Cases {
+		assert.NotEqual(t, "oversize header", c.Name)
+	}
+	cfg.Cases = "oversize"
+	_, err = bench.RunWire(context.Background(), cfg)
+	assert.ErrorIs(t, err, bench.ErrBadConfig)
 }
