@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +91,16 @@ type WireReport struct {
 	Latency    Summary `json:"latency"` // probe sent to first answer
 	// Crashed is set when the main control the harness started exited.
 	Crashed string `json:"crashed,omitempty"`
+	// TasksCreated counts the tasks the probes' submits created on the
+	// peer (ids from its submitted replies); the run cancels them after.
+	// TasksCancelled is how many of them it cancelled or found ended or
+	// gone, and TasksLeft the ids it could not, with CleanupError why.
+	TasksCreated   int64    `json:"tasks_created"`
+	TasksCancelled int64    `json:"tasks_cancelled"`
+	TasksLeft      []string `json:"tasks_left,omitempty"`
+	CleanupError   string   `json:"cleanup_error,omitempty"`
+
+	created []string // task ids to cancel
 
 	hist *Histogram
 }
@@ -123,6 +134,7 @@ type probeResult struct {
 	sent    []byte
 	expect  string // what the peer must answer (the case's, or frame_too_large for a frame over max_frame)
 	outcome string
+	created []string      // task ids of submitted replies (without duplicate=true)
 	latency time.Duration // -1: no answer
 	dialErr error
 }
@@ -178,6 +190,12 @@ func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
 	rep.Elapsed = time.Since(start).Seconds()
 	rep.finish()
 	rep.checkAlive(cfg)
+	if mc == nil {
+		// A main control the harness started goes away with its tasks;
+		// anyone else's keeps them, pending forever if nobody serves
+		// bench-wire-probe, counting against its --max-pending.
+		rep.cancelCreated(cfg)
+	}
 	if mc != nil {
 		select {
 		case <-mc.exited:
@@ -308,6 +326,7 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 			break
 		}
 		wrongReq = wrongReq || !reqAnswered(m, reqs)
+		res.noteCreated(m)
 		if got == 0 {
 			res.latency = time.Since(sentAt)
 			first = m
@@ -318,7 +337,10 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 		// Watch for a close after the answer.
 		_ = conn.SetDeadline(time.Now().Add(cfg.Linger))
 		for {
-			if _, err := fc.next(); err != nil {
+			m, err := fc.next()
+			if err == nil {
+				res.noteCreated(m)
+			} else {
 				if !isTimeout(err) {
 					outcome += "+close"
 				}
@@ -353,6 +375,81 @@ func peerMaxFrame(cfg WireConfig) uint64 {
 		return wire.DefaultMaxFrame
 	}
 	return n
+}
+
+// noteCreated keeps the id of a task that reply m says the probe created:
+// a valid submit's, and a mutated submit's, whatever its task type. A
+// duplicate=true reply names a task someone else created, which is not
+// the harness's to cancel.
+func (res *probeResult) noteCreated(m *wire.Message) {
+	if m.Type() == "submitted" && m.Value("duplicate") != "true" {
+		if id := m.Value("task_id"); id != "" {
+			res.created = append(res.created, strings.Clone(id))
+		}
+	}
+}
+
+// cancelBatch is how many cancels go out before their replies are read.
+const cancelBatch = 256
+
+// cancelCreated cancels every task the probes created, pipelining the
+// cancels on one connection. A task that ended meanwhile
+// (illegal_transition) or was dropped (unknown_task) counts as cleaned
+// up too; the ids it could not cancel are reported.
+func (rep *WireReport) cancelCreated(cfg WireConfig) {
+	rep.TasksCreated = int64(len(rep.created))
+	if len(rep.created) == 0 {
+		return
+	}
+	left := map[string]bool{}
+	for _, id := range rep.created {
+		left[id] = true
+	}
+	defer func() {
+		rep.TasksCancelled = rep.TasksCreated - int64(len(left))
+		rep.TasksLeft = slices.SortedFunc(maps.Keys(left), func(a, b string) int {
+			return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) // numeric order
+		})
+	}()
+	timeout := max(cfg.Timeout, 5*time.Second) // the run is over: no hurry, but no hang either
+	fc, err := dialClient(cfg.Addr, cfg.Token, "apollo11-bench-wire", timeout)
+	if err != nil {
+		rep.CleanupError = "cannot connect to cancel the tasks the probes created: " + err.Error()
+		return
+	}
+	defer fc.c.Close()
+	for batch := range slices.Chunk(rep.created, cancelBatch) {
+		var out []byte
+		for _, id := range batch {
+			b := wire.Begin(out, "cancel")
+			b.Str("req", "c"+id)
+			b.Str("task_id", id)
+			if out, err = b.Finish(); err != nil {
+				rep.CleanupError = "cannot encode a cancel: " + err.Error()
+				return
+			}
+		}
+		_ = fc.c.SetDeadline(time.Now().Add(timeout))
+		if err := fc.write(out); err != nil {
+			rep.CleanupError = "cannot send the cancels: " + err.Error()
+			return
+		}
+		for range batch {
+			m, err := fc.next()
+			if err != nil {
+				rep.CleanupError = "no reply to a cancel: " + err.Error()
+				return
+			}
+			id, ok := strings.CutPrefix(m.Value("req"), "c")
+			switch code := wire.Code(m.Value("code")); {
+			case !ok || !left[id]:
+			case m.Type() == "cancelled", code == wire.CodeIllegalTransition, code == wire.CodeUnknownTask:
+				delete(left, id)
+			case rep.CleanupError == "":
+				rep.CleanupError = fmt.Sprintf("cancel of task %s answered %s code=%s", id, m.Type(), code)
+			}
+		}
+	}
 }
 
 // answerName is an answer as outcomes name it: its type, and for an error
@@ -506,6 +603,7 @@ func (rep *WireReport) add(cfg WireConfig, r probeResult) {
 		return
 	}
 	rep.Outcomes[r.outcome]++
+	rep.created = append(rep.created, r.created...)
 	var cr *WireCaseReport
 	for i := range rep.Cases {
 		if rep.Cases[i].Name == r.c.name {
@@ -582,6 +680,13 @@ func (rep *WireReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  peer alive after    %s\n", alive)
 	if rep.Crashed != "" {
 		fmt.Fprintf(&b, "  CRASH               %s\n", rep.Crashed)
+	}
+	if rep.TasksCreated > 0 {
+		fmt.Fprintf(&b, "  tasks created       %d by the submit probes, %d cancelled after\n", rep.TasksCreated, rep.TasksCancelled)
+	}
+	if len(rep.TasksLeft) > 0 || rep.CleanupError != "" {
+		fmt.Fprintf(&b, "  TASKS LEFT          %d on the peer (%s): %s\n", len(rep.TasksLeft), rep.CleanupError,
+			strings.Join(rep.TasksLeft[:min(len(rep.TasksLeft), 50)], " "))
 	}
 	fmt.Fprintf(&b, "  answer latency      p50 %.3f ms, p99 %.3f ms, max %.3f ms\n\n", rep.Latency.P50, rep.Latency.P99, rep.Latency.Max)
 	b.WriteString("  outcomes (all probes)\n")

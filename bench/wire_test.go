@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/bench"
+	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -230,4 +231,30 @@ func TestRunWire_NoOversizeAtUint32Max(t *testing.T) {
 	cfg.Cases = "oversize"
 	_, err = bench.RunWire(context.Background(), cfg)
 	assert.ErrorIs(t, err, bench.ErrBadConfig)
+}
+
+// The submit probes create tasks nobody serves; the run cancels every one
+// it created, mutated submits' other task types included, so the peer is
+// left with no pending task of the run's.
+func TestRunWire_CancelsTheTasksItCreated(t *testing.T) {
+	addr := startMainControl(t, nil)
+	var created int64
+	for _, cases := range []string{"valid submit", "bit flip"} {
+		rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 200, Duration: 250 * time.Millisecond,
+			Seed: 9, Probe: -1, Timeout: time.Second, Linger: 20 * time.Millisecond, Cases: cases})
+		require.NoError(t, err)
+		assert.Zero(t, rep.Unexpected, "%v", rep.Outcomes)
+		assert.Positive(t, rep.TasksCreated, cases)
+		assert.Equal(t, rep.TasksCreated, rep.TasksCancelled, cases)
+		assert.Empty(t, rep.TasksLeft, cases)
+		assert.Empty(t, rep.CleanupError, cases)
+		created += rep.TasksCreated
+	}
+	cl, err := client.Dial(context.Background(), addr, client.Options{})
+	require.NoError(t, err)
+	defer cl.Close()
+	st, err := cl.Stats(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, st.Tasks["pending"], "%v", st.Tasks)
+	assert.EqualValues(t, created, st.Tasks["cancelled"], "%v", st.Tasks)
 }

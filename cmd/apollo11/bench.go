@@ -254,7 +254,14 @@ func init() {
 }
 
 func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench wire", "bench wire [--addr A] [flags]", stderr)
+	fs := newBenchFlagSet("bench wire", `bench wire [--addr A] [flags]
+
+Sends valid and damaged wire-v1 frames, each on its own connection, and
+checks the answers against the spec. The submit probes create tasks on the
+peer (type bench-wire-probe, or another when a flipped bit changed it);
+after the run it cancels every one whose submitted reply it read, and
+reports the ids of any it could not cancel (exit 3). A submit whose reply
+never came within --timeout cannot be cancelled by the harness.`, stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.WireConfig
@@ -285,7 +292,7 @@ func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if perr := c.report(stdout, rep.WriteText, rep.WriteJSON); perr != nil {
 		return perr
 	}
-	if err == nil && (rep.Unexpected > 0 || !rep.AliveAfter || rep.Crashed != "") {
+	if err == nil && (rep.Unexpected > 0 || !rep.AliveAfter || rep.Crashed != "" || len(rep.TasksLeft) > 0 || rep.CleanupError != "") {
 		return exitError{code: 3}
 	}
 	return err
