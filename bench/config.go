@@ -92,6 +92,17 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: give a task count or a duration", ErrBadConfig)
 	case c.Rate < 0 || c.RateOfPeak < 0 || c.RateOfPeak > 1:
 		return c, fmt.Errorf("%w: rate must be positive and a fraction of peak at most 1", ErrBadConfig)
+	case c.PID < 0:
+		return c, fmt.Errorf("%w: --pid %d: want a process id", ErrBadConfig, c.PID)
+	case c.PID > 0 && c.Addr == "":
+		return c, fmt.Errorf("%w: --pid is for a main control at --addr; the harness knows the pid of one it starts", ErrBadConfig)
+	}
+	if c.PID > 0 {
+		// Checked now, not found missing after the run: a mistyped pid
+		// would silently drop the main control's figures.
+		if _, err := ProcCPU(c.PID); err != nil {
+			return c, fmt.Errorf("%w: --pid %d: no such process (%v)", ErrBadConfig, c.PID, err)
+		}
 	}
 	return c, nil
 }

@@ -126,10 +126,14 @@ func (e *RawExecutor) Tasks() int64 { return e.tasks.Load() }
 func (e *RawExecutor) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { e.fc.c.Close() })
 	defer stop()
+	// The heartbeats stop with the read loop: waiting for the next tick's
+	// failed write to end them held up a broken executor's report of its
+	// lost connection by up to a heartbeat interval.
+	hctx, stopHB := context.WithCancel(ctx)
 	hbDone := make(chan struct{})
-	defer func() { <-hbDone }()
+	defer func() { stopHB(); <-hbDone }()
 	defer e.fc.c.Close()
-	go e.heartbeats(ctx, hbDone)
+	go e.heartbeats(hctx, hbDone)
 	for {
 		err := e.fc.readBatch(e.handle)
 		if len(e.out) > 0 {

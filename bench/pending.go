@@ -78,7 +78,7 @@ func RunPending(ctx context.Context, cfg PendingConfig) (*PendingReport, error) 
 	if run, err = run.withDefaults(); err != nil {
 		return nil, err
 	}
-	t := &target{addr: mc.Addr, pid: mc.PID()}
+	t := &target{addr: mc.Addr, pid: mc.PID(), mc: mc} // mc: reported as the harness's own; pending stops it itself
 	load, err := runOnce(ctx, run, t, "submit ")
 	if err != nil {
 		return nil, err

@@ -40,8 +40,21 @@ type Report struct {
 	SentToDispatch Summary `json:"sent_to_dispatch"`
 	SubmitToDone   Summary `json:"submit_to_done"`
 
-	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown
-	Harness     ProcReport  `json:"harness"`
+	// ConnErrors counts the connections (producers' and raw executors')
+	// that failed during the run, and ConnError is the first failure: a
+	// main control that went away.
+	Conns      int    `json:"connections"` // producers' and raw executors'
+	ConnErrors int64  `json:"connection_errors,omitempty"`
+	ConnError  string `json:"connection_error,omitempty"`
+
+	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown or it exited
+	// MainControlNote says why MainControl is nil when a pid was known.
+	MainControlNote string `json:"main_control_note,omitempty"`
+	// CPUInterval is the wall time every CPU figure is taken over: from
+	// just before the first submit to the end of the wait for the last
+	// reply (the drain included). Elapsed ends at the last completion.
+	CPUInterval float64    `json:"cpu_interval_s"`
+	Harness     ProcReport `json:"harness"`
 	// HarnessProcs is the harness's GOMAXPROCS: how many threads its
 	// goroutines ran on at once.
 	HarnessProcs int `json:"harness_procs"`
@@ -133,8 +146,8 @@ func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end ti
 // share turns a CPU time over the run into a ProcReport.
 func (r *Report) share(cpu time.Duration) ProcReport {
 	p := ProcReport{CPUSeconds: cpu.Seconds()}
-	if r.Elapsed > 0 {
-		p.CoreShare = p.CPUSeconds / r.Elapsed
+	if r.CPUInterval > 0 {
+		p.CoreShare = p.CPUSeconds / r.CPUInterval
 		p.MachineShare = p.CoreShare / float64(r.Cores)
 	}
 	return p
@@ -193,6 +206,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  tasks       %s submitted, %s accepted, %s completed, %d failed, %d errors%s\n",
 		group(float64(r.Submitted)), group(float64(r.Accepted)), group(float64(r.Completed)), r.Failed, r.Errors, codes(r.ErrorCodes))
+	if r.ConnErrors > 0 {
+		fmt.Fprintf(&b, "  CONNECTIONS %d of %d lost during the run; first: %s\n", r.ConnErrors, r.Conns, r.ConnError)
+	}
 	fmt.Fprintf(&b, "  elapsed     %.2f s\n  throughput  %s tasks/s\n\n", r.Elapsed, group(r.Throughput))
 	fmt.Fprintf(&b, "  %-20s %9s %9s %9s %9s %9s %9s %11s\n", "latency (ms)", "p50", "p90", "p99", "p99.9", "max", "mean", "count")
 	for _, row := range []struct {
@@ -215,6 +231,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if mc := r.MainControl; mc != nil {
 		fmt.Fprintf(&b, "  main control  cpu %.2f s = %.0f%% of one core; rss %s, peak rss %s\n",
 			mc.CPUSeconds, 100*mc.CoreShare, mib(mc.RSS), mib(mc.PeakRSS))
+	} else if r.MainControlNote != "" {
+		fmt.Fprintf(&b, "  main control  cpu and memory unknown: %s\n", r.MainControlNote)
 	} else {
 		b.WriteString("  main control  cpu and memory unknown (pass --pid for a main control the harness did not start)\n")
 	}
@@ -224,8 +242,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  executors     cpu %.2f s = %.0f%% of one core (all executor processes)\n", e.CPUSeconds, 100*e.CoreShare)
 	}
 	if r.MachineBusy > 0 {
-		fmt.Fprintf(&b, "  machine       %.0f%% busy during the run (other processes: %.0f%% of the machine)%s\n",
-			100*r.MachineBusy, 100*r.OtherShare, r.bottleneck())
+		fmt.Fprintf(&b, "  machine       %.0f%% busy over the %.2f s the cpu figures cover", 100*r.MachineBusy, r.CPUInterval)
+		fmt.Fprintf(&b, " (other processes: %.0f%% of the machine)%s\n", 100*r.OtherShare, r.bottleneck())
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -145,16 +146,79 @@ func (f *fleet) spawn(cfg Config, addr, id string) error {
 	return nil
 }
 
-// run starts the raw executors' loops; their timelines begin at start.
-func (f *fleet) run(ctx context.Context, start time.Time) {
+// run starts the raw executors' loops; their timelines begin at start. A
+// loop that ends with an error (its connection failed) is a lost
+// connection.
+func (f *fleet) run(ctx context.Context, start time.Time, lost *connLoss) {
 	ectx, cancel := context.WithCancel(ctx)
 	prev := f.stop
 	f.stop = func() { cancel(); prev() }
 	for _, e := range f.raw {
 		e.tl = newTimeline(start)
 		f.wg.Add(1)
-		go func() { defer f.wg.Done(); _ = e.Run(ectx) }()
+		go func() {
+			defer f.wg.Done()
+			if err := e.Run(ectx); err != nil {
+				lost.add("executor "+e.ID, err)
+			}
+		}()
 	}
+}
+
+// connLoss counts the run's connections that failed while the run still
+// needed them: a main control that went away (killed, crashed, restarted)
+// closes them all, and waiting out --drain for replies that cannot come
+// only hides that.
+type connLoss struct {
+	mu      sync.Mutex
+	closing bool            // the harness is closing them itself: not a loss
+	conns   map[string]bool // the failed ones: a producer's reader and writer both see its failure
+	first   error
+	lost    chan struct{} // closed at the first loss
+}
+
+func newConnLoss() *connLoss { return &connLoss{lost: make(chan struct{}), conns: map[string]bool{}} }
+
+// add records that connection conn failed with err.
+func (l *connLoss) add(conn string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing || l.conns[conn] {
+		return
+	}
+	if len(l.conns) == 0 {
+		l.first = connError(conn, err)
+		close(l.lost)
+	}
+	l.conns[conn] = true
+}
+
+// stop marks the end of the run: errors from here on are the harness
+// closing the connections.
+func (l *connLoss) stop() {
+	l.mu.Lock()
+	l.closing = true
+	l.mu.Unlock()
+}
+
+func (l *connLoss) get() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns), l.first
+}
+
+// connError names how a connection failed, in the words of what the
+// main control did.
+func connError(what string, err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%s: connection closed by the main control", what)
+	case errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%s: connection reset by the main control", what)
+	case errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("%s: connection closed by the main control (broken pipe)", what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // cpu returns the CPU time used so far by the executor processes.
@@ -221,40 +285,61 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	for i := range prods {
 		prods[i] = newProducer(conns[i], NewPacer(start, cfg.Rate, total, i, cfg.Producers), &cfg, start)
 	}
-	fl.run(ctx, start)
+	lost := newConnLoss()
+	fl.run(ctx, start, lost)
+	// Every CPU figure, the machine's included, is taken over this one
+	// interval, cpu0 to cpu1: shares over different spans (the harness's
+	// over the run, the machine's over the run and the drain) contradicted
+	// each other.
 	mc0 := sampleProc(t.pid)
 	self0 := SelfCPU()
 	busy0, all0, _ := MachineCPU()
 	fleet0 := fl.cpu()
+	cpu0 := time.Now()
 
 	var readers, writers sync.WaitGroup
 	wctx, stopWriters := context.WithCancel(ctx)
 	defer stopWriters()
-	var writeErr error
-	var errMu sync.Mutex
-	for _, p := range prods {
+	for i, p := range prods {
 		readers.Add(1)
-		go func() { defer readers.Done(); _ = p.read() }()
+		go func() {
+			defer readers.Done()
+			lost.add(fmt.Sprintf("producer %d", i), p.read())
+		}()
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
 			if err := p.write(wctx); err != nil {
-				errMu.Lock()
-				writeErr = errors.Join(writeErr, err)
-				errMu.Unlock()
+				lost.add(fmt.Sprintf("producer %d", i), err)
 			}
 		}()
 	}
 	bar := newProgress(cfg.Progress, phase, total, cfg.Duration, start)
-	wait := &waiter{prods: prods, fleet: fl, wait: cfg.Wait}
+	wait := &waiter{prods: prods, fleet: fl, wait: cfg.Wait, lost: lost.lost}
 	err = wait.until(ctx, cfg.Drain, bar)
+	nConns := len(conns) + len(fl.raw)
+	nLost, firstLost := lost.get()
+	// A main control that went away closed every connection, but the
+	// others notice a moment after the first: wait a little for them, so
+	// that the count says "all" when it was all.
+	for settle := time.Now().Add(250 * time.Millisecond); nLost > 0 && nLost < nConns && time.Now().Before(settle); {
+		time.Sleep(10 * time.Millisecond)
+		nLost, firstLost = lost.get()
+	}
+	lost.stop()
 	stopWriters()
+	if nLost > 0 {
+		for _, c := range conns {
+			c.c.Close() // a writer blocked on a dead peer returns
+		}
+	}
 	writers.Wait()
 	end := wait.end(start)
 	self1 := SelfCPU()
 	mc1 := sampleProc(t.pid)
 	busy1, all1, _ := MachineCPU()
 	fleet1 := fl.cpu()
+	cpu1 := time.Now()
 	sent, _, _ := wait.sent()
 	bar.final(wait.completed(), sent)
 	bar.finish()
@@ -265,14 +350,27 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	fl.close()
 	rep := assemble(cfg, t, prods, fl, start, end)
 	rep.Phase = phase
+	rep.CPUInterval = cpu1.Sub(cpu0).Seconds()
+	rep.Conns = nConns
 	rep.setCPU(mc0, mc1, self1-self0)
+	if rep.MainControl == nil && t.pid > 0 {
+		if t.mc != nil {
+			rep.MainControlNote = fmt.Sprintf("the main control the harness started (pid %d) exited during the run", t.pid)
+		} else {
+			rep.MainControlNote = fmt.Sprintf("the process at --pid %d exited during the run", t.pid)
+		}
+	}
 	if len(fl.procs) > 0 {
 		p := rep.share(fleet1 - fleet0)
 		rep.ExecutorProcs = &p
 	}
 	rep.setMachine(busy1-busy0, all1-all0)
-	if writeErr != nil && err == nil {
-		err = fmt.Errorf("a producer could not write: %w", writeErr)
+	if nLost > 0 {
+		rep.ConnErrors = int64(nLost)
+		rep.ConnError = firstLost.Error()
+		// The lost connections are the cause: an unfinished drain or a
+		// cancelled context after them says less.
+		err = fmt.Errorf("lost %d of %d connections to the main control; first: %w", nLost, nConns, firstLost)
 	}
 	return rep, err
 }
@@ -282,6 +380,7 @@ type waiter struct {
 	prods []*producer
 	fleet *fleet
 	wait  bool
+	lost  <-chan struct{} // closed when a connection fails
 }
 
 func (w *waiter) sent() (sent, finished int64, writing bool) {
@@ -329,6 +428,8 @@ func (w *waiter) until(ctx context.Context, drain time.Duration, bar *progress) 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-w.lost:
+			return errors.New("a connection to the main control failed") // runOnce reports which
 		case <-tick.C:
 		}
 	}
@@ -380,7 +481,9 @@ func sampleProc(pid int) procSample {
 		return procSample{}
 	}
 	rss, peak, err := ProcMem(pid)
-	if err != nil {
+	if err != nil || rss == 0 {
+		// No resident memory is a zombie: a process that exited and
+		// was not reaped yet, whose figures are its last ones.
 		return procSample{}
 	}
 	return procSample{ok: true, cpu: cpu, rss: rss, peak: peak}

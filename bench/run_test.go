@@ -31,6 +31,12 @@ func TestRun_ClosedLoop(t *testing.T) {
 	assert.Nil(t, rep.MainControl, "an in-process main control has no pid of its own")
 	assert.Greater(t, rep.Harness.CPUSeconds, 0.0)
 	assert.LessOrEqual(t, rep.SubmitToDispatch.P50, rep.SubmitToDone.P50)
+	// The harness's share and the machine's are over one interval, which
+	// holds the run.
+	assert.GreaterOrEqual(t, rep.CPUInterval, rep.Elapsed)
+	assert.InDelta(t, rep.Harness.CPUSeconds/rep.CPUInterval, rep.Harness.CoreShare, 1e-9)
+	assert.Zero(t, rep.ConnErrors)
+	assert.Equal(t, 4, rep.Conns, "2 producers, 2 executors")
 
 	var text, js bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))

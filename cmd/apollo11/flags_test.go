@@ -231,6 +231,8 @@ func TestClientCommands_BadCommandLines(t *testing.T) {
 		{[]string{"bench", "--progress=false"}, "give a task count or a duration"},
 		{[]string{"bench", "--progress=false", "--tasks", "10", "--fsync", "bogus"}, `fsync "bogus"`},
 		{[]string{"bench", "--progress=false", "--tasks", "10", "--plot", "x.jpg"}, "--plot x.jpg: want a .svg or .png file"},
+		{[]string{"bench", "--progress=false", "--tasks", "10", "--pid", "2147483646"}, "--pid 2147483646: no such process"},
+		{[]string{"bench", "--progress=false", "--tasks", "10", "--pid", "-3"}, "--pid -3: want a process id"},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer
