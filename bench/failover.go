@@ -22,9 +22,13 @@ type FailoverConfig struct {
 	// Victim is how the executor that dies runs: "raw" (an `apollo11
 	// bench executor` child process speaking the wire directly) or
 	// "process" (a real `apollo11 executor` running a sleep task).
-	Victim   string
-	Args     []string // more maincontrol flags
-	Progress io.Writer
+	Victim string
+	// TokenFile is a shared token: the main control requires it (auth
+	// on) and every executor and client of the run proves it; "" is
+	// auth off.
+	TokenFile string
+	Args      []string // more maincontrol flags
+	Progress  io.Writer
 }
 
 // FailoverReport holds each variant's re-dispatch times.
@@ -66,18 +70,25 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	if cfg.Victim == "" {
 		cfg.Victim = "raw"
 	}
-	args := append([]string{"--heartbeat-timeout", cfg.HeartbeatTimeout.String()}, cfg.Args...)
+	if cfg.Victim != "raw" && cfg.Victim != "process" {
+		return nil, fmt.Errorf("%w: victim %q: want raw or process", ErrBadConfig, cfg.Victim)
+	}
+	token, tokenArgs, err := loadTokenFile(cfg.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string{"--heartbeat-timeout", cfg.HeartbeatTimeout.String()}, tokenArgs...), cfg.Args...)
 	mc, err := StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary, Args: args})
 	if err != nil {
 		return nil, err
 	}
 	defer mc.Close()
-	client, err := dialClient(mc.Addr, nil, "apollo11-bench-failover", 10*time.Second)
+	client, err := dialClient(mc.Addr, token, "apollo11-bench-failover", 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	defer client.c.Close()
-	f := &failover{cfg: cfg, mc: mc, client: client}
+	f := &failover{cfg: cfg, mc: mc, client: client, token: token}
 	rep := &FailoverReport{HeartbeatTimeoutMs: cfg.HeartbeatTimeout.Milliseconds(), Victim: cfg.Victim}
 	hb := cfg.HeartbeatTimeout
 	variants := []struct {
@@ -128,6 +139,7 @@ type failover struct {
 	cfg    FailoverConfig
 	mc     *MainControl
 	client *frameConn
+	token  []byte
 	n      int
 }
 
@@ -188,7 +200,7 @@ func (f *failover) round(ctx context.Context, mode ExecMode, lose func(*victim) 
 	// The rescuer registers only now, so the task went to the victim.
 	got := make(chan string, 4)
 	rescuer, err := DialExecutor(ExecutorOptions{Addr: f.mc.Addr, ID: fmt.Sprintf("rescuer-%d", f.n),
-		Types: []string{f.taskType()}, Slots: 1, Mode: ExecEcho, BufSize: 4096})
+		Types: []string{f.taskType()}, Slots: 1, Mode: ExecEcho, BufSize: 4096, Token: f.token})
 	if err != nil {
 		return 0, err
 	}
@@ -231,7 +243,7 @@ func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess boo
 	v := &victim{id: fmt.Sprintf("victim-%d", f.n)}
 	if inProcess {
 		e, err := DialExecutor(ExecutorOptions{Addr: f.mc.Addr, ID: v.id, Types: []string{f.taskType()},
-			Slots: 1, Mode: mode, BufSize: 4096})
+			Slots: 1, Mode: mode, BufSize: 4096, Token: f.token})
 		if err != nil {
 			return nil, err
 		}
@@ -247,6 +259,9 @@ func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess boo
 	} else {
 		args = []string{"bench", "executor", "--connect", f.mc.Addr, "--id", v.id, "--types", f.taskType(),
 			"--slots", "1", "--mode", string(mode)}
+	}
+	if f.cfg.TokenFile != "" {
+		args = append(args, "--token-file", f.cfg.TokenFile)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = childEnv()

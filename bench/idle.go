@@ -18,6 +18,7 @@ type IdleConfig struct {
 	Executors int           // default 10,000
 	Hold      time.Duration // how long they stay connected, idle (default 10 s)
 	Dialers   int           // connections opened at once (default 100)
+	TokenFile string        // shared token: the main control requires it (auth on); "" is auth off
 	Args      []string      // more maincontrol flags
 	Progress  io.Writer
 }
@@ -59,7 +60,11 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 	if need := uint64(cfg.Executors) + 100; limit < need {
 		return nil, fmt.Errorf("open-file limit %d is below the %d needed: raise it (ulimit -n)", limit, need)
 	}
-	args := append([]string{"--max-conns", strconv.Itoa(cfg.Executors + 100)}, cfg.Args...)
+	token, tokenArgs, err := loadTokenFile(cfg.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string{"--max-conns", strconv.Itoa(cfg.Executors + 100)}, tokenArgs...), cfg.Args...)
 	mc, err := StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary, Args: args})
 	if err != nil {
 		return nil, err
@@ -70,7 +75,7 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 	if rep.RSSBefore, _, err = ProcMem(mc.PID()); err != nil {
 		return nil, err
 	}
-	execs, took, err := dialIdle(ctx, mc.Addr, cfg)
+	execs, took, err := dialIdle(ctx, mc.Addr, cfg, token)
 	rep.ConnectS = took.Seconds()
 	ectx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -115,7 +120,7 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 }
 
 // dialIdle registers n executors, a few at a time.
-func dialIdle(ctx context.Context, addr string, cfg IdleConfig) ([]*RawExecutor, time.Duration, error) {
+func dialIdle(ctx context.Context, addr string, cfg IdleConfig, token []byte) ([]*RawExecutor, time.Duration, error) {
 	start := time.Now()
 	execs := make([]*RawExecutor, cfg.Executors)
 	var next atomic.Int64
@@ -134,7 +139,7 @@ func dialIdle(ctx context.Context, addr string, cfg IdleConfig) ([]*RawExecutor,
 					return
 				}
 				e, err := DialExecutor(ExecutorOptions{Addr: addr, ID: fmt.Sprintf("idle-%d", i),
-					Types: []string{"bench-idle"}, Slots: 1, BufSize: 1024, Timeout: 30 * time.Second})
+					Types: []string{"bench-idle"}, Slots: 1, BufSize: 1024, Timeout: 30 * time.Second, Token: token})
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err

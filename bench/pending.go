@@ -19,6 +19,7 @@ type PendingConfig struct {
 	DataDir   string // "" means a temp dir
 	Producers int    // default 4
 	Payload   int    // default 16
+	TokenFile string // shared token: the main control requires it (auth on); "" is auth off
 	Args      []string
 	Progress  io.Writer
 }
@@ -59,7 +60,11 @@ func RunPending(ctx context.Context, cfg PendingConfig) (*PendingReport, error) 
 	if cfg.Fsync == "off" {
 		return nil, fmt.Errorf("%w: the pending scenario restarts from disk: fsync never, batch or always", ErrBadConfig)
 	}
-	args := append([]string{"--max-pending", strconv.FormatInt(cfg.Tasks+1000, 10)}, cfg.Args...)
+	token, tokenArgs, err := loadTokenFile(cfg.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string{"--max-pending", strconv.FormatInt(cfg.Tasks+1000, 10)}, tokenArgs...), cfg.Args...)
 	mc, err := StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary, Fsync: cfg.Fsync, DataDir: cfg.DataDir, Args: args})
 	if err != nil {
 		return nil, err
@@ -71,7 +76,7 @@ func RunPending(ctx context.Context, cfg PendingConfig) (*PendingReport, error) 
 		return nil, err
 	}
 	run := Config{Producers: cfg.Producers, Executors: -1, Payload: cfg.Payload, TaskType: "bench-nobody",
-		Tasks: cfg.Tasks, Fsync: cfg.Fsync, Progress: cfg.Progress}
+		Tasks: cfg.Tasks, Fsync: cfg.Fsync, Progress: cfg.Progress, Token: token}
 	if run.Payload == 0 {
 		run.Payload = 16
 	}
@@ -104,7 +109,7 @@ func RunPending(ctx context.Context, cfg PendingConfig) (*PendingReport, error) 
 		return nil, fmt.Errorf("clean restart: %w", err)
 	}
 	rep.CleanRestartS = took.Seconds()
-	if rep.CleanPending, err = pendingCount(mc.Addr); err != nil {
+	if rep.CleanPending, err = pendingCount(mc.Addr, token); err != nil {
 		return nil, err
 	}
 	rep.RSSAfterClean, _, _ = ProcMem(mc.PID())
@@ -114,15 +119,15 @@ func RunPending(ctx context.Context, cfg PendingConfig) (*PendingReport, error) 
 		return nil, fmt.Errorf("restart after kill -9: %w", err)
 	}
 	rep.KillRestartS = took.Seconds()
-	if rep.KillPending, err = pendingCount(mc.Addr); err != nil {
+	if rep.KillPending, err = pendingCount(mc.Addr, token); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
 // pendingCount asks for stats and returns tasks.pending.
-func pendingCount(addr string) (uint64, error) {
-	fc, err := dialClient(addr, nil, "apollo11-bench", 10*time.Second)
+func pendingCount(addr string, token []byte) (uint64, error) {
+	fc, err := dialClient(addr, token, "apollo11-bench", 10*time.Second)
 	if err != nil {
 		return 0, err
 	}

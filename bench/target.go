@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/apollo11/apollo11/auth"
 )
 
 // MainControlOptions says how to start a main control child process.
@@ -73,6 +75,20 @@ func StartMainControl(ctx context.Context, o MainControlOptions) (*MainControl, 
 		return nil, err
 	}
 	return m, nil
+}
+
+// loadTokenFile reads the shared token of a scenario that starts its own
+// main control, and returns it with the flags that make that main control
+// require it: with --token-file the scenario measures a main control with
+// auth on, and each of its connections proves the token. "" is auth off.
+func loadTokenFile(path string) (token []byte, mcArgs []string, err error) {
+	if path == "" {
+		return nil, nil, nil
+	}
+	if token, err = auth.LoadToken(path); err != nil {
+		return nil, nil, err
+	}
+	return token, []string{"--token-file", path}, nil
 }
 
 // FreeAddr returns a loopback address whose port was free a moment ago.

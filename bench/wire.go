@@ -28,7 +28,10 @@ import (
 type WireConfig struct {
 	Addr   string // "" starts a main control as a child process
 	Binary string // apollo11 binary for that; "" means this executable
-	Token  []byte
+	// Fsync and Args set up that started main control (MainControlOptions).
+	Fsync string
+	Args  []string
+	Token []byte
 
 	Rate     float64       // probes per second (default 200)
 	Duration time.Duration // default 10 s
@@ -147,7 +150,7 @@ func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
 	var mc *MainControl
 	if cfg.Addr == "" {
 		var err error
-		if mc, err = StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary}); err != nil {
+		if mc, err = StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary, Fsync: cfg.Fsync, Args: cfg.Args}); err != nil {
 			return nil, err
 		}
 		defer mc.Close()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,10 +58,27 @@ type commonBenchFlags struct {
 func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "", `main control to load (host:port); "" starts one as a child process`)
 	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: this one)")
-	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
-	fs.StringVar(&c.fsync, "fsync", "off", "for a started main control: off (no data dir), never, batch or always")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
 	c.registerReport(fs)
+	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
+	fs.StringVar(&c.fsync, "fsync", "off", "for a started main control: off (no data dir), never, batch or always")
+}
+
+// registerOwn registers the flags of a scenario that always starts its
+// own main control: no --fsync for those that run it without a data dir
+// (idle, failover), which would ignore it. --addr is registered to be
+// refused with the reason, not as an unknown flag.
+func (c *commonBenchFlags) registerOwn(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", "", "refused: this scenario starts its own main control")
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: this one)")
+	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
+	c.registerReport(fs)
+}
+
+// registerOwnToken adds --token-file for a scenario that starts its own
+// main control: that main control then requires the token.
+func (c *commonBenchFlags) registerOwnToken(fs *flag.FlagSet) {
+	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file: the started main control requires it (auth on), and the run's connections prove it")
 }
 
 // registerReport registers only the flags of how a report is shown, for
@@ -193,6 +211,24 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := setHarnessProcs(*procs); err != nil {
 		return err
 	}
+	if err := firstErr(positive("producers", cfg.Producers), positive("slots", cfg.Slots),
+		positive("window", cfg.Window)); err != nil {
+		return usageError(err, false)
+	}
+	switch {
+	case !slices.Contains([]string{"off", "never", "batch", "always"}, c.fsync):
+		// Before the --addr check below: a value that is wrong anyway is
+		// the first thing to say.
+		return usageError(fmt.Errorf("fsync %q: want off, never, batch or always", c.fsync), false)
+	case cfg.Executors < 0:
+		return usageError(fmt.Errorf("--executors %d: want 0 (none) or more", cfg.Executors), false)
+	case cfg.Tasks < 0:
+		return usageError(fmt.Errorf("--tasks %d: want 1 or more", cfg.Tasks), false)
+	case cfg.Tasks > 0 && cfg.Duration > 0:
+		return usageError(fmt.Errorf("--tasks %d and --duration %v: give one of them (the run ends at whichever the other would ignore)", cfg.Tasks, cfg.Duration), false)
+	case c.addr != "" && (c.fsync != "off" || cfg.DataDir != "" || c.mcArgs != ""):
+		return usageError(errors.New("--fsync, --dir and --maincontrol-args set up a main control the harness starts: drop them with --addr"), false)
+	}
 	var err error
 	if cfg.Rate, cfg.RateOfPeak, err = parseRate(rate); err != nil {
 		return usageError(err, false)
@@ -276,6 +312,15 @@ never came within --timeout cannot be cancelled by the harness.`, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	switch {
+	case cfg.Rate <= 0:
+		return usageError(fmt.Errorf("--rate %v: want probes per second, more than 0", cfg.Rate), false)
+	case cfg.Concurrency < 1:
+		return usageError(fmt.Errorf("--concurrency %d: want 1 or more", cfg.Concurrency), false)
+	}
+	if err := firstErr(positive("duration", cfg.Duration), positive("timeout", cfg.Timeout), positive("linger", cfg.Linger)); err != nil {
+		return usageError(err, false)
+	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1 + uint64(time.Now().UnixNano()%1e6)
 	}
@@ -283,7 +328,10 @@ never came within --timeout cannot be cancelled by the harness.`, stderr)
 	if cfg.Token, err = c.token(); err != nil {
 		return err
 	}
-	cfg.Addr, cfg.Binary = c.addr, c.binary
+	if c.addr != "" && (c.fsync != "off" || c.mcArgs != "") {
+		return usageError(errors.New("--fsync and --maincontrol-args set up a main control the harness starts: drop them with --addr"), false)
+	}
+	cfg.Addr, cfg.Binary, cfg.Fsync, cfg.Args = c.addr, c.binary, c.fsync, strings.Fields(c.mcArgs)
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.RunWire(ctx, cfg)
 	if rep == nil {
@@ -320,6 +368,10 @@ func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := firstErr(positive("threads", cfg.Threads), positive("threshold", cfg.Threshold),
+		positive("duration", cfg.Duration)); err != nil {
+		return usageError(err, false)
+	}
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.RunStalls(ctx, cfg)
 	if err != nil {
@@ -331,7 +383,8 @@ func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer
 func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newBenchFlagSet("bench idle", "bench idle [flags]", stderr)
 	var c commonBenchFlags
-	c.register(fs)
+	c.registerOwn(fs) // it starts its own main control, without a data dir: no --addr, no --fsync
+	c.registerOwnToken(fs)
 	var cfg bench.IdleConfig
 	fs.IntVar(&cfg.Executors, "executors", 10_000, "idle executors to connect")
 	durationVar(fs, &cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
@@ -339,10 +392,15 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := firstErr(positive("executors", cfg.Executors), positive("dialers", cfg.Dialers),
+		positive("hold", cfg.Hold)); err != nil {
+		return usageError(err, false)
+	}
 	if c.addr != "" {
 		return fmt.Errorf("bench idle starts its own main control, to read its memory: drop --addr")
 	}
 	cfg.Binary, cfg.Args, cfg.Progress = c.binary, strings.Fields(c.mcArgs), c.progressTo(stderr)
+	cfg.TokenFile = c.tokenFile
 	rep, err := bench.RunIdle(ctx, cfg)
 	if err != nil {
 		return err
@@ -353,9 +411,9 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newBenchFlagSet("bench pending", "bench pending [flags]", stderr)
 	var c commonBenchFlags
-	c.register(fs)
-	fs.Lookup("fsync").DefValue = "never"
-	_ = fs.Set("fsync", "never")
+	c.registerOwn(fs) // it starts and restarts its own main control: no --addr
+	c.registerOwnToken(fs)
+	fs.StringVar(&c.fsync, "fsync", "never", "the started main control's: never, batch or always (it restarts from disk)")
 	var cfg bench.PendingConfig
 	fs.Int64Var(&cfg.Tasks, "tasks", 1_000_000, "tasks to leave pending")
 	fs.StringVar(&cfg.DataDir, "dir", "", "data dir for the main control (default: a temp dir, removed after)")
@@ -364,10 +422,17 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := firstErr(positive("tasks", int(cfg.Tasks)), positive("producers", cfg.Producers)); err != nil {
+		return usageError(err, false)
+	}
+	if cfg.Payload < 0 {
+		return usageError(fmt.Errorf("--payload %d: want 0 or more", cfg.Payload), false)
+	}
 	if c.addr != "" {
 		return fmt.Errorf("bench pending starts and restarts its own main control: drop --addr")
 	}
 	cfg.Binary, cfg.Fsync, cfg.Args, cfg.Progress = c.binary, c.fsync, strings.Fields(c.mcArgs), c.progressTo(stderr)
+	cfg.TokenFile = c.tokenFile
 	rep, err := bench.RunPending(ctx, cfg)
 	if err != nil {
 		return err
@@ -378,7 +443,8 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newBenchFlagSet("bench failover", "bench failover [flags]", stderr)
 	var c commonBenchFlags
-	c.register(fs)
+	c.registerOwn(fs) // it starts its own main control, without a data dir: no --addr, no --fsync
+	c.registerOwnToken(fs)
 	var cfg bench.FailoverConfig
 	durationVar(fs, &cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds per variant")
@@ -386,10 +452,17 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if cfg.Victim != "raw" && cfg.Victim != "process" {
+		return usageError(fmt.Errorf("--victim %q: want raw or process", cfg.Victim), false)
+	}
+	if err := firstErr(positive("rounds", cfg.Rounds), positive("heartbeat-timeout", cfg.HeartbeatTimeout)); err != nil {
+		return usageError(err, false)
+	}
 	if c.addr != "" {
 		return fmt.Errorf("bench failover starts its own main control with a short heartbeat timeout: drop --addr")
 	}
 	cfg.Binary, cfg.Args, cfg.Progress = c.binary, strings.Fields(c.mcArgs), c.progressTo(stderr)
+	cfg.TokenFile = c.tokenFile
 	rep, err := bench.RunFailover(ctx, cfg)
 	if err != nil {
 		return err

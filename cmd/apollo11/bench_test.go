@@ -1,6 +1,10 @@
 package main_test
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -42,4 +46,79 @@ func waitExit(p *testbin.Proc, timeout time.Duration) error {
 		return nil
 	}
 	return err
+}
+
+// A bench value that cannot mean what was typed is a bad command line
+// (exit 2), checked before anything starts: zeros are not read as "the
+// default", and flags that a mode would ignore are refused.
+func TestBench_BadCommandLines(t *testing.T) {
+	nowhere := "127.0.0.1:1"
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"pending", "--tasks", "0"}, "--tasks 0: must be more than 0"},
+		{[]string{"pending", "--tasks", "-5"}, "--tasks -5: must be more than 0"},
+		{[]string{"pending", "--producers", "0"}, "--producers 0: must be more than 0"},
+		{[]string{"pending", "--payload", "-1"}, "--payload -1: want 0 or more"},
+		{[]string{"idle", "--executors", "0"}, "--executors 0: must be more than 0"},
+		{[]string{"idle", "--dialers", "0"}, "--dialers 0: must be more than 0"},
+		{[]string{"idle", "--hold", "0s"}, "--hold 0s: must be more than 0"},
+		{[]string{"idle", "--fsync", "always"}, "flag provided but not defined: -fsync"},
+		{[]string{"failover", "--fsync", "always"}, "flag provided but not defined: -fsync"},
+		{[]string{"--tasks", "10", "--producers", "0", "--addr", nowhere}, "--producers 0: must be more than 0"},
+		{[]string{"--tasks", "10", "--slots", "0", "--addr", nowhere}, "--slots 0: must be more than 0"},
+		{[]string{"--tasks", "10", "--window", "0", "--addr", nowhere}, "--window 0: must be more than 0"},
+		{[]string{"--tasks", "10", "--executors", "-1", "--addr", nowhere}, "--executors -1: want 0 (none) or more"},
+		{[]string{"--tasks", "-1", "--addr", nowhere}, "--tasks -1: want 1 or more"},
+		{[]string{"--tasks", "5000", "--duration", "1s", "--addr", nowhere}, "--tasks 5000 and --duration 1s: give one of them"},
+		{[]string{"--tasks", "10", "--fsync", "always", "--addr", nowhere}, "--fsync, --dir and --maincontrol-args set up a main control the harness starts"},
+		{[]string{"--tasks", "10", "--dir", "/tmp/x", "--addr", nowhere}, "drop them with --addr"},
+		{[]string{"--tasks", "10", "--maincontrol-args", "--max-frame 2048", "--addr", nowhere}, "drop them with --addr"},
+		{[]string{"wire", "--rate", "0", "--addr", nowhere}, "--rate 0: want probes per second"},
+		{[]string{"wire", "--rate", "-3", "--addr", nowhere}, "--rate -3: want probes per second"},
+		{[]string{"wire", "--concurrency", "0", "--addr", nowhere}, "--concurrency 0: want 1 or more"},
+		{[]string{"wire", "--concurrency", "-1", "--addr", nowhere}, "--concurrency -1: want 1 or more"},
+		{[]string{"wire", "--duration", "0s", "--addr", nowhere}, "--duration 0s: must be more than 0"},
+		{[]string{"wire", "--timeout", "0s", "--addr", nowhere}, "--timeout 0s: must be more than 0"},
+		{[]string{"wire", "--fsync", "always", "--addr", nowhere}, "--fsync and --maincontrol-args set up a main control the harness starts"},
+		{[]string{"stalls", "--threads", "0"}, "--threads 0: must be more than 0"},
+		{[]string{"stalls", "--threshold", "0s"}, "--threshold 0s: must be more than 0"},
+		{[]string{"stalls", "--duration", "-1s"}, "--duration -1s: must be more than 0"},
+		{[]string{"failover", "--victim", "foo"}, `--victim "foo": want raw or process`},
+		{[]string{"failover", "--rounds", "0"}, "--rounds 0: must be more than 0"},
+		{[]string{"failover", "--heartbeat-timeout", "0s"}, "--heartbeat-timeout 0s: must be more than 0"},
+	}
+	bin := testbin.Build(t)
+	for _, tc := range tests {
+		cmd := exec.Command(bin, append([]string{"bench"}, append(tc.args, "--progress=false")...)...)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v: %s", tc.args, errOut.String())
+		assert.Equal(t, 2, ee.ExitCode(), "%v: %s", tc.args, errOut.String())
+		assert.Contains(t, errOut.String(), tc.msg, "%v", tc.args)
+	}
+}
+
+// idle, pending and failover take --token-file: the main control they
+// start requires the token, and their executors and clients prove it.
+// The main control here is also given the token through
+// --maincontrol-args, so that a scenario whose connections do not sign
+// fails instead of passing against a main control without auth.
+func TestBench_OwnMainControlTokenFile(t *testing.T) {
+	bin := testbin.Build(t)
+	tok := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	for _, args := range [][]string{
+		{"idle", "--executors", "3", "--dialers", "2", "--hold", "200ms"},
+		{"pending", "--tasks", "50", "--producers", "1"},
+		{"failover", "--rounds", "1", "--heartbeat-timeout", "1s"},
+	} {
+		cmd := exec.Command(bin, append(append([]string{"bench"}, args...), "--binary", bin, "--token-file", tok,
+			"--maincontrol-args", "--token-file "+tok, "--progress=false")...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%v:\n%s", args, out)
+	}
 }
