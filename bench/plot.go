@@ -59,6 +59,7 @@ type panel struct {
 	yMax           float64
 	xTicks, yTicks []tick
 	lines          []series
+	note           string // drawn across an empty panel: why it is empty
 }
 
 // WritePlotFile draws the report's latency distribution and throughput
@@ -191,6 +192,12 @@ func throughputPanel(r *Report) panel {
 		}
 	}
 	p.lines = []series{{"submitted", sub}, {"completed", done}}
+	if len(sub) < 2 && len(done) < 2 {
+		// One point per second draws no line under two seconds or so:
+		// say so rather than leave an empty panel that reads as "nothing
+		// happened".
+		p.note = ShortRunNote(r)
+	}
 	p.xMin, p.xMax = 0, math.Max(1, math.Ceil(elapsed))
 	step := niceStep(p.xMax / 10)
 	for x := 0.0; x <= p.xMax+1e-9; x += step {
@@ -269,4 +276,20 @@ func drawPanel(c canvas, p panel, top float64) {
 		c.text(lx+30, top-10, s.name, "start", colInk)
 		lx += 60 + charW*float64(len(s.name))
 	}
+	for i, l := range wrap(p.note, int((right-left)/charW)-2) {
+		if l != "" {
+			c.text((left+right)/2, top+panelH/2+22*float64(i), l, "middle", colInk)
+		}
+	}
+}
+
+// ShortRunNote explains, for a run too short to plot its throughput over
+// time (one point per second; a line needs two), why that panel is empty;
+// "" for a longer run.
+func ShortRunNote(r *Report) string {
+	if r.Elapsed >= 1.25 { // the second point needs a quarter of a second of its own
+		return ""
+	}
+	return fmt.Sprintf("run of %.2f s: too short for throughput over time, which is one point per second; "+
+		"run 2 s or more (--duration, or more --tasks) to see it", r.Elapsed)
 }

@@ -70,3 +70,18 @@ func TestWritePlotFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 960, img.Bounds().Dx())
 }
+
+// A run shorter than about a second has one point of throughput, which
+// draws no line: the panel says why it is empty instead of showing empty
+// axes.
+func TestPlot_ShortRunNote(t *testing.T) {
+	short := sampleReport()
+	short.Elapsed = 0.2
+	short.Timeline = []bench.Second{{T: 0, Submitted: 20_000, Done: 20_000}}
+	assert.Contains(t, bench.ShortRunNote(short), "run of 0.20 s: too short for throughput over time")
+	assert.Contains(t, string(bench.PlotSVG(short)), "too short for throughput over time")
+	assert.Empty(t, bench.ShortRunNote(sampleReport()))
+	assert.NotContains(t, string(bench.PlotSVG(sampleReport())), "too short")
+	_, err := bench.PlotPNG(short)
+	require.NoError(t, err)
+}

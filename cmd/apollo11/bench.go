@@ -262,6 +262,9 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return perr
 		}
 		fmt.Fprintf(stderr, "plot written to %s\n", plot)
+		if note := bench.ShortRunNote(rep); note != "" {
+			fmt.Fprintf(stderr, "note: its throughput panel is empty: %s\n", note)
+		}
 	}
 	return err
 }
