@@ -134,10 +134,33 @@ func runList(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stdout, id)
 			}
 			if next != 0 {
-				fmt.Fprintf(stderr, "more: apollo11 list --state %s --limit %d --after %d\n", state, limit, next)
+				fmt.Fprintf(stderr, "more: apollo11 list%s --state %s --limit %d --after %d\n", cf.targetArgs(fs), state, limit, next)
 			}
 			return nil
 		})
+}
+
+// targetArgs is the part of a command line that reaches the same main
+// control: --addr when not the default and --token-file when set, so that
+// a hint copied from the output does not query the default address.
+func (c *clientFlags) targetArgs(fs *flag.FlagSet) string {
+	var b strings.Builder
+	if f := fs.Lookup("addr"); f != nil && c.addr != f.DefValue {
+		b.WriteString(" --addr " + shellWord(c.addr))
+	}
+	if c.tokenFile != "" {
+		b.WriteString(" --token-file " + shellWord(c.tokenFile))
+	}
+	return b.String()
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but plain
+// path and address characters.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:@[]+=%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // listAll follows next from page to page. Each page is a request of its
