@@ -124,7 +124,9 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	return rep, nil
 }
 
-// spread returns the min, median and max of xs.
+// spread returns the min, median and max of xs; with an even count the
+// median is the mean of the two middle values (the upper one made the
+// median of two rounds their max).
 func spread(xs []float64) (lo, med, hi float64) {
 	s := append([]float64(nil), xs...)
 	for i := range s { // insertion sort: a handful of rounds
@@ -132,7 +134,12 @@ func spread(xs []float64) (lo, med, hi float64) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-	return s[0], s[len(s)/2], s[len(s)-1]
+	n := len(s)
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[0], med, s[n-1]
 }
 
 type failover struct {
