@@ -149,7 +149,7 @@ func dialClient(addr string, token []byte, name string, timeout time.Duration) (
 	if token != nil {
 		b.Str("auth", auth.Sign(token, nonce))
 	}
-	if _, err := f.handshake(b, "hello_ok", timeout); err != nil {
+	if _, err := f.handshake(b, "hello", "hello_ok", timeout); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -170,17 +170,18 @@ func dialExecutor(addr string, token []byte, id string, types []string, slots in
 	if token != nil {
 		b.Str("auth", auth.Sign(token, nonce))
 	}
-	hb, err := f.handshake(b, "registered", timeout)
+	hb, err := f.handshake(b, "register", "registered", timeout)
 	if err != nil {
 		return nil, 0, err
 	}
 	return f, hb, nil
 }
 
-// handshake sends the built frame and waits for the wanted reply type; it
+// handshake sends the built frame (of type sent) and waits for the wanted
+// reply type; it
 // returns the reply's heartbeat_ms as a duration (0 when absent). On error
 // the connection is closed.
-func (f *frameConn) handshake(b wire.Builder, want string, timeout time.Duration) (time.Duration, error) {
+func (f *frameConn) handshake(b wire.Builder, sent, want string, timeout time.Duration) (time.Duration, error) {
 	frame, err := b.Finish()
 	if err == nil {
 		_ = f.c.SetDeadline(time.Now().Add(timeout))
@@ -196,7 +197,12 @@ func (f *frameConn) handshake(b wire.Builder, want string, timeout time.Duration
 	}
 	if m.Type() != want {
 		f.c.Close()
-		return 0, fmt.Errorf("%w: %s code=%s message=%s", ErrRefused, m.Type(), m.Value("code"), m.Value("message"))
+		if m.Type() == "error" {
+			return 0, fmt.Errorf("%w: error code=%s message=%s", ErrRefused, m.Value("code"), m.Value("message"))
+		}
+		// Not a refusal: a peer that answers out of turn (or speaks
+		// something else) would read "refused: hello_ok code= message=".
+		return 0, fmt.Errorf("unexpected reply %s to %s (want %s or error)", m.Type(), sent, want)
 	}
 	_ = f.c.SetDeadline(time.Time{})
 	ms, _ := strconv.ParseUint(m.Value("heartbeat_ms"), 10, 64)

@@ -258,3 +258,44 @@ func TestRunWire_CancelsTheTasksItCreated(t *testing.T) {
 	assert.Zero(t, st.Tasks["pending"], "%v", st.Tasks)
 	assert.EqualValues(t, created, st.Tasks["cancelled"], "%v", st.Tasks)
 }
+
+// A peer that answers register with something other than registered or
+// an error is named as answering out of turn, not as refusing.
+func TestDialExecutor_UnexpectedReply(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for _, typ := range []string{"welcome", "hello_ok"} {
+			b := wire.Begin(nil, typ)
+			if typ == "welcome" {
+				b.Str("proto", "1")
+				b.Str("nonce", "0123456789abcdef0123456789abcdef")
+				b.Str("auth", "none")
+			}
+			f, _ := b.Finish()
+			if _, err := c.Write(f); err != nil {
+				return
+			}
+			if typ == "welcome" {
+				if _, err := wire.NewReader(c, 1<<20).Next(); err != nil {
+					return
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	_, err = bench.DialExecutor(bench.ExecutorOptions{Addr: ln.Addr().String(), ID: "x", Types: []string{"t"}, Timeout: 2 * time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unexpected reply hello_ok to register")
+	assert.NotErrorIs(t, err, bench.ErrRefused)
+	ln.Close()
+	<-done
+}
