@@ -39,6 +39,9 @@ type IdleReport struct {
 	IdleCoreShare    float64 `json:"idle_core_share"`
 	HarnessCoreShare float64 `json:"harness_core_share"`
 	HoldS            float64 `json:"hold_s"`
+	// Interrupted is set when the hold was cut short (Ctrl-C): the CPU
+	// figures cover HoldS, the part that ran.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // RunIdle connects cfg.Executors raw executors to a main control it
@@ -104,9 +107,9 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	bar.finish()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	// Cut short during the hold, the report covers the part held, and
+	// is returned with the context's error; the memory is the same.
+	rep.Interrupted = ctx.Err() != nil
 	hold := time.Since(holdStart)
 	cpu1, _ := ProcCPU(mc.PID())
 	rep.HarnessCoreShare = (SelfCPU() - self0).Seconds() / hold.Seconds()
@@ -116,7 +119,7 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 		return nil, err
 	}
 	rep.BytesPerConn = float64(rep.RSSAfter-rep.RSSBefore) / float64(len(execs))
-	return rep, nil
+	return rep, ctx.Err()
 }
 
 // dialIdle registers n executors, a few at a time.
@@ -195,8 +198,11 @@ func (r *IdleReport) WriteText(w io.Writer) error {
   heartbeat   every %d ms
   rss         %s before, %s with them connected (peak %s)
   per conn    %s bytes
-  idle cpu    main control %.1f%% of one core over %.0f s of heartbeats; harness %.1f%%
+  idle cpu    main control %.1f%% of one core over %.1f s of heartbeats; harness %.1f%%
 `, group(float64(r.Registered)), r.ConnectS, r.FileLimit, r.HeartbeatMs, mib(r.RSSBefore), mib(r.RSSAfter), mib(r.PeakRSS),
 		group(r.BytesPerConn), 100*r.IdleCoreShare, r.HoldS, 100*r.HarnessCoreShare)
+	if err == nil && r.Interrupted {
+		_, err = fmt.Fprintf(w, "  INTERRUPTED: the hold was cut short; the cpu figures cover the %.1f s held\n", r.HoldS)
+	}
 	return err
 }

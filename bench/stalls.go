@@ -30,6 +30,9 @@ type StallsReport struct {
 	// OtherShare is the share of the machine's CPU that other processes
 	// used meanwhile: stalls on a busy machine are mostly its other load.
 	OtherShare float64 `json:"other_share"`
+	// Interrupted is set when the run was cut short (Ctrl-C): the report
+	// covers DurationS, the part that ran.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // StallThread summarizes one thread's stalls.
@@ -80,6 +83,7 @@ func RunStalls(ctx context.Context, cfg StallsConfig) (*StallsReport, error) {
 	}
 	busy0, total0, merr := MachineCPU()
 	self0 := SelfCPU()
+	start := time.Now()
 	gaps := make([][]time.Duration, cfg.Threads)
 	var wg sync.WaitGroup
 	for i := range gaps {
@@ -90,18 +94,18 @@ func RunStalls(ctx context.Context, cfg StallsConfig) (*StallsReport, error) {
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	rep := &StallsReport{DurationS: cfg.Duration.Seconds(), ThresholdUs: float64(cfg.Threshold) / 1e3}
+	// Cut short, the report covers what ran: the stalls seen so far over
+	// the time spun so far, returned with the context's error.
+	span := max(min(time.Since(start), cfg.Duration), time.Microsecond) // never 0: it divides
+	rep := &StallsReport{DurationS: span.Seconds(), ThresholdUs: float64(cfg.Threshold) / 1e3, Interrupted: ctx.Err() != nil}
 	for _, g := range gaps {
-		rep.Threads = append(rep.Threads, summarizeStalls(g, cfg.Duration))
+		rep.Threads = append(rep.Threads, summarizeStalls(g, span))
 	}
 	if busy1, total1, err := MachineCPU(); merr == nil && err == nil && total1 > total0 {
 		other := (busy1 - busy0 - (SelfCPU() - self0)).Seconds() / (total1 - total0).Seconds()
 		rep.OtherShare = max(other, 0)
 	}
-	return rep, nil
+	return rep, ctx.Err()
 }
 
 // spin reads the clock until d has passed and returns the gaps longer
@@ -172,6 +176,9 @@ func (r *StallsReport) WriteText(w io.Writer) error {
 	var b []byte
 	b = fmt.Appendf(b, "apollo11 bench stalls: %d threads spinning for %.1f s; a gap over %.0f µs between clock reads is a stall\n",
 		len(r.Threads), r.DurationS, r.ThresholdUs)
+	if r.Interrupted {
+		b = append(b, "  INTERRUPTED: the figures cover the part that ran\n"...)
+	}
 	b = fmt.Appendf(b, "  %-7s %8s %8s %9s %9s", "thread", "stalls", ">1 ms", "stalled", "max ms")
 	for _, bound := range residualBounds {
 		b = fmt.Appendf(b, " %9s", fmt.Sprintf("P(>%gms)", float64(bound)/1e6))

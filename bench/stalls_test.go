@@ -84,3 +84,19 @@ func TestRunStalls_Refuses(t *testing.T) {
 	_, err = RunStalls(ctx, StallsConfig{Duration: time.Minute, Threads: 1})
 	require.ErrorIs(t, err, context.Canceled, "a cancelled probe stops at once")
 }
+
+// Cut short, the probe still reports what it saw, over the time it ran.
+func TestRunStalls_InterruptedReport(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	rep, err := RunStalls(ctx, StallsConfig{Duration: time.Minute, Threads: 1})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotNil(t, rep)
+	assert.True(t, rep.Interrupted)
+	assert.Less(t, rep.DurationS, 10.0)
+	assert.Greater(t, rep.DurationS, 0.1)
+	require.Len(t, rep.Threads, 1)
+	var text bytes.Buffer
+	require.NoError(t, rep.WriteText(&text))
+	assert.Contains(t, text.String(), "INTERRUPTED")
+}

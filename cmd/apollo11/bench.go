@@ -377,10 +377,14 @@ func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.RunStalls(ctx, cfg)
-	if err != nil {
+	if rep == nil {
 		return err
 	}
-	return c.report(stdout, rep.WriteText, rep.WriteJSON)
+	// Interrupted (Ctrl-C), the partial report is shown, then the error.
+	if perr := c.report(stdout, rep.WriteText, rep.WriteJSON); perr != nil {
+		return perr
+	}
+	return err
 }
 
 func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -405,10 +409,14 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.Binary, cfg.Args, cfg.Progress = c.binary, strings.Fields(c.mcArgs), c.progressTo(stderr)
 	cfg.TokenFile = c.tokenFile
 	rep, err := bench.RunIdle(ctx, cfg)
-	if err != nil {
+	if rep == nil {
 		return err
 	}
-	return c.report(stdout, rep.WriteText, rep.WriteJSON)
+	// Interrupted (Ctrl-C), the partial report is shown, then the error.
+	if perr := c.report(stdout, rep.WriteText, rep.WriteJSON); perr != nil {
+		return perr
+	}
+	return err
 }
 
 func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {

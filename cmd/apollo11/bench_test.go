@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,5 +121,26 @@ func TestBench_OwnMainControlTokenFile(t *testing.T) {
 			"--maincontrol-args", "--token-file "+tok, "--progress=false")...)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%v:\n%s", args, out)
+	}
+}
+
+// Ctrl-C during bench stalls or bench idle prints the report of the part
+// that ran, marked as such, as bench and bench wire do.
+func TestBench_InterruptedReports(t *testing.T) {
+	bin := testbin.Build(t)
+	for _, tc := range []struct {
+		args  []string
+		after time.Duration
+		want  string
+	}{
+		{[]string{"stalls", "--duration", "60s", "--threads", "1"}, 500 * time.Millisecond, "INTERRUPTED: the figures cover the part that ran"},
+		{[]string{"idle", "--binary", bin, "--executors", "3", "--dialers", "1", "--hold", "60s"}, 3 * time.Second, "INTERRUPTED: the hold was cut short"},
+	} {
+		p := testbin.Start(t, bin, nil, append(append([]string{"bench"}, tc.args...), "--progress=false")...)
+		time.Sleep(tc.after)
+		p.Signal(syscall.SIGINT)
+		require.NoError(t, waitExit(p, 20*time.Second), "%v", tc.args)
+		assert.Contains(t, p.Output(), tc.want, "%v", tc.args)
+		assert.NotEqual(t, 0, p.ExitCode(), "%v", tc.args)
 	}
 }
