@@ -40,5 +40,9 @@
 // connection whose unsent output passes MaxOutbound (a peer that stopped
 // reading) is closed. A connection with more than --max-inflight replies
 // awaiting disk is not read until they are released. --max-conns bounds
-// connections.
+// connections, lowered at start (with a warning) to what the open-file
+// limit holds besides the descriptors the main control needs itself: gnet
+// stops its whole engine when accept fails with EMFILE, so a limit below
+// --max-conns would let anyone who can connect stop the state authority.
+// The metrics port serves at most 32 connections, closing idle ones.
 package maincontrol

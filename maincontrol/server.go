@@ -168,6 +168,12 @@ func protoAddr(listen string) string {
 
 func (s *Server) serve(ctx context.Context) error {
 	s.addr = protoAddr(s.cfg.Listen)
+	maxConns, err := fitMaxConns(s.cfg.MaxConns, s.cfg.EventLoops, openFileLimit(), s.log)
+	if err != nil {
+		s.closeStore()
+		return err
+	}
+	s.cfg.MaxConns = maxConns
 	opts := []gnet.Option{
 		gnet.WithMulticore(s.cfg.EventLoops > 1),
 		gnet.WithNumEventLoop(s.cfg.EventLoops),
@@ -209,6 +215,9 @@ func (s *Server) serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case err := <-errc:
 		s.closeStore()
+		if err == nil {
+			return errors.New("event loop stopped")
+		}
 		return fmt.Errorf("event loop stopped: %w", err)
 	}
 	return s.shutdown(errc)

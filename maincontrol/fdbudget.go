@@ -1,0 +1,40 @@
+package maincontrol
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// httpMaxConns bounds the metrics port's connections: a scraper needs one
+// or two, and each one is a file descriptor the main port may need.
+const httpMaxConns = 32
+
+// fdReserve is the file descriptors the main control needs besides its
+// peers' connections: the listeners, each event loop's epoll and eventfd,
+// the log's segment and directory, a snapshot being written and the one
+// being read, the lock file, the HTTP port's connections, stdio and the Go
+// runtime's own, with room to spare for a connection accepted only to be
+// refused.
+func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns }
+
+// fitMaxConns lowers maxConns so that every connection it allows, and the
+// descriptors the main control needs besides, fit in the open-file limit
+// (limit 0: unknown). gnet stops its whole engine when accept fails with
+// EMFILE, so a --max-conns the limit cannot hold would let any local user
+// stop the state authority by opening connections. A limit that leaves
+// fewer than minConns connections is an error.
+func fitMaxConns(maxConns, eventLoops int, limit uint64, log *slog.Logger) (int, error) {
+	const minConns = 16
+	reserve := fdReserve(eventLoops)
+	if limit == 0 || uint64(maxConns)+uint64(reserve) <= limit {
+		return maxConns, nil
+	}
+	if limit < uint64(reserve+minConns) {
+		return 0, fmt.Errorf("the open-file limit %d leaves room for fewer than %d connections (the main control keeps %d descriptors for itself): raise it (ulimit -n, LimitNOFILE=)",
+			limit, minConns, reserve)
+	}
+	fit := int(limit) - reserve
+	log.Warn("--max-conns lowered to fit the open-file limit: raise the limit (ulimit -n, LimitNOFILE=) to allow more",
+		"max_conns", maxConns, "lowered_to", fit, "open_file_limit", limit, "reserved", reserve)
+	return fit, nil
+}

@@ -1,0 +1,43 @@
+package maincontrol
+
+import (
+	"bytes"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFitMaxConns(t *testing.T) {
+	reserve := fdReserve(1)
+	cases := []struct {
+		name     string
+		maxConns int
+		limit    uint64
+		want     int
+		warns    bool
+		err      bool
+	}{
+		{"limit unknown", 65536, 0, 65536, false, false},
+		{"room for all", 1000, uint64(1000 + reserve), 1000, false, false},
+		{"the unit's old default", 65536, 65536, 65536 - reserve, true, false},
+		{"a shell's ulimit", 65536, 1024, 1024 - reserve, true, false},
+		{"barely room", 100, uint64(reserve + 16), 16, true, false},
+		{"no room", 100, uint64(reserve + 15), 0, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			got, err := fitMaxConns(tc.maxConns, 1, tc.limit, slog.New(slog.NewTextHandler(&logs, nil)))
+			if tc.err {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "open-file limit")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.warns, bytes.Contains(logs.Bytes(), []byte("--max-conns lowered")), logs.String())
+		})
+	}
+}
