@@ -26,7 +26,7 @@ type atomicFile struct {
 // createAtomic creates (or truncates a leftover) path+".tmp".
 func createAtomic(fsys FS, path string) (*atomicFile, error) {
 	tmp := path + tmpSuffix
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ const lockName = "lock"
 var ErrLocked = errors.New("data dir is in use by another process")
 
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, filePerm)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open lock file: %w", err)
 	}

@@ -84,7 +84,7 @@ func Open(opts Options) (*Store, error) {
 	o := opts.withDefaults()
 	var lock *os.File
 	if !o.ReadOnly {
-		if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		if err := o.FS.MkdirAll(o.Dir, dirPerm); err != nil {
 			return nil, fmt.Errorf("cannot create data dir %s: %w", o.Dir, err)
 		}
 		var err error

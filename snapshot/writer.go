@@ -203,7 +203,7 @@ func (s *Store) openActive(first uint64) error {
 	}
 	w.reuse = nil
 	name := segName(first)
-	f, err := s.fsys.OpenFile(filepath.Join(s.dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := s.fsys.OpenFile(filepath.Join(s.dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
 		return fmt.Errorf("cannot create log segment %s: %w", name, err)
 	}
