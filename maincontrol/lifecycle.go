@@ -59,6 +59,7 @@ func (s *Server) startSnapshot(duty float64) {
 		s.mu.Lock()
 		s.snapRunning = false
 		s.mu.Unlock()
+		s.metrics.SnapshotDone(err)
 		if err != nil {
 			s.log.Error("snapshot failed", "lsn", lsn, "err", err)
 			return

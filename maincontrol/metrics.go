@@ -1,6 +1,7 @@
 package maincontrol
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/apollo11/apollo11/maincontrol/core"
@@ -18,11 +19,19 @@ type serverMetrics struct {
 	startTimeouts *metrics.Counter
 	lost          *metrics.Counter
 	ended         [core.NumStates + 1]*metrics.Counter
+	// snapFailures counts snapshots that failed; snapFailing is 1 while
+	// the latest one did. A failing snapshot is not an outage (the log
+	// still holds every change), so /healthz stays ok, but the log then
+	// grows without bound and a restart replays all of it.
+	snapFailures *metrics.Counter
+	snapFailing  atomic.Bool
 }
 
 var _ core.Observer = (*serverMetrics)(nil)
 
-var latencyBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+// msBounds are histogram buckets for times the core keeps in whole
+// milliseconds: a bucket under 1 ms could only ever hold the zeros.
+var msBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 func newServerMetrics(s *Server) *serverMetrics {
 	m := &serverMetrics{}
@@ -53,7 +62,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 		defer s.mu.Unlock()
 		return float64(len(s.conns))
 	})
-	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", latencyBounds)
+	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", msBounds)
 	m.retries = r.Counter("apollo11_retries_total", "Attempts that failed and will run again.")
 	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks the main control took back because their timeout_ms passed with no result. An executor that enforces the timeout itself (the apollo11 executor does) reports a failed result first, counted in retries or failures instead.")
 	m.startTimeouts = r.Counter("apollo11_start_timeouts_total", "Dispatched tasks not started in time.")
@@ -96,6 +105,24 @@ func (m *serverMetrics) addStoreMetrics(stats func() snapshot.Stats) {
 	r.CounterFunc("apollo11_snapshots_total", "Snapshots written.", func() float64 { return float64(stats().Snapshots) })
 	r.GaugeFunc("apollo11_snapshot_duration_seconds", "Time the last snapshot took.", func() float64 { return stats().SnapshotDuration.Seconds() })
 	r.GaugeFunc("apollo11_snapshot_bytes", "Size of the newest snapshot.", func() float64 { return float64(stats().SnapshotBytes) })
+	m.snapFailures = r.Counter("apollo11_snapshot_failures_total", "Snapshots that failed (the log keeps every change meanwhile, and grows).")
+	r.GaugeFunc("apollo11_snapshot_failing", "1 while the latest snapshot failed.", func() float64 {
+		if m.snapFailing.Load() {
+			return 1
+		}
+		return 0
+	})
+}
+
+// SnapshotDone counts a snapshot that was written (err nil) or failed.
+func (m *serverMetrics) SnapshotDone(err error) {
+	if m.snapFailures == nil {
+		return
+	}
+	if err != nil {
+		m.snapFailures.Inc()
+	}
+	m.snapFailing.Store(err != nil)
 }
 
 func (m *serverMetrics) Dispatched(wait time.Duration) { m.dispatchWait.Observe(wait.Seconds()) }
