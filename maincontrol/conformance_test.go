@@ -763,8 +763,19 @@ func TestConformance_Stats(t *testing.T) {
 
 func TestConformance_Debug(t *testing.T) {
 	t.Parallel()
+	// At every log level: an operator who turns frame logging on asked to
+	// see frames, even under --log-level warn or error.
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		t.Run(level.String(), func(t *testing.T) {
+			t.Parallel()
+			debugFrames(t, level)
+		})
+	}
+}
+
+func debugFrames(t *testing.T, level slog.Level) {
 	var logs syncbuf.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
 	addr := startServer(t, maincontrol.Config{Logger: logger})
 	cl := clientPeer(t, addr)
 	for _, on := range []string{"true", "false"} {

@@ -483,8 +483,15 @@ func (s *Server) onHealth(err error) {
 	wake(wakes)
 }
 
+// logFrame logs a frame while `debug on`, at info or, when the logger
+// takes no info records (--log-level warn or error), at the lowest level
+// it takes: whoever turned frame logging on asked to see the frames.
 func (s *Server) logFrame(dir string, cn *conn, payload []byte) {
-	s.log.Info("frame", "dir", dir, "peer", cn.id, "payload", string(payload))
+	level := slog.LevelInfo
+	for ctx := context.Background(); level < slog.LevelError && !s.log.Enabled(ctx, level); {
+		level += 4 // info, warn, error
+	}
+	s.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id, "payload", string(payload))
 }
 
 // gnetLogger routes gnet's own logs into slog.
