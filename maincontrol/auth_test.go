@@ -1,12 +1,16 @@
 package maincontrol_test
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/wire"
@@ -129,5 +133,24 @@ func TestAuth_NoneIgnoresAuthKey(t *testing.T) {
 		p = dialRaw(t, addr)
 		m = p.request("register", "executor_id", "e-"+v, "task_types", "t", "auth", v)
 		assert.Equal(t, "registered", m.Type(), "got %s", m)
+	}
+}
+
+// A refused authentication is logged with the peer's address: an
+// internal peer number alone does not tell the operator who knocked.
+func TestAuth_FailureLogsRemote(t *testing.T) {
+	t.Parallel()
+	var logs syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	addr := startServer(t, maincontrol.Config{Logger: logger, Core: core.Config{Token: testToken}})
+	p := dialRaw(t, addr)
+	p.send("hello", "req", "h", "auth", "wrong")
+	p.expectErrorClose(wire.CodeAuthFailed, "h")
+	local := p.c.LocalAddr().String()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "authentication failed") }, 5*time.Second, 10*time.Millisecond)
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "authentication failed") {
+			assert.Contains(t, line, "remote="+local)
+		}
 	}
 }

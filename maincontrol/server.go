@@ -242,7 +242,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	cn := &conn{id: s.nextPeer, gc: gc}
 	s.conns[cn.id] = cn
 	gc.SetContext(cn)
-	s.core.Open(cn.id)
+	s.core.OpenFrom(cn.id, remoteString(gc))
 	out, _ := s.takeOutput(cn)
 	wakes := s.takeWakes(cn)
 	s.mu.Unlock()
@@ -429,6 +429,14 @@ func (s *Server) takeOutput(cn *conn) ([]byte, bool) {
 		s.markDirty(cn) // resume reading on the next wake
 	}
 	return out, cn.closeAfter
+}
+
+// remoteString is the peer's address for the logs.
+func remoteString(gc gnet.Conn) string {
+	if a := gc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
 }
 
 func wake(cs []*conn) {

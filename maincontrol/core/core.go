@@ -77,11 +77,12 @@ const (
 )
 
 type peer struct {
-	id    PeerID
-	kind  peerKind
-	nonce string
-	exec  *executor
-	waits *peerWaits // nil before its first wait=true submit
+	id     PeerID
+	kind   peerKind
+	remote string // its address, for the operator's logs ("" when not given)
+	nonce  string
+	exec   *executor
+	waits  *peerWaits // nil before its first wait=true submit
 }
 
 type hsDeadline struct {
@@ -184,9 +185,14 @@ func (c *Core) SetAvailable(ok bool) {
 func (c *Core) Available() bool { return c.available }
 
 // Open registers a new connection and sends its welcome.
-func (c *Core) Open(id PeerID) {
+func (c *Core) Open(id PeerID) { c.OpenFrom(id, "") }
+
+// OpenFrom is Open for a connection from a known address, which the logs
+// of its handshake refusals and errors name: a peer id alone cannot tell
+// an operator who failed to authenticate.
+func (c *Core) OpenFrom(id PeerID, remote string) {
 	now := c.now()
-	p := &peer{id: id, nonce: c.cfg.Nonce()}
+	p := &peer{id: id, remote: remote, nonce: c.cfg.Nonce()}
 	c.peers[id] = p
 	c.hsQueue = append(c.hsQueue, hsDeadline{peer: id, at: now + c.cfg.HandshakeTimeout.Milliseconds()})
 	b := wire.Begin(c.frame[:0], "welcome")

@@ -74,7 +74,7 @@ func (c *Core) handshake(p *peer, m *wire.Message) {
 	if c.cfg.Token != nil {
 		mac, ok := m.Get("auth")
 		if !ok || !auth.Verify(c.cfg.Token, p.nonce, mac) {
-			c.log.Warn("authentication failed", "peer", p.id, "type", typ)
+			c.log.Warn("authentication failed", "peer", p.id, "remote", p.remote, "type", typ)
 			c.sendError(p, req, wire.CodeAuthFailed, "authentication failed")
 			return
 		}
@@ -253,7 +253,7 @@ func (c *Core) refuseType(p *peer, m *wire.Message, typ string) {
 		if p.exec != nil {
 			executor = p.exec.id
 		}
-		c.log.Warn("error from peer", "peer", p.id, "executor", executor,
+		c.log.Warn("error from peer", "peer", p.id, "remote", p.remote, "executor", executor,
 			"code", clipText(m.Value("code")), "message", clipText(m.Value("message")))
 	}
 	req := echoReq(m)
@@ -270,7 +270,7 @@ func (c *Core) expireHandshakes(now int64) {
 	i := 0
 	for ; i < len(c.hsQueue) && c.hsQueue[i].at <= now; i++ {
 		if p := c.peers[c.hsQueue[i].peer]; p != nil && p.kind == peerNew {
-			c.log.Info("handshake timeout", "peer", p.id)
+			c.log.Info("handshake timeout", "peer", p.id, "remote", p.remote)
 			c.closePeer(p)
 		}
 	}
