@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/apollo11/apollo11/executor"
@@ -30,7 +28,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 
 	ready := make(chan struct{})

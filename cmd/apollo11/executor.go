@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
@@ -152,11 +151,11 @@ func runExecutor(args []string, _, stderr io.Writer) error {
 	return ex.Run(ctx)
 }
 
-// stopOnSignals cancels (graceful stop) on the first SIGTERM or SIGINT and
-// calls hard on the second.
+// stopOnSignals cancels (graceful stop) on the first SIGTERM, SIGINT or
+// SIGHUP (see stopSignals) and calls hard on the second.
 func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sig, stopSignals...)
 	defer signal.Stop(sig)
 	s := <-sig
 	log.Info("stopping: draining running tasks (signal again to stop at once)", "signal", s.String())

@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
@@ -123,7 +121,7 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	cfg.OnReady = func(string) { logNotifyErr(cfg, notifier.Ready()) }
 	cfg.OnTick = func() { logNotifyErr(cfg, notifier.Watchdog(time.Now())) }
 	cfg.OnStopping = func() { logNotifyErr(cfg, notifier.Stopping()) }
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	err = maincontrol.Run(ctx, cfg)
 	if badSettings(err) {
