@@ -88,8 +88,16 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
-	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil && cfg.Dial == nil {
-		return cfg, configErr("Addr %q: want host:port (%v)", cfg.Addr, err)
+	if cfg.Dial == nil {
+		// TCP: a port that cannot be dialled (70000, or the "///path" of
+		// unix:///path) would fail every attempt, retried for ever.
+		_, port, err := net.SplitHostPort(cfg.Addr)
+		if err != nil {
+			return cfg, configErr("Addr %q: want host:port (%v)", cfg.Addr, err)
+		}
+		if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
+			return cfg, configErr("Addr %q: want host:port with a port from 1 to 65535", cfg.Addr)
+		}
 	}
 	if !validID(cfg.ID) {
 		return cfg, configErr("ID %q: want 1-%d bytes of A-Z a-z 0-9 _ . : -", cfg.ID, MaxIDLen)

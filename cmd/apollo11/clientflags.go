@@ -32,6 +32,12 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &c.timeout, "request-timeout", 30*time.Second, "time allowed to connect and get a reply (not the wait of submit --wait)")
 }
 
+// check refuses what would fail every request: a --request-timeout of 0
+// (reported as a network timeout) or an --addr that cannot be dialled.
+func (c *clientFlags) check() error {
+	return firstErr(positive("request-timeout", c.timeout), checkDialAddr("addr", c.addr))
+}
+
 // dial connects and says hello.
 func (c *clientFlags) dial() (*client.Client, error) {
 	var token []byte
@@ -100,8 +106,7 @@ func clientCommand(name, synopsis string, operands bool, args []string, stderr i
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := positive("request-timeout", cf.timeout); err != nil {
-		// 0 would fail every request, reported as a network timeout.
+	if err := cf.check(); err != nil {
 		fs.Usage()
 		return usageError(err, false)
 	}

@@ -55,7 +55,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 		// new flag (or a check of one) cannot leave dev with a zero.
 		var ef executorFlags
 		ef.register(flag.NewFlagSet("dev executor", flag.ContinueOnError))
-		ef.connect, ef.id, ef.slots, ef.drainTimeout = cfg.Listen, fmt.Sprintf("dev-%d", i), *slots, 5*time.Second
+		ef.connect, ef.id, ef.slots, ef.drainTimeout = dialAddr(cfg.Listen), fmt.Sprintf("dev-%d", i), *slots, 5*time.Second
 		ef.types = "echo,sleep,fail" // as the banner below says
 		ecfg, err := ef.config(cfg.Logger)
 		if err != nil {
@@ -75,8 +75,8 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 		}()
 	}
 	addrFlag := "" // what the suggested commands need to reach this main control
-	if cfg.Listen != maincontrol.DefaultListen {
-		addrFlag = " --addr " + cfg.Listen
+	if dialAddr(cfg.Listen) != maincontrol.DefaultListen {
+		addrFlag = " --addr " + dialAddr(cfg.Listen)
 	}
 	if f.tokenFile != "" {
 		addrFlag += " --token-file " + f.tokenFile

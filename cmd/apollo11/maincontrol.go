@@ -73,7 +73,7 @@ func (f *maincontrolFlags) checkPositive() error {
 // config turns the flags into a maincontrol.Config.
 func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) {
 	var cfg maincontrol.Config
-	if err := f.checkPositive(); err != nil {
+	if err := firstErr(checkListenFlag(f.listen), f.checkPositive()); err != nil {
 		return cfg, usageError(err, false)
 	}
 	logger, err := f.log.logger(stderr)

@@ -53,6 +53,10 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return usageError(fmt.Errorf("want one pipeline FILE, got %d", fs.NArg()), false)
 	}
+	if err := cf.check(); err != nil {
+		fs.Usage()
+		return usageError(err, false)
+	}
 	path := fs.Arg(0)
 	f, err := os.Open(path)
 	if err != nil {
