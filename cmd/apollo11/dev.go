@@ -20,7 +20,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev", "dev [flags]", stderr)
 	var f maincontrolFlags
 	f.register(fs)
-	slots := fs.Int("executor-slots", 2, "slots of each local executor")
+	slots := fs.Int("executor-slots", 2, "slots of each local executor, 1 to 65536")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -28,6 +28,38 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Every setting is checked, and the executors built, before the main
+	// control starts: a bad --executor-slots must not be found after it
+	// has opened the data dir and is listening.
+	if *slots < 1 || *slots > executor.MaxSlots {
+		return usageError(fmt.Errorf("--executor-slots %d: want 1 to %d", *slots, executor.MaxSlots), false)
+	}
+	if err := checkDialAddr("listen", dialAddr(cfg.Listen)); err != nil {
+		return usageError(fmt.Errorf("%w: dev's executors dial it", err), false)
+	}
+	var executors []*executor.Executor
+	for i := 1; i <= 2; i++ {
+		// The executor daemon's defaults, from its own flag set, so that a
+		// new flag (or a check of one) cannot leave dev with a zero.
+		var ef executorFlags
+		ef.register(flag.NewFlagSet("dev executor", flag.ContinueOnError))
+		ef.connect, ef.id, ef.slots, ef.drainTimeout = dialAddr(cfg.Listen), fmt.Sprintf("dev-%d", i), *slots, 5*time.Second
+		ef.types = "echo,sleep,fail" // as the banner below says
+		ecfg, err := ef.config(cfg.Logger)
+		if err != nil {
+			return err
+		}
+		ecfg.Token = cfg.Core.Token
+		ex, err := executor.New(ecfg)
+		if badSettings(err) {
+			return usageError(err, false)
+		}
+		if err != nil {
+			return err
+		}
+		executors = append(executors, ex)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 
@@ -49,23 +81,8 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	exCtx, stopExecutors := context.WithCancel(context.Background())
 	defer stopExecutors()
 	var wg sync.WaitGroup
-	exErrs := make(chan error, 2)
-	for i := 1; i <= 2; i++ {
-		// The executor daemon's defaults, from its own flag set, so that a
-		// new flag (or a check of one) cannot leave dev with a zero.
-		var ef executorFlags
-		ef.register(flag.NewFlagSet("dev executor", flag.ContinueOnError))
-		ef.connect, ef.id, ef.slots, ef.drainTimeout = dialAddr(cfg.Listen), fmt.Sprintf("dev-%d", i), *slots, 5*time.Second
-		ef.types = "echo,sleep,fail" // as the banner below says
-		ecfg, err := ef.config(cfg.Logger)
-		if err != nil {
-			return err
-		}
-		ecfg.Token = cfg.Core.Token
-		ex, err := executor.New(ecfg)
-		if err != nil {
-			return err
-		}
+	exErrs := make(chan error, len(executors))
+	for _, ex := range executors {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/testbin"
 )
 
 func TestParseFlags_Operands(t *testing.T) {
@@ -158,6 +160,9 @@ func TestDaemonFlags_ExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		args := append(tc.args, "--data-dir", "", "--listen", "127.0.0.1:0")
+		if tc.args[0] == "dev" { // its executors could not dial port 0: refused first
+			args = append(tc.args, "--data-dir", "", "--listen", testbin.FreeAddr(t))
+		}
 		if tc.args[0] == "executor" {
 			args = append(tc.args, "--connect", "127.0.0.1:1")
 		}
