@@ -62,7 +62,7 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	if f.id == "" {
 		f.id = defaultExecutorID()
 	}
-	if err := firstErr(checkDialAddr("connect", f.connect), positive("slots", f.slots), positive("drain-timeout", f.drainTimeout),
+	if err := firstErr(checkDialAddr("connect", f.connect), positive("slots", f.slots), positiveMs("drain-timeout", f.drainTimeout),
 		positive("exec-max-output", f.execMaxOutput)); err != nil {
 		return executor.Config{}, usageError(err, false)
 	}

@@ -182,12 +182,15 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 }
 
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	// Keywords are taken in any case, as --log-level always was (slog's
+	// parser ignores case): --log-format JSON was refused.
+	format := strings.ToLower(l.format)
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
-	switch l.format {
+	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
@@ -215,6 +218,24 @@ func positive[T int | time.Duration](name string, v T) error {
 	}
 	return fmt.Errorf("--%s %v: must be more than 0", name, v)
 }
+
+// positiveMs is positive for a daemon's duration flag, which must also be
+// 1ms or more, every one alike: the daemons count time in milliseconds,
+// and --heartbeat-interval 1ns was refused ("below 1ms") while
+// --start-timeout 1ns was taken and rounded. (bench's --threshold 50µs
+// is a real value: bench keeps positive.)
+func positiveMs(name string, d time.Duration) error {
+	if err := positive(name, d); err != nil {
+		return err
+	}
+	if d < time.Millisecond {
+		return fmt.Errorf("--%s %v: %w", name, d, errBelowMs)
+	}
+	return nil
+}
+
+// errBelowMs says why a duration below 1ms is refused.
+var errBelowMs = errors.New("below 1ms, the least any duration flag of the daemons takes")
 
 // firstErr returns the first non-nil error.
 func firstErr(errs ...error) error {

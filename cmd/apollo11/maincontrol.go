@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
@@ -49,14 +50,25 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.snapshotEvery, "snapshot-every", maincontrol.DefaultSnapshotEvery, "log records between snapshots")
 	durationVar(fs, &f.snapshotInterval, "snapshot-interval", maincontrol.DefaultSnapshotInterval, "longest time between a change and the snapshot that holds it")
 	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, cut it there instead of refusing to start")
-	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops")
+	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops, 1 to 256")
 	fs.StringVar(&f.httpListen, "http-listen", "", "address for Prometheus /metrics and /healthz (off when empty)")
 	f.log.register(fs)
 }
 
+// maxEventLoops is the most event loops gnet runs (its
+// gfd.EventLoopIndexMax, internal): it quietly caps a larger number.
+const maxEventLoops = 256
+
 // checkPositive refuses zero and negative limits and times (see
 // positive); --heartbeat-interval 0 keeps its documented meaning.
 func (f *maincontrolFlags) checkPositive() error {
+	if f.eventLoops > maxEventLoops {
+		return fmt.Errorf("--event-loops %d: want 1 to %d (gnet runs at most %d)", f.eventLoops, maxEventLoops, maxEventLoops)
+	}
+	if f.heartbeatInterval < 0 || f.heartbeatInterval > 0 && f.heartbeatInterval < time.Millisecond {
+		// 0 keeps its documented meaning (a third of the timeout).
+		return fmt.Errorf("--heartbeat-interval %v: %w", f.heartbeatInterval, errBelowMs)
+	}
 	if f.maxRetrying == 0 || f.maxRetrying < -1 {
 		return fmt.Errorf("--max-retrying %d: want -1 (no cap) or more than 0", f.maxRetrying)
 	}
@@ -65,9 +77,9 @@ func (f *maincontrolFlags) checkPositive() error {
 		positive("max-frame", f.maxFrame), positive("max-conns", f.maxConns),
 		positive("retention-max", f.retentionMax), positive("snapshot-every", f.snapshotEvery),
 		positive("event-loops", f.eventLoops),
-		positive("handshake-timeout", f.handshakeTimeout), positive("heartbeat-timeout", f.heartbeatTimeout),
-		positive("start-timeout", f.startTimeout), positive("retention", f.retention),
-		positive("fsync-interval", f.fsyncInterval), positive("snapshot-interval", f.snapshotInterval))
+		positiveMs("handshake-timeout", f.handshakeTimeout), positiveMs("heartbeat-timeout", f.heartbeatTimeout),
+		positiveMs("start-timeout", f.startTimeout), positiveMs("retention", f.retention),
+		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval))
 }
 
 // config turns the flags into a maincontrol.Config.
@@ -80,7 +92,7 @@ func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) 
 	if err != nil {
 		return cfg, usageError(err, false)
 	}
-	mode, err := snapshot.ParseFsyncMode(f.fsync)
+	mode, err := snapshot.ParseFsyncMode(strings.ToLower(f.fsync)) // any case, as --log-level
 	if err != nil {
 		return cfg, usageError(fmt.Errorf("--fsync: %w", err), false)
 	}
