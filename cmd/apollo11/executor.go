@@ -110,6 +110,9 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 				// An empty allow list runs nothing: every exec task would fail.
 				return cfg, usageError(errors.New("--types exec needs --exec-allow with the programs exec may run: with none, every exec task sent here would fail"), false)
 			}
+			if err := checkPrograms(allow); err != nil {
+				return cfg, usageError(err, false)
+			}
 			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: true, Allow: allow, MaxOutput: f.execMaxOutput})
 		case "":
 			return cfg, usageError(fmt.Errorf("--types %q: an empty item", f.types), false)
@@ -163,4 +166,24 @@ func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
 	<-sig
 	log.Warn("second signal: stopping at once")
 	hard()
+}
+
+// checkPrograms refuses an --exec-allow entry that can never run: a
+// missing file or a directory was taken without a word, and every exec
+// task naming it failed.
+func checkPrograms(allow []string) error {
+	for _, p := range allow {
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("--exec-allow: %s does not exist", p)
+		case err != nil:
+			return fmt.Errorf("--exec-allow: %w", err)
+		case st.IsDir():
+			return fmt.Errorf("--exec-allow: %s is a directory, not a program", p)
+		case st.Mode()&0o111 == 0:
+			return fmt.Errorf("--exec-allow: %s is not executable", p)
+		}
+	}
+	return nil
 }
