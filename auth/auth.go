@@ -39,6 +39,27 @@ func LoadToken(path string) ([]byte, error) {
 	return tok, nil
 }
 
+// MinTokenLen is the shortest token TokenFileWarnings takes without a
+// warning: 16 bytes (a random 32-byte token, base64, is 44).
+const MinTokenLen = 16
+
+// TokenFileWarnings returns what is weak about a token file that
+// LoadToken read as tok, for the daemon to log at start-up: a file that
+// users other than its owner can read (the token is the one secret of
+// the system; ssh refuses such key files), and a token shorter than
+// MinTokenLen. It reads only the file's mode, never the token into a
+// message.
+func TokenFileWarnings(path string, tok []byte) []string {
+	var warns []string
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		warns = append(warns, fmt.Sprintf("token file %s is accessible by group or others (mode %04o): chmod 600 it", path, st.Mode().Perm()))
+	}
+	if len(tok) < MinTokenLen {
+		warns = append(warns, fmt.Sprintf("token in %s is %d bytes: use %d or more random bytes (head -c 32 /dev/urandom | base64)", path, len(tok), MinTokenLen))
+	}
+	return warns
+}
+
 // NewNonce returns 16 random bytes as 32 lower-case hex characters.
 func NewNonce() (string, error) {
 	var b [NonceLen]byte

@@ -65,3 +65,35 @@ func TestVerify(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, nonce, other, "a new nonce on every call")
 }
+
+// A token file others can read, or a short token, is taken (the daemon
+// logs these warnings); a 0600 file with 16 bytes or more gets none.
+func TestTokenFileWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  os.FileMode
+		token string
+		warns []string
+	}{
+		{"private and long", 0o600, "0123456789abcdef", nil},
+		{"owner read-only", 0o400, "0123456789abcdef0123", nil},
+		{"world-readable", 0o644, "0123456789abcdef", []string{"is accessible by group or others (mode 0644): chmod 600 it"}},
+		{"group-readable", 0o640, "0123456789abcdef", []string{"(mode 0640)"}},
+		{"short", 0o600, "short", []string{"is 5 bytes: use 16 or more random bytes"}},
+		{"both", 0o604, "short", []string{"(mode 0604)", "is 5 bytes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "token")
+			require.NoError(t, os.WriteFile(p, []byte(tc.token+"\n"), 0o600))
+			require.NoError(t, os.Chmod(p, tc.mode))
+			tok, err := auth.LoadToken(p)
+			require.NoError(t, err)
+			got := auth.TokenFileWarnings(p, tok)
+			require.Len(t, got, len(tc.warns), "%q", got)
+			for i, w := range tc.warns {
+				assert.Contains(t, got[i], w)
+				assert.NotContains(t, got[i], tc.token+" ", "the token is never in a message")
+			}
+		})
+	}
+}

@@ -76,6 +76,7 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
+		warnToken(logger, f.tokenFile, tok)
 		cfg.Token = tok
 	}
 	var allow []string
@@ -186,4 +187,12 @@ func checkPrograms(allow []string) error {
 		}
 	}
 	return nil
+}
+
+// warnToken logs what is weak about a daemon's token file (see
+// auth.TokenFileWarnings).
+func warnToken(log *slog.Logger, path string, tok []byte) {
+	for _, w := range auth.TokenFileWarnings(path, tok) {
+		log.Warn(w)
+	}
 }

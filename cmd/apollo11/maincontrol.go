@@ -101,6 +101,7 @@ func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) 
 		if token, err = auth.LoadToken(f.tokenFile); err != nil {
 			return cfg, err
 		}
+		warnToken(logger, f.tokenFile, token)
 	}
 	cfg = maincontrol.Config{
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,

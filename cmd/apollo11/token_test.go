@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The daemons warn at start-up about a token file others can read and a
+// short token (a 6-byte, 0644 token file was taken without a word).
+func TestDaemonFlags_TokenWarnings(t *testing.T) {
+	dir := t.TempDir()
+	weak := filepath.Join(dir, "weak")
+	require.NoError(t, os.WriteFile(weak, []byte("short\n"), 0o644))
+	require.NoError(t, os.Chmod(weak, 0o644))
+	good := filepath.Join(dir, "good")
+	require.NoError(t, os.WriteFile(good, []byte("0123456789abcdef0123\n"), 0o600))
+	for _, tc := range []struct {
+		file  string
+		warns []string
+	}{
+		{weak, []string{"is accessible by group or others (mode 0644)", "is 5 bytes: use 16 or more"}},
+		{good, nil},
+	} {
+		var mcErr bytes.Buffer
+		var f maincontrolFlags
+		fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+		f.register(fs)
+		require.NoError(t, parseFlags(fs, []string{"--token-file", tc.file}))
+		_, err := f.config(&mcErr)
+		require.NoError(t, err)
+
+		var exErr bytes.Buffer
+		var ef executorFlags
+		fs = newFlagSet("executor", "executor", io.Discard)
+		ef.register(fs)
+		require.NoError(t, parseFlags(fs, []string{"--token-file", tc.file}))
+		l, err := ef.log.logger(&exErr)
+		require.NoError(t, err)
+		_, err = ef.config(l)
+		require.NoError(t, err)
+
+		for _, out := range []string{mcErr.String(), exErr.String()} {
+			if tc.warns == nil {
+				assert.NotContains(t, out, "WARN", tc.file)
+			}
+			for _, w := range tc.warns {
+				assert.Contains(t, out, "level=WARN", tc.file)
+				assert.Contains(t, out, w, tc.file)
+			}
+			assert.NotContains(t, out, "short", "the token is never logged")
+		}
+	}
+}
