@@ -37,6 +37,9 @@ func newFlagSetEnv(prefix, name, synopsis string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	flagEnvPrefix[fs] = prefix
+	if collectFlagSets != nil {
+		collectFlagSets(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: apollo11 %s\n\nFlags (each also from its environment variable):\n", synopsis)
 		fs.VisitAll(func(f *flag.Flag) {

@@ -96,6 +96,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	clear(fromEnv) // run is called more than once in tests
+	if args[0] != "version" {
+		warnUnknownEnv(stderr, args[0], environ())
+	}
 	err := cmd.run(args[1:], stdout, stderr)
 	var ee exitError
 	switch {
