@@ -4,9 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,4 +56,41 @@ func TestUnits_Hardening(t *testing.T) {
 		"KillMode=mixed"} { // contains what exec tasks leave (executor/builtin/doc.go)
 		require.Contains(t, string(ex), want)
 	}
+}
+
+// unitValue returns the value of key= in a unit file.
+func unitValue(t *testing.T, unit []byte, key string) string {
+	t.Helper()
+	for _, line := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(line, key+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("no %s= in the unit", key)
+	return ""
+}
+
+// A bad configuration (exit 2) is not restarted in a loop; the main
+// control's descriptor limit leaves room above --max-conns for its log,
+// snapshots, listeners and HTTP port (at 65536 = --max-conns, connections
+// alone could exhaust it); the executor's stop timeout covers its drain.
+func TestUnits_Limits(t *testing.T) {
+	main, err := os.ReadFile("apollo11-maincontrol.service")
+	require.NoError(t, err)
+	ex, err := os.ReadFile("apollo11-executor@.service")
+	require.NoError(t, err)
+	for _, unit := range [][]byte{main, ex} {
+		require.Equal(t, "2", unitValue(t, unit, "RestartPreventExitStatus"))
+	}
+	nofile, err := strconv.Atoi(unitValue(t, main, "LimitNOFILE"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, nofile, 2*maincontrol.DefaultMaxConns)
+	stop, err := time.ParseDuration(unitValue(t, ex, "TimeoutStopSec"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, stop, executor.DefaultDrainTimeout+5*time.Second)
+	env, err := os.ReadFile("executor.env.example")
+	require.NoError(t, err)
+	drain, err := time.ParseDuration(unitValue(t, []byte(strings.ReplaceAll(string(env), "#APOLLO11_", "APOLLO11_")), "APOLLO11_DRAIN_TIMEOUT"))
+	require.NoError(t, err)
+	require.Less(t, drain, stop, "the env example's drain fits TimeoutStopSec")
 }
