@@ -24,7 +24,7 @@ const (
 
 // Config is everything the main control needs to run.
 type Config struct {
-	Listen  string // host:port, or unix:///path
+	Listen  string // host:port, or tcp://host:port
 	DataDir string // "" keeps everything in memory: nothing survives a restart
 
 	Fsync            snapshot.FsyncMode

@@ -1,13 +1,18 @@
 package maincontrol_test
 
 import (
+	"context"
+	"log/slog"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/maincontrol"
 )
 
@@ -43,4 +48,35 @@ func TestLifecycle_StopLeavesNothing(t *testing.T) {
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err, "the listener is closed")
 	require.NoError(t, ln.Close())
+}
+
+// --listen with port 0 logs the port the kernel chose: the operator needs
+// it to connect.
+func TestServer_ReadyLogsBoundPort(t *testing.T) {
+	var logs syncbuf.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- maincontrol.Run(ctx, maincontrol.Config{Listen: "127.0.0.1:0", Logger: logger}) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	var line string
+	require.Eventually(t, func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "main control ready") {
+				line = l
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+	_, rest, ok := strings.Cut(line, "listen=127.0.0.1:")
+	require.True(t, ok, line)
+	port, _, _ := strings.Cut(rest, " ")
+	assert.NotEqual(t, "0", port, line)
+	c, err := net.Dial("tcp", "127.0.0.1:"+port)
+	require.NoError(t, err)
+	_ = c.Close()
 }

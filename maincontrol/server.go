@@ -209,7 +209,7 @@ func (s *Server) serve(ctx context.Context) error {
 		s.log.Warn("listening beyond loopback without auth: anyone who reaches this port can submit and cancel tasks and register as an executor; give --token-file",
 			"listen", s.cfg.Listen)
 	}
-	s.log.Info("main control ready", "listen", s.cfg.Listen, "data_dir", s.cfg.DataDir,
+	s.log.Info("main control ready", "listen", s.boundAddr(), "data_dir", s.cfg.DataDir,
 		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil, "event_loops", s.cfg.EventLoops)
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package maincontrol
+
+// boundAddr is what --listen said where the listener cannot be asked.
+func (s *Server) boundAddr() string { return s.cfg.Listen }

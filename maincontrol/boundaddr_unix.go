@@ -1,0 +1,31 @@
+//go:build unix
+
+package maincontrol
+
+import (
+	"net"
+	"strconv"
+	"syscall"
+)
+
+// boundAddr is the address the listener got, for the logs: with
+// --listen 127.0.0.1:0 the port the kernel chose, which an operator needs
+// to connect. It falls back to what --listen said.
+func (s *Server) boundAddr() string {
+	fd, err := s.eng.Dup()
+	if err != nil {
+		return s.cfg.Listen
+	}
+	defer syscall.Close(fd)
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		return s.cfg.Listen
+	}
+	switch a := sa.(type) {
+	case *syscall.SockaddrInet4:
+		return net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
+	case *syscall.SockaddrInet6:
+		return net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
+	}
+	return s.cfg.Listen
+}
