@@ -58,16 +58,6 @@ func fakePeer(t *testing.T, welcome []string, wrongReq bool) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	send := func(c net.Conn, typ string, kv ...string) {
-		b := wire.Begin(nil, typ)
-		for i := 0; i+1 < len(kv); i += 2 {
-			b.Str(kv[i], kv[i+1])
-		}
-		f, err := b.Finish()
-		if err == nil {
-			_, _ = c.Write(f)
-		}
-	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -76,7 +66,7 @@ func fakePeer(t *testing.T, welcome []string, wrongReq bool) string {
 			}
 			go func() {
 				defer c.Close()
-				send(c, "welcome", welcome...)
+				sendFrame(c, "welcome", welcome...)
 				r := wire.NewReader(c, 1<<20)
 				for {
 					m, err := r.Next()
@@ -89,9 +79,9 @@ func fakePeer(t *testing.T, welcome []string, wrongReq bool) string {
 					}
 					switch m.Type() {
 					case "hello":
-						send(c, "hello_ok", "req", m.Value("req"))
+						sendFrame(c, "hello_ok", "req", m.Value("req"))
 					case "stats":
-						send(c, "stats", "req", req, "executors", "0", "state_version", "0", "uptime_ms", "1")
+						sendFrame(c, "stats", "req", req, "executors", "0", "state_version", "0", "uptime_ms", "1")
 					}
 				}
 			}()
@@ -126,6 +116,18 @@ func TestRunWire_WelcomeAndReq(t *testing.T) {
 	assert.Positive(t, rep.Outcomes["bad welcome: nonce is not 32 lower-case hex characters"], "%v", rep.Outcomes)
 }
 
+// sendFrame writes one frame of the fake peers; a frame that cannot be
+// encoded is not sent.
+func sendFrame(c net.Conn, typ string, kv ...string) {
+	b := wire.Begin(nil, typ)
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.Str(kv[i], kv[i+1])
+	}
+	if f, err := b.Finish(); err == nil {
+		_, _ = c.Write(f)
+	}
+}
+
 // silentPeer serves a welcome, answers hello, then reads and ignores
 // everything: the peer that hangs its clients on damaged frames.
 func silentPeer(t *testing.T) string {
@@ -133,14 +135,6 @@ func silentPeer(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	send := func(c net.Conn, typ string, kv ...string) {
-		b := wire.Begin(nil, typ)
-		for i := 0; i+1 < len(kv); i += 2 {
-			b.Str(kv[i], kv[i+1])
-		}
-		f, _ := b.Finish()
-		_, _ = c.Write(f)
-	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -149,13 +143,13 @@ func silentPeer(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				send(c, "welcome", "proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef",
+				sendFrame(c, "welcome", "proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef",
 					"auth", "none", "max_frame", "1048576")
 				m, err := wire.NewReader(c, 1<<20).Next()
 				if err != nil {
 					return
 				}
-				send(c, "hello_ok", "req", m.Value("req"))
+				sendFrame(c, "hello_ok", "req", m.Value("req"))
 				_, _ = io.Copy(io.Discard, c) // until the harness closes
 			}()
 		}
