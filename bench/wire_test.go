@@ -51,9 +51,9 @@ func TestRunWire_ProbeReplays(t *testing.T) {
 	}
 }
 
-// fakePeer serves a welcome (given as key, value pairs) and answers hello
-// and stats, echoing req unless wrongReq; it runs until the test ends.
-func fakePeer(t *testing.T, welcome []string, wrongReq bool) string {
+// servePeer runs serve on every connection to a new loopback listener
+// until the test ends, and returns its address.
+func servePeer(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -66,28 +66,36 @@ func fakePeer(t *testing.T, welcome []string, wrongReq bool) string {
 			}
 			go func() {
 				defer c.Close()
-				sendFrame(c, "welcome", welcome...)
-				r := wire.NewReader(c, 1<<20)
-				for {
-					m, err := r.Next()
-					if err != nil {
-						return
-					}
-					req := m.Value("req")
-					if wrongReq {
-						req = "zzz"
-					}
-					switch m.Type() {
-					case "hello":
-						sendFrame(c, "hello_ok", "req", m.Value("req"))
-					case "stats":
-						sendFrame(c, "stats", "req", req, "executors", "0", "state_version", "0", "uptime_ms", "1")
-					}
-				}
+				serve(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// fakePeer serves a welcome (given as key, value pairs) and answers hello
+// and stats, echoing req unless wrongReq.
+func fakePeer(t *testing.T, welcome []string, wrongReq bool) string {
+	return servePeer(t, func(c net.Conn) {
+		sendFrame(c, "welcome", welcome...)
+		r := wire.NewReader(c, 1<<20)
+		for {
+			m, err := r.Next()
+			if err != nil {
+				return
+			}
+			req := m.Value("req")
+			if wrongReq {
+				req = "zzz"
+			}
+			switch m.Type() {
+			case "hello":
+				sendFrame(c, "hello_ok", "req", m.Value("req"))
+			case "stats":
+				sendFrame(c, "stats", "req", req, "executors", "0", "state_version", "0", "uptime_ms", "1")
+			}
+		}
+	})
 }
 
 // bench wire checks what a peer writing its own implementation gets wrong
@@ -131,30 +139,16 @@ func sendFrame(c net.Conn, typ string, kv ...string) {
 // silentPeer serves a welcome, answers hello, then reads and ignores
 // everything: the peer that hangs its clients on damaged frames.
 func silentPeer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sendFrame(c, "welcome", "proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef",
-					"auth", "none", "max_frame", "1048576")
-				m, err := wire.NewReader(c, 1<<20).Next()
-				if err != nil {
-					return
-				}
-				sendFrame(c, "hello_ok", "req", m.Value("req"))
-				_, _ = io.Copy(io.Discard, c) // until the harness closes
-			}()
+	return servePeer(t, func(c net.Conn) {
+		sendFrame(c, "welcome", "proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef",
+			"auth", "none", "max_frame", "1048576")
+		m, err := wire.NewReader(c, 1<<20).Next()
+		if err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		sendFrame(c, "hello_ok", "req", m.Value("req"))
+		_, _ = io.Copy(io.Discard, c) // until the harness closes
+	})
 }
 
 // A peer that silently ignores damaged frames hangs its clients: the
@@ -256,40 +250,16 @@ func TestRunWire_CancelsTheTasksItCreated(t *testing.T) {
 // A peer that answers register with something other than registered or
 // an error is named as answering out of turn, not as refusing.
 func TestDialExecutor_UnexpectedReply(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		if err != nil {
+	addr := servePeer(t, func(c net.Conn) {
+		sendFrame(c, "welcome", "proto", "1", "nonce", "0123456789abcdef0123456789abcdef", "auth", "none")
+		if _, err := wire.NewReader(c, 1<<20).Next(); err != nil {
 			return
 		}
-		defer c.Close()
-		for _, typ := range []string{"welcome", "hello_ok"} {
-			b := wire.Begin(nil, typ)
-			if typ == "welcome" {
-				b.Str("proto", "1")
-				b.Str("nonce", "0123456789abcdef0123456789abcdef")
-				b.Str("auth", "none")
-			}
-			f, _ := b.Finish()
-			if _, err := c.Write(f); err != nil {
-				return
-			}
-			if typ == "welcome" {
-				if _, err := wire.NewReader(c, 1<<20).Next(); err != nil {
-					return
-				}
-			}
-		}
+		sendFrame(c, "hello_ok")
 		_, _ = io.Copy(io.Discard, c)
-	}()
-	_, err = bench.DialExecutor(bench.ExecutorOptions{Addr: ln.Addr().String(), ID: "x", Types: []string{"t"}, Timeout: 2 * time.Second})
+	})
+	_, err := bench.DialExecutor(bench.ExecutorOptions{Addr: addr, ID: "x", Types: []string{"t"}, Timeout: 2 * time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "unexpected reply hello_ok to register")
 	assert.NotErrorIs(t, err, bench.ErrRefused)
-	ln.Close()
-	<-done
 }
