@@ -32,10 +32,13 @@
 //   - FuzzRoundTrip: a message built from fuzzed keys and values encodes
 //     exactly when it is valid, and then decodes to itself.
 //
-// Two more targets live beside the code they exercise, because they use
-// its internals: FuzzCore_Messages and FuzzDecodeRecord in maincontrol/core
-// (message sequences into the core; change records), and FuzzOpen in
-// snapshot (data dirs of any content). .ci/run smoke-fuzzes every target
+// More targets live beside the code they exercise, because they use its
+// internals: FuzzCore_Messages and FuzzDecodeRecord in maincontrol/core
+// (message sequences into the core; change records), FuzzOpen in snapshot
+// (data dirs of any content), and FuzzServer_Stream in maincontrol (any
+// bytes, in two writes, to a real main control over loopback: every
+// answer decodes within max_frame, a closing error is followed by the
+// close, and a new client is served after; about 150 runs a second). .ci/run smoke-fuzzes every target
 // of every package.
 //
 // Failing inputs found while fuzzing are written to testdata/fuzz/<target>/
