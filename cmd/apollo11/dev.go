@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/apollo11/apollo11/executor"
@@ -60,7 +61,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 		executors = append(executors, ex)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 
 	ready := make(chan struct{})
@@ -113,7 +114,10 @@ Ctrl-C stops everything.
 		wg.Wait()
 		return err
 	}
-	stop() // a second Ctrl-C now kills the process
+	// A second Ctrl-C now kills the process; the closing terminal's next
+	// SIGHUP (see isHangup) must not kill the stop under way.
+	signal.Ignore(syscall.SIGHUP)
+	stop()
 	stopExecutors()
 	wg.Wait()
 	stopMC()

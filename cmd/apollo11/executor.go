@@ -156,15 +156,17 @@ func runExecutor(args []string, _, stderr io.Writer) error {
 }
 
 // stopOnSignals cancels (graceful stop) on the first SIGTERM, SIGINT or
-// SIGHUP (see stopSignals) and calls hard on the second.
+// SIGHUP (see stopSignals) and calls hard on a later SIGTERM or SIGINT; a
+// later SIGHUP is the same closing terminal again (see isHangup).
 func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, stopSignals...)
+	signal.Notify(sig, stopSignals()...)
 	defer signal.Stop(sig)
 	s := <-sig
-	log.Info("stopping: draining running tasks (signal again to stop at once)", "signal", s.String())
+	log.Info("stopping: draining running tasks (SIGINT or SIGTERM again to stop at once)", "signal", s.String())
 	graceful()
-	<-sig
+	for s := <-sig; isHangup(s); s = <-sig {
+	}
 	log.Warn("second signal: stopping at once")
 	hard()
 }

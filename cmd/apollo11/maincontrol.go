@@ -134,7 +134,7 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	cfg.OnReady = func(string) { logNotifyErr(cfg, notifier.Ready()) }
 	cfg.OnTick = func() { logNotifyErr(cfg, notifier.Watchdog(time.Now())) }
 	cfg.OnStopping = func() { logNotifyErr(cfg, notifier.Stopping()) }
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	err = maincontrol.Run(ctx, cfg)
 	if badSettings(err) {
