@@ -149,6 +149,9 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 	}
 	size := len("type=state\nreq=") + wire.EscapedLen(req) + len("\nstate_version=") + 20
 	room := wire.MaxKeys - stateReplyKeys
+	if req == "" { // executors ask without one
+		room++
+	}
 	b := c.begin("state", req)
 	b.UintK(kStateVersion, c.stateVer)
 	for _, k := range keys {
@@ -174,7 +177,7 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 }
 
 // stateReplyKeys is the keys of a state reply besides state.*: type, req
-// and state_version.
+// (when the request had one) and state_version.
 const stateReplyKeys = 3
 
 func (c *Core) setDebug(p *peer, m *wire.Message, req string) {

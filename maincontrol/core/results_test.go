@@ -1003,6 +1003,9 @@ func TestCore_StateGetTooManyKeys(t *testing.T) {
 	h.send(cl, "state_get", "req", "g")
 	e := h.expectErr(cl, wire.CodeBadRequest)
 	assert.Equal(t, "g", e.Value("req"))
+	h.send(ex, "state_get") // no req: type, state_version and 1,022 keys fit
+	assert.Len(t, h.expect(ex, "state").Fields, wire.MaxKeys)
+	set(wire.MaxKeys-stateReplyKeys+1, 1)
 	h.send(ex, "state_get")
 	h.expectErr(ex, wire.CodeBadRequest)
 	h.send(cl, "state_get", "req", "g", "keys", "k0000,k1021")
