@@ -374,10 +374,12 @@ func peerMaxFrame(cfg WireConfig) uint64 {
 		return wire.DefaultMaxFrame
 	}
 	n, err := m.UintOr("max_frame", wire.DefaultMaxFrame)
-	if err != nil || n == 0 || n > math.MaxUint32 {
+	if err != nil || n == 0 {
 		return wire.DefaultMaxFrame
 	}
-	return n
+	// A 4-byte header cannot announce more than the uint32 maximum: a
+	// larger max_frame is that maximum here (no frame can exceed it).
+	return min(n, math.MaxUint32)
 }
 
 // noteCreated keeps the id of a task that reply m says the probe created:

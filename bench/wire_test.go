@@ -196,11 +196,17 @@ func TestRunWire_FollowsMaxFrame(t *testing.T) {
 	}
 }
 
-// A peer whose max_frame is the uint32 maximum cannot be sent an oversize
-// header: that case is left out and said so, not failed.
+// A peer whose max_frame is the uint32 maximum, or more, cannot be sent an
+// oversize header: that case is left out and said so, not failed.
 func TestRunWire_NoOversizeAtUint32Max(t *testing.T) {
+	for _, maxFrame := range []string{"4294967295", "4294967296", "18446744073709551615"} {
+		t.Run(maxFrame, func(t *testing.T) { noOversize(t, maxFrame) })
+	}
+}
+
+func noOversize(t *testing.T, maxFrame string) {
 	welcome := []string{"proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef", "auth", "none",
-		"max_frame", "4294967295"}
+		"max_frame", maxFrame}
 	addr := fakePeer(t, welcome, false)
 	cfg := bench.WireConfig{Addr: addr, Rate: 100, Duration: 100 * time.Millisecond, Seed: 1, Probe: -1,
 		Timeout: 300 * time.Millisecond, Linger: 20 * time.Millisecond, Cases: "valid stats"}
