@@ -155,9 +155,10 @@ func (c *clientFlags) targetArgs(fs *flag.FlagSet) string {
 }
 
 // shellWord quotes s for a POSIX shell when it holds anything but plain
-// path and address characters.
+// path and address characters; brackets ([::1]:1969) are quoted too, as
+// shells take them for a glob.
 func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:@[]+=%") == "" {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:@+=%") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
