@@ -167,10 +167,9 @@ func percentLabel(d float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", 100*(1-math.Pow(10, -d))), "0"), ".") + "%"
 }
 
-// throughputPanel plots submits and completions per second.
-func throughputPanel(r *Report) panel {
-	p := panel{title: "throughput over time", xLabel: "seconds", yLabel: "tasks/s"}
-	secs := r.Timeline
+// throughputPoints returns the submits and completions per second of
+// the run, one point per second of its timeline, and the highest.
+func throughputPoints(r *Report) (sub, done [][2]float64, top float64) {
 	elapsed := max(r.Elapsed, 1e-9)
 	rate := func(i int, n uint64) (float64, bool) {
 		w := min(1, elapsed-float64(i))
@@ -179,9 +178,7 @@ func throughputPanel(r *Report) panel {
 		}
 		return float64(n) / w, true
 	}
-	var sub, done [][2]float64
-	var top float64
-	for i, s := range secs {
+	for i, s := range r.Timeline {
 		if v, ok := rate(i, s.Submitted); ok {
 			sub = append(sub, [2]float64{float64(i) + 0.5, v})
 			top = max(top, v)
@@ -191,13 +188,18 @@ func throughputPanel(r *Report) panel {
 			top = max(top, v)
 		}
 	}
+	return sub, done, top
+}
+
+// throughputPanel plots submits and completions per second.
+func throughputPanel(r *Report) panel {
+	p := panel{title: "throughput over time", xLabel: "seconds", yLabel: "tasks/s"}
+	elapsed := max(r.Elapsed, 1e-9)
+	sub, done, top := throughputPoints(r)
 	p.lines = []series{{"submitted", sub}, {"completed", done}}
-	if len(sub) < 2 && len(done) < 2 {
-		// One point per second draws no line under two seconds or so:
-		// say so rather than leave an empty panel that reads as "nothing
-		// happened".
-		p.note = ShortRunNote(r)
-	}
+	// One point per second draws no line under two seconds or so: say so
+	// rather than leave an empty panel that reads as "nothing happened".
+	p.note = ShortRunNote(r)
 	p.xMin, p.xMax = 0, math.Max(1, math.Ceil(elapsed))
 	step := niceStep(p.xMax / 10)
 	for x := 0.0; x <= p.xMax+1e-9; x += step {
@@ -287,8 +289,8 @@ func drawPanel(c canvas, p panel, top float64) {
 // time (one point per second; a line needs two), why that panel is empty;
 // "" for a longer run.
 func ShortRunNote(r *Report) string {
-	if r.Elapsed >= 1.25 { // the second point needs a quarter of a second of its own
-		return ""
+	if sub, done, _ := throughputPoints(r); len(sub) >= 2 || len(done) >= 2 {
+		return "" // a line can be drawn
 	}
 	return fmt.Sprintf("run of %.2f s: too short for throughput over time, which is one point per second; "+
 		"run 2 s or more (--duration, or more --tasks) to see it", r.Elapsed)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,4 +85,17 @@ func TestPlot_ShortRunNote(t *testing.T) {
 	assert.NotContains(t, string(bench.PlotSVG(sampleReport())), "too short")
 	_, err := bench.PlotPNG(short)
 	require.NoError(t, err)
+	// 1.1 s has two one-second points, the second over a tenth of a
+	// second: too little to count, so still no line; 1.3 s draws one.
+	// The note and the panel agree (the CLI prints the note).
+	for _, tc := range []struct {
+		elapsed float64
+		note    bool
+	}{{1.1, true}, {1.3, false}} {
+		r := sampleReport()
+		r.Elapsed = tc.elapsed
+		r.Timeline = []bench.Second{{T: 0, Submitted: 1000, Done: 1000}, {T: 1, Submitted: 100, Done: 100}}
+		assert.Equal(t, tc.note, bench.ShortRunNote(r) != "", "%.1f s", tc.elapsed)
+		assert.Equal(t, tc.note, strings.Contains(string(bench.PlotSVG(r)), "too short"), "%.1f s", tc.elapsed)
+	}
 }

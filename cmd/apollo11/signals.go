@@ -12,9 +12,9 @@ import (
 // closes, and what `kill -HUP` out of habit sends to "reload"; Go's
 // default for it is to exit at once (status 129: no snapshot, no drain, no
 // bye), and there is no configuration to reload. But a SIGHUP ignored when
-// the process started (nohup, `trap '' HUP`) stays ignored: whoever
-// started it asked to outlive the terminal, and catching it would undo
-// that.
+// the process started (nohup, or a shell trap with an empty action) stays
+// ignored: whoever started it asked to outlive the terminal, and catching
+// it would undo that.
 func stopSignals() []os.Signal {
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if !signal.Ignored(syscall.SIGHUP) {
