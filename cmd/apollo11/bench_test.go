@@ -2,10 +2,12 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/internal/testbin"
 )
 
@@ -24,7 +27,19 @@ func TestBench_TargetKilled(t *testing.T) {
 	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
 	b := testbin.Start(t, bin, nil, "bench", "--addr", mc.Addr, "--pid", strconv.Itoa(mc.Cmd.Process.Pid),
 		"--rate", "500", "--duration", "20s", "--executors", "2", "--progress=false")
-	time.Sleep(time.Second)
+	// Kill once the run is under way (tasks done), not after a guess at
+	// how long a loaded machine takes to start it.
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		cl, err := client.Dial(ctx, mc.Addr, client.Options{})
+		if err != nil {
+			return false
+		}
+		defer cl.Close()
+		st, err := cl.Stats(ctx)
+		return err == nil && st.Tasks["succeeded"] > 0
+	}, 15*time.Second, 50*time.Millisecond, "the run did not start:\n%s", b.Output())
 	require.False(t, b.Exited(), "the run ended before the kill:\n%s", b.Output())
 	mc.Kill()
 	killed := time.Now()
@@ -128,19 +143,26 @@ func TestBench_OwnMainControlTokenFile(t *testing.T) {
 // that ran, marked as such, as bench and bench wire do.
 func TestBench_InterruptedReports(t *testing.T) {
 	bin := testbin.Build(t)
-	for _, tc := range []struct {
-		args  []string
-		after time.Duration
-		want  string
-	}{
-		{[]string{"stalls", "--duration", "60s", "--threads", "1"}, 500 * time.Millisecond, "INTERRUPTED: the figures cover the part that ran"},
-		{[]string{"idle", "--binary", bin, "--executors", "3", "--dialers", "1", "--hold", "60s"}, 3 * time.Second, "INTERRUPTED: the hold was cut short"},
-	} {
-		p := testbin.Start(t, bin, nil, append(append([]string{"bench"}, tc.args...), "--progress=false")...)
-		time.Sleep(tc.after)
-		p.Signal(syscall.SIGINT)
-		require.NoError(t, waitExit(p, 20*time.Second), "%v", tc.args)
-		assert.Contains(t, p.Output(), tc.want, "%v", tc.args)
-		assert.NotEqual(t, 0, p.ExitCode(), "%v", tc.args)
-	}
+	// Each is interrupted once under way, which is polled for, not
+	// guessed: stalls once its threads spin, idle once its executors hold.
+	stalls := testbin.Start(t, bin, nil, "bench", "stalls", "--duration", "60s", "--threads", "1", "--progress=true")
+	require.Eventually(t, func() bool { return strings.Contains(stalls.Output(), "spinning") || stalls.Exited() },
+		15*time.Second, 20*time.Millisecond, stalls.Output())
+	interrupted(t, stalls, "INTERRUPTED: the figures cover the part that ran")
+
+	// idle starts its own main control (it reads its memory): its
+	// progress bar names the hold once the executors are connected.
+	idle := testbin.Start(t, bin, nil, "bench", "idle", "--binary", bin, "--executors", "3", "--dialers", "1", "--hold", "60s", "--progress=true")
+	require.Eventually(t, func() bool { return strings.Contains(idle.Output(), "idle ") || idle.Exited() },
+		30*time.Second, 20*time.Millisecond, idle.Output())
+	interrupted(t, idle, "INTERRUPTED: the hold was cut short")
+}
+
+// interrupted sends p a Ctrl-C and checks it reports want and exits non-zero.
+func interrupted(t *testing.T, p *testbin.Proc, want string) {
+	t.Helper()
+	p.Signal(syscall.SIGINT)
+	require.NoError(t, waitExit(p, 20*time.Second), p.Output())
+	assert.Contains(t, p.Output(), want)
+	assert.NotEqual(t, 0, p.ExitCode(), p.Output())
 }
