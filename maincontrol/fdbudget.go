@@ -1,6 +1,7 @@
 package maincontrol
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 )
@@ -34,7 +35,13 @@ func fitMaxConns(maxConns, eventLoops int, limit uint64, log *slog.Logger) (int,
 			limit, minConns, reserve)
 	}
 	fit := int(limit) - reserve
-	log.Warn("--max-conns lowered to fit the open-file limit: raise the limit (ulimit -n, LimitNOFILE=) to allow more",
+	level := slog.LevelWarn
+	if maxConns == DefaultMaxConns {
+		// Most hosts' limits are under the default: a warning at every
+		// start would cry wolf. One set by the operator is worth it.
+		level = slog.LevelInfo
+	}
+	log.Log(context.Background(), level, "--max-conns lowered to fit the open-file limit: raise the limit (ulimit -n, LimitNOFILE=) to allow more",
 		"max_conns", maxConns, "lowered_to", fit, "open_file_limit", limit, "reserved", reserve)
 	return fit, nil
 }

@@ -31,7 +31,7 @@ func TestMaincontrol_OpenFileLimit(t *testing.T) {
 	bin := testbin.Build(t)
 	addr, httpAddr := testbin.FreeAddr(t), testbin.FreeAddr(t)
 	p := testbin.Start(t, "/bin/sh", nil, "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, limit),
-		bin, "maincontrol", "--listen", addr, "--http-listen", httpAddr, "--data-dir", t.TempDir(), "--log-level", "warn")
+		bin, "maincontrol", "--listen", addr, "--http-listen", httpAddr, "--data-dir", t.TempDir(), "--log-level", "info")
 	require.NoError(t, testbin.WaitWelcome(addr, 20*time.Second, nil), p.Output())
 
 	var conns []net.Conn
