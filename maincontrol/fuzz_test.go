@@ -41,7 +41,10 @@ func frames(msgs ...[]string) []byte {
 // client is still served: the server neither panics, nor hangs, nor
 // stops. The core's rules have their own target (FuzzCore_Messages in
 // maincontrol/core); this one covers the server's framing, buffering and
-// close paths.
+// close paths. One server serves every input of a fuzzing process, so
+// tasks and shared state build up between inputs: a failure found while
+// fuzzing may need the inputs before it, and may not reproduce from its
+// corpus file alone.
 func FuzzServer_Stream(f *testing.F) {
 	hello := frames([]string{"hello", "req", "h"})
 	f.Add(hello, uint16(0))

@@ -100,6 +100,16 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
+// CloseWrite lets net/http half-close before its lingering close after an
+// error reply, as it does on a bare TCP connection, so that the client
+// reads the reply rather than a reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (s *Server) stopHTTP() {
 	if s.http == nil {
 		return
