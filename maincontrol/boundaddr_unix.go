@@ -29,3 +29,20 @@ func (s *Server) boundAddr() string {
 	}
 	return s.cfg.Listen
 }
+
+// limitBacklog shortens the listen backlog to listenBacklog: gnet's
+// acceptor takes every connection waiting in it at once, before any is
+// opened (and so before --max-conns refuses any), so a burst of
+// connections needs a descriptor for each, and gnet stops its engine
+// when accept fails with EMFILE. listen(2) on a listening socket sets its
+// backlog anew; the duplicate shares the socket.
+func (s *Server) limitBacklog() {
+	fd, err := s.eng.Dup()
+	if err == nil {
+		err = syscall.Listen(fd, listenBacklog)
+		_ = syscall.Close(fd)
+	}
+	if err != nil {
+		s.log.Warn("cannot shorten the listen backlog: a burst of connections may exhaust descriptors", "err", err)
+	}
+}

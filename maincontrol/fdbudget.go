@@ -10,13 +10,18 @@ import (
 // or two, and each one is a file descriptor the main port may need.
 const httpMaxConns = 32
 
+// listenBacklog is the main port's listen backlog (see limitBacklog): a
+// burst of connections takes up to this many descriptors at once, beyond
+// --max-conns, before any is refused.
+const listenBacklog = 128
+
 // fdReserve is the file descriptors the main control needs besides its
 // peers' connections: the listeners, each event loop's epoll and eventfd,
 // the log's segment and directory, a snapshot being written and the one
 // being read, the lock file, the HTTP port's connections, stdio and the Go
-// runtime's own, with room to spare for a connection accepted only to be
+// runtime's own, and a backlog's worth of connections accepted only to be
 // refused.
-func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns }
+func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + listenBacklog }
 
 // fitMaxConns lowers maxConns so that every connection it allows, and the
 // descriptors the main control needs besides, fit in the open-file limit

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,12 +49,39 @@ func TestMaincontrol_OpenFileLimit(t *testing.T) {
 		conns = append(conns, c)
 		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	}
-	refused := 0
+	// A burst met by a stalled event loop: gnet accepts everything
+	// waiting in the listen backlog at once, before it opens (and so
+	// before --max-conns refuses) any. The process is stopped while the
+	// kernel queues the connections, as a loop busy for a while would
+	// leave them; the main control's shortened backlog bounds them.
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGSTOP))
+	var (
+		mu    sync.Mutex
+		burst []net.Conn
+		wg    sync.WaitGroup
+	)
 	for range limit + limit/2 {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		require.NoError(t, err, "the main control stopped accepting\n%s", p.Output())
-		conns = append(conns, c)
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+			if err != nil {
+				return // the backlog is full: the kernel drops the SYN
+			}
+			mu.Lock()
+			burst = append(burst, c)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGCONT))
+	conns = append(conns, burst...)
+	assert.Less(t, len(burst), limit, "the backlog is bounded")
+	time.Sleep(200 * time.Millisecond)
+	require.False(t, p.Exited(), "the main control stopped:\n%s", p.Output())
+	refused := 0
+	for _, c := range burst {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		m, err := wire.NewReader(c, 0).ReadMessage()
 		require.NoError(t, err, "no first frame\n%s", p.Output())
 		if m.Type() == "error" {

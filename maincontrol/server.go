@@ -194,6 +194,7 @@ func (s *Server) serve(ctx context.Context) error {
 		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
 	case <-s.booted:
 	}
+	s.limitBacklog()
 	if err := s.startHTTP(); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
