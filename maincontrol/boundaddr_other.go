@@ -6,4 +6,4 @@ package maincontrol
 func (s *Server) boundAddr() string { return s.cfg.Listen }
 
 // limitBacklog leaves the backlog as it is where it cannot be set.
-func (s *Server) limitBacklog() {}
+func (s *Server) limitBacklog(int) {}

@@ -30,19 +30,22 @@ func (s *Server) boundAddr() string {
 	return s.cfg.Listen
 }
 
-// limitBacklog shortens the listen backlog to listenBacklog: gnet's
+// limitBacklog sets the listen backlog to n (0: leave it): gnet's
 // acceptor takes every connection waiting in it at once, before any is
 // opened (and so before --max-conns refuses any), so a burst of
 // connections needs a descriptor for each, and gnet stops its engine
 // when accept fails with EMFILE. listen(2) on a listening socket sets its
 // backlog anew; the duplicate shares the socket.
-func (s *Server) limitBacklog() {
+func (s *Server) limitBacklog(n int) {
+	if n == 0 {
+		return
+	}
 	fd, err := s.eng.Dup()
 	if err == nil {
-		err = syscall.Listen(fd, listenBacklog)
+		err = syscall.Listen(fd, n)
 		_ = syscall.Close(fd)
 	}
 	if err != nil {
-		s.log.Warn("cannot shorten the listen backlog: a burst of connections may exhaust descriptors", "err", err)
+		s.log.Warn("cannot set the listen backlog: a burst of connections may exhaust descriptors", "backlog", n, "err", err)
 	}
 }

@@ -45,8 +45,8 @@
 // stops its whole engine when accept fails with EMFILE, so a limit below
 // --max-conns would let anyone who can connect stop the state authority.
 // gnet's acceptor also takes every connection waiting in the listen
-// backlog before it opens any, so the backlog is shortened to 128 and
-// counted in that reserve. A flood from many clients at once against a
+// backlog before it opens any, so the backlog is set to a quarter of the
+// limit (128 to 4096) and counted in that reserve. A flood from many clients at once against a
 // low limit can still outrun it (gnet gives no way to survive EMFILE);
 // the systemd unit's limit leaves tens of thousands of descriptors spare.
 // The metrics port serves at most 32 connections, closing idle ones.

@@ -168,7 +168,7 @@ func protoAddr(listen string) string {
 
 func (s *Server) serve(ctx context.Context) error {
 	s.addr = protoAddr(s.cfg.Listen)
-	maxConns, err := fitMaxConns(s.cfg.MaxConns, s.cfg.EventLoops, openFileLimit(), s.log)
+	maxConns, backlog, err := fitMaxConns(s.cfg.MaxConns, s.cfg.EventLoops, openFileLimit(), s.log)
 	if err != nil {
 		s.closeStore()
 		return err
@@ -194,7 +194,7 @@ func (s *Server) serve(ctx context.Context) error {
 		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
 	case <-s.booted:
 	}
-	s.limitBacklog()
+	s.limitBacklog(backlog)
 	if err := s.startHTTP(); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
