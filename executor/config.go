@@ -89,14 +89,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Addr = DefaultAddr
 	}
 	if cfg.Dial == nil {
-		// TCP: a port that cannot be dialled (70000, or the "///path" of
-		// unix:///path) would fail every attempt, retried for ever.
-		_, port, err := net.SplitHostPort(cfg.Addr)
-		if err != nil {
-			return cfg, configErr("Addr %q: want host:port (%v)", cfg.Addr, err)
-		}
-		if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
-			return cfg, configErr("Addr %q: want host:port with a port from 1 to 65535", cfg.Addr)
+		if err := wire.CheckDialAddr(cfg.Addr); err != nil {
+			return cfg, configErr("Addr %q: %v", cfg.Addr, err)
 		}
 	}
 	if !validID(cfg.ID) {

@@ -3,27 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
+
+	"github.com/apollo11/apollo11/wire"
 )
 
 // checkDialAddr refuses, before anything starts, a main control address
-// (--connect, --addr) that cannot be dialled: wire v1 runs on TCP, so a
-// scheme (unix:///path, tcp://) or a port outside 1-65535 would only fail
-// every attempt, and the executor would retry for ever.
+// (--connect, --addr) that cannot be dialled (wire.CheckDialAddr), naming
+// the flag.
 func checkDialAddr(flagName, addr string) error {
 	if addr == "" {
 		return fmt.Errorf("--%s is empty: want host:port", flagName)
 	}
-	if scheme, _, ok := strings.Cut(addr, "://"); ok {
-		return fmt.Errorf("--%s %q: want host:port, no scheme (%s:// is not dialled: wire v1 runs on TCP only)", flagName, addr, scheme)
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--%s %q: want host:port (%s)", flagName, addr, strings.TrimPrefix(err.Error(), "address "+addr+": "))
-	}
-	if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
-		return fmt.Errorf("--%s %q: port %q is not a number from 1 to 65535", flagName, addr, port)
+	if err := wire.CheckDialAddr(addr); err != nil {
+		return fmt.Errorf("--%s %q: %w", flagName, addr, err)
 	}
 	return nil
 }
