@@ -10,6 +10,10 @@ import (
 	"github.com/apollo11/apollo11/snapshot"
 )
 
+// MaxEventLoops is the most event loops gnet runs (its internal
+// gfd.EventLoopIndexMax): it quietly caps a larger number.
+const MaxEventLoops = 256
+
 // Defaults of the server's own settings.
 const (
 	DefaultListen           = "127.0.0.1:1969"
@@ -125,6 +129,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
+	}
+	if c.EventLoops > MaxEventLoops {
+		return c, fmt.Errorf("%w: %d event loops: want 1 to %d (gnet runs at most %d)", ErrConfig, c.EventLoops, MaxEventLoops, MaxEventLoops)
 	}
 	return c, nil
 }

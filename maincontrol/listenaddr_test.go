@@ -41,3 +41,17 @@ func TestCheckListen(t *testing.T) {
 		assert.Contains(t, err.Error(), `listen address "`+tc.listen+`"`, tc.listen)
 	}
 }
+
+// gnet quietly runs at most MaxEventLoops: more is a configuration error,
+// for the library's users as for the command line.
+func TestConfig_EventLoopsBound(t *testing.T) {
+	for loops, bad := range map[int]bool{1: false, MaxEventLoops: false, MaxEventLoops + 1: true, 100000: true} {
+		_, err := Config{EventLoops: loops}.withDefaults()
+		if !bad {
+			assert.NoError(t, err, loops)
+			continue
+		}
+		require.ErrorIs(t, err, ErrConfig, loops)
+		assert.Contains(t, err.Error(), "want 1 to 256", loops)
+	}
+}

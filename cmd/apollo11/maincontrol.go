@@ -55,15 +55,11 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	f.log.register(fs)
 }
 
-// maxEventLoops is the most event loops gnet runs (its
-// gfd.EventLoopIndexMax, internal): it quietly caps a larger number.
-const maxEventLoops = 256
-
 // checkPositive refuses zero and negative limits and times (see
 // positive); --heartbeat-interval 0 keeps its documented meaning.
 func (f *maincontrolFlags) checkPositive() error {
-	if f.eventLoops > maxEventLoops {
-		return fmt.Errorf("--event-loops %d: want 1 to %d (gnet runs at most %d)", f.eventLoops, maxEventLoops, maxEventLoops)
+	if f.eventLoops > maincontrol.MaxEventLoops {
+		return fmt.Errorf("--event-loops %d: want 1 to %d (gnet runs at most %d)", f.eventLoops, maincontrol.MaxEventLoops, maincontrol.MaxEventLoops)
 	}
 	if f.heartbeatInterval < 0 || f.heartbeatInterval > 0 && f.heartbeatInterval < time.Millisecond {
 		// 0 keeps its documented meaning (a third of the timeout).
