@@ -41,13 +41,9 @@
 // reading) is closed. A connection with more than --max-inflight replies
 // awaiting disk is not read until they are released. --max-conns bounds
 // connections, lowered at start (with a warning) to what the open-file
-// limit holds besides the descriptors the main control needs itself: gnet
-// stops its whole engine when accept fails with EMFILE, so a limit below
-// --max-conns would let anyone who can connect stop the state authority.
-// gnet's acceptor also takes every connection waiting in the listen
-// backlog before it opens any, so the backlog is set to a quarter of the
-// limit (128 to 4096) and counted in that reserve. A flood from many clients at once against a
-// low limit can still outrun it (gnet gives no way to survive EMFILE);
-// the systemd unit's limit leaves tens of thousands of descriptors spare.
+// limit holds besides the descriptors the main control needs itself. The
+// main port is accepted by the server, not by gnet (accept.go), so that
+// neither a flood of connections nor a moment out of descriptors can stop
+// the state authority.
 // The metrics port serves at most 32 connections, closing idle ones.
 package maincontrol

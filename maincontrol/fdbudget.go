@@ -10,46 +10,32 @@ import (
 // or two, and each one is a file descriptor the main port may need.
 const httpMaxConns = 32
 
-// listenBacklog returns the main port's listen backlog for an open-file
-// limit (see limitBacklog): a quarter of the limit, from 128 to 4096 (the
-// usual somaxconn), or 0 (leave it) when the limit is unknown. gnet's
-// acceptor takes every connection waiting in the backlog at once, each
-// with a descriptor, before --max-conns refuses any; but a fleet of
-// clients reconnecting after a restart needs a deep one.
-func listenBacklog(limit uint64) int {
-	if limit == 0 {
-		return 0
-	}
-	return int(min(max(limit/4, 128), 4096))
-}
-
 // fdReserve is the file descriptors the main control needs besides its
 // peers' connections: the listeners, each event loop's epoll and eventfd,
-// the log's segment and directory, a snapshot being written and the one
-// being read, the lock file, the HTTP port's connections, stdio and the Go
-// runtime's own, and a backlog's worth of connections accepted only to be
-// refused.
-func fdReserve(eventLoops, backlog int) int { return 64 + 2*eventLoops + httpMaxConns + backlog }
+// the log's segment and directory, a
+// snapshot being written and the one being read, the lock file, the HTTP
+// port's connections, stdio and the Go runtime's own, and the connections
+// being handed to an event loop with their duplicates (accept.go).
+func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 2*maxHandOvers }
 
 // fitMaxConns lowers maxConns so that every connection it allows, and the
 // descriptors the main control needs besides, fit in the open-file limit
-// (limit 0: unknown), and returns it with the listen backlog to set (0:
-// leave it). gnet stops its whole engine when accept fails with EMFILE,
-// so a --max-conns the limit cannot hold would let any local user stop
-// the state authority by opening connections. A limit that leaves fewer
-// than minConns connections is an error.
-func fitMaxConns(maxConns, eventLoops int, limit uint64, log *slog.Logger) (fit, backlog int, err error) {
+// (limit 0: unknown). Past the limit accept fails (EMFILE) and the
+// acceptor waits and tries again, leaving newcomers unanswered in the
+// listen backlog; within it they are refused with a reason (refusal.go)
+// and the descriptors the log and snapshots need stay free. A limit that
+// leaves fewer than minConns connections is an error.
+func fitMaxConns(maxConns, eventLoops int, limit uint64, log *slog.Logger) (int, error) {
 	const minConns = 16
-	backlog = listenBacklog(limit)
-	reserve := fdReserve(eventLoops, backlog)
+	reserve := fdReserve(eventLoops)
 	if limit == 0 || uint64(maxConns)+uint64(reserve) <= limit {
-		return maxConns, backlog, nil
+		return maxConns, nil
 	}
 	if limit < uint64(reserve+minConns) {
-		return 0, 0, fmt.Errorf("the open-file limit %d leaves room for fewer than %d connections (the main control keeps %d descriptors for itself): raise it (ulimit -n, LimitNOFILE=)",
+		return 0, fmt.Errorf("the open-file limit %d leaves room for fewer than %d connections (the main control keeps %d descriptors for itself): raise it (ulimit -n, LimitNOFILE=)",
 			limit, minConns, reserve)
 	}
-	fit = int(limit) - reserve
+	fit := int(limit) - reserve
 	level := slog.LevelWarn
 	if maxConns == DefaultMaxConns {
 		// Most hosts' limits are under the default: a warning at every
@@ -58,5 +44,5 @@ func fitMaxConns(maxConns, eventLoops int, limit uint64, log *slog.Logger) (fit,
 	}
 	log.Log(context.Background(), level, "--max-conns lowered to fit the open-file limit: raise the limit (ulimit -n, LimitNOFILE=) to allow more",
 		"max_conns", maxConns, "lowered_to", fit, "open_file_limit", limit, "reserved", reserve)
-	return fit, backlog, nil
+	return fit, nil
 }

@@ -1,7 +1,6 @@
 package maincontrol
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -70,7 +69,7 @@ func (s *Server) startSnapshot(duty float64) {
 
 // shutdown stops gracefully: no new connections or requests, replies
 // awaiting disk go out, connections close, a last snapshot is saved.
-func (s *Server) shutdown(engineDone <-chan error) error {
+func (s *Server) shutdown() error {
 	if s.cfg.OnStopping != nil {
 		s.cfg.OnStopping()
 	}
@@ -90,12 +89,8 @@ func (s *Server) shutdown(engineDone <-chan error) error {
 		time.Sleep(2 * time.Millisecond)
 	}
 	s.stopHTTP()
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := s.eng.Stop(ctx); err != nil {
-		s.log.Warn("event loop did not stop cleanly", "err", err)
-	}
-	<-engineDone
+	s.acceptor.close()
+	s.stopLoops()
 	s.finalSnapshot()
 	if err := s.closeStore(); err != nil {
 		// Nothing confirmed is lost (those replies were held and dropped),
@@ -105,6 +100,13 @@ func (s *Server) shutdown(engineDone <-chan error) error {
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// stopLoops stops gnet's event loops, closing every connection.
+func (s *Server) stopLoops() {
+	if err := s.loops.Stop(); err != nil {
+		s.log.Warn("event loop did not stop cleanly", "err", err)
+	}
 }
 
 func (s *Server) finalSnapshot() {

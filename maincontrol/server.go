@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +30,6 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	store *snapshot.Store // nil: memory only
-	addr  string
 
 	mu             sync.Mutex
 	core           *core.Core
@@ -53,10 +51,11 @@ type Server struct {
 	pausedBytes    int         // unread input of paused connections (conn.pausedBytes)
 	refusals       refusalLog
 
-	eng     gnet.Engine
-	booted  chan struct{}
-	metrics *serverMetrics
-	http    *http.Server
+	loops    *gnet.Client
+	acceptor *acceptor
+	ticks    atomic.Uint64 // OnTick calls, for watchTicks
+	metrics  *serverMetrics
+	http     *http.Server
 }
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
@@ -81,7 +80,7 @@ func newServer(cfg Config) (*Server, error) {
 		cfg.Core.Clock = core.SystemClock{}
 	}
 	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn), booted: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn)}
 	s.dec.MaxFrame = cfg.Core.MaxFrame
 	s.metrics = newServerMetrics(s)
 	if cfg.Core.Observer == nil {
@@ -159,47 +158,43 @@ func (s *Server) recover() error {
 	return nil
 }
 
-func protoAddr(listen string) string {
-	if strings.Contains(listen, "://") {
-		return listen
-	}
-	return "tcp://" + listen
-}
-
 func (s *Server) serve(ctx context.Context) error {
-	s.addr = protoAddr(s.cfg.Listen)
-	maxConns, backlog, err := fitMaxConns(s.cfg.MaxConns, s.cfg.EventLoops, openFileLimit(), s.log)
+	maxConns, err := fitMaxConns(s.cfg.MaxConns, s.cfg.EventLoops, openFileLimit(), s.log)
 	if err != nil {
 		s.closeStore()
 		return err
 	}
 	s.cfg.MaxConns = maxConns
-	opts := []gnet.Option{
+	ln, err := listen(s.cfg.Listen)
+	if err != nil {
+		s.closeStore()
+		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.acceptor = newAcceptor(ln, s.log, s.handOver)
+	// A gnet Client, not a gnet server: its event loops serve the
+	// connections the acceptor enrolls, and it listens on nothing
+	// (accept.go says why).
+	loops, err := gnet.NewClient(s,
 		gnet.WithMulticore(s.cfg.EventLoops > 1),
 		gnet.WithNumEventLoop(s.cfg.EventLoops),
 		gnet.WithTicker(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		gnet.WithReusePort(false),
-		gnet.WithReuseAddr(true), // restart on the same port while old connections sit in TIME_WAIT
 		gnet.WithLogger(gnetLogger{s.log}),
+	)
+	if err == nil {
+		err = loops.Start()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- gnet.Run(s, s.addr, opts...) }()
-	select {
-	case err := <-errc: // it never booted: the listener failed
+	if err != nil {
+		_ = ln.Close()
 		s.closeStore()
-		if err == nil {
-			err = errors.New("engine stopped before it started")
-		}
-		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
-	case <-s.booted:
+		return fmt.Errorf("cannot start the event loops: %w", err)
 	}
-	s.limitBacklog(backlog)
+	s.loops = loops
+	go s.acceptor.run()
+	loopDied := s.watchTicks()
 	if err := s.startHTTP(); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		defer cancel()
-		_ = s.eng.Stop(ctx)
-		<-errc
+		s.acceptor.close()
+		s.stopLoops()
 		s.closeStore()
 		return err
 	}
@@ -210,25 +205,18 @@ func (s *Server) serve(ctx context.Context) error {
 		s.log.Warn("listening beyond loopback without auth: anyone who reaches this port can submit and cancel tasks and register as an executor; give --token-file",
 			"listen", s.cfg.Listen)
 	}
-	s.log.Info("main control ready", "listen", s.boundAddr(), "data_dir", s.cfg.DataDir,
+	s.log.Info("main control ready", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
 		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil, "event_loops", s.cfg.EventLoops)
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
+	case <-loopDied:
+		// Its connections are gone or frozen: stop, and let the
+		// supervisor start a whole main control again.
+		s.acceptor.abandon()
 		s.closeStore()
-		if err == nil {
-			return errors.New("event loop stopped")
-		}
-		return fmt.Errorf("event loop stopped: %w", err)
+		return errors.New("an event loop stopped (see the gnet error above)")
 	}
-	return s.shutdown(errc)
-}
-
-// OnBoot records the engine, so that shutdown can stop it.
-func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
-	s.eng = eng
-	close(s.booted)
-	return gnet.None
+	return s.shutdown()
 }
 
 // OnOpen registers the connection with the core, which says welcome.
@@ -448,6 +436,7 @@ func wake(cs []*conn) {
 
 // OnTick runs the core's timers and starts snapshots when due.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	s.ticks.Add(1)
 	s.mu.Lock()
 	if s.stopping {
 		// No input is read during a stop: the executors' heartbeats wait
