@@ -191,7 +191,7 @@ func (s *Server) serve(ctx context.Context) error {
 	}
 	s.loops = loops
 	go s.acceptor.run()
-	loopDied := s.watchTicks()
+	loopDied := s.watchTicks(max(time.Second, 2*s.cfg.TickInterval))
 	if err := s.startHTTP(); err != nil {
 		s.acceptor.close()
 		s.stopLoops()

@@ -1,0 +1,51 @@
+package maincontrol
+
+import (
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func tickServer(t *testing.T) *Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &Server{log: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}
+	s.acceptor = newAcceptor(ln, s.log, func(c net.Conn) error { return c.Close() })
+	go s.acceptor.run()
+	t.Cleanup(s.acceptor.close)
+	return s
+}
+
+// Without ticks for tickMisses rounds, the loops count as gone.
+func TestWatchTicks_NoTicks(t *testing.T) {
+	s := tickServer(t)
+	select {
+	case <-s.watchTicks(5 * time.Millisecond):
+	case <-time.After(10 * time.Second):
+		t.Fatal("ticks stopped, but the watch did not say so")
+	}
+}
+
+// While OnTick runs, the watch stays quiet, and it ends with the acceptor.
+func TestWatchTicks_Ticking(t *testing.T) {
+	s := tickServer(t)
+	died := s.watchTicks(5 * time.Millisecond)
+	deadline := time.Now().Add(2 * tickMisses * 5 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		s.ticks.Add(1)
+		select {
+		case <-died:
+			t.Fatal("declared dead while ticking")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	s.acceptor.close()
+	select {
+	case <-died:
+		t.Fatal("a stop is not a death")
+	case <-time.After(2 * tickMisses * 5 * time.Millisecond):
+	}
+}
