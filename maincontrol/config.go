@@ -50,6 +50,10 @@ type Config struct {
 	// MaxOutbound is the unsent output one connection may hold before it
 	// is cut off; default max(16 MiB, 4*MaxFrame).
 	MaxOutbound int
+	// MaxOutboundTotal is the unsent output all connections together may
+	// hold; past it the connections holding the most are cut off until
+	// they hold less. Default 8*MaxOutbound.
+	MaxOutboundTotal int
 	// MaxPausedInbound is what one connection may send while its reading
 	// is paused (more than MaxInflight replies awaiting disk) before it is
 	// refused and closed; default max(16 MiB, 2*MaxFrame). All paused
@@ -113,6 +117,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxOutbound == 0 {
 		c.MaxOutbound = max(minMaxOutbound, 4*c.Core.MaxFrame)
 	}
+	if c.MaxOutboundTotal == 0 {
+		c.MaxOutboundTotal = 8 * c.MaxOutbound
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -127,7 +134,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

@@ -23,6 +23,12 @@ type conn struct {
 	// counted in Server.pausedBytes until it resumes or closes.
 	pausedBytes int
 	dead        bool // gnet closed it
+	// unsent is gnet's unsent output for it when last looked at (after
+	// its last write), counted in Server.unsentTotal.
+	unsent int
+	// evictAt is unsent when relieveOutbound picked it to be cut (0: not
+	// picked): all connections held too much unsent output.
+	evictAt int
 }
 
 // heldFrame is a frame (or a close, when close is set) waiting until the

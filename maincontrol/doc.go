@@ -38,7 +38,8 @@
 // A frame header announcing more than --max-frame is answered with
 // frame_too_large and the connection closed before any payload is read. A
 // connection whose unsent output passes MaxOutbound (a peer that stopped
-// reading) is closed. A connection with more than --max-inflight replies
+// reading) is closed, and when all of them hold more than
+// MaxOutboundTotal, those holding the most (outbound.go). A connection with more than --max-inflight replies
 // awaiting disk is not read until they are released. --max-conns bounds
 // connections, lowered at start (with a warning) to what the open-file
 // limit holds besides the descriptors the main control needs itself. The

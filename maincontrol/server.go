@@ -49,6 +49,7 @@ type Server struct {
 	hurry          atomic.Bool // stopping: snapshots run unpaced
 	lastTick       time.Time   // when OnTick last had the core
 	pausedBytes    int         // unread input of paused connections (conn.pausedBytes)
+	unsentTotal    int         // gnet's unsent output over all connections (conn.unsent)
 	refusals       refusalLog
 
 	loops    *gnet.Client
@@ -248,6 +249,7 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	s.mu.Lock()
 	cn.dead = true
 	s.notePaused(cn, 0)
+	s.unsentTotal -= cn.unsent
 	delete(s.conns, cn.id)
 	if s.lastConn == cn {
 		s.lastConn = nil
@@ -281,17 +283,18 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		if _, err := gc.Write(out); err != nil {
 			return gnet.Close
 		}
-		s.mu.Lock()
-		if len(cn.spare) == 0 && cap(out) <= 1<<20 {
-			cn.spare = out[:0] // reuse the buffer: gnet copied what it could not send
-		}
-		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	if len(out) > 0 && len(cn.spare) == 0 && cap(out) <= 1<<20 {
+		cn.spare = out[:0] // reuse the buffer: gnet copied what it could not send
+	}
+	cut := s.noteUnsent(cn, gc.OutboundBuffered())
+	s.mu.Unlock()
 	if closeNow {
 		return gnet.Close
 	}
-	if gc.OutboundBuffered() > s.cfg.MaxOutbound {
-		s.log.Warn("peer is not reading: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
+	if cut != "" {
+		s.log.Warn(cut+": connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
 			"unsent_bytes", gc.OutboundBuffered())
 		return gnet.Close
 	}
@@ -302,10 +305,11 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 }
 
 // readFrames handles whole frames until only a partial frame is left. It
-// stops early, returning true, once this round's replies reach
-// MaxOutbound: a burst of small requests with large replies must not make
-// one call buffer unbounded output (and stall the loop) before the
-// outbound cap is checked. It also stops after Config.ReadBudget, so
+// stops early, returning true, once this round's replies and what gnet
+// still holds unsent pass MaxOutbound: a burst of small requests with
+// large replies must not make one call buffer unbounded output (and stall
+// the loop) before the outbound cap is checked, nor pile a round's worth
+// on top of a full buffer. It also stops after Config.ReadBudget, so
 // that one connection's pipelined burst cannot hold the core (and the
 // ticker, and every other connection) for seconds: an executor whose
 // heartbeats wait unread behind it would be declared lost.
@@ -314,7 +318,7 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	defer s.core.ReleaseClock()
 	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
 	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
-		if len(cn.out) >= s.cfg.MaxOutbound {
+		if len(cn.out)+gc.OutboundBuffered() > s.cfg.MaxOutbound {
 			return true
 		}
 		if n%readBudgetCheck == 0 {
@@ -446,6 +450,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 		return s.cfg.TickInterval, gnet.None
 	}
 	s.noteStall()
+	s.relieveOutbound()
 	s.core.Tick()
 	s.maybeSnapshot()
 	wakes := s.takeWakes(nil)
