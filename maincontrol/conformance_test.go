@@ -793,6 +793,14 @@ func debugFrames(t *testing.T, level slog.Level) {
 	out := logs.String()
 	assert.Contains(t, out, "req=while-on", "the submit is logged")
 	assert.Contains(t, out, "type=submitted", "the reply is logged")
+
+	// A big frame is logged cut short, with its size.
+	cl.submit("big", "task_type", "t", "arg.big", strings.Repeat("z", 64<<10))
+	cl.alive("y")
+	out = logs.String()
+	assert.Contains(t, out, "bytes=65")
+	assert.Contains(t, out, "truncated=true")
+	assert.NotContains(t, out, strings.Repeat("z", 5<<10), "a big payload is logged whole")
 	cl.request("debug", "req", "d", "on", "false")
 }
 

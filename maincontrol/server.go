@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -494,8 +495,19 @@ func (s *Server) logFrame(dir string, cn *conn, payload []byte) {
 	for ctx := context.Background(); level < slog.LevelError && !s.log.Enabled(ctx, level); {
 		level += 4 // info, warn, error
 	}
-	s.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id, "payload", string(payload))
+	if len(payload) <= frameLogMax {
+		s.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id, "payload", string(payload))
+		return
+	}
+	s.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id,
+		"payload", strings.ToValidUTF8(string(payload[:frameLogMax]), ""), "bytes", len(payload), "truncated", true)
 }
+
+// frameLogMax is how much of a frame's payload the frame log shows: the
+// keys and the start of the values tell what happened, and a client
+// sending 1 MiB frames with logging on must not write a gigabyte of log
+// a second on the event loop (it waits for the log's writes).
+const frameLogMax = 4 << 10
 
 // gnetLogger routes gnet's own logs into slog.
 type gnetLogger struct{ l *slog.Logger }
