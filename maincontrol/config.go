@@ -16,14 +16,15 @@ const MaxEventLoops = 256
 
 // Defaults of the server's own settings.
 const (
-	DefaultListen           = "127.0.0.1:1969"
-	DefaultMaxConns         = 65536
-	DefaultMaxInflight      = 4096
-	DefaultSnapshotEvery    = 100
-	DefaultSnapshotInterval = 30 * time.Second
-	DefaultTickInterval     = 20 * time.Millisecond
-	DefaultReadBudget       = 5 * time.Millisecond
-	minMaxOutbound          = 16 << 20
+	DefaultListen            = "127.0.0.1:1969"
+	DefaultMaxConns          = 65536
+	DefaultMaxInflight       = 4096
+	DefaultSnapshotEvery     = 100
+	DefaultSnapshotInterval  = 30 * time.Second
+	DefaultTickInterval      = 20 * time.Millisecond
+	DefaultFrameStallTimeout = 30 * time.Second
+	DefaultReadBudget        = 5 * time.Millisecond
+	minMaxOutbound           = 16 << 20
 )
 
 // Config is everything the main control needs to run.
@@ -59,6 +60,11 @@ type Config struct {
 	// refused and closed; default max(16 MiB, 2*MaxFrame). All paused
 	// connections together may hold eight times as much.
 	MaxPausedInbound int
+	// FrameStallTimeout is how long a connection may leave a frame
+	// incomplete without sending another byte of it before it is cut off:
+	// gnet holds the partial frame, up to the max frame, for as long as
+	// the connection stays open. Default 30 s.
+	FrameStallTimeout time.Duration
 	// ReadBudget is how long one connection's buffered frames are handled
 	// before the other connections and the ticker get the core (default
 	// 5 ms); the rest are handled on the loop's next turn.
@@ -105,6 +111,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxPausedInbound == 0 {
 		c.MaxPausedInbound = max(16<<20, 2*c.Core.MaxFrame)
 	}
+	if c.FrameStallTimeout == 0 {
+		c.FrameStallTimeout = DefaultFrameStallTimeout
+	}
 	if c.ReadBudget == 0 {
 		c.ReadBudget = DefaultReadBudget
 	}
@@ -134,7 +143,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

@@ -1,6 +1,8 @@
 package maincontrol
 
 import (
+	"time"
+
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/apollo11/apollo11/maincontrol/core"
@@ -26,6 +28,12 @@ type conn struct {
 	// unsent is gnet's unsent output for it when last looked at (after
 	// its last write), counted in Server.unsentTotal.
 	unsent int
+	// partial is the input buffered when last seen ending in an
+	// incomplete frame (0: none), since partialSince; stalled: it made
+	// no progress for FrameStallTimeout, cut it off at its next turn.
+	partial      int
+	partialSince time.Time
+	stalled      bool
 	// evictAt is unsent when relieveOutbound picked it to be cut (0: not
 	// picked): all connections held too much unsent output.
 	evictAt int

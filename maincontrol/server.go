@@ -47,10 +47,12 @@ type Server struct {
 	sinceSnapshot  int
 	firstUnsnapped time.Time
 	snapDone       chan struct{}
-	hurry          atomic.Bool // stopping: snapshots run unpaced
-	lastTick       time.Time   // when OnTick last had the core
-	pausedBytes    int         // unread input of paused connections (conn.pausedBytes)
-	unsentTotal    int         // gnet's unsent output over all connections (conn.unsent)
+	hurry          atomic.Bool        // stopping: snapshots run unpaced
+	lastTick       time.Time          // when OnTick last had the core
+	pausedBytes    int                // unread input of paused connections (conn.pausedBytes)
+	unsentTotal    int                // gnet's unsent output over all connections (conn.unsent)
+	partials       map[*conn]struct{} // connections holding an incomplete frame (conn.partial)
+	partialsSeen   time.Time          // when checkPartials last looked
 	refusals       refusalLog
 
 	loops    *gnet.Client
@@ -82,7 +84,8 @@ func newServer(cfg Config) (*Server, error) {
 		cfg.Core.Clock = core.SystemClock{}
 	}
 	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn)}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn),
+		partials: make(map[*conn]struct{})}
 	s.dec.MaxFrame = cfg.Core.MaxFrame
 	s.metrics = newServerMetrics(s)
 	if cfg.Core.Observer == nil {
@@ -251,6 +254,7 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	cn.dead = true
 	s.notePaused(cn, 0)
 	s.unsentTotal -= cn.unsent
+	delete(s.partials, cn)
 	delete(s.conns, cn.id)
 	if s.lastConn == cn {
 		s.lastConn = nil
@@ -271,6 +275,7 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	s.mu.Lock()
 	more := s.readFrames(cn, gc)
+	s.notePartial(cn, gc, more)
 	if s.sinceSnapshot >= s.cfg.SnapshotEvery {
 		// At the count, not at the next tick: under load a tick's worth
 		// of records is far more than --snapshot-every.
@@ -452,6 +457,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	}
 	s.noteStall()
 	s.relieveOutbound()
+	s.checkPartials()
 	s.core.Tick()
 	s.maybeSnapshot()
 	wakes := s.takeWakes(nil)

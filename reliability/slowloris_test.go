@@ -15,7 +15,8 @@ import (
 // never read. The main control must close each of them at the handshake
 // timeout, without an error frame, while answering a well-behaved client
 // within probeLimit. Registered clients that leave half a frame hanging
-// are kept (idle clients are), and must not disturb anyone either.
+// are kept for the attack's few seconds (they are cut off only after 30 s
+// without progress), and must not disturb anyone either.
 func TestConn_Slowloris(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods take a while")
@@ -87,7 +88,7 @@ func TestConn_Slowloris(t *testing.T) {
 		}
 	})
 	bg.settle(t, mc.Addr, fig)
-	fig.note("handshake timeout %v: the slowest stalled handshake was closed after %s; %d registered clients holding half a frame were kept, as the spec says. Probes during the attack: %s",
+	fig.note("handshake timeout %v: the slowest stalled handshake was closed after %s; %d registered clients holding half a frame were kept (for 30 s after their last byte). Probes during the attack: %s",
 		hsTimeout, ms(time.Duration(longestClose.Load())), kept.Load(), during.String())
 }
 
