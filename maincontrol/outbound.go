@@ -7,20 +7,25 @@ import (
 
 // noteUnsent records that gnet holds unsent bytes for cn after its
 // latest write, and says why cn must be cut off ("" if it need not): it
-// holds more than MaxOutbound, or it was picked by relieveOutbound, has
-// not sent even half of what it held then, and all connections together
-// still hold too much.
+// holds more than MaxOutbound; or all connections together hold too much
+// and it was picked by relieveOutbound and has not sent even half of what
+// it held then, or it is adding to an eighth of MaxOutbound or more (a
+// flood of requests for big replies is cut at once, not at the next
+// tick).
 // Called with s.mu held, on cn's event loop: gnet's count of a
 // connection is only read there.
 func (s *Server) noteUnsent(cn *conn, unsent int) string {
+	grew := unsent > cn.unsent
 	s.unsentTotal += unsent - cn.unsent
 	cn.unsent = unsent
 	picked := cn.evictAt
 	cn.evictAt = 0
+	over := s.unsentTotal > s.cfg.MaxOutboundTotal
 	switch {
 	case unsent > s.cfg.MaxOutbound:
 		return "peer is not reading"
-	case picked > 0 && unsent >= picked/2 && s.unsentTotal > s.cfg.MaxOutboundTotal:
+	case over && picked > 0 && unsent >= picked/2,
+		over && grew && unsent > s.cfg.MaxOutbound/8:
 		return "peer is not reading while all peers hold too much unsent output"
 	}
 	return ""

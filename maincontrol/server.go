@@ -312,10 +312,11 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 
 // readFrames handles whole frames until only a partial frame is left. It
 // stops early, returning true, once this round's replies and what gnet
-// still holds unsent pass MaxOutbound: a burst of small requests with
-// large replies must not make one call buffer unbounded output (and stall
-// the loop) before the outbound cap is checked, nor pile a round's worth
-// on top of a full buffer. It also stops after Config.ReadBudget, so
+// still holds unsent pass MaxOutbound (an eighth of it while all
+// connections hold more than MaxOutboundTotal): a burst of small requests
+// with large replies must not make one call buffer unbounded output (and
+// stall the loop) before the outbound caps are checked, nor pile a
+// round's worth on top of a full buffer. It also stops after Config.ReadBudget, so
 // that one connection's pipelined burst cannot hold the core (and the
 // ticker, and every other connection) for seconds: an executor whose
 // heartbeats wait unread behind it would be declared lost.
@@ -324,7 +325,8 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	defer s.core.ReleaseClock()
 	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
 	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
-		if len(cn.out)+gc.OutboundBuffered() > s.cfg.MaxOutbound {
+		if pending := len(cn.out) + gc.OutboundBuffered(); pending > s.cfg.MaxOutbound ||
+			(pending > s.cfg.MaxOutbound/8 && s.unsentTotal+len(cn.out) > s.cfg.MaxOutboundTotal) {
 			return true
 		}
 		if n%readBudgetCheck == 0 {
