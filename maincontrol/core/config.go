@@ -41,6 +41,10 @@ type Config struct {
 	MaxRetrying int
 	RetryBase   time.Duration // first retry delay, default 1 s
 	RetryCap    time.Duration // longest retry delay, default 60 s
+	// MaxStateBytes caps the shared state's size (see stateEntryBytes):
+	// results whose state changes would grow it past the cap are refused.
+	// Zero means DefaultMaxStateBytes, negative no cap.
+	MaxStateBytes int
 
 	Observer Observer // metrics; nil: none
 
@@ -106,6 +110,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxRetrying == 0 {
 		c.MaxRetrying = DefaultMaxRetrying
+	}
+	if c.MaxStateBytes == 0 {
+		c.MaxStateBytes = DefaultMaxStateBytes
 	}
 	if c.Version == "" {
 		c.Version = "dev"

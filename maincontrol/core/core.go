@@ -41,6 +41,8 @@ type Core struct {
 	state           map[string]string
 	stateVer        uint64
 	stateShared     bool // a snapshot holds c.state: copy before writing
+	// stateBytes is the shared state's size as the cap counts it.
+	stateBytes int64
 
 	execs    map[string]*executor
 	regSeq   uint64

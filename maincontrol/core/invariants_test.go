@@ -7,8 +7,8 @@ import (
 
 // checkInvariants returns the first broken structural invariant of c, or
 // nil. It looks at the indexes the core keeps beside the task table: counts,
-// executor assignments and loads, queues, timers, the retry cap, keys and
-// dependencies.
+// executor assignments and loads, queues, timers, the retry cap, keys,
+// dependencies and the shared state's size.
 //
 // An executor may hold more tasks than its slots after it re-registered
 // with fewer (it gets no new task until it is under them), so the slots
@@ -16,6 +16,9 @@ import (
 // load at the previous check, and is updated.
 func checkInvariants(c *Core, loads map[string]int) error {
 	c.finishLoad()
+	if n := c.countStateBytes(); c.stateBytes != n {
+		return fmt.Errorf("shared state size %d, counted %d", c.stateBytes, n)
+	}
 	now := c.now()
 	var counts [NumStates + 1]int
 	total := 0

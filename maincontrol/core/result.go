@@ -54,9 +54,10 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	final := !succeeded && (!retryable || uint64(t.attempt) >= t.maxAttempts)
 	bad := c.outTooLarge(t, m, errText, f.out, outputsStateLen(final))
 	var sets []kv
+	var growth int64
 	if succeeded && f.hasState {
 		var badState string
-		sets, badState = c.stateChanges(m)
+		sets, growth, badState = c.stateChanges(m)
 		bad = firstSent(m, bad, badState)
 	} else if !succeeded && f.hasState && c.debugEnabled() {
 		c.log.Debug("state changes of a failed result ignored", "task_id", id, "version", ver, "executor", e.id)
@@ -73,7 +74,9 @@ func (c *Core) result(p *peer, m *wire.Message) {
 		if len(sets) > 0 {
 			stateVer = c.stateVer + 1
 		}
-		c.endWith(id, Succeeded, "", out, outKeys, sets, stateVer, 0, "succeeded")
+		if c.endWith(id, Succeeded, "", out, outKeys, sets, stateVer, 0, "succeeded") {
+			c.stateBytes += growth
+		}
 	} else {
 		c.failAttempt(id, retryable, false, false, errText, out, outKeys, "failed")
 	}
@@ -141,10 +144,15 @@ func (f *resultFields) scan(m *wire.Message) {
 }
 
 // stateChanges validates a succeeded result's state.set.* and state.add.*
-// and resolves them, in arrival order, to the values to write. It returns
-// the first offending key as sent, if any.
-func (c *Core) stateChanges(m *wire.Message) ([]kv, string) {
+// and resolves them, in arrival order, to the values to write, with what
+// they add to the shared state's size. It returns the first offending key
+// as sent, if any: a bad change, or the first change whose running total
+// takes the size past stateLimit (counted in the result's order, so a
+// result that shrinks one key to make room for another lists it first).
+func (c *Core) stateChanges(m *wire.Message) ([]kv, int64, string) {
 	var sets []kv
+	var growth int64
+	limit := c.stateLimit()
 	for _, f := range m.Fields {
 		var add bool
 		var name string
@@ -161,29 +169,43 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, string) {
 			other = wire.PrefixStateSet + name
 		}
 		if m.Has(other) {
-			return nil, f.Key // one key under both set and add
+			return nil, 0, f.Key // one key under both set and add
 		}
-		if !add {
-			sets = append(sets, kv{strings.Clone(name), strings.Clone(f.Value)})
-			continue
-		}
-		delta, ok := wire.ParseInt(f.Value)
-		if !ok {
-			return nil, f.Key
-		}
-		cur := int64(0)
-		if v, ok := c.state[name]; ok {
-			if cur, ok = wire.ParseInt(v); !ok {
-				return nil, f.Key // target value is not an integer
+		cur, had := c.state[name]
+		value := f.Value
+		if add {
+			delta, ok := wire.ParseInt(f.Value)
+			if !ok {
+				return nil, 0, f.Key
 			}
+			n := int64(0)
+			if had {
+				if n, ok = wire.ParseInt(cur); !ok {
+					return nil, 0, f.Key // target value is not an integer
+				}
+			}
+			sum := n + delta
+			if (delta > 0 && sum < n) || (delta < 0 && sum > n) {
+				return nil, 0, f.Key // overflow
+			}
+			value = strconv.FormatInt(sum, 10)
 		}
-		sum := cur + delta
-		if (delta > 0 && sum < cur) || (delta < 0 && sum > cur) {
-			return nil, f.Key // overflow
+		// A name appears once in a result (a duplicate key is malformed,
+		// set with add refused above), so cur is the value it replaces.
+		growth += stateEntryBytes(name, value)
+		if had {
+			growth -= stateEntryBytes(name, cur)
 		}
-		sets = append(sets, kv{strings.Clone(name), strconv.FormatInt(sum, 10)})
+		if limit >= 0 && c.stateBytes+growth > limit {
+			return nil, 0, f.Key // past the shared state's cap
+		}
+		if add {
+			sets = append(sets, kv{strings.Clone(name), value})
+		} else {
+			sets = append(sets, kv{strings.Clone(name), strings.Clone(value)})
+		}
 	}
-	return sets, ""
+	return sets, growth, ""
 }
 
 // taskStateKeys is the keys of task_state besides out.* and error, every

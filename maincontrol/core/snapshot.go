@@ -197,6 +197,7 @@ func (c *Core) finishLoad() {
 // its executor to register and list it in running= (spec section 7).
 func (c *Core) Recovered() {
 	c.finishLoad()
+	c.recountState()
 	now := c.now()
 	c.startMs = now
 	deadline := now + c.cfg.HeartbeatTimeout.Milliseconds()
