@@ -62,6 +62,11 @@ func newServerMetrics(s *Server) *serverMetrics {
 		defer s.mu.Unlock()
 		return float64(len(s.conns))
 	})
+	r.GaugeFunc("apollo11_state_bytes", "Size of the shared state as --max-state-bytes counts it: each key's name and value (at least 20 bytes) plus 64.", func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return float64(s.core.StateBytes())
+	})
 	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", msBounds)
 	m.retries = r.Counter("apollo11_retries_total", "Attempts that failed and will run again.")
 	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks the main control took back because their timeout_ms passed with no result. An executor that enforces the timeout itself (the apollo11 executor does) reports a failed result first, counted in retries or failures instead.")

@@ -124,6 +124,7 @@ func (c *Core) stats(p *peer, req string) {
 	b.UintK(kExecutors, uint64(connected))
 	b.UintK(kStateVersion, c.stateVer)
 	b.IntK(kUptimeMs, c.now()-c.startMs)
+	b.Str("state_bytes", strconv.FormatInt(c.stateBytes, 10))
 	b.Str("executors.known", strconv.Itoa(len(c.execs)))
 	b.Str("connections", strconv.Itoa(len(c.peers)))
 	b.Str("retrying.armed", strconv.Itoa(c.armed))

@@ -192,7 +192,7 @@ func TestCore_StateCapLoweredAcrossRestart(t *testing.T) {
 	}
 }
 
-// A cap still over the state at start says nothing.
+// A cap still over the state at start says nothing; stats shows the size.
 func TestCore_StateCapRestartQuietUnderCap(t *testing.T) {
 	var buf syncbuf.Buffer
 	h := newHarness(t, func(c *Config) {
@@ -206,6 +206,9 @@ func TestCore_StateCapRestartQuietUnderCap(t *testing.T) {
 	h.restart()
 	assert.Equal(t, int64(testStateCap), h.c.StateBytes())
 	assert.NotContains(t, buf.String(), "max-state-bytes")
+	cl = h.client()
+	h.send(cl, "stats", "req", "s")
+	assert.Equal(t, "1000", h.expect(cl, "stats").Value("state_bytes"))
 }
 
 func TestConfig_MaxStateBytes(t *testing.T) {
