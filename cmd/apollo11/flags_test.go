@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/internal/testbin"
+	"github.com/apollo11/apollo11/maincontrol"
 )
 
 func TestParseFlags_Operands(t *testing.T) {
@@ -100,6 +101,9 @@ func TestDaemonFlags_Validation(t *testing.T) {
 		{"maincontrol", []string{"--max-retrying", "0"}, "--max-retrying 0: want -1 (no cap) or more than 0"},
 		{"maincontrol", []string{"--max-retrying", "-2"}, "--max-retrying -2: want -1 (no cap) or more than 0"},
 		{"maincontrol", []string{"--max-retrying", "-1"}, ""},
+		{"maincontrol", []string{"--max-state-bytes", "0"}, "--max-state-bytes 0: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--max-state-bytes", "-2"}, "--max-state-bytes -2: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--max-state-bytes", "-1"}, ""},
 		{"maincontrol", []string{"--heartbeat-interval", "0"}, ""}, // documented: a third of the timeout
 		{"executor", nil, ""},
 		{"executor", []string{"--slots", "0"}, "--slots 0: must be more than 0"},
@@ -203,6 +207,49 @@ func TestFlags_ErrorNamesEnvironment(t *testing.T) {
 	errOut.Reset()
 	assert.Equal(t, 2, run([]string{"maincontrol"}, &out, &errOut), "a variable that does not parse is a bad command line too")
 	assert.Contains(t, errOut.String(), `APOLLO11_MAX_CONNS="x"`)
+}
+
+// --max-state-bytes reaches the core's Config, from the command line or
+// its variable, the command line winning.
+func TestMaincontrolFlags_MaxStateBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string // APOLLO11_MAX_STATE_BYTES; "" unset
+		args []string
+		want int
+		err  string
+	}{
+		{name: "default", want: 64 << 20},
+		{name: "flag", args: []string{"--max-state-bytes", "1000"}, want: 1000},
+		{name: "no cap", args: []string{"--max-state-bytes=-1"}, want: -1},
+		{name: "environment", env: "2048", want: 2048},
+		{name: "flag over environment", env: "2048", args: []string{"--max-state-bytes", "4096"}, want: 4096},
+		{name: "environment zero", env: "0", err: "--max-state-bytes 0: want -1 (no cap) or more than 0"},
+		{name: "environment not a number", env: "64MiB", err: `environment APOLLO11_MAX_STATE_BYTES="64MiB"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("APOLLO11_MAX_STATE_BYTES", tc.env)
+			}
+			fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+			var f maincontrolFlags
+			f.register(fs)
+			err := parseFlags(fs, tc.args)
+			if err == nil {
+				var cfg maincontrol.Config
+				cfg, err = f.config(io.Discard)
+				if err == nil {
+					assert.Equal(t, tc.want, cfg.Core.MaxStateBytes)
+				}
+			}
+			if tc.err == "" {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+			}
+		})
+	}
 }
 
 // A client command's operands and flags are checked before it dials: a

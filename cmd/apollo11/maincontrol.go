@@ -24,7 +24,7 @@ type maincontrolFlags struct {
 	handshakeTimeout, heartbeatInterval, heartbeatTimeout     time.Duration
 	startTimeout, retention, fsyncInterval, snapshotInterval  time.Duration
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
-	maxRetrying, snapshotEvery, eventLoops                    int
+	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
 	recoverTruncate                                           bool
 	httpListen                                                string
 	log                                                       logFlags
@@ -45,6 +45,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.retention, "retention", core.DefaultRetention, "how long ended tasks are kept")
 	fs.IntVar(&f.retentionMax, "retention-max", core.DefaultRetentionMax, "how many ended tasks are kept (newest)")
 	fs.IntVar(&f.maxRetrying, "max-retrying", core.DefaultMaxRetrying, "retrying tasks whose backoff runs at once; more wait their turn (-1: no cap)")
+	fs.IntVar(&f.maxStateBytes, "max-state-bytes", core.DefaultMaxStateBytes, "largest shared state in bytes, each key counted as name + value (at least 20) + 64; results that would grow it past this fail (-1: no cap)")
 	fs.StringVar(&f.fsync, "fsync", "always", "when the log is fsynced: always, batch or never")
 	durationVar(fs, &f.fsyncInterval, "fsync-interval", snapshot.DefaultFsyncInterval, "longest wait between fsyncs with --fsync batch")
 	fs.IntVar(&f.snapshotEvery, "snapshot-every", maincontrol.DefaultSnapshotEvery, "log records between snapshots")
@@ -67,6 +68,9 @@ func (f *maincontrolFlags) checkPositive() error {
 	}
 	if f.maxRetrying == 0 || f.maxRetrying < -1 {
 		return fmt.Errorf("--max-retrying %d: want -1 (no cap) or more than 0", f.maxRetrying)
+	}
+	if f.maxStateBytes == 0 || f.maxStateBytes < -1 {
+		return fmt.Errorf("--max-state-bytes %d: want -1 (no cap) or more than 0", f.maxStateBytes)
 	}
 	return firstErr(
 		positive("max-pending", f.maxPending), positive("max-inflight", f.maxInflight),
@@ -109,7 +113,7 @@ func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) 
 			HandshakeTimeout: f.handshakeTimeout, HeartbeatInterval: f.heartbeatInterval,
 			HeartbeatTimeout: f.heartbeatTimeout, StartTimeout: f.startTimeout,
 			MaxPending: f.maxPending, Retention: f.retention, RetentionMax: f.retentionMax,
-			MaxRetrying: f.maxRetrying, Logger: logger,
+			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, Logger: logger,
 		},
 	}
 	return cfg, nil
