@@ -1,8 +1,10 @@
 package core
 
 import (
+	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"strings"
 	"testing"
 
@@ -222,4 +224,33 @@ func TestConfig_MaxStateBytes(t *testing.T) {
 		assert.Equal(t, tc.want, c.MaxStateBytes, "MaxStateBytes %d", tc.in)
 	}
 	assert.Equal(t, 64<<20, DefaultMaxStateBytes)
+}
+
+// The appendix of docs/protocol.md and the README state the cap's numbers
+// as the code has them.
+func TestProtocolDoc_StateCap(t *testing.T) {
+	b, err := os.ReadFile("../../docs/protocol.md")
+	require.NoError(t, err)
+	doc := string(b)
+	i := strings.Index(doc, "- **Shared state size.**")
+	require.Greater(t, i, strings.Index(doc, "## Appendix: apollo11's readings"), "a reading of the appendix")
+	bullet := doc[i:]
+	bullet = strings.Join(strings.Fields(bullet[:strings.Index(bullet[1:], "\n- ")+1]), " ")
+	for _, want := range []string{
+		"`--max-state-bytes`, default " + fmt.Sprint(DefaultMaxStateBytes>>20) + " MiB; `-1` for no cap",
+		"its value (at least " + fmt.Sprint(StateValueFloor) + " bytes",
+		fmt.Sprint(StateKeyOverhead) + " bytes more",
+		"`reason=illegal_value`", "`error=illegal_value <key>`", "result's key order",
+		"never refused when replayed", "`state_bytes`",
+	} {
+		assert.Contains(t, bullet, want)
+	}
+	assert.Contains(t, doc, "`available` and `state_bytes`", "listed among the extra stats keys")
+
+	b, err = os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	readme := strings.Join(strings.Fields(string(b)), " ")
+	assert.Contains(t, readme, "`--max-state-bytes` ("+fmt.Sprint(DefaultMaxStateBytes>>20)+" MiB) caps its size")
+	assert.Contains(t, readme, "`apollo11_state_bytes`")
+	assert.Contains(t, readme, fmt.Sprintf("its name plus %d bytes at least", StateValueFloor+StateKeyOverhead))
 }
