@@ -23,10 +23,11 @@ type pacer struct {
 	steps int
 	since time.Time
 	hurry *atomic.Bool // when set, no more pauses (a stop is waiting)
+	sleep func(time.Duration)
 }
 
 func newPacer(duty float64, every int, hurry *atomic.Bool) *pacer {
-	return &pacer{duty: duty, every: every, since: time.Now(), hurry: hurry}
+	return &pacer{duty: duty, every: every, since: time.Now(), hurry: hurry, sleep: time.Sleep}
 }
 
 // step counts one unit of work and pauses when one is due.
@@ -39,6 +40,6 @@ func (p *pacer) step() {
 	}
 	p.steps = 0
 	worked := time.Since(p.since)
-	time.Sleep(time.Duration(float64(worked) * (1 - p.duty) / p.duty))
+	p.sleep(time.Duration(float64(worked) * (1 - p.duty) / p.duty))
 	p.since = time.Now()
 }
