@@ -49,10 +49,10 @@ type Store struct {
 	w     writer     // owned by the writer goroutine (or by Close if never started)
 	stall stallWatch // shared by the writer and its stall timer
 
+	lock *dirLock // nil when ReadOnly
+
 	// filesMu guards the lists of segments and snapshots, shared by the
 	// writer (rotation) and WriteSnapshot (retention).
-	lock *os.File // flock on the data dir; nil when ReadOnly
-
 	filesMu sync.Mutex
 	segs    []*segment
 	snaps   []*snapFile
@@ -82,7 +82,7 @@ type Store struct {
 // written; cuts are applied only to what Replay reads.
 func Open(opts Options) (*Store, error) {
 	o := opts.withDefaults()
-	var lock *os.File
+	var lock *dirLock
 	if !o.ReadOnly {
 		if err := o.FS.MkdirAll(o.Dir, dirPerm); err != nil {
 			return nil, fmt.Errorf("cannot create data dir %s: %w", o.Dir, err)
@@ -317,7 +317,7 @@ func (s *Store) Close() error {
 	}
 	close(s.closedCh)
 	if s.lock != nil {
-		s.lock.Close() // releases the flock
+		s.lock.Close()
 	}
 	if err != nil {
 		s.log.Error("log not fully flushed on close", "err", err)

@@ -1,6 +1,8 @@
 package snapshot_test
 
 import (
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,6 +256,22 @@ func TestOpen_LocksDataDir(t *testing.T) {
 	r, err := snapshot.Open(ro)
 	require.NoError(t, err, "a read-only open takes no lock")
 	require.NoError(t, r.Close())
+	require.NoError(t, s.Close())
+	s, err = snapshot.Open(opts)
+	require.NoError(t, err, "Close releases the lock")
+	require.NoError(t, s.Close())
+}
+
+// A lock file that survives a kill -9 looks stale and gets deleted; the
+// dir must stay held anyway, or two main controls share one log.
+func TestOpen_LockSurvivesDeletedLockFile(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOptions(dir)
+	s, err := snapshot.Open(opts)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(dir, "lock")))
+	_, err = snapshot.Open(opts)
+	require.ErrorIs(t, err, snapshot.ErrLocked)
 	require.NoError(t, s.Close())
 	s, err = snapshot.Open(opts)
 	require.NoError(t, err, "Close releases the lock")
