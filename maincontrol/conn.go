@@ -46,7 +46,7 @@ type heldFrame struct {
 	start, end int // in heldQueue.arena
 	lsn        uint64
 	close      bool // not a frame: close the connection
-	confirms   bool // see core.Effects.Send
+	confirms   bool // sent with core.WaitConfirm
 }
 
 // heldQueue keeps held frames in LSN order; frames live in one arena so that

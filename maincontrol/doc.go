@@ -19,7 +19,10 @@
 //
 // The core hands every change record to the log (Store.Append, no disk I/O
 // on the loop) and every frame to Send. A frame is held until every record
-// appended before it is durable, then released to its connection. The log's
+// appended before it is durable, then released to its connection. The
+// handshake frames (welcome, hello_ok) show no change and are not held,
+// unless a held frame to the same connection is before them: a slow disk
+// must not keep a new peer waiting into its handshake timeout. The log's
 // writer goroutine reports durability; the release wakes the connection,
 // whose OnTraffic writes what was released. So connections are only ever
 // written from their own callbacks, and a Write that fails (closing the
@@ -27,8 +30,8 @@
 //
 // While the log cannot be written (a full or failing disk), nothing becomes
 // durable: then only confirmations and dispatches (submitted, cancelled,
-// done, result_ack, task) wait for the disk; every other frame — welcome,
-// errors such as code=unavailable, pong, the replies to reads — goes out at
+// done, result_ack, task) wait for the disk; every other frame — errors
+// such as code=unavailable, pong, the replies to reads — goes out at
 // once, and those already held are released when the log fails. Peers are
 // answered instead of hanging until the disk recovers; a read may then show
 // a change whose record is not yet durable.

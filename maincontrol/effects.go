@@ -21,8 +21,9 @@ func (s *Server) Record(payload []byte) {
 	s.sinceSnapshot++
 }
 
-// Send queues a frame, held until every record appended so far is durable.
-func (s *Server) Send(peer core.PeerID, frame []byte, confirms bool) {
+// Send queues a frame, held until every record appended so far is durable
+// unless its wait lets it out sooner (see core.Wait).
+func (s *Server) Send(peer core.PeerID, frame []byte, wait core.Wait) {
 	cn := s.lookup(peer)
 	if cn == nil || cn.dead || cn.closeAfter {
 		return
@@ -30,17 +31,31 @@ func (s *Server) Send(peer core.PeerID, frame []byte, confirms bool) {
 	if s.core != nil && s.core.Debug() {
 		s.logFrame("out", cn, frame[wire.HeaderLen:])
 	}
-	if s.lastLSN <= s.durableLSN || s.core != nil && !s.core.Available() && !confirms {
-		// While the log cannot be written nothing becomes durable: only
-		// confirmations (and dispatches) wait for the disk; welcomes,
-		// errors (code=unavailable), pongs and reads go out, so that
-		// peers are answered instead of hanging until the disk recovers.
+	if s.lastLSN <= s.durableLSN || s.sendsNow(cn, wait) {
 		cn.out = append(cn.out, frame...)
 		s.markDirty(cn)
 		return
 	}
-	s.held.push(heldFrame{cn: cn, lsn: s.lastLSN, confirms: confirms}, frame)
+	s.held.push(heldFrame{cn: cn, lsn: s.lastLSN, confirms: wait == core.WaitConfirm}, frame)
 	cn.held++
+}
+
+// sendsNow reports whether a frame may pass records that are not yet
+// durable.
+func (s *Server) sendsNow(cn *conn, wait core.Wait) bool {
+	switch wait {
+	case core.WaitNothing:
+		// Behind a held frame it would overtake it; held, it is
+		// released with the frames before it.
+		return cn.held == 0
+	case core.WaitDurable:
+		// While the log cannot be written nothing becomes durable:
+		// errors (code=unavailable), pongs and reads go out, so that
+		// peers are answered instead of hanging until the disk recovers.
+		return s.core != nil && !s.core.Available()
+	default:
+		return false
+	}
 }
 
 // lookup finds a peer's connection. Replies come in runs to one peer (a

@@ -84,9 +84,11 @@ func TestServer_StalledDisk(t *testing.T) {
 	ffs.HoldSyncs()
 	a.send("submit", "req", "held", "task_type", "t")
 
-	b := clientPeer(t, addr) // its welcome waited for the disk until the stall was declared
-	b.send("stats", "req", "s")
-	assert.Equal(t, "false", b.expect("stats").Value("available"))
+	b := clientPeer(t, addr) // a handshake does not wait for the disk
+	require.Eventually(t, func() bool {
+		b.send("stats", "req", "s")
+		return b.expect("stats").Value("available") == "false"
+	}, 5*time.Second, 20*time.Millisecond, "the stall is declared")
 	b.send("submit", "req", "new", "task_type", "t")
 	e := b.expect("error")
 	assert.Equal(t, "unavailable", e.Value("code"))

@@ -408,7 +408,7 @@ func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
 // closeWith sends a last frame (when not nil) and closes the connection.
 func (s *Server) closeWith(cn *conn, gc gnet.Conn, last []byte) {
 	if last != nil {
-		s.Send(cn.id, last, false)
+		s.Send(cn.id, last, core.WaitDurable)
 	}
 	s.Close(cn.id)
 	s.core.Closed(cn.id)

@@ -20,7 +20,7 @@ type discard struct {
 }
 
 func (d *discard) Record(p []byte)                 { d.records++; d.recBytes += len(p) }
-func (d *discard) Send(_ PeerID, f []byte, _ bool) { d.frames++; d.frameBytes += len(f) }
+func (d *discard) Send(_ PeerID, f []byte, _ Wait) { d.frames++; d.frameBytes += len(f) }
 func (d *discard) Close(PeerID)                    { d.closes++ }
 
 var _ Effects = (*discard)(nil)

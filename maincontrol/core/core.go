@@ -207,7 +207,7 @@ func (c *Core) OpenFrom(id PeerID, remote string) {
 		b.StrK(kAuth, "none")
 	}
 	b.UintK(kMaxFrame, uint64(c.cfg.MaxFrame))
-	c.send(id, &b)
+	c.greet(id, &b)
 }
 
 // Closed forgets a connection that is gone. An executor's tasks stay with

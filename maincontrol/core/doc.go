@@ -14,7 +14,8 @@
 // the identical state. Frames handed to Effects.Send may reach the peer only
 // once every record recorded before them is durable: that one rule gives
 // "confirm after durable" for submitted, cancelled, result_ack and done, and
-// "dispatch is durable before its task frame".
+// "dispatch is durable before its task frame". The handshake frames, which
+// show no change, are the exception (see Wait).
 //
 // Tasks live in a chunked table that is copy-on-write between snapshots:
 // Freeze is O(chunks), and a snapshot is serialized from the frozen chunks

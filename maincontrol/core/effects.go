@@ -10,16 +10,32 @@ type Effects interface {
 	// Record appends a change record to the log. payload is only valid
 	// during the call.
 	Record(payload []byte)
-	// Send queues one whole frame (header included) for peer. The frame
-	// must not reach the peer before every record passed to Record before
-	// this call is durable; frames to one peer keep their order. frame is
-	// only valid during the call. Sending to a closed peer is a no-op.
-	//
-	// confirms marks the frames that confirm a change or dispatch a task
-	// (submitted, cancelled, done, result_ack, task: spec section 7). While
-	// the log cannot be written they must wait for the disk; the others
-	// (welcomes, errors, reads) may go out, so peers are answered.
-	Send(peer PeerID, frame []byte, confirms bool)
+	// Send queues one whole frame (header included) for peer. Unless wait
+	// is WaitNothing, the frame must not reach the peer before every record
+	// passed to Record before this call is durable; frames to one peer
+	// keep their order. frame is only valid during the call. Sending to a
+	// closed peer is a no-op.
+	Send(peer PeerID, frame []byte, wait Wait)
 	// Close closes peer's connection after the frames queued before it.
 	Close(peer PeerID)
 }
+
+// Wait says what a frame waits for before it may reach its peer.
+type Wait uint8
+
+const (
+	// WaitDurable is for a frame that may show a change (a reply, a read,
+	// an error): it waits until the records before it are durable, so a
+	// peer never sees a change a crash could still take back. While the
+	// log cannot be written it may go out anyway, so peers are answered.
+	WaitDurable Wait = iota
+	// WaitConfirm is for a frame that confirms a change or dispatches a
+	// task (submitted, cancelled, done, result_ack, task: spec section 7):
+	// it waits for the disk even while the log cannot be written.
+	WaitConfirm
+	// WaitNothing is for a handshake frame (welcome, hello_ok), which
+	// shows no change: it goes out as soon as the frames before it to the
+	// same peer have, so a slow disk cannot hold a new connection until
+	// its handshake timeout.
+	WaitNothing
+)

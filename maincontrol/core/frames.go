@@ -5,23 +5,27 @@ import (
 )
 
 // send finishes a frame that confirms nothing and hands it to Effects.
-func (c *Core) send(to PeerID, b *wire.Builder) { c.emit(to, b, false) }
+func (c *Core) send(to PeerID, b *wire.Builder) { c.emit(to, b, WaitDurable) }
 
 // confirm finishes a frame that confirms a change or dispatches a task
-// (see Effects.Send) and hands it to Effects.
-func (c *Core) confirm(to PeerID, b *wire.Builder) { c.emit(to, b, true) }
+// (see Wait) and hands it to Effects.
+func (c *Core) confirm(to PeerID, b *wire.Builder) { c.emit(to, b, WaitConfirm) }
+
+// greet finishes a handshake frame, which shows no change (see Wait), and
+// hands it to Effects.
+func (c *Core) greet(to PeerID, b *wire.Builder) { c.emit(to, b, WaitNothing) }
 
 // emit finishes a frame. A builder error here is a bug in the core (its
 // own keys, or a value that was not checked), so it is logged and the
 // frame dropped rather than sent broken.
-func (c *Core) emit(to PeerID, b *wire.Builder, confirms bool) {
+func (c *Core) emit(to PeerID, b *wire.Builder, wait Wait) {
 	frame, err := b.Finish()
 	c.frame = frame[:0]
 	if err != nil {
 		c.log.Error("cannot encode frame", "err", err)
 		return
 	}
-	c.fx.Send(to, frame, confirms)
+	c.fx.Send(to, frame, wait)
 }
 
 // begin starts a reply of type typ, with req when the request had one.

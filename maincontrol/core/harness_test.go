@@ -20,32 +20,27 @@ import (
 type recorder struct {
 	records [][]byte
 	frames  map[PeerID][]*wire.Message
-	// confirming counts, by frame type, the frames sent with and without
-	// confirms (see Effects.Send).
-	confirming map[string][2]int
-	closed     map[PeerID]bool
-	dec        wire.Decoder
+	// waits counts, by frame type, the frames sent with each Wait.
+	waits  map[string][3]int
+	closed map[PeerID]bool
+	dec    wire.Decoder
 }
 
 func newRecorder() *recorder {
-	return &recorder{frames: map[PeerID][]*wire.Message{}, closed: map[PeerID]bool{}, confirming: map[string][2]int{}}
+	return &recorder{frames: map[PeerID][]*wire.Message{}, closed: map[PeerID]bool{}, waits: map[string][3]int{}}
 }
 
 func (r *recorder) Record(p []byte) { r.records = append(r.records, slices.Clone(p)) }
-func (r *recorder) Send(peer PeerID, frame []byte, confirms bool) {
+func (r *recorder) Send(peer PeerID, frame []byte, wait Wait) {
 	m, n, err := r.dec.Decode(frame)
 	if err != nil || n != len(frame) {
 		panic(fmt.Sprintf("core sent a bad frame %q: %v", frame, err))
 	}
 	owned := m.Clone() // m borrows the core's frame buffer, which it reuses
 	r.frames[peer] = append(r.frames[peer], owned)
-	counts := r.confirming[owned.Type()]
-	if confirms {
-		counts[1]++
-	} else {
-		counts[0]++
-	}
-	r.confirming[owned.Type()] = counts
+	counts := r.waits[owned.Type()]
+	counts[wait]++
+	r.waits[owned.Type()] = counts
 }
 func (r *recorder) Close(peer PeerID) { r.closed[peer] = true }
 

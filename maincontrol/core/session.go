@@ -93,7 +93,7 @@ func (c *Core) hello(p *peer, m *wire.Message) {
 	}
 	p.kind = peerClient
 	b := c.begin("hello_ok", req)
-	c.send(p.id, &b)
+	c.greet(p.id, &b)
 }
 
 // validExecutorID reports whether id is 1 to 128 bytes of A-Z a-z 0-9 _ . : -

@@ -224,7 +224,7 @@ type Discard struct{}
 func (Discard) Record([]byte) {}
 
 // Send drops the frame.
-func (Discard) Send(PeerID, []byte, bool) {}
+func (Discard) Send(PeerID, []byte, Wait) {}
 
 // Close does nothing.
 func (Discard) Close(PeerID) {}
