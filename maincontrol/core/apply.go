@@ -271,7 +271,7 @@ func (c *Core) applyNew(r *record) {
 	if r.state == Waiting {
 		for _, d := range r.deps {
 			if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
-				c.dependents[d] = append(c.dependents[d], r.id)
+				c.dependents.add(d, r.id)
 			}
 		}
 		return
@@ -401,7 +401,8 @@ func (c *Core) applyReady(r *record) {
 
 func (c *Core) applyEnd(r *record) {
 	old := c.tasks.get(r.id)
-	switch old.state {
+	from := old.state
+	switch from {
 	case Dispatched, Running:
 		c.detach(r.id)
 	case Pending:
@@ -423,11 +424,15 @@ func (c *Core) applyEnd(r *record) {
 	if r.stateVer != 0 {
 		c.stateVer = r.stateVer
 	}
-	c.released = c.released[:0]
-	if len(c.dependents) > 0 { // most tasks have none: skip two map operations
-		c.released = append(c.released, c.dependents[r.id]...)
-		delete(c.dependents, r.id)
+	c.released = append(c.released[:0], c.dependents.take(r.id)...)
+	if from == Waiting {
+		c.dependents.ended(t.deps(), c.isWaiting)
 	}
+}
+
+func (c *Core) isWaiting(id uint64) bool {
+	t := c.tasks.get(id)
+	return t != nil && t.state == Waiting
 }
 
 // forget drops a terminal task (retention).

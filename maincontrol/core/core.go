@@ -35,7 +35,7 @@ type Core struct {
 	retention       fifo // terminal tasks in the order they ended
 	retryWait       fifo // retrying tasks waiting for the retry cap
 	armed           int  // retrying tasks whose backoff runs
-	dependents      map[uint64][]uint64
+	dependents      dependents
 	depsMet         map[uint64]int // waiting task -> its first dependency not known to have succeeded (depsSucceeded)
 	released        []uint64       // dependents of the task the last end record closed
 	state           map[string]string
@@ -117,7 +117,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		types:      make(map[string]*taskType),
 		keys:       make(map[string]uint64),
 		nextID:     1,
-		dependents: make(map[uint64][]uint64),
+		dependents: make(dependents),
 		depsMet:    make(map[uint64]int),
 		state:      make(map[string]string),
 		execs:      make(map[string]*executor),

@@ -210,6 +210,23 @@ func dump(c *Core) string {
 			}
 		}
 	}
+	// Dependents: only the waiting tasks, in release order. Stale entries
+	// and their count depend on when lists were compacted, which a
+	// snapshot (rebuilt from the waiting tasks) does not repeat.
+	deps := make([]uint64, 0, len(c.dependents))
+	for d := range c.dependents {
+		deps = append(deps, d)
+	}
+	slices.Sort(deps)
+	for _, d := range deps {
+		var ids []uint64
+		for _, id := range c.dependents[d].ids {
+			if c.isWaiting(id) {
+				ids = append(ids, id)
+			}
+		}
+		fmt.Fprintf(&b, "dependents %d %v\n", d, ids)
+	}
 	var ret []uint64
 	for i := 0; i < c.retention.n; i++ {
 		e := c.retention.buf[(c.retention.head+i)%len(c.retention.buf)]

@@ -241,12 +241,53 @@ func checkInvariants(c *Core, loads map[string]int) error {
 			return fmt.Errorf("key %q maps to %d, which is %+v", k, id, t)
 		}
 	}
-	for d, ws := range c.dependents {
+	return checkDependents(c)
+}
+
+// checkDependents checks c.dependents against the waiting tasks: every
+// waiting task is listed once under each dependency that has not ended,
+// each list's stale count is exact and at most half of it, and no list is
+// kept empty or for a task that ended.
+func checkDependents(c *Core) error {
+	for d, l := range c.dependents {
 		dt := c.tasks.get(d)
 		if dt == nil || dt.state.Terminal() {
 			return fmt.Errorf("dependents of %d kept though it is %+v", d, dt)
 		}
-		_ = ws
+		stale := 0
+		for _, id := range l.ids {
+			if !c.isWaiting(id) {
+				stale++
+			} else if !slices.Contains(c.tasks.get(id).deps(), d) {
+				return fmt.Errorf("task %d listed as a dependent of %d, which it does not depend on", id, d)
+			}
+		}
+		if stale != l.stale || len(l.ids) == 0 || 2*stale > len(l.ids) {
+			return fmt.Errorf("dependents of %d: %d entries, %d stale, counted %d", d, len(l.ids), stale, l.stale)
+		}
 	}
-	return nil
+	var err error
+	c.tasks.scan(0, Waiting, func(t *task) bool {
+		for _, d := range t.deps() {
+			if dt := c.tasks.get(d); dt == nil || dt.state.Terminal() {
+				continue
+			}
+			if n := countOf(c.dependents[d].ids, t.id); n != 1 {
+				err = fmt.Errorf("waiting task %d listed %d times under its dependency %d", t.id, n, d)
+				return false
+			}
+		}
+		return true
+	})
+	return err
+}
+
+func countOf(ids []uint64, id uint64) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
 }

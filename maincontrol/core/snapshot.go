@@ -169,7 +169,7 @@ func (c *Core) finishLoad() {
 		if t.state == Waiting {
 			for _, d := range t.deps() {
 				if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
-					c.dependents[d] = append(c.dependents[d], t.id)
+					c.dependents.add(d, t.id)
 				}
 			}
 		}
