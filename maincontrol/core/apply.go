@@ -424,7 +424,10 @@ func (c *Core) applyEnd(r *record) {
 	if r.stateVer != 0 {
 		c.stateVer = r.stateVer
 	}
-	c.released = append(c.released[:0], c.dependents.take(r.id)...)
+	c.released = c.released[:0]
+	if ids := c.dependents.take(r.id); len(ids) > 0 {
+		c.released = append(c.released, ids...)
+	}
 	if from == Waiting {
 		c.dependents.ended(t.deps(), c.isWaiting)
 	}
