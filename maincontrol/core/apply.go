@@ -304,7 +304,7 @@ func (c *Core) enqueue(t *task) {
 // live entry (dispatch always takes that one), else left as a stale entry.
 func (c *Core) unqueue(t *task) {
 	tt := t.typ
-	q := &tt.queues[t.priority]
+	q := tt.queues[t.priority] // made when t was queued
 	e := qent{id: t.id, ver: t.version}
 	if q.len() == 0 || q.peek() != e {
 		// Dispatch takes the head nextPending just checked, so mostly

@@ -72,7 +72,10 @@ func (c *Core) dispatchType(tt *taskType) {
 // queue, dropping stale entries on the way.
 func (c *Core) nextPending(tt *taskType) *task {
 	for p := int(tt.top); p >= 0; p-- {
-		q := &tt.queues[p]
+		q := tt.queues[p]
+		if q == nil {
+			continue
+		}
 		c.dropStaleHead(q)
 		if q.len() > 0 {
 			tt.top = int8(p)

@@ -200,7 +200,7 @@ func dump(c *Core) string {
 		for p := 9; p >= 0; p-- {
 			var ids []uint64
 			q := tt.queues[p]
-			for i := 0; i < q.n; i++ {
+			for i := 0; q != nil && i < q.n; i++ {
 				if e := q.buf[(q.head+i)%len(q.buf)]; c.validEntry(e) {
 					ids = append(ids, e.id)
 				}

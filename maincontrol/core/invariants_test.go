@@ -49,7 +49,10 @@ func checkInvariants(c *Core, loads map[string]int) error {
 	for _, tt := range c.types {
 		v := map[uint64]int{}
 		for p := range tt.queues {
-			q := &tt.queues[p]
+			q := tt.queues[p]
+			if q == nil {
+				continue
+			}
 			if p > int(tt.top) && q.n > 0 {
 				return fmt.Errorf("type %s: %d entries at priority %d, above top %d", tt.name, q.n, p, tt.top)
 			}

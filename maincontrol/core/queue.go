@@ -24,6 +24,11 @@ type fifo struct {
 // time made it grow again from 16, allocating twice its size per cycle.
 const maxIdleQueue = 1 << 14
 
+// minQueue is the smallest buffer, in entries: small, because many task
+// types only ever hold a task or two (a queue that grows keeps its buffer
+// when it drains, so starting small costs a few copies once).
+const minQueue = 4
+
 func (q *fifo) len() int { return q.n }
 
 func (q *fifo) push(e qent) {
@@ -38,7 +43,7 @@ func (q *fifo) push(e qent) {
 func (q *fifo) at(i int) int { return (q.head + i) & (len(q.buf) - 1) }
 
 func (q *fifo) grow() {
-	nb := make([]qent, max(16, 2*len(q.buf))) // 16 << k
+	nb := make([]qent, max(minQueue, 2*len(q.buf))) // minQueue << k
 	for i := 0; i < q.n; i++ {
 		nb[i] = q.buf[q.at(i)]
 	}

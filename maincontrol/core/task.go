@@ -111,8 +111,12 @@ func (t *task) setOutcome(errText, out string, outKeys uint16) {
 // taskType is everything known about one task_type: its pending queues and
 // the executors that take it and have a free slot.
 type taskType struct {
-	name    string
-	queues  [10]fifo // index = priority; 9 is served first
+	name string
+	// queues[p] holds the tasks of priority p; 9 is served first. Each is
+	// made by the first task of its priority: a type is often known with
+	// no task at all (an executor may register 1,024 of its own), or with
+	// tasks of one priority, and ten queues in place cost 480 bytes a type.
+	queues  [10]*fifo
 	free    execHeap
 	pending int // tasks in queues (valid entries), for quick emptiness
 	dirty   bool
@@ -131,6 +135,11 @@ type taskType struct {
 
 // enqueue appends a pending task's entry to the queue of its priority.
 func (tt *taskType) enqueue(t *task) {
-	tt.queues[t.priority].push(qent{id: t.id, ver: t.version})
+	q := tt.queues[t.priority]
+	if q == nil {
+		q = new(fifo)
+		tt.queues[t.priority] = q
+	}
+	q.push(qent{id: t.id, ver: t.version})
 	tt.top = max(tt.top, int8(t.priority))
 }
