@@ -39,4 +39,7 @@ func TestProtocolDoc_MatchesCode(t *testing.T) {
 		assert.True(t, strings.Contains(doc, s.String()), "state %s not in docs/protocol.md", s)
 	}
 	assert.True(t, strings.Contains(doc, "## Appendix: apollo11's readings"))
+	assert.Contains(t, doc, "**Waits per connection.** A connection waits for at most 65,536 `done`",
+		"the appendix gives maxWaitsPerConn")
+	assert.Equal(t, 65_536, maxWaitsPerConn, "docs/protocol.md gives the cap")
 }

@@ -188,11 +188,9 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
 		return
 	}
-	if s.wait && p.waits != nil && p.waits.n >= c.cfg.MaxPending {
-		// More than there can be tasks to wait for, unless the same ones
-		// are waited for again and again: memory, not a wait, is asked.
+	if limit := min(c.cfg.MaxPending, maxWaitsPerConn); s.wait && p.waits != nil && p.waits.n >= limit {
 		c.sendError(p, req, wire.CodeBadRequest, "wait=true: this connection already waits for "+
-			strconv.Itoa(c.cfg.MaxPending)+" done replies (the --max-pending limit); wait for some to come first, or submit without wait")
+			strconv.Itoa(limit)+" done replies, its limit; wait for some to come first, or submit without wait")
 		return
 	}
 	if s.hasKey {

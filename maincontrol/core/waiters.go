@@ -25,6 +25,17 @@ type waiterSet struct {
 	more  map[uint64][]waiter
 }
 
+// maxWaitsPerConn caps one connection's waits, below --max-pending (one
+// million by default): waits are about 120 bytes each, and nothing else
+// bounds them when a connection waits for the same task again and again
+// through its key. Ending a task then sent every wait its `done` in one
+// go: four connections with a million waits each held the loop for over
+// a second, and were closed as not reading while they read. 65,536 is far
+// more than a client keeps in flight (the bench keeps 1,024 a producer),
+// holds about 8 MiB, and makes the `done` replies one connection gets
+// when a task ends about 3 MB when the task has no outputs.
+const maxWaitsPerConn = 1 << 16
+
 // peerWaits is one peer's share of a waiterSet. ids may hold tasks whose
 // waiter was taken since: it is filtered when it grows past four times n,
 // and emptied when n reaches 0.

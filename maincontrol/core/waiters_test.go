@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // peerWaiters makes waiters of a few peers, each peer with its own count.
@@ -130,4 +131,48 @@ func TestCore_WaitersOfClosedPeerDropped(t *testing.T) {
 	h.send(owner, "cancel", "req", "c", "task_id", strconv.FormatUint(id, 10))
 	assert.Equal(t, "cancelled", h.expect(owner, "done").Value("state"), "other peers still told")
 	h.expect(owner, "cancelled")
+}
+
+// A connection's waits are capped at 65,536, or --max-pending when lower,
+// however often it waits for the same task (docs/protocol.md appendix,
+// "Waits per connection"); a refused wait changes nothing.
+func TestCore_WaitsPerConnectionCapped(t *testing.T) {
+	for _, tc := range []struct {
+		maxPending int // 0: the default, a million
+		want       int
+	}{
+		{maxPending: 0, want: 65_536},
+		{maxPending: 5, want: 5},
+		{maxPending: 65_537, want: 65_536},
+	} {
+		t.Run("max_pending="+strconv.Itoa(tc.maxPending), func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.MaxPending = tc.maxPending; c.Unlogged = true })
+			owner := h.client()
+			id := h.submit(owner, "task_type", "nobody", "key", "K")
+			cl := h.client()
+			wait := msg("submit", "req", "w", "task_type", "nobody", "key", "K", "wait", "true")
+			for i := range tc.want {
+				h.c.Handle(cl, wait)
+				if i%4096 == 0 {
+					h.fx.frames[cl] = nil // the replies are the harness's memory
+				}
+			}
+			h.fx.frames[cl] = nil
+			require.Equal(t, tc.want, h.c.peers[cl].waits.n)
+			h.send(cl, "submit", "req", "over", "task_type", "nobody", "key", "K", "wait", "true")
+			e := h.expect(cl, "error")
+			assert.Equal(t, "bad_request", e.Value("code"))
+			assert.Equal(t, "over", e.Value("req"))
+			assert.Contains(t, e.Value("message"), "already waits for "+strconv.Itoa(tc.want)+" done replies")
+			assert.Equal(t, tc.want, h.c.peers[cl].waits.n, "a refused wait changes nothing")
+
+			// Another connection has its own count, and every wait is
+			// answered when the task ends.
+			h.send(owner, "submit", "req", "again", "task_type", "nobody", "key", "K", "wait", "true")
+			h.expect(owner, "submitted")
+			h.send(owner, "cancel", "req", "c", "task_id", strconv.FormatUint(id, 10))
+			assert.Len(t, h.fx.frames[cl], tc.want)
+			assert.Equal(t, "done", h.fx.frames[cl][tc.want-1].Type())
+		})
+	}
 }
