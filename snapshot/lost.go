@@ -36,8 +36,18 @@ func readLost(fsys FS, dir string) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s in %s holds %q, not a count: fix or remove it (then task ids may repeat)", lostName, dir, b)
 	}
+	if n > maxLost {
+		// The main control skips this many task ids: a count no log
+		// could have held (a hand-edited file) would wrap the id counter
+		// and hand out ids again.
+		return 0, fmt.Errorf("%s in %s holds %d, more records than a log can lose: fix or remove it (then task ids may repeat)", lostName, dir, n)
+	}
 	return n, nil
 }
+
+// maxLost is the largest count of lost records taken: 2^48, far more
+// records than any log holds, and far from wrapping a task id.
+const maxLost = 1 << 48
 
 // addLost adds n to the count of lost records (r.lost starts at the
 // count kept in lostName) and keeps the sum there, durably, before the
