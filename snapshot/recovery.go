@@ -265,15 +265,15 @@ func (r *recovery) checkCoverage() error {
 		}
 		r.segs, r.lastLSN = nil, base
 	case lastSeg.last < newest && newest > base:
-		// Spec section 7: an invalid newest snapshot falls back to the
-		// previous one, and the log covers everything from it to its
-		// end (checked above). Records the invalid one may have held past
-		// that end were never durable in the log, which every
-		// confirmation waits for (but with FsyncNever), so refusing would
-		// guard nothing confirmed; and an invalid file's name may not
-		// even be its LSN (a copy under a wrong name).
-		r.log.Warn("invalid snapshot is named past the end of the log; records it may have held were never confirmed",
-			"file", r.snaps[len(r.snaps)-1].name, "log_last_lsn", lastSeg.last, "loaded", from)
+		why := fmt.Sprintf("invalid snapshot %s was the only copy; the log ends at %s", r.snaps[len(r.snaps)-1].name, lastSeg.name)
+		if !r.opts.RecoverTruncate {
+			missing(lastSeg.last+1, newest, why)
+			break
+		}
+		r.log.Error("RecoverTruncate: confirmed records are LOST", "first_lsn", lastSeg.last+1, "last_lsn", newest, "why", why)
+		if err := r.addLost(newest - lastSeg.last); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -187,41 +187,6 @@ func TestStore_SnapshotFallback(t *testing.T) {
 		assert.Empty(t, r.Entries)
 		assert.Equal(t, wantRecords(1, 10), r.Records)
 	})
-	// Spec section 7 says an invalid newest snapshot falls back, with no
-	// exception for one named past the log's end: records past that end
-	// were never durable in the log, so never confirmed, and an invalid
-	// file's name may not be its LSN at all (here a copy under a wrong
-	// name, as in the h10 probe).
-	t.Run("corrupt newest named past the log end falls back", func(t *testing.T) {
-		dir := t.TempDir()
-		opts, _ := testOptions(dir)
-		s, _ := MustStart(t, opts)
-		appendN(t, s, 8)
-		require.NoError(t, s.WriteSnapshot(8, fill("state@8")))
-		waitDurable(t, s, appendN(t, s, 2))
-		require.NoError(t, s.Close())
-		b, err := os.ReadFile(filepath.Join(dir, snapFile(8)))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, snapFile(12)), b, 0o600))
-
-		opts, logs := testOptions(dir)
-		r := reopen(t, opts)
-		assert.Contains(t, logs.String(), "snapshot is invalid")
-		assert.Contains(t, logs.String(), "named past the end of the log")
-		assert.EqualValues(t, 8, r.SnapLSN)
-		assert.Equal(t, []string{"state@8"}, r.Entries)
-		assert.Equal(t, wantRecords(9, 10), r.Records, "the log to its end, nothing lost")
-		info, err := snapshot.Inspect(opts)
-		require.NoError(t, err)
-		assert.Equal(t, snapFile(8), info.LoadSnapshot, "inspect agrees")
-
-		s, _ = MustStart(t, opts)
-		assert.Zero(t, s.Lost(), "no id skip: no confirmed record is gone")
-		require.EqualValues(t, 11, appendN(t, s, 1), "the log goes on from its end")
-		require.NoError(t, s.WriteSnapshot(11, fill("state@11")), "the invalid file blocks no snapshot")
-		require.NoError(t, s.Close())
-		assert.NoFileExists(t, filepath.Join(dir, snapFile(12)), "retention drops the invalid file")
-	})
 	t.Run("corrupt newest whose records are gone is an error", func(t *testing.T) {
 		dir := t.TempDir()
 		opts, _ := testOptions(dir)
