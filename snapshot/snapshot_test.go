@@ -201,6 +201,40 @@ func TestStore_SnapshotFallback(t *testing.T) {
 		require.ErrorIs(t, err, snapshot.ErrMissingLog)
 		assert.Contains(t, err.Error(), snapFile(10))
 	})
+	t.Run("invalid newest named past the log end is an error", func(t *testing.T) {
+		// A snapshot named N is written only once the log is durable up
+		// to N, so a log that now ends before N lost confirmed records
+		// that only that snapshot held: falling back would drop them and
+		// hand out their task ids again (spec section 7: corruption stops
+		// startup). Here the file is a copy of snapshot 8 under the name
+		// of 12, which recovery cannot tell from a snapshot whose records
+		// 11..12 were lost with the log's tail.
+		dir := t.TempDir()
+		opts, _ := testOptions(dir)
+		s, _ := MustStart(t, opts)
+		appendN(t, s, 8)
+		require.NoError(t, s.WriteSnapshot(8, fill("state@8")))
+		appendN(t, s, 2)
+		require.NoError(t, s.Close())
+		b, err := os.ReadFile(filepath.Join(dir, snapFile(8)))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, snapFile(12)), b, 0o600))
+		s = MustOpen(t, opts)
+		_, err = s.Replay(nil, nil)
+		require.ErrorIs(t, err, snapshot.ErrMissingLog)
+		assert.Contains(t, err.Error(), snapFile(12))
+		require.NoError(t, s.Close())
+
+		// --recover-truncate starts, counting records 11..12 as lost so
+		// that their ids are skipped.
+		opts.RecoverTruncate = true
+		s = MustOpen(t, opts)
+		snapLSN, err := s.Replay(func([]byte) error { return nil }, func(uint64, []byte) error { return nil })
+		require.NoError(t, err)
+		assert.Equal(t, uint64(8), snapLSN)
+		assert.Equal(t, uint64(2), s.Lost())
+		require.NoError(t, s.Close())
+	})
 }
 
 func TestStore_WriteSnapshotLarge(t *testing.T) {
