@@ -34,6 +34,7 @@ type conn struct {
 	partial      int
 	partialSince time.Time
 	stalled      bool
+	asked        bool // the latest OnTraffic handled a frame of the peer's (see noteUnsent)
 	// evictAt is unsent when relieveOutbound picked it to be cut (0: not
 	// picked): all connections held too much unsent output.
 	evictAt int

@@ -8,10 +8,14 @@ import (
 // noteUnsent records that gnet holds unsent bytes for cn after its
 // latest write, and says why cn must be cut off ("" if it need not): it
 // holds more than MaxOutbound; or all connections together hold too much
-// and it was picked by relieveOutbound and has not sent even half of what
-// it held then, or it is adding to an eighth of MaxOutbound or more (a
-// flood of requests for big replies is cut at once, not at the next
-// tick).
+// and either it was picked by relieveOutbound and has not sent even half
+// of what it held then, or it asked for more (this round handled its
+// requests) while holding an eighth of MaxOutbound. The second cuts a
+// flood of idle peers asking for big replies as it comes, not a tick
+// later with their replies built; a peer that only receives (an executor
+// sent tasks, a client its done replies) is left to relieveOutbound,
+// which picks those holding the most. While over the total, readFrames
+// also stops reading a connection holding an eighth of MaxOutbound.
 // Called with s.mu held, on cn's event loop: gnet's count of a
 // connection is only read there.
 func (s *Server) noteUnsent(cn *conn, unsent int) string {
@@ -25,7 +29,7 @@ func (s *Server) noteUnsent(cn *conn, unsent int) string {
 	case unsent > s.cfg.MaxOutbound:
 		return "peer is not reading"
 	case over && picked > 0 && unsent >= picked/2,
-		over && grew && unsent > s.cfg.MaxOutbound/8:
+		over && cn.asked && grew && unsent > s.cfg.MaxOutbound/8:
 		return "peer is not reading while all peers hold too much unsent output"
 	}
 	return ""
@@ -59,5 +63,18 @@ func (s *Server) relieveOutbound() {
 		cn.evictAt = cn.unsent
 		over -= cn.unsent
 		s.markDirty(cn)
+	}
+}
+
+// wakeBlocked wakes, at each tick, the connections readFrames stopped
+// reading because all connections held too much unsent output and they
+// held their share: each looks again, on its own loop, at what it holds
+// now. Called with s.mu held.
+func (s *Server) wakeBlocked() {
+	for cn := range s.outBlocked {
+		delete(s.outBlocked, cn)
+		if !cn.dead {
+			s.markDirty(cn)
+		}
 	}
 }

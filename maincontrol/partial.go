@@ -10,12 +10,14 @@ import (
 // once readFrames is done with it (more: it stopped early, so what is
 // left may be whole frames), and cuts it off when checkPartials found it
 // stalled. The clock restarts only when the buffered input changed: a
-// wake without new bytes is no progress. A paused connection's input is
-// held by the server, not left incomplete by the peer. Called with s.mu
+// wake without new bytes is no progress. A paused or output-blocked
+// connection's input is held by the server, not left incomplete by the
+// peer. Called with s.mu
 // held, on cn's event loop.
 func (s *Server) notePartial(cn *conn, gc gnet.Conn, more bool) {
 	n := gc.InboundBuffered()
-	incomplete := !more && n > 0 && !cn.paused && !cn.closing && !cn.dead
+	_, blocked := s.outBlocked[cn] // whole frames left unread on purpose
+	incomplete := !more && n > 0 && !blocked && !cn.paused && !cn.closing && !cn.dead
 	stalled := cn.stalled
 	cn.stalled = false
 	switch {

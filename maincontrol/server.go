@@ -52,6 +52,7 @@ type Server struct {
 	pausedBytes    int                // unread input of paused connections (conn.pausedBytes)
 	unsentTotal    int                // gnet's unsent output over all connections (conn.unsent)
 	partials       map[*conn]struct{} // connections holding an incomplete frame (conn.partial)
+	outBlocked     map[*conn]struct{} // not read while all hold too much unsent output (readFrames)
 	partialsSeen   time.Time          // when checkPartials last looked
 	refusals       refusalLog
 
@@ -85,7 +86,7 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn),
-		partials: make(map[*conn]struct{})}
+		partials: make(map[*conn]struct{}), outBlocked: make(map[*conn]struct{})}
 	s.dec.MaxFrame = cfg.Core.MaxFrame
 	s.metrics = newServerMetrics(s)
 	if cfg.Core.Observer == nil {
@@ -255,6 +256,7 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	s.notePaused(cn, 0)
 	s.unsentTotal -= cn.unsent
 	delete(s.partials, cn)
+	delete(s.outBlocked, cn)
 	delete(s.conns, cn.id)
 	if s.lastConn == cn {
 		s.lastConn = nil
@@ -274,6 +276,7 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	s.mu.Lock()
+	cn.asked = false
 	more := s.readFrames(cn, gc)
 	s.notePartial(cn, gc, more)
 	if s.sinceSnapshot >= s.cfg.SnapshotEvery {
@@ -325,8 +328,18 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	defer s.core.ReleaseClock()
 	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
 	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
-		if pending := len(cn.out) + gc.OutboundBuffered(); pending > s.cfg.MaxOutbound ||
-			(pending > s.cfg.MaxOutbound/8 && s.unsentTotal+len(cn.out) > s.cfg.MaxOutboundTotal) {
+		pending := len(cn.out) + gc.OutboundBuffered()
+		if pending > s.cfg.MaxOutbound {
+			return true
+		}
+		if pending > s.cfg.MaxOutbound/8 && s.unsentTotal+len(cn.out) > s.cfg.MaxOutboundTotal {
+			if len(cn.out) == 0 {
+				// Only the peer's reading (or an eviction) can change
+				// this, and gnet says nothing when it reads: look again
+				// at the next tick rather than wake at once, in a loop.
+				s.outBlocked[cn] = struct{}{}
+				return false
+			}
 			return true
 		}
 		if n%readBudgetCheck == 0 {
@@ -378,6 +391,7 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 			s.logFrame("in", cn, frame[wire.HeaderLen:])
 		}
 		s.core.Handle(cn.id, m)
+		cn.asked = true
 		_, _ = gc.Discard(n)
 	}
 	return false
@@ -459,6 +473,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	}
 	s.noteStall()
 	s.relieveOutbound()
+	s.wakeBlocked()
 	s.checkPartials()
 	s.core.Tick()
 	s.maybeSnapshot()
