@@ -131,12 +131,24 @@ func (a *acceptor) noteFailure(err error, delay time.Duration) {
 	a.failed, a.lastLog = 0, now
 }
 
-// close stops accepting and waits for run and the hand-overs under way
-// to end: those until their event loop has opened the connection.
-func (a *acceptor) close() {
+// close stops accepting and waits, at most for grace, for run and the
+// hand-overs under way to end: those until their event loop has opened
+// the connection, which a loop that died never does. It reports whether
+// they ended.
+func (a *acceptor) close(grace time.Duration) bool {
 	a.abandon()
-	<-a.done
-	a.handing.Wait()
+	ended := make(chan struct{})
+	go func() {
+		<-a.done
+		a.handing.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		return true
+	case <-time.After(grace):
+		return false
+	}
 }
 
 // abandon stops accepting without waiting: with an event loop gone, a

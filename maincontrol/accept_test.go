@@ -80,7 +80,7 @@ func TestAcceptor_SurvivesEMFILE(t *testing.T) {
 		return nil
 	})
 	go a.run()
-	defer a.close()
+	defer a.close(time.Second)
 
 	c, err := net.Dial("tcp", inner.Addr().String())
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func TestAcceptor_HandOverFails(t *testing.T) {
 		return nil
 	})
 	go a.run()
-	defer a.close()
+	defer a.close(time.Second)
 	for i := 1; i <= 2; i++ {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		require.NoError(t, err)
@@ -142,8 +142,28 @@ func TestAcceptor_CloseDuringBackoff(t *testing.T) {
 		return ln.calls >= 8 // backed off to over half a second
 	}, 10*time.Second, 5*time.Millisecond)
 	start := time.Now()
-	a.close()
+	require.True(t, a.close(5*time.Second))
 	assert.Less(t, time.Since(start), 500*time.Millisecond, "close waited out the backoff")
 	_, err = net.DialTimeout("tcp", inner.Addr().String(), time.Second)
 	assert.Error(t, err, "the listener is closed")
+}
+
+// A hand-over to an event loop that died never returns: close gives up
+// after its grace, so that a stop still ends.
+func TestAcceptor_CloseGivesUpOnAStuckHandOver(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	stuck, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)), func(c net.Conn) error {
+		close(stuck)
+		<-release
+		return c.Close()
+	})
+	go a.run()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	<-stuck
+	assert.False(t, a.close(50*time.Millisecond), "a stuck hand-over counted as ended")
 }

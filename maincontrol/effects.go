@@ -3,6 +3,7 @@ package maincontrol
 import (
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/wire"
+	"math"
 )
 
 // The Server is the core's Effects. These methods run with s.mu held, on
@@ -14,7 +15,13 @@ func (s *Server) Record(payload []byte) {
 	if s.store == nil {
 		return
 	}
-	s.lastLSN = s.store.Append(payload)
+	lsn := s.store.Append(payload)
+	if lsn == 0 {
+		// The log is closed (a stop under way): the change is in no
+		// record, so no frame after it may go out.
+		lsn = math.MaxUint64
+	}
+	s.lastLSN = lsn
 	if s.sinceSnapshot == 0 {
 		s.firstUnsnapped = s.now()
 	}

@@ -89,7 +89,7 @@ func (s *Server) shutdown() error {
 		time.Sleep(2 * time.Millisecond)
 	}
 	s.stopHTTP()
-	s.acceptor.close()
+	s.stopAccepting()
 	s.stopLoops()
 	s.finalSnapshot()
 	if err := s.closeStore(); err != nil {
@@ -102,10 +102,26 @@ func (s *Server) shutdown() error {
 	return nil
 }
 
-// stopLoops stops gnet's event loops, closing every connection.
+// stopAccepting closes the main port and waits, within shutdownGrace,
+// for the connections being handed to the event loops.
+func (s *Server) stopAccepting() {
+	if !s.acceptor.close(shutdownGrace) {
+		s.log.Warn("connections being handed to an event loop did not arrive", "waited", shutdownGrace)
+	}
+}
+
+// stopLoops stops gnet's event loops, closing every connection; it waits
+// at most shutdownGrace, as a stop must end even with a loop wedged.
 func (s *Server) stopLoops() {
-	if err := s.loops.Stop(); err != nil {
-		s.log.Warn("event loop did not stop cleanly", "err", err)
+	done := make(chan error, 1)
+	go func() { done <- s.loops.Stop() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			s.log.Warn("event loop did not stop cleanly", "err", err)
+		}
+	case <-time.After(shutdownGrace):
+		s.log.Warn("event loops did not stop in time", "waited", shutdownGrace)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -115,4 +116,25 @@ func TestOutbound_NoteUnsent(t *testing.T) {
 			assert.Zero(t, cn.evictAt, "a pick is used once")
 		})
 	}
+}
+
+// Once the log is closed (a stop under way, or an event loop gone), a
+// change the core still makes is in no record: no confirmation after it
+// may go out.
+func TestRecord_ClosedLogHoldsConfirmations(t *testing.T) {
+	s, err := newServer(Config{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	c := &stubConn{}
+	_, action := s.OnOpen(c)
+	require.Equal(t, gnet.None, action)
+	cn := c.ctx.(*conn)
+	require.NoError(t, s.closeStore())
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := len(cn.out)
+	s.Record([]byte("a change"))
+	s.Send(cn.id, wire.ErrorFrame(wire.CodeBadRequest, "stand-in for submitted"), core.WaitConfirm)
+	assert.Equal(t, before, len(cn.out), "a confirmation went out for a change the log never took")
+	assert.Equal(t, 1, cn.held)
 }

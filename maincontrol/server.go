@@ -199,7 +199,7 @@ func (s *Server) serve(ctx context.Context) error {
 	go s.acceptor.run()
 	loopDied := s.watchTicks(max(time.Second, 2*s.cfg.TickInterval))
 	if err := s.startHTTP(); err != nil {
-		s.acceptor.close()
+		s.stopAccepting()
 		s.stopLoops()
 		s.closeStore()
 		return err
@@ -217,8 +217,15 @@ func (s *Server) serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case <-loopDied:
 		// Its connections are gone or frozen: stop, and let the
-		// supervisor start a whole main control again.
+		// supervisor start a whole main control again. The other loops
+		// stop before the log closes: a change they took after it would
+		// be confirmed without a record (effects.go, Record).
+		s.mu.Lock()
+		s.stopping = true
+		s.mu.Unlock()
 		s.acceptor.abandon()
+		s.stopHTTP()
+		s.stopLoops()
 		s.closeStore()
 		return errors.New("an event loop stopped (see the gnet error above)")
 	}

@@ -15,7 +15,7 @@ func tickServer(t *testing.T) *Server {
 	s := &Server{log: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}
 	s.acceptor = newAcceptor(ln, s.log, func(c net.Conn) error { return c.Close() })
 	go s.acceptor.run()
-	t.Cleanup(s.acceptor.close)
+	t.Cleanup(func() { s.acceptor.close(time.Second) })
 	return s
 }
 
@@ -42,7 +42,7 @@ func TestWatchTicks_Ticking(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	s.acceptor.close()
+	s.acceptor.close(time.Second)
 	select {
 	case <-died:
 		t.Fatal("a stop is not a death")
