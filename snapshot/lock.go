@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -29,26 +30,51 @@ type dirLock struct {
 	dir, file *os.File
 }
 
-func lockDir(dir string) (*dirLock, error) {
+// lockDir takes the data dir's flocks. Where the directory itself cannot
+// be flocked (NFS emulates flock with POSIX locks, which need a file open
+// for writing: EBADF; some file systems refuse it), it warns and keeps the
+// lock file's alone, as before the directory lock.
+func lockDir(dir string, log *slog.Logger) (*dirLock, error) {
 	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open data dir %s to lock it: %w", dir, err)
 	}
-	if err := flock(d, dir); err != nil {
+	if err := flockDir(d, dir); err != nil {
 		d.Close()
-		return nil, err
+		if !unlockable(err) {
+			return nil, err
+		}
+		d = nil
+		log.Warn("cannot lock the data dir itself (a network file system?): only its lock file keeps a second main control out, so do not delete it while one runs",
+			"dir", dir, "err", err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, filePerm)
-	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("cannot open lock file: %w", err)
+	if err == nil {
+		err = flock(f, dir)
+		if err != nil {
+			f.Close()
+		}
+	} else {
+		err = fmt.Errorf("cannot open lock file: %w", err)
 	}
-	if err := flock(f, dir); err != nil {
-		f.Close()
-		d.Close()
+	if err != nil {
+		if d != nil {
+			d.Close()
+		}
 		return nil, err
 	}
 	return &dirLock{dir: d, file: f}, nil
+}
+
+// flockDir locks the directory; a variable so that tests can play a file
+// system that refuses it.
+var flockDir = flock
+
+// unlockable reports whether a flock failed because the file system does
+// not take it, not because another process holds it.
+func unlockable(err error) bool {
+	return errors.Is(err, syscall.EBADF) || errors.Is(err, syscall.ENOLCK) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL)
 }
 
 func flock(f *os.File, dir string) error {
@@ -63,8 +89,10 @@ func flock(f *os.File, dir string) error {
 	}
 }
 
-// Close releases both flocks.
+// Close releases the flocks.
 func (l *dirLock) Close() {
 	l.file.Close()
-	l.dir.Close()
+	if l.dir != nil {
+		l.dir.Close()
+	}
 }

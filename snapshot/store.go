@@ -88,7 +88,7 @@ func Open(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("cannot create data dir %s: %w", o.Dir, err)
 		}
 		var err error
-		if lock, err = lockDir(o.Dir); err != nil {
+		if lock, err = lockDir(o.Dir, o.Logger); err != nil {
 			return nil, err
 		}
 	}
