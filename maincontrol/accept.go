@@ -99,7 +99,7 @@ func (a *acceptor) run() {
 func (a *acceptor) give(c net.Conn) {
 	defer a.handing.Done()
 	if err := a.handOver(c); err != nil && !a.stopped() {
-		a.noteFailure(err, 0)
+		a.noteFailure(err, -1)
 	}
 	<-a.slots
 }
@@ -113,8 +113,8 @@ func (a *acceptor) stopped() bool {
 	}
 }
 
-// noteFailure logs a failed accept or hand-over, at most once per
-// acceptLogEvery.
+// noteFailure logs a failed accept (with the backoff before the next) or
+// hand-over (delay < 0), at most once per acceptLogEvery.
 func (a *acceptor) noteFailure(err error, delay time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -123,11 +123,15 @@ func (a *acceptor) noteFailure(err error, delay time.Duration) {
 	if !a.lastLog.IsZero() && now.Sub(a.lastLog) < acceptLogEvery {
 		return
 	}
-	msg := "cannot accept a connection: trying again"
-	if descriptorsExhausted(err) {
-		msg = "cannot accept a connection: out of file descriptors; raise the open-file limit (ulimit -n, LimitNOFILE=) or lower --max-conns"
+	what, attrs := "cannot accept a connection", []any{"err", err, "retry_in", delay, "failures", a.failed}
+	if delay < 0 { // accepted, but not handed to an event loop: it is closed
+		what, attrs = "cannot hand a connection to an event loop: it was closed", []any{"err", err, "failures", a.failed}
 	}
-	a.log.Warn(msg, "err", err, "retry_in", delay, "failures", a.failed)
+	msg := what + ": trying again"
+	if descriptorsExhausted(err) {
+		msg = what + ": out of file descriptors; raise the open-file limit (ulimit -n, LimitNOFILE=) or lower --max-conns"
+	}
+	a.log.Warn(msg, attrs...)
 	a.failed, a.lastLog = 0, now
 }
 

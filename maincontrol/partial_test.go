@@ -37,16 +37,16 @@ func TestPartialFrame_Stalled(t *testing.T) {
 
 func TestPartialFrame_SlowButSteady(t *testing.T) {
 	t.Parallel()
-	const timeout = 300 * time.Millisecond
+	const timeout = time.Second
 	addr := startServer(t, maincontrol.Config{FrameStallTimeout: timeout})
 	slow := clientPeer(t, addr)
 	frame := mustFrame(t, "stats", "req", "slow")
-	// In eight pieces half the timeout apart: four times the timeout in all.
-	step := max(1, len(frame)/8)
+	// In six pieces a third of the timeout apart: twice the timeout in all.
+	step := max(1, len(frame)/6)
 	for i := 0; i < len(frame); i += step {
 		_, err := slow.c.Write(frame[i:min(i+step, len(frame))])
 		require.NoError(t, err)
-		time.Sleep(timeout / 2)
+		time.Sleep(timeout / 3)
 	}
 	require.NoError(t, slow.c.SetReadDeadline(time.Now().Add(10*time.Second)))
 	m, err := slow.r.ReadMessage()

@@ -184,7 +184,10 @@ func (s *Server) serve(ctx context.Context) error {
 		gnet.WithMulticore(s.cfg.EventLoops > 1),
 		gnet.WithNumEventLoop(s.cfg.EventLoops),
 		gnet.WithTicker(true),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		// Go's accept already set TCP_NODELAY on the socket gnet
+		// duplicates; gnet setting it again would leak the duplicate if
+		// that failed (Enroll returns without closing it).
+		gnet.WithTCPNoDelay(gnet.TCPDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
 	)
 	if err == nil {

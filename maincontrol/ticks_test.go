@@ -23,7 +23,7 @@ func tickServer(t *testing.T) *Server {
 func TestWatchTicks_NoTicks(t *testing.T) {
 	s := tickServer(t)
 	select {
-	case <-s.watchTicks(5 * time.Millisecond):
+	case <-s.watchTicks(5 * time.Millisecond): // no ticks at all: fast is fine
 	case <-time.After(10 * time.Second):
 		t.Fatal("ticks stopped, but the watch did not say so")
 	}
@@ -32,8 +32,11 @@ func TestWatchTicks_NoTicks(t *testing.T) {
 // While OnTick runs, the watch stays quiet, and it ends with the acceptor.
 func TestWatchTicks_Ticking(t *testing.T) {
 	s := tickServer(t)
-	died := s.watchTicks(5 * time.Millisecond)
-	deadline := time.Now().Add(2 * tickMisses * 5 * time.Millisecond)
+	// Rounds of 50 ms: the ticking goroutine would have to starve for
+	// half a second to be missed ten rounds in a row.
+	const every = 50 * time.Millisecond
+	died := s.watchTicks(every)
+	deadline := time.Now().Add(2 * tickMisses * every)
 	for time.Now().Before(deadline) {
 		s.ticks.Add(1)
 		select {
@@ -46,6 +49,6 @@ func TestWatchTicks_Ticking(t *testing.T) {
 	select {
 	case <-died:
 		t.Fatal("a stop is not a death")
-	case <-time.After(2 * tickMisses * 5 * time.Millisecond):
+	case <-time.After(2 * tickMisses * every):
 	}
 }
