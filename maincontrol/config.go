@@ -65,6 +65,10 @@ type Config struct {
 	// gnet holds the partial frame, up to the max frame, for as long as
 	// the connection stays open. Default 30 s.
 	FrameStallTimeout time.Duration
+	// MaxPartialTotal is what all connections together may hold in
+	// incomplete frames; past it those that grew least recently are cut
+	// off. Default max(64 MiB, 16*MaxFrame).
+	MaxPartialTotal int
 	// ReadBudget is how long one connection's buffered frames are handled
 	// before the other connections and the ticker get the core (default
 	// 5 ms); the rest are handled on the loop's next turn.
@@ -126,6 +130,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxOutbound == 0 {
 		c.MaxOutbound = max(minMaxOutbound, 4*c.Core.MaxFrame)
 	}
+	if c.MaxPartialTotal == 0 {
+		c.MaxPartialTotal = max(64<<20, 16*c.Core.MaxFrame)
+	}
 	if c.MaxOutboundTotal == 0 {
 		c.MaxOutboundTotal = 8 * c.MaxOutbound
 	}
@@ -143,7 +150,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

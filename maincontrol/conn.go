@@ -29,11 +29,12 @@ type conn struct {
 	// its last write), counted in Server.unsentTotal.
 	unsent int
 	// partial is the input buffered when last seen ending in an
-	// incomplete frame (0: none), since partialSince; stalled: it made
-	// no progress for FrameStallTimeout, cut it off at its next turn.
+	// incomplete frame (0: none), counted in Server.partialTotal; it last
+	// made progress at partialSince. partialCut: checkPartials picked it
+	// (the reason), cut it off at its next turn unless it progressed.
 	partial      int
 	partialSince time.Time
-	stalled      bool
+	partialCut   string
 	asked        bool // the latest OnTraffic handled a frame of the peer's (see noteUnsent)
 	// evictAt is unsent when relieveOutbound picked it to be cut (0: not
 	// picked): all connections held too much unsent output.

@@ -1,6 +1,7 @@
 package maincontrol
 
 import (
+	"slices"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -8,51 +9,82 @@ import (
 
 // notePartial records whether cn's input ends in an incomplete frame
 // once readFrames is done with it (more: it stopped early, so what is
-// left may be whole frames), and cuts it off when checkPartials found it
-// stalled. The clock restarts only when the buffered input changed: a
-// wake without new bytes is no progress. A paused or output-blocked
+// left may be whole frames), and cuts it off when checkPartials picked it
+// and it made no progress since. Progress is new bytes or a frame
+// handled (a wake without either is none). A paused or output-blocked
 // connection's input is held by the server, not left incomplete by the
-// peer. Called with s.mu
-// held, on cn's event loop.
+// peer. Called with s.mu held, on cn's event loop.
 func (s *Server) notePartial(cn *conn, gc gnet.Conn, more bool) {
 	n := gc.InboundBuffered()
 	_, blocked := s.outBlocked[cn] // whole frames left unread on purpose
 	incomplete := !more && n > 0 && !blocked && !cn.paused && !cn.closing && !cn.dead
-	stalled := cn.stalled
-	cn.stalled = false
+	why := cn.partialCut
+	cn.partialCut = ""
 	switch {
 	case !incomplete:
-		if cn.partial != 0 {
-			cn.partial = 0
-			delete(s.partials, cn)
-		}
-	case n != cn.partial:
-		cn.partial, cn.partialSince = n, s.now()
-		s.partials[cn] = struct{}{}
-	case stalled:
+		s.setPartial(cn, 0)
+	case n != cn.partial || cn.asked:
+		s.setPartial(cn, n)
+		cn.partialSince = s.now()
+	case why != "":
 		s.log.Info("frame left incomplete: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
-			"buffered", n, "for", s.now().Sub(cn.partialSince).Round(time.Second))
-		cn.partial = 0
-		s.cutOff(cn, gc, "frame left incomplete for "+s.cfg.FrameStallTimeout.String())
+			"why", why, "buffered", n, "for", s.now().Sub(cn.partialSince).Round(time.Second))
+		s.setPartial(cn, 0)
+		s.cutOff(cn, gc, why)
 	}
 }
 
-// checkPartials marks the connections whose incomplete frame has not
-// grown for FrameStallTimeout and wakes them, so that their own event
-// loop cuts them off (notePartial): gnet would hold each one's partial
-// frame, up to the max frame, for as long as it stays open. It looks a
-// few times per timeout, not at every tick. Called with s.mu held.
+// setPartial sets the bytes cn holds in an incomplete frame (0: none),
+// keeping Server.partials and Server.partialTotal in step.
+func (s *Server) setPartial(cn *conn, n int) {
+	s.partialTotal += n - cn.partial
+	cn.partial = n
+	if n == 0 {
+		delete(s.partials, cn)
+	} else {
+		s.partials[cn] = struct{}{}
+	}
+}
+
+// checkPartials picks connections to cut off for their incomplete frames
+// and wakes them, so that their own event loop cuts those that made no
+// progress meanwhile (notePartial): those whose frame has not grown for
+// FrameStallTimeout, and, while all of them together hold more than
+// MaxPartialTotal, those that grew least recently until the rest fit.
+// gnet holds each one's partial frame, up to the max frame, for as long
+// as it stays open; a peer adding a byte now and then would dodge the
+// timeout alone. It looks a few times per timeout, not at every tick.
+// Called with s.mu held.
 func (s *Server) checkPartials() {
 	now := s.now()
 	if len(s.partials) == 0 || now.Sub(s.partialsSeen) < min(time.Second, s.cfg.FrameStallTimeout/4) {
 		return
 	}
 	s.partialsSeen = now
+	pick := func(cn *conn, why string) {
+		delete(s.partials, cn) // back if it makes progress
+		cn.partialCut = why
+		s.markDirty(cn)
+	}
+	held := s.partialTotal
+	var rest []*conn
 	for cn := range s.partials {
 		if now.Sub(cn.partialSince) >= s.cfg.FrameStallTimeout {
-			delete(s.partials, cn)
-			cn.stalled = true
-			s.markDirty(cn)
+			pick(cn, "frame left incomplete for "+s.cfg.FrameStallTimeout.String())
+			held -= cn.partial
+		} else if s.partialTotal > s.cfg.MaxPartialTotal {
+			rest = append(rest, cn)
 		}
+	}
+	if held <= s.cfg.MaxPartialTotal {
+		return
+	}
+	slices.SortFunc(rest, func(a, b *conn) int { return a.partialSince.Compare(b.partialSince) })
+	for _, cn := range rest {
+		if held <= s.cfg.MaxPartialTotal {
+			break
+		}
+		pick(cn, "too much held in incomplete frames")
+		held -= cn.partial
 	}
 }

@@ -1,6 +1,7 @@
 package maincontrol_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -53,4 +54,39 @@ func TestPartialFrame_SlowButSteady(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "stats", m.Type())
 	assert.Equal(t, "slow", m.Value("req"))
+}
+
+// Past MaxPartialTotal over all connections, those whose incomplete frame
+// grew least recently are cut off, before any timeout: a peer adding a
+// byte now and then dodges the timeout, not this. The newest go on and
+// are answered once their frame is whole.
+func TestPartialFrame_TotalCap(t *testing.T) {
+	t.Parallel()
+	const pad = 16 << 10
+	addr := startServer(t, maincontrol.Config{FrameStallTimeout: time.Minute, MaxPartialTotal: 2*pad + pad/2})
+	frame := mustFrame(t, "stats", "req", "r", "pad", strings.Repeat("p", pad))
+	var peers []*rawPeer
+	for range 4 {
+		p := clientPeer(t, addr)
+		_, err := p.c.Write(frame[:pad])
+		require.NoError(t, err)
+		peers = append(peers, p)
+		time.Sleep(50 * time.Millisecond) // least recent first
+	}
+	// 64 KiB held against a cap of 40 KiB: the two oldest go.
+	for i, p := range peers[:2] {
+		require.NoError(t, p.c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		m, err := p.r.ReadMessage()
+		require.NoError(t, err, "peer %d was not cut off", i)
+		assert.Equal(t, "error", m.Type())
+		assert.Contains(t, m.Value("message"), "too much held in incomplete frames")
+	}
+	for i, p := range peers[2:] {
+		_, err := p.c.Write(frame[pad:])
+		require.NoError(t, err)
+		require.NoError(t, p.c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		m, err := p.r.ReadMessage()
+		require.NoError(t, err, "newer peer %d", i)
+		assert.Equal(t, "stats", m.Type(), "newer peer %d", i)
+	}
 }

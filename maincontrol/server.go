@@ -52,6 +52,7 @@ type Server struct {
 	pausedBytes    int                // unread input of paused connections (conn.pausedBytes)
 	unsentTotal    int                // gnet's unsent output over all connections (conn.unsent)
 	partials       map[*conn]struct{} // connections holding an incomplete frame (conn.partial)
+	partialTotal   int                // bytes of incomplete frames over all connections
 	outBlocked     map[*conn]struct{} // not read while all hold too much unsent output (readFrames)
 	partialsSeen   time.Time          // when checkPartials last looked
 	refusals       refusalLog
@@ -265,7 +266,7 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	cn.dead = true
 	s.notePaused(cn, 0)
 	s.unsentTotal -= cn.unsent
-	delete(s.partials, cn)
+	s.setPartial(cn, 0)
 	delete(s.outBlocked, cn)
 	delete(s.conns, cn.id)
 	if s.lastConn == cn {
