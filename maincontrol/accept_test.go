@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/syncbuf"
 )
 
 // failingListener is a real loopback listener whose Accept first fails
@@ -46,31 +48,13 @@ func (l *failingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// syncBuffer is a log sink safe for the acceptor's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // Out of descriptors, accept fails; the acceptor waits, logs once and
 // accepts again, where gnet's own acceptor would end the engine.
 func TestAcceptor_SurvivesEMFILE(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ln := &failingListener{Listener: inner, fails: 4}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	got := make(chan []int, 1)
 	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&logs, nil)), func(c net.Conn) error {
 		_ = c.Close()
@@ -103,7 +87,7 @@ func TestAcceptor_HandOverFails(t *testing.T) {
 	require.NoError(t, err)
 	var handOvers atomic.Int32
 	handed := make(chan int, 2)
-	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)), func(c net.Conn) error {
+	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&syncbuf.Buffer{}, nil)), func(c net.Conn) error {
 		_ = c.Close()
 		n := int(handOvers.Add(1))
 		handed <- n
@@ -132,7 +116,7 @@ func TestAcceptor_CloseDuringBackoff(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ln := &failingListener{Listener: inner, fails: 1 << 30}
-	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)), func(c net.Conn) error {
+	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&syncbuf.Buffer{}, nil)), func(c net.Conn) error {
 		return c.Close()
 	})
 	go a.run()
@@ -155,7 +139,7 @@ func TestAcceptor_CloseGivesUpOnAStuckHandOver(t *testing.T) {
 	require.NoError(t, err)
 	stuck, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)), func(c net.Conn) error {
+	a := newAcceptor(ln, slog.New(slog.NewTextHandler(&syncbuf.Buffer{}, nil)), func(c net.Conn) error {
 		close(stuck)
 		<-release
 		return c.Close()

@@ -103,16 +103,7 @@ func TestMaincontrol_OpenFileLimit(t *testing.T) {
 		_ = c.Close()
 	}
 	conns = nil
-	require.Eventually(t, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		m, err := wire.NewReader(c, 0).ReadMessage()
-		return err == nil && m.Type() == "welcome"
-	}, 10*time.Second, 100*time.Millisecond, "serves again once the flood is gone")
+	requireWelcomes(t, addr, "serves again once the flood is gone")
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + httpAddr + "/healthz")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
@@ -226,6 +217,15 @@ func TestMaincontrol_ConnectionFlood(t *testing.T) {
 	}
 	held = nil
 	mu.Unlock()
+	requireWelcomes(t, addr, "serves again once the flood is gone")
+	assert.False(t, p.Exited(), "the main control stopped:\n%s", p.Output())
+	p.Signal(syscall.SIGTERM)
+	require.NoError(t, p.Wait(20*time.Second), p.Output())
+}
+
+// requireWelcomes waits until a new connection to addr is welcomed.
+func requireWelcomes(t *testing.T, addr, msg string) {
+	t.Helper()
 	require.Eventually(t, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
@@ -235,8 +235,5 @@ func TestMaincontrol_ConnectionFlood(t *testing.T) {
 		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		m, err := wire.NewReader(c, 0).ReadMessage()
 		return err == nil && m.Type() == "welcome"
-	}, 10*time.Second, 100*time.Millisecond, "serves again once the flood is gone")
-	assert.False(t, p.Exited(), "the main control stopped:\n%s", p.Output())
-	p.Signal(syscall.SIGTERM)
-	require.NoError(t, p.Wait(20*time.Second), p.Output())
+	}, 10*time.Second, 100*time.Millisecond, msg)
 }

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/syncbuf"
 )
 
 func tickServer(t *testing.T) *Server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := &Server{log: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}
+	s := &Server{log: slog.New(slog.NewTextHandler(&syncbuf.Buffer{}, nil))}
 	s.acceptor = newAcceptor(ln, s.log, func(c net.Conn) error { return c.Close() })
 	go s.acceptor.run()
 	t.Cleanup(func() { s.acceptor.close(time.Second) })
