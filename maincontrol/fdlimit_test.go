@@ -136,7 +136,9 @@ func TestMaincontrol_ConnectionFlood(t *testing.T) {
 	bin := testbin.Build(t)
 	addr := testbin.FreeAddr(t)
 	p := testbin.Start(t, "/bin/sh", nil, "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, limit),
-		bin, "maincontrol", "--listen", addr, "--data-dir", t.TempDir(), "--log-level", "info")
+		// The flood's connections never say hello: a handshake timeout
+		// longer than the test keeps them (and the port full) until the end.
+		bin, "maincontrol", "--listen", addr, "--data-dir", t.TempDir(), "--log-level", "info", "--handshake-timeout", "2m")
 	require.NoError(t, testbin.WaitWelcome(addr, 20*time.Second, nil), p.Output())
 
 	// A client keeps the event loop busy meanwhile, as real traffic
