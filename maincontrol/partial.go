@@ -53,11 +53,13 @@ func (s *Server) setPartial(cn *conn, n int) {
 // MaxPartialTotal, those that grew least recently until the rest fit.
 // gnet holds each one's partial frame, up to the max frame, for as long
 // as it stays open; a peer adding a byte now and then would dodge the
-// timeout alone. It looks a few times per timeout, not at every tick.
-// Called with s.mu held.
+// timeout alone. It looks a few times per timeout, and at every tick
+// while over the total (new connections can each bring a max frame
+// within a second). Called with s.mu held.
 func (s *Server) checkPartials() {
 	now := s.now()
-	if len(s.partials) == 0 || now.Sub(s.partialsSeen) < min(time.Second, s.cfg.FrameStallTimeout/4) {
+	crowded := s.partialTotal > s.cfg.MaxPartialTotal
+	if len(s.partials) == 0 || !crowded && now.Sub(s.partialsSeen) < min(time.Second, s.cfg.FrameStallTimeout/4) {
 		return
 	}
 	s.partialsSeen = now
@@ -72,7 +74,7 @@ func (s *Server) checkPartials() {
 		if now.Sub(cn.partialSince) >= s.cfg.FrameStallTimeout {
 			pick(cn, "frame left incomplete for "+s.cfg.FrameStallTimeout.String())
 			held -= cn.partial
-		} else if s.partialTotal > s.cfg.MaxPartialTotal {
+		} else if crowded {
 			rest = append(rest, cn)
 		}
 	}
