@@ -49,12 +49,18 @@ type Config struct {
 	MaxConns    int
 	MaxInflight int // replies awaiting disk per connection before reading pauses
 	// MaxOutbound is the unsent output one connection may hold before it
-	// is cut off; default max(16 MiB, 4*MaxFrame).
+	// is watched, and cut off unless it reads some within OutboundGrace
+	// (four times as much cuts it at once); default max(16 MiB,
+	// 4*MaxFrame).
 	MaxOutbound int
 	// MaxOutboundTotal is the unsent output all connections together may
-	// hold; past it the connections holding the most are cut off until
-	// they hold less. Default 8*MaxOutbound.
+	// hold; past it the connections holding the most are watched, and cut
+	// off if they do not catch up. Default 8*MaxOutbound.
 	MaxOutboundTotal int
+	// OutboundGrace is how long a connection holding too much unsent
+	// output has to send its peer some of it before it is cut off
+	// (outbound.go). Default 1 s.
+	OutboundGrace time.Duration
 	// MaxPausedInbound is what one connection may send while its reading
 	// is paused (more than MaxInflight replies awaiting disk) before it is
 	// refused and closed; default max(16 MiB, 2*MaxFrame). All paused
@@ -133,6 +139,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxPartialTotal == 0 {
 		c.MaxPartialTotal = max(64<<20, 16*c.Core.MaxFrame)
 	}
+	if c.OutboundGrace == 0 {
+		c.OutboundGrace = time.Second
+	}
 	if c.MaxOutboundTotal == 0 {
 		c.MaxOutboundTotal = 8 * c.MaxOutbound
 	}
@@ -150,7 +159,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.MaxPausedInbound < 1 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

@@ -30,15 +30,23 @@ type conn struct {
 	unsent int
 	// partial is the input buffered when last seen ending in an
 	// incomplete frame (0: none), counted in Server.partialTotal; it last
-	// made progress at partialSince. partialCut: checkPartials picked it
-	// (the reason), cut it off at its next turn unless it progressed.
-	partial      int
-	partialSince time.Time
-	partialCut   string
-	asked        bool // the latest OnTraffic handled a frame of the peer's (see noteUnsent)
-	// evictAt is unsent when relieveOutbound picked it to be cut (0: not
-	// picked): all connections held too much unsent output.
-	evictAt int
+	// made progress at partialSince. consumed is all the input its frames
+	// took. partialCut: checkPartials picked it (the reason), to be cut
+	// at partialDue unless partialNeed bytes arrived past partialMark
+	// (consumed+partial when picked).
+	partial                  int
+	partialSince, partialDue time.Time
+	partialCut               string
+	consumed                 int
+	partialMark, partialNeed int
+	asked                    bool // the latest OnTraffic handled a frame of the peer's (see notePartial)
+	// written is all it handed gnet to send; watchSince (zero: not
+	// watched), watchUnsent and watchWritten are the time, unsent and
+	// written when it was last watched for its unsent output
+	// (outbound.go).
+	written                   int
+	watchSince                time.Time
+	watchUnsent, watchWritten int
 }
 
 // heldFrame is a frame (or a close, when close is set) waiting until the

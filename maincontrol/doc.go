@@ -40,9 +40,9 @@
 //
 // A frame header announcing more than --max-frame is answered with
 // frame_too_large and the connection closed before any payload is read. A
-// connection whose unsent output passes MaxOutbound (a peer that stopped
-// reading) is closed, and when all of them hold more than
-// MaxOutboundTotal, those holding the most (outbound.go). A connection with more than --max-inflight replies
+// connection whose unsent output passes MaxOutbound, or one of those
+// holding the most when all hold more than MaxOutboundTotal, is closed
+// unless its peer reads some of it within OutboundGrace (outbound.go). A connection with more than --max-inflight replies
 // awaiting disk is not read until they are released. --max-conns bounds
 // connections, lowered at start (with a warning) to what the open-file
 // limit holds besides the descriptors the main control needs itself. The

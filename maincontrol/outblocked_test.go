@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/stretchr/testify/assert"
@@ -61,7 +62,7 @@ func TestOutbound_BlockedWaitsForTheTick(t *testing.T) {
 
 	c.unsent = s.cfg.MaxOutbound / 4 // its share, under its own cap
 	s.mu.Lock()
-	s.noteUnsent(cn, c.unsent)
+	s.noteUnsent(cn, c.unsent, 0)
 	s.unsentTotal += s.cfg.MaxOutboundTotal // the other peers' share
 	s.mu.Unlock()
 	for range 1000 {
@@ -81,41 +82,88 @@ func TestOutbound_BlockedWaitsForTheTick(t *testing.T) {
 	assert.Positive(t, c.written, "hello_ok and stats answered")
 }
 
-// Past the total, a peer is cut as it asks for more while holding its
-// share; one that only receives (an executor sent tasks) is left for the
-// tick to pick among those holding the most.
+// A connection over its share of unsent output is watched, and cut only
+// if it has not sent its peer enough of it by the end of the grace; past
+// four times its cap it is cut at once.
 func TestOutbound_NoteUnsent(t *testing.T) {
-	cfg, err := Config{}.withDefaults()
+	clock := &core.ManualClock{T: time.Unix(1_700_000_000, 0)}
+	cfg, err := Config{Core: core.Config{Clock: clock}}.withDefaults()
 	require.NoError(t, err)
-	share := cfg.MaxOutbound / 4
+	capB, grace := cfg.MaxOutbound, cfg.OutboundGrace
+	type step struct {
+		after   time.Duration // since the first step
+		unsent  int           // gnet's count after the write
+		wrote   int           // handed to gnet in this turn
+		cut     bool
+		watched bool
+	}
 	cases := []struct {
-		name          string
-		over, asked   bool
-		before, after int
-		picked        int
-		cut           bool
+		name  string
+		total int // the other connections' unsent
+		steps []step
 	}{
-		{"under the total", false, true, 0, share, 0, false},
-		{"asks while holding its share", true, true, 0, share, 0, true},
-		{"only receives", true, false, 0, share, 0, false},
-		{"asks, holding little", true, true, 0, cfg.MaxOutbound / 16, 0, false},
-		{"asks, but sent some", true, true, share, share / 2, 0, false},
-		{"picked and still holding", true, false, share, share, share, true},
-		{"picked and caught up", true, false, share, share / 4, share, false},
-		{"past its own cap", false, false, 0, cfg.MaxOutbound + 1, 0, true},
+		{"under its cap", 0, []step{{0, capB, capB, false, false}}},
+		{"over its cap, within the grace", 0, []step{
+			{0, capB + 1, capB + 1, false, true},
+			{grace / 2, capB + 1, 0, false, true}}},
+		{"over its cap, sent nothing", 0, []step{
+			{0, capB + 1, capB + 1, false, true},
+			{grace, capB + 1, 0, true, false}}},
+		{"over its cap, reading", 0, []step{
+			{0, capB + 1, capB + 1, false, true},
+			{grace, capB + 1 - outboundMinDrain, 0, false, false}}},
+		{"reading, still over its cap", 0, []step{
+			{0, capB + outboundMinDrain + 1, capB + outboundMinDrain + 1, false, true},
+			{grace, capB + 1, 0, false, true}}},
+		{"reading while more is sent to it", 0, []step{
+			{0, capB + 1, capB + 1, false, true},
+			{grace, capB + 1, outboundMinDrain, false, true}}},
+		{"caught up", 0, []step{
+			{0, capB + 1, capB + 1, false, true},
+			{grace, 0, 0, false, false}}},
+		{"past four times its cap", 0, []step{{0, 4*capB + 1, 4*capB + 1, true, false}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{cfg: cfg}
-			cn := &conn{unsent: tc.before, evictAt: tc.picked, asked: tc.asked}
-			s.unsentTotal = tc.before
-			if tc.over {
-				s.unsentTotal += cfg.MaxOutboundTotal
+			s := &Server{cfg: cfg, watched: map[*conn]struct{}{}}
+			s.unsentTotal = tc.total
+			cn := &conn{}
+			start := clock.T
+			for i, st := range tc.steps {
+				clock.T = start.Add(st.after)
+				assert.Equal(t, st.cut, s.noteUnsent(cn, st.unsent, st.wrote) != "", "step %d cut", i)
+				_, watched := s.watched[cn]
+				assert.Equal(t, st.watched, watched, "step %d watched", i)
 			}
-			assert.Equal(t, tc.cut, s.noteUnsent(cn, tc.after) != "")
-			assert.Zero(t, cn.evictAt, "a pick is used once")
 		})
 	}
+}
+
+// Past the total, the connections holding the most are watched until the
+// rest would fit; one that reads by the end of the grace is spared.
+func TestOutbound_RelieveWatchesTheHeaviest(t *testing.T) {
+	clock := &core.ManualClock{T: time.Unix(1_700_000_000, 0)}
+	cfg, err := Config{Core: core.Config{Clock: clock}, MaxOutboundTotal: 10 << 20}.withDefaults()
+	require.NoError(t, err)
+	s := &Server{cfg: cfg, conns: map[core.PeerID]*conn{}, watched: map[*conn]struct{}{}}
+	var cs []*conn
+	for i, mib := range []int{1, 6, 2, 5} { // 14 MiB against 10
+		cn := &conn{id: core.PeerID(i + 1)}
+		s.conns[cn.id] = cn
+		s.noteUnsent(cn, mib<<20, mib<<20)
+		cs = append(cs, cn)
+	}
+	s.relieveOutbound()
+	watched := func(cn *conn) bool { _, ok := s.watched[cn]; return ok }
+	assert.True(t, watched(cs[1]), "the heaviest")
+	assert.False(t, watched(cs[0]) || watched(cs[2]) || watched(cs[3]), "only until the rest fit")
+
+	clock.T = clock.T.Add(cfg.OutboundGrace)
+	s.relieveOutbound() // still over: 6 MiB watched leaves 8 of 14, under 10
+	assert.True(t, cs[1].queued, "woken to be judged at the end of its grace")
+	assert.False(t, watched(cs[3]))
+	assert.Empty(t, s.noteUnsent(cs[1], 5<<20, 0), "it sent 1 MiB: spared")
+	assert.Empty(t, s.noteUnsent(cs[3], 5<<20, 0), "not watched: not judged")
 }
 
 // Once the log is closed (a stop under way, or an event loop gone), a

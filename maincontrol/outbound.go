@@ -2,74 +2,126 @@ package maincontrol
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"time"
 )
 
+// Unsent output. A peer that does not read would make the server hold its
+// replies (and the tasks and done frames sent to it) without bound, so a
+// connection is watched while it holds more than MaxOutbound, and while
+// all connections together hold more than MaxOutboundTotal the ones
+// holding the most are watched too. A watched connection that has not
+// sent its peer at least outboundMinDrain (or half of what it held) by the
+// end of OutboundGrace is cut off; one that has is spared, as reading
+// peers are (a burst of big tasks to a 64-slot executor, a client's done
+// replies, a slow but steady reader). One past 4*MaxOutbound is cut at
+// once. Meanwhile a connection over its share is not read (readFrames),
+// so that it asks for no more until it catches up.
+
+// outboundMinDrain is what a watched connection must have sent its peer
+// within OutboundGrace to be spared: a reader slower than this, while the
+// server holds too much for it, is cut.
+const outboundMinDrain = 256 << 10
+
 // noteUnsent records that gnet holds unsent bytes for cn after its
-// latest write, and says why cn must be cut off ("" if it need not): it
-// holds more than MaxOutbound; or all connections together hold too much
-// and either it was picked by relieveOutbound and has not sent even half
-// of what it held then, or it asked for more (this round handled its
-// requests) while holding an eighth of MaxOutbound. The second cuts a
-// flood of idle peers asking for big replies as it comes, not a tick
-// later with their replies built; a peer that only receives (an executor
-// sent tasks, a client its done replies) is left to relieveOutbound,
-// which picks those holding the most. While over the total, readFrames
-// also stops reading a connection holding an eighth of MaxOutbound.
-// Called with s.mu held, on cn's event loop: gnet's count of a
-// connection is only read there.
-func (s *Server) noteUnsent(cn *conn, unsent int) string {
-	grew := unsent > cn.unsent
+// latest write (wrote: bytes handed to gnet by it), starts watching cn
+// when it holds more than MaxOutbound, and says why cn must be cut off
+// ("" if it need not). Called with s.mu held, on cn's event loop: gnet's
+// count of a connection is only read there.
+func (s *Server) noteUnsent(cn *conn, unsent, wrote int) string {
 	s.unsentTotal += unsent - cn.unsent
 	cn.unsent = unsent
-	picked := cn.evictAt
-	cn.evictAt = 0
-	over := s.unsentTotal > s.cfg.MaxOutboundTotal
-	switch {
-	case unsent > s.cfg.MaxOutbound:
-		return "peer is not reading"
-	case over && picked > 0 && unsent >= picked/2,
-		over && cn.asked && grew && unsent > s.cfg.MaxOutbound/8:
-		return "peer is not reading while all peers hold too much unsent output"
+	cn.written += wrote
+	if unsent > 4*s.cfg.MaxOutbound {
+		return fmt.Sprintf("peer is not reading: %d bytes unsent", unsent)
+	}
+	now := s.now()
+	if cn.watchSince.IsZero() {
+		if unsent > s.cfg.MaxOutbound {
+			s.watch(cn, now)
+		}
+		return ""
+	}
+	if now.Sub(cn.watchSince) < s.cfg.OutboundGrace {
+		return ""
+	}
+	// What gnet handed the kernel since the watch began: what was
+	// written to it, less what it still holds of that.
+	sent := (cn.written - cn.watchWritten) - (unsent - cn.watchUnsent)
+	held, since := cn.watchUnsent, cn.watchSince
+	s.unwatch(cn)
+	if sent < min(outboundMinDrain, held/2) && (unsent > s.cfg.MaxOutbound || s.unsentTotal > s.cfg.MaxOutboundTotal) {
+		return fmt.Sprintf("peer is not reading: sent %d of %d unsent bytes in %v", max(sent, 0), held, now.Sub(since).Round(time.Millisecond))
+	}
+	if unsent > s.cfg.MaxOutbound {
+		s.watch(cn, now) // reading, but still over: another round
 	}
 	return ""
 }
 
-// relieveOutbound picks, when all connections together hold more unsent
-// output than MaxOutboundTotal, those holding the most until the rest
-// would fit, and wakes them: their own event loop looks again and cuts
-// those that have not caught up (noteUnsent). Each connection is kept
-// under MaxOutbound, but many idle ones that asked for large replies and
-// never read would otherwise hold that much each for as long as they
-// like. The counts are as of each connection's latest write, so a peer
-// that has read since is spared when woken. Called with s.mu held, at
-// each tick; it scans the connections only while over the total.
+func (s *Server) watch(cn *conn, now time.Time) {
+	cn.watchSince, cn.watchUnsent, cn.watchWritten = now, cn.unsent, cn.written
+	s.watched[cn] = struct{}{}
+}
+
+func (s *Server) unwatch(cn *conn) {
+	cn.watchSince = time.Time{}
+	delete(s.watched, cn)
+}
+
+// relieveOutbound runs at each tick. While all connections together hold
+// more unsent output than MaxOutboundTotal, it watches those holding the
+// most, beyond those already watched, until the rest would fit; and it
+// wakes the watched connections whose grace is over, so that their own
+// event loop judges them (noteUnsent) even if their peer sends nothing.
+// It scans the connections only while over the total. Called with s.mu
+// held.
 func (s *Server) relieveOutbound() {
-	if s.unsentTotal <= s.cfg.MaxOutboundTotal {
+	now := s.now()
+	for cn := range s.watched {
+		if cn.dead {
+			delete(s.watched, cn)
+		} else if now.Sub(cn.watchSince) >= s.cfg.OutboundGrace {
+			s.markDirty(cn)
+		}
+	}
+	over := s.unsentTotal - s.cfg.MaxOutboundTotal
+	for cn := range s.watched {
+		over -= cn.unsent
+	}
+	if over <= 0 {
 		return
 	}
 	var heavy []*conn
 	for _, cn := range s.conns {
-		if cn.unsent > 0 && cn.evictAt == 0 && !cn.dead {
+		if cn.unsent > 0 && cn.watchSince.IsZero() && !cn.dead {
 			heavy = append(heavy, cn)
 		}
 	}
 	slices.SortFunc(heavy, func(a, b *conn) int { return cmp.Compare(b.unsent, a.unsent) })
-	over := s.unsentTotal - s.cfg.MaxOutboundTotal
 	for _, cn := range heavy {
 		if over <= 0 {
 			break
 		}
-		cn.evictAt = cn.unsent
+		s.watch(cn, now)
 		over -= cn.unsent
-		s.markDirty(cn)
 	}
 }
 
+// overShare reports whether readFrames should stop reading cn's requests:
+// pending (its round's replies plus what gnet holds) passes MaxOutbound,
+// or a sixty-fourth of it while all connections together hold more than
+// MaxOutboundTotal. Called with s.mu held.
+func (s *Server) overShare(cn *conn, pending int) bool {
+	return pending > s.cfg.MaxOutbound ||
+		pending > s.cfg.MaxOutbound/64 && s.unsentTotal+len(cn.out) > s.cfg.MaxOutboundTotal
+}
+
 // wakeBlocked wakes, at each tick, the connections readFrames stopped
-// reading because all connections held too much unsent output and they
-// held their share: each looks again, on its own loop, at what it holds
-// now. Called with s.mu held.
+// reading for their unsent output: each looks again, on its own loop, at
+// what it holds now (gnet says nothing when a peer reads). Called with
+// s.mu held.
 func (s *Server) wakeBlocked() {
 	for cn := range s.outBlocked {
 		delete(s.outBlocked, cn)

@@ -7,30 +7,54 @@ import (
 	"github.com/panjf2000/gnet/v2"
 )
 
+// Incomplete frames. gnet holds each connection's partial frame, up to the
+// max frame, for as long as the connection stays open, so checkPartials
+// picks connections to judge: one whose frame made no progress for
+// FrameStallTimeout (judged at once: cut unless it progressed since), and,
+// while all connections together hold more than MaxPartialTotal, those
+// whose frame grew least recently (judged after partialGrace: cut unless
+// partialMinProgress more of it arrived). An uploader sending a big frame
+// steadily is spared; a peer adding a byte now and then is not. The grace
+// is short because a peer opening connections as fast as it can, each
+// with a max frame, holds about its rate times the grace.
+
+// A connection picked for crowding must receive partialMinProgress more
+// of its frame within partialGrace (16 KiB/s) to be spared.
+const (
+	partialGrace       = 250 * time.Millisecond
+	partialMinProgress = 4 << 10
+)
+
 // notePartial records whether cn's input ends in an incomplete frame
 // once readFrames is done with it (more: it stopped early, so what is
-// left may be whole frames), and cuts it off when checkPartials picked it
-// and it made no progress since. Progress is new bytes or a frame
-// handled (a wake without either is none). A paused or output-blocked
-// connection's input is held by the server, not left incomplete by the
-// peer. Called with s.mu held, on cn's event loop.
+// left may be whole frames), and judges it when checkPartials picked it
+// and its time came. Progress is new bytes or a frame handled (a wake
+// without either is none). A paused or output-blocked connection's input
+// is held by the server, not left incomplete by the peer. Called with
+// s.mu held, on cn's event loop.
 func (s *Server) notePartial(cn *conn, gc gnet.Conn, more bool) {
 	n := gc.InboundBuffered()
 	_, blocked := s.outBlocked[cn] // whole frames left unread on purpose
 	incomplete := !more && n > 0 && !blocked && !cn.paused && !cn.closing && !cn.dead
-	why := cn.partialCut
-	cn.partialCut = ""
+	now := s.now()
+	if why := cn.partialCut; why != "" && !now.Before(cn.partialDue) {
+		got := cn.consumed + n - cn.partialMark
+		cn.partialCut = ""
+		if incomplete && got < cn.partialNeed {
+			s.log.Info("frame left incomplete: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
+				"why", why, "buffered", n, "for", now.Sub(cn.partialSince).Round(time.Second))
+			s.setPartial(cn, 0)
+			s.cutOff(cn, gc, why)
+			return
+		}
+	}
 	switch {
 	case !incomplete:
+		cn.partialCut = ""
 		s.setPartial(cn, 0)
 	case n != cn.partial || cn.asked:
 		s.setPartial(cn, n)
-		cn.partialSince = s.now()
-	case why != "":
-		s.log.Info("frame left incomplete: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
-			"why", why, "buffered", n, "for", s.now().Sub(cn.partialSince).Round(time.Second))
-		s.setPartial(cn, 0)
-		s.cutOff(cn, gc, why)
+		cn.partialSince = now
 	}
 }
 
@@ -46,16 +70,11 @@ func (s *Server) setPartial(cn *conn, n int) {
 	}
 }
 
-// checkPartials picks connections to cut off for their incomplete frames
-// and wakes them, so that their own event loop cuts those that made no
-// progress meanwhile (notePartial): those whose frame has not grown for
-// FrameStallTimeout, and, while all of them together hold more than
-// MaxPartialTotal, those that grew least recently until the rest fit.
-// gnet holds each one's partial frame, up to the max frame, for as long
-// as it stays open; a peer adding a byte now and then would dodge the
-// timeout alone. It looks a few times per timeout, and at every tick
-// while over the total (new connections can each bring a max frame
-// within a second). Called with s.mu held.
+// checkPartials picks connections to judge for their incomplete frames
+// (see above) and wakes those whose time came, so that their own event
+// loop judges them (notePartial). It looks a few times per timeout, and
+// at every tick while over the total (new connections can each bring a
+// max frame within a second). Called with s.mu held.
 func (s *Server) checkPartials() {
 	now := s.now()
 	crowded := s.partialTotal > s.cfg.MaxPartialTotal
@@ -63,18 +82,24 @@ func (s *Server) checkPartials() {
 		return
 	}
 	s.partialsSeen = now
-	pick := func(cn *conn, why string) {
-		delete(s.partials, cn) // back if it makes progress
-		cn.partialCut = why
-		s.markDirty(cn)
+	pick := func(cn *conn, why string, due time.Time, need int) {
+		cn.partialCut, cn.partialDue, cn.partialNeed = why, due, need
+		cn.partialMark = cn.consumed + cn.partial
 	}
 	held := s.partialTotal
 	var rest []*conn
 	for cn := range s.partials {
-		if now.Sub(cn.partialSince) >= s.cfg.FrameStallTimeout {
-			pick(cn, "frame left incomplete for "+s.cfg.FrameStallTimeout.String())
+		switch {
+		case cn.partialCut != "":
 			held -= cn.partial
-		} else if crowded {
+			if !now.Before(cn.partialDue) {
+				s.markDirty(cn)
+			}
+		case now.Sub(cn.partialSince) >= s.cfg.FrameStallTimeout:
+			pick(cn, "frame left incomplete for "+s.cfg.FrameStallTimeout.String(), now, 1)
+			held -= cn.partial
+			s.markDirty(cn)
+		case crowded:
 			rest = append(rest, cn)
 		}
 	}
@@ -86,7 +111,7 @@ func (s *Server) checkPartials() {
 		if held <= s.cfg.MaxPartialTotal {
 			break
 		}
-		pick(cn, "too much held in incomplete frames")
+		pick(cn, "too much held in incomplete frames", now.Add(partialGrace), partialMinProgress)
 		held -= cn.partial
 	}
 }

@@ -53,7 +53,8 @@ type Server struct {
 	unsentTotal    int                // gnet's unsent output over all connections (conn.unsent)
 	partials       map[*conn]struct{} // connections holding an incomplete frame (conn.partial)
 	partialTotal   int                // bytes of incomplete frames over all connections
-	outBlocked     map[*conn]struct{} // not read while all hold too much unsent output (readFrames)
+	outBlocked     map[*conn]struct{} // not read for their unsent output (readFrames)
+	watched        map[*conn]struct{} // judged for their unsent output after OutboundGrace (outbound.go)
 	partialsSeen   time.Time          // when checkPartials last looked
 	refusals       refusalLog
 
@@ -87,7 +88,8 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn),
-		partials: make(map[*conn]struct{}), outBlocked: make(map[*conn]struct{})}
+		partials: make(map[*conn]struct{}), outBlocked: make(map[*conn]struct{}),
+		watched: make(map[*conn]struct{})}
 	s.dec.MaxFrame = cfg.Core.MaxFrame
 	s.metrics = newServerMetrics(s)
 	if cfg.Core.Observer == nil {
@@ -268,6 +270,7 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	s.unsentTotal -= cn.unsent
 	s.setPartial(cn, 0)
 	delete(s.outBlocked, cn)
+	delete(s.watched, cn)
 	delete(s.conns, cn.id)
 	if s.lastConn == cn {
 		s.lastConn = nil
@@ -308,14 +311,13 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	if len(out) > 0 && len(cn.spare) == 0 && cap(out) <= 1<<20 {
 		cn.spare = out[:0] // reuse the buffer: gnet copied what it could not send
 	}
-	cut := s.noteUnsent(cn, gc.OutboundBuffered())
+	cut := s.noteUnsent(cn, gc.OutboundBuffered(), len(out))
 	s.mu.Unlock()
 	if closeNow {
 		return gnet.Close
 	}
 	if cut != "" {
-		s.log.Warn(cut+": connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
-			"unsent_bytes", gc.OutboundBuffered())
+		s.log.Warn("connection closed: "+cut, "peer", cn.id, "remote", gc.RemoteAddr())
 		return gnet.Close
 	}
 	if more {
@@ -325,12 +327,12 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 }
 
 // readFrames handles whole frames until only a partial frame is left. It
-// stops early, returning true, once this round's replies and what gnet
-// still holds unsent pass MaxOutbound (an eighth of it while all
-// connections hold more than MaxOutboundTotal): a burst of small requests
-// with large replies must not make one call buffer unbounded output (and
-// stall the loop) before the outbound caps are checked, nor pile a
-// round's worth on top of a full buffer. It also stops after Config.ReadBudget, so
+// stops early once this round's replies and what gnet still holds unsent
+// pass the connection's share (overShare): a burst of small requests with
+// large replies must not make one call buffer unbounded output (and stall
+// the loop), nor pile a round's worth on top of a full buffer. It returns
+// true when its replies are to be written before it reads on, false when
+// only the peer's reading can let it go on (the tick looks again). It also stops after Config.ReadBudget, so
 // that one connection's pipelined burst cannot hold the core (and the
 // ticker, and every other connection) for seconds: an executor whose
 // heartbeats wait unread behind it would be declared lost.
@@ -339,19 +341,15 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	defer s.core.ReleaseClock()
 	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
 	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
-		pending := len(cn.out) + gc.OutboundBuffered()
-		if pending > s.cfg.MaxOutbound {
-			return true
-		}
-		if pending > s.cfg.MaxOutbound/8 && s.unsentTotal+len(cn.out) > s.cfg.MaxOutboundTotal {
+		if s.overShare(cn, len(cn.out)+gc.OutboundBuffered()) {
 			if len(cn.out) == 0 {
-				// Only the peer's reading (or an eviction) can change
-				// this, and gnet says nothing when it reads: look again
-				// at the next tick rather than wake at once, in a loop.
+				// Only the peer's reading can change this, and gnet
+				// says nothing when it reads: look again at the next
+				// tick rather than wake at once, in a loop.
 				s.outBlocked[cn] = struct{}{}
 				return false
 			}
-			return true
+			return true // write this round's replies first
 		}
 		if n%readBudgetCheck == 0 {
 			if start.IsZero() {
@@ -403,6 +401,7 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 		}
 		s.core.Handle(cn.id, m)
 		cn.asked = true
+		cn.consumed += n
 		_, _ = gc.Discard(n)
 	}
 	return false
