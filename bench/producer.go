@@ -196,7 +196,7 @@ func (p *producer) reply(m *wire.Message) int64 {
 		return 1
 	case "error":
 		p.errs.Add(1)
-		p.codes[m.Value("code")]++
+		p.codes[strings.Clone(m.Value("code"))]++ // the value borrows the read buffer
 		if m.Has("req") {
 			return 1
 		}

@@ -107,3 +107,17 @@ func waitConnections(t *testing.T, cl *rawPeer, n int, logs *syncbuf.Buffer) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The unsent output all peers hold is a gauge, so that an operator sees
+// the server near its total.
+func TestOutbound_UnsentGauge(t *testing.T) {
+	httpAddr := freeAddr(t)
+	addr, _, logs := blobServer(t, maincontrol.Config{HTTPListen: httpAddr})
+	askAndStall(t, addr, 40) // 10 MiB: more than the kernel's buffers take, under the 16 MiB cap
+	unsentRE := regexp.MustCompile(`\napollo11_unsent_bytes (\S+)\n`)
+	require.Eventually(t, func() bool {
+		m := unsentRE.FindStringSubmatch(httpGet(t, "http://"+httpAddr+"/metrics"))
+		return m != nil && m[1] != "0"
+	}, 10*time.Second, 20*time.Millisecond, logs.String())
+	assert.Contains(t, httpGet(t, "http://"+httpAddr+"/metrics"), "\napollo11_incomplete_frame_bytes 0\n")
+}
