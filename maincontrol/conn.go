@@ -39,7 +39,6 @@ type conn struct {
 	partialCut               string
 	consumed                 int
 	partialMark, partialNeed int
-	asked                    bool // the latest OnTraffic handled a frame of the peer's (see notePartial)
 	// written is all it handed gnet to send; watchSince (zero: not
 	// watched), watchUnsent and watchWritten are the time, unsent and
 	// written when it was last watched for its unsent output

@@ -36,13 +36,13 @@ func (s *Server) noteUnsent(cn *conn, unsent, wrote int) string {
 	if unsent > 4*s.cfg.MaxOutbound {
 		return fmt.Sprintf("peer is not reading: %d bytes unsent", unsent)
 	}
-	now := s.now()
 	if cn.watchSince.IsZero() {
 		if unsent > s.cfg.MaxOutbound {
-			s.watch(cn, now)
+			s.watch(cn, s.now())
 		}
 		return ""
 	}
+	now := s.now()
 	if now.Sub(cn.watchSince) < s.cfg.OutboundGrace {
 		return ""
 	}
@@ -79,23 +79,19 @@ func (s *Server) unwatch(cn *conn) {
 // held.
 func (s *Server) relieveOutbound() {
 	now := s.now()
-	for cn := range s.watched {
-		if cn.dead {
-			delete(s.watched, cn)
-		} else if now.Sub(cn.watchSince) >= s.cfg.OutboundGrace {
-			s.markDirty(cn)
-		}
-	}
 	over := s.unsentTotal - s.cfg.MaxOutboundTotal
 	for cn := range s.watched {
-		over -= cn.unsent
+		over -= cn.unsent // already on its way to being judged
+		if now.Sub(cn.watchSince) >= s.cfg.OutboundGrace {
+			s.markDirty(cn)
+		}
 	}
 	if over <= 0 {
 		return
 	}
 	var heavy []*conn
 	for _, cn := range s.conns {
-		if cn.unsent > 0 && cn.watchSince.IsZero() && !cn.dead {
+		if cn.unsent > 0 && cn.watchSince.IsZero() {
 			heavy = append(heavy, cn)
 		}
 	}
@@ -123,10 +119,8 @@ func (s *Server) overShare(cn *conn, pending int) bool {
 // what it holds now (gnet says nothing when a peer reads). Called with
 // s.mu held.
 func (s *Server) wakeBlocked() {
-	for cn := range s.outBlocked {
+	for cn := range s.outBlocked { // OnClose takes the closed ones out
 		delete(s.outBlocked, cn)
-		if !cn.dead {
-			s.markDirty(cn)
-		}
+		s.markDirty(cn)
 	}
 }

@@ -27,13 +27,16 @@ const (
 
 // notePartial records whether cn's input ends in an incomplete frame
 // once readFrames is done with it (more: it stopped early, so what is
-// left may be whole frames), and judges it when checkPartials picked it
+// left may be whole frames; handled: it handled a frame), and judges it when checkPartials picked it
 // and its time came. Progress is new bytes or a frame handled (a wake
 // without either is none). A paused or output-blocked connection's input
 // is held by the server, not left incomplete by the peer. Called with
 // s.mu held, on cn's event loop.
-func (s *Server) notePartial(cn *conn, gc gnet.Conn, more bool) {
+func (s *Server) notePartial(cn *conn, gc gnet.Conn, more, handled bool) {
 	n := gc.InboundBuffered()
+	if n == 0 && cn.partial == 0 && cn.partialCut == "" {
+		return // the usual turn: nothing left over, nothing to judge
+	}
 	_, blocked := s.outBlocked[cn] // whole frames left unread on purpose
 	incomplete := !more && n > 0 && !blocked && !cn.paused && !cn.closing && !cn.dead
 	now := s.now()
@@ -52,7 +55,7 @@ func (s *Server) notePartial(cn *conn, gc gnet.Conn, more bool) {
 	case !incomplete:
 		cn.partialCut = ""
 		s.setPartial(cn, 0)
-	case n != cn.partial || cn.asked:
+	case n != cn.partial || handled:
 		s.setPartial(cn, n)
 		cn.partialSince = now
 	}

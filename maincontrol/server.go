@@ -290,9 +290,9 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	s.mu.Lock()
-	cn.asked = false
+	consumed := cn.consumed
 	more := s.readFrames(cn, gc)
-	s.notePartial(cn, gc, more)
+	s.notePartial(cn, gc, more, cn.consumed != consumed)
 	if s.sinceSnapshot >= s.cfg.SnapshotEvery {
 		// At the count, not at the next tick: under load a tick's worth
 		// of records is far more than --snapshot-every.
@@ -330,12 +330,13 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 // stops early once this round's replies and what gnet still holds unsent
 // pass the connection's share (overShare): a burst of small requests with
 // large replies must not make one call buffer unbounded output (and stall
-// the loop), nor pile a round's worth on top of a full buffer. It returns
-// true when its replies are to be written before it reads on, false when
-// only the peer's reading can let it go on (the tick looks again). It also stops after Config.ReadBudget, so
-// that one connection's pipelined burst cannot hold the core (and the
-// ticker, and every other connection) for seconds: an executor whose
-// heartbeats wait unread behind it would be declared lost.
+// the loop), nor pile a round's worth on top of a full buffer. It also
+// stops after Config.ReadBudget, so that one connection's pipelined burst
+// cannot hold the core (and the ticker, and every other connection) for
+// seconds: an executor whose heartbeats wait unread behind it would be
+// declared lost. It returns true when it is to read on once its replies
+// are written, false when only the peer's reading can let it go on (the
+// tick looks again) or nothing whole is left.
 func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	s.core.HoldClock()
 	defer s.core.ReleaseClock()
@@ -400,7 +401,6 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 			s.logFrame("in", cn, frame[wire.HeaderLen:])
 		}
 		s.core.Handle(cn.id, m)
-		cn.asked = true
 		cn.consumed += n
 		_, _ = gc.Discard(n)
 	}
