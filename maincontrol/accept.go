@@ -49,7 +49,7 @@ type acceptor struct {
 	handOver func(c net.Conn) error
 	slots    chan struct{}  // one per hand-over under way
 	handing  sync.WaitGroup // hand-overs under way
-	stop     chan struct{}  // closed by close: a backoff waits no more
+	stop     chan struct{}  // closed by abandon: a backoff waits no more
 	done     chan struct{}  // closed when run returns
 
 	mu      sync.Mutex

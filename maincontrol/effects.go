@@ -1,9 +1,10 @@
 package maincontrol
 
 import (
+	"math"
+
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/wire"
-	"math"
 )
 
 // The Server is the core's Effects. These methods run with s.mu held, on

@@ -12,10 +12,10 @@ const httpMaxConns = 32
 
 // fdReserve is the file descriptors the main control needs besides its
 // peers' connections: the listeners, each event loop's epoll and eventfd,
-// the log's segment and directory, a
-// snapshot being written and the one being read, the lock file, the HTTP
-// port's connections, stdio and the Go runtime's own, and the connections
-// being handed to an event loop with their duplicates (accept.go).
+// the log's segment and directory, a snapshot being written and the one
+// being read, the lock files, the HTTP port's connections, stdio and the
+// Go runtime's own, and the connections being handed to an event loop
+// with their duplicates (accept.go).
 func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 2*maxHandOvers }
 
 // fitMaxConns lowers maxConns so that every connection it allows, and the

@@ -9,10 +9,12 @@ import "time"
 const tickMisses = 10
 
 // watchTicks returns a channel closed when gnet's ticker stops calling
-// OnTick while this process runs, looking every so often. The ticker ends when an event loop
-// ends on an error, and gnet's Client, which runs the loops (accept.go),
-// gives no other sign of it: without this, the connections on that loop
-// would hang while the main control looked alive.
+// OnTick while this process runs, looking every so often; it stops
+// looking when the acceptor stops (a stop under way). The ticker ends
+// when an event loop ends on an error, and gnet's Client, which runs the
+// loops (accept.go), gives no other sign of it: without this, the
+// connections on that loop would hang while the main control looked
+// alive.
 func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 	died := make(chan struct{})
 	go func() {
