@@ -25,7 +25,9 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := f.config(stderr)
+	sink := f.log.daemonSink(stderr)
+	defer closeSink(sink)
+	cfg, err := f.config(sink)
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,9 @@ func runExecutor(args []string, _, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	logger, err := f.log.logger(stderr)
+	sink := f.log.daemonSink(stderr)
+	defer closeSink(sink)
+	logger, err := f.log.logger(sink)
 	if err != nil {
 		return usageError(err, false)
 	}

@@ -185,6 +185,14 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 }
 
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	h, err := l.handler(w)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(h), nil
+}
+
+func (l *logFlags) handler(w io.Writer) (slog.Handler, error) {
 	// Keywords are taken in any case, as --log-level always was (slog's
 	// parser ignores case): --log-format JSON was refused.
 	format := strings.ToLower(l.format)
@@ -195,10 +203,10 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.NewTextHandler(w, opts), nil
 	case "json":
 		opts.ReplaceAttr = durationText
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.NewJSONHandler(w, opts), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
 }

@@ -82,13 +82,14 @@ func (f *maincontrolFlags) checkPositive() error {
 		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval))
 }
 
-// config turns the flags into a maincontrol.Config.
-func (f *maincontrolFlags) config(stderr io.Writer) (maincontrol.Config, error) {
+// config turns the flags into a maincontrol.Config whose logger writes
+// to logTo.
+func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 	var cfg maincontrol.Config
 	if err := firstErr(checkListenFlag(f.listen), f.checkPositive()); err != nil {
 		return cfg, usageError(err, false)
 	}
-	logger, err := f.log.logger(stderr)
+	logger, err := f.log.logger(logTo)
 	if err != nil {
 		return cfg, usageError(err, false)
 	}
@@ -126,7 +127,9 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := f.config(stderr)
+	sink := f.log.daemonSink(stderr)
+	defer closeSink(sink)
+	cfg, err := f.config(sink)
 	if err != nil {
 		return err
 	}
