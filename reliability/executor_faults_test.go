@@ -152,7 +152,7 @@ func (c *execCluster) finish(fig *figure) {
 	waitDrained(c.t, c.mc.Addr, nil, 60*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	accepted := acceptedResults(parseLog(c.mc.Output()))
+	accepted := c.acceptedLogged(5 * time.Second)
 	for _, id := range c.tasks {
 		ts, err := c.cl.Query(ctx, id)
 		if err != nil || ts.State != "succeeded" {
@@ -169,6 +169,28 @@ func (c *execCluster) finish(fig *figure) {
 	}
 	fig.tasks += len(c.tasks)
 	fig.confirmed += len(c.tasks)
+}
+
+// acceptedLogged counts the accepted results in the main control's log
+// once every task has one there, or at the deadline: the log goes out
+// through a buffer (internal/logsink), so its last lines may follow the
+// tasks' ends by a moment.
+func (c *execCluster) acceptedLogged(wait time.Duration) map[uint64]int {
+	deadline := time.Now().Add(wait)
+	for {
+		accepted := acceptedResults(parseLog(c.mc.Output()))
+		missing := false
+		for _, id := range c.tasks {
+			if accepted[id] == 0 {
+				missing = true
+				break
+			}
+		}
+		if !missing || time.Now().After(deadline) {
+			return accepted
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestExecutor_Kill9 kills real executor processes with SIGKILL while
