@@ -85,6 +85,11 @@ type Config struct {
 
 	Core   core.Config
 	Logger *slog.Logger
+	// LogDropped, if set, counts the log records the logger's writer
+	// dropped because whoever reads the log fell behind (the daemon logs
+	// through internal/logsink): published as
+	// apollo11_log_records_dropped_total.
+	LogDropped func() uint64
 
 	// OnReady, if set, is called once recovery is done and the listener is
 	// up, with the address listened on.

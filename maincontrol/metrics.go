@@ -57,6 +57,10 @@ func newServerMetrics(s *Server) *serverMetrics {
 		}
 		return float64(n)
 	})
+	if s.cfg.LogDropped != nil {
+		r.CounterFunc("apollo11_log_records_dropped_total", "Log records dropped because the log's reader (stderr) fell behind; a notice line in the log says how many at each gap.",
+			func() float64 { return float64(s.cfg.LogDropped()) })
+	}
 	r.GaugeFunc("apollo11_connections", "Open connections.", func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -31,6 +31,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.LogDropped = sink.Dropped
 	// Every setting is checked, and the executors built, before the main
 	// control starts: a bad --executor-slots must not be found after it
 	// has opened the data dir and is listening.

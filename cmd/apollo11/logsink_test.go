@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,8 +31,8 @@ func TestMaincontrol_StderrNotRead(t *testing.T) {
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() }) // runs after the process is stopped: cleanups run last first
-	addr := testbin.FreeAddr(t)
-	cmd := exec.Command(bin, "maincontrol", "--listen", addr, "--data-dir", "", "--log-level", "debug")
+	addr, httpAddr := testbin.FreeAddr(t), testbin.FreeAddr(t)
+	cmd := exec.Command(bin, "maincontrol", "--listen", addr, "--data-dir", "", "--log-level", "debug", "--http-listen", httpAddr)
 	cmd.Stderr = w // an *os.File: the child writes the pipe itself, no copying goroutine drains it
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
@@ -68,6 +69,22 @@ func TestMaincontrol_StderrNotRead(t *testing.T) {
 		return err
 	})
 	assert.EqualValues(t, tasks, st.Tasks["pending"])
+	var metrics string
+	answered("metrics", func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		metrics = string(b)
+		return err
+	})
+	assert.Regexp(t, `\napollo11_log_records_dropped_total [1-9][0-9]*\n`, metrics, "the drops are counted where an operator looks")
 
 	// Now read: what the pipe and the buffer held comes out, then the
 	// notice of what did not fit, and the graceful stop's last lines.

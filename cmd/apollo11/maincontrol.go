@@ -133,6 +133,7 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.LogDropped = sink.Dropped
 	notifier := systemd.FromEnv()
 	cfg.OnReady = func(string) { logNotifyErr(cfg, notifier.Ready()) }
 	cfg.OnTick = func() { logNotifyErr(cfg, notifier.Watchdog(time.Now())) }
