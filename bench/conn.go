@@ -24,6 +24,10 @@ type frameConn struct {
 	dec        wire.Decoder
 	buf        []byte
 	start, end int
+	// rx, when not nil, reads with the kernel's receive timestamps, and
+	// arrived is that of the newest bytes of the last read.
+	rx      *rxStamper
+	arrived time.Time
 
 	wmu sync.Mutex
 }
@@ -48,7 +52,13 @@ func (f *frameConn) readBatch(fn func(m *wire.Message) error) error {
 		copy(nb, f.buf[:f.end])
 		f.buf = nb
 	}
-	n, err := f.c.Read(f.buf[f.end:])
+	var n int
+	var err error
+	if f.rx != nil {
+		n, f.arrived, err = f.rx.read(f.buf[f.end:])
+	} else {
+		n, err = f.c.Read(f.buf[f.end:])
+	}
 	f.end += n
 	for f.end > f.start {
 		m, used, derr := f.dec.Decode(f.buf[f.start:f.end])

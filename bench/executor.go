@@ -51,9 +51,9 @@ type RawExecutor struct {
 	hb   time.Duration
 
 	// Owned by the reading goroutine until Run returns.
-	dispatch, sentDispatch *Histogram
-	tl                     *timeline
-	out                    []byte
+	dispatch, sentDispatch, sentArrived *Histogram
+	tl                                  *timeline
+	out                                 []byte
 
 	tasks     atomic.Int64 // tasks received
 	lastTask  atomic.Int64 // Unix ns of the latest task
@@ -110,7 +110,7 @@ func DialExecutor(o ExecutorOptions) (*RawExecutor, error) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	return &RawExecutor{ID: o.ID, mode: o.Mode, fc: fc, hb: hb, dispatch: NewHistogram(), sentDispatch: NewHistogram(),
+	return &RawExecutor{ID: o.ID, mode: o.Mode, fc: fc, hb: hb, dispatch: NewHistogram(), sentDispatch: NewHistogram(), sentArrived: NewHistogram(),
 		tl: newTimeline(start), running: make(map[string]struct{})}, nil
 }
 
@@ -134,6 +134,7 @@ func (e *RawExecutor) Run(ctx context.Context) error {
 	defer func() { stopHB(); <-hbDone }()
 	defer e.fc.c.Close()
 	go e.heartbeats(hctx, hbDone)
+	e.fc.rx = newRxStamper(e.fc.c)
 	for {
 		err := e.fc.readBatch(e.handle)
 		if len(e.out) > 0 {
@@ -164,6 +165,9 @@ func (e *RawExecutor) handle(m *wire.Message) error {
 		}
 		if t, ok := wire.ParseInt(m.Value("arg.s")); ok {
 			e.sentDispatch.Record(now.UnixNano() - t)
+			if !e.fc.arrived.IsZero() {
+				e.sentArrived.Record(e.fc.arrived.UnixNano() - t)
+			}
 		}
 		id, ver := m.Value("task_id"), m.Value("version")
 		if e.OnTask != nil {

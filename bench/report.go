@@ -38,7 +38,11 @@ type Report struct {
 	// SentToDispatch is measured from when the submit was really written
 	// (open loop only): submit -> dispatch without the harness's lateness.
 	SentToDispatch Summary `json:"sent_to_dispatch"`
-	SubmitToDone   Summary `json:"submit_to_done"`
+	// SentToArrival ends when the task frame reached the executor's
+	// socket (the kernel's receive timestamp, Linux only), not when the
+	// harness's goroutine read it: the main control's part alone.
+	SentToArrival Summary `json:"sent_to_arrival"`
+	SubmitToDone  Summary `json:"submit_to_done"`
 
 	// ConnErrors counts the connections (producers' and raw executors')
 	// that failed during the run, and ConnError is the first failure: a
@@ -114,9 +118,11 @@ func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end ti
 		sub.merge(p.tlSubmit)
 		done.merge(p.tlDone)
 	}
+	arrived := NewHistogram()
 	for _, e := range fl.raw {
 		r.DispatchHist.Merge(e.dispatch)
 		r.SentDispatchHist.Merge(e.sentDispatch)
+		arrived.Merge(e.sentArrived)
 		disp.merge(e.tl)
 	}
 	if cfg.Wait {
@@ -139,6 +145,7 @@ func assemble(cfg Config, t *target, prods []*producer, fl *fleet, start, end ti
 	r.SubmitToAck = r.AckHist.Summarize()
 	r.SubmitToDispatch = r.DispatchHist.Summarize()
 	r.SentToDispatch = r.SentDispatchHist.Summarize()
+	r.SentToArrival = arrived.Summarize()
 	r.SubmitToDone = r.DoneHist.Summarize()
 	return r
 }
@@ -217,6 +224,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		openLoop bool // measured in open loop only: left out, not n/a, otherwise
 	}{{"intended -> sent", r.SendLag, true}, {"submit -> submitted", r.SubmitToAck, false},
 		{"submit -> dispatch", r.SubmitToDispatch, false}, {"  sent -> dispatch", r.SentToDispatch, true},
+		{"  sent -> arrival", r.SentToArrival, true},
 		{"submit -> done", r.SubmitToDone, false}} {
 		if row.s.Count == 0 {
 			if !row.openLoop {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"testing"
 	"time"
 
@@ -59,6 +60,12 @@ func TestRun_OpenLoopWithoutWait(t *testing.T) {
 	assert.Equal(t, "open", rep.Loop)
 	assert.Zero(t, rep.SubmitToDone.Count, "no done without wait=true")
 	assert.EqualValues(t, 300, rep.SubmitToDispatch.Count)
+	assert.EqualValues(t, 300, rep.SentToDispatch.Count)
+	if runtime.GOOS == "linux" {
+		// The kernel stamped each task's arrival before the harness read it.
+		assert.EqualValues(t, 300, rep.SentToArrival.Count)
+		assert.LessOrEqual(t, rep.SentToArrival.P50, rep.SentToDispatch.P50)
+	}
 	var sum uint64
 	for _, s := range rep.Timeline {
 		sum += s.Submitted
