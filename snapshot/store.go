@@ -137,8 +137,8 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// recoverDir lists the directory, sweeps temporary files, recovers the
-// log and chooses the snapshot.
+// recoverDir lists the directory, sweeps temporary files, chooses the
+// snapshot and recovers the log.
 func recoverDir(o Options) (*recovery, error) {
 	l, err := listDir(o.FS, o.Dir)
 	if err != nil {
@@ -152,10 +152,13 @@ func recoverDir(o Options) (*recovery, error) {
 	}
 	r := &recovery{opts: o, log: o.Logger, snaps: l.snaps, lost: kept}
 	r.sweep(l.temps)
+	// The snapshot is chosen first: that reads only snapshot files, so
+	// recoverLog can tell which records the base snapshot holds.
+	// checkCoverage needs both.
+	r.chooseSnapshot()
 	if err := r.recoverLog(l.segments); err != nil {
 		return nil, err
 	}
-	r.chooseSnapshot()
 	if err := r.checkCoverage(); err != nil {
 		return nil, err
 	}
