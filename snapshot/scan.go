@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,10 +34,15 @@ type Problem struct {
 
 // segment is one log segment file as the Store knows it.
 type segment struct {
-	name    string
-	first   uint64 // LSN of the first record, from the name
-	last    uint64 // LSN of the last record; first-1 when empty
-	size    int64  // bytes of whole, valid records
+	name  string
+	first uint64 // LSN of the first record: from the name, except in a bridged view (start > 0)
+	last  uint64 // LSN of the last record; first-1 when empty
+	// start is the offset in the file of record first: 0, except in a
+	// read-only Store's view of a segment whose damaged head RecoverTruncate
+	// bridges (see recovery.bridge), which skips the head without
+	// rewriting the file.
+	start   int64
+	size    int64 // bytes of whole, valid records from start
 	records int
 	// fileSize is the size found by the scan at Open, before any cut.
 	fileSize int64
@@ -121,9 +127,17 @@ func validRecordAfter(f File, off, size int64, lsn uint64) (bool, error) {
 	}
 	// Every record takes at least a header: the LSNs that fit after off.
 	maxLSN := lsn + uint64(len(buf))/recordHeaderSize
-	for i := 1; i+recordHeaderSize <= len(buf); i++ {
+	_, _, ok := findRecord(buf, 1, lsn, maxLSN)
+	return ok, nil
+}
+
+// findRecord returns the first offset from pos on in buf where a whole
+// record with a good checksum and an LSN in [lo, hi] starts, and its LSN.
+func findRecord(buf []byte, pos int, lo, hi uint64) (int, uint64, bool) {
+	for i := pos; i+recordHeaderSize <= len(buf); i++ {
 		h := buf[i:]
-		if l := recordLSN(h); l < lsn || l > maxLSN {
+		l := recordLSN(h)
+		if l < lo || l > hi {
 			continue
 		}
 		n := int64(binary.BigEndian.Uint32(h[0:4]))
@@ -131,10 +145,89 @@ func validRecordAfter(f File, off, size int64, lsn uint64) (bool, error) {
 			continue
 		}
 		if recordCRC(h, h[recordHeaderSize:recordHeaderSize+n]) == binary.BigEndian.Uint32(h[4:8]) {
-			return true, nil
+			return i, l, true
 		}
 	}
-	return false, nil
+	return 0, 0, false
+}
+
+// resumed is where a segment's records resume after a corrupt one: the
+// chain of records resync found.
+type resumed struct {
+	start   int64  // offset of its first record
+	first   uint64 // that record's LSN
+	last    uint64 // LSN of its last record
+	end     int64  // offset just past its last record
+	records int
+	torn    *Problem // a torn tail from end on (newest segment only); nil: the chain runs to the end of the file
+}
+
+// resync looks for where the records of segment name resume after the
+// corrupt record at off whose LSN should have been lsn: the first offset
+// from off on holding a whole record with a good checksum and an LSN in
+// [lsn, maxLSN], from which records with consecutive LSNs run to the end
+// of the file, or (newest) to a torn tail. A record in a corrupt one's
+// place with a good checksum by chance, or one inside a payload, rarely
+// starts such a chain, and one that merges into the real chain before the
+// end can hold only LSNs of the records it overlaps. If the chain found
+// breaks at another corrupt record, the search goes on from that one,
+// with the LSN it should have had: its end is the end of the damage. It
+// returns nil when no such chain exists; the error is for I/O failures.
+//
+// The rest of the file is read into memory, as validRecordAfter does: a
+// segment is at most SegmentBytes plus one record.
+func resync(f File, name string, off, size int64, lsn, maxLSN uint64, newest bool) (*resumed, error) {
+	if off >= size {
+		return nil, nil
+	}
+	buf := make([]byte, size-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return nil, readErr(err)
+	}
+	pos := 0
+	for lsn <= maxLSN {
+		c, first, ok := findRecord(buf, pos, lsn, maxLSN)
+		if !ok {
+			return nil, nil
+		}
+		res := &resumed{start: off + int64(c), first: first, last: first - 1}
+		rr := newRecordReader(bytes.NewReader(buf[c:]), int64(len(buf)-c), first)
+		for {
+			l, _, err := rr.next()
+			if err == io.EOF {
+				res.end = size
+				return res, nil
+			}
+			if err == nil {
+				res.last = l
+				res.records++
+				continue
+			}
+			var re *recordError
+			if !errors.As(err, &re) {
+				return nil, err
+			}
+			// rr.next read the first record before (findRecord checked
+			// it), so re.off > 0: the search moves on.
+			bad := *re
+			bad.off += res.start
+			bad.end += res.start
+			if newest {
+				torn, err := isTorn(f, &bad, size, rr.expect)
+				if err != nil {
+					return nil, err
+				}
+				if torn {
+					res.end = bad.off
+					res.torn = &Problem{File: name, Offset: bad.off, Kind: ProblemTorn, Detail: bad.detail, Bytes: size - bad.off}
+					return res, nil
+				}
+			}
+			pos, lsn = c+int(re.off), rr.expect
+			break
+		}
+	}
+	return nil, nil
 }
 
 // zeroFrom reports whether bytes [off, size) of f are all zero (a
@@ -157,14 +250,14 @@ func zeroFrom(f File, off, size int64) (bool, error) {
 }
 
 // readSegment calls fn for every record of seg with LSN > after, in order.
-// It reads only the seg.size bytes validated by Open.
+// It reads only the seg.size bytes from seg.start validated by Open.
 func readSegment(fsys FS, dir string, seg segment, after uint64, fn func(lsn uint64, payload []byte) error) error {
 	f, err := fsys.OpenFile(filepath.Join(dir, seg.name), os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("cannot open log segment %s: %w", seg.name, err)
 	}
 	defer f.Close()
-	rr := newRecordReader(f, seg.size, seg.first)
+	rr := newRecordReader(io.NewSectionReader(f, seg.start, seg.size), seg.size, seg.first)
 	for {
 		lsn, payload, err := rr.next()
 		if err == io.EOF {

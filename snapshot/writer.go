@@ -189,7 +189,7 @@ func (s *Store) flush() error {
 // The directory is fsynced after creating a segment.
 func (s *Store) openActive(first uint64) error {
 	w := &s.w
-	if seg := w.reuse; seg != nil && seg.size < s.opts.SegmentBytes && seg.last+1 == first {
+	if seg := w.reuse; seg != nil && seg.start == 0 && seg.size < s.opts.SegmentBytes && seg.last+1 == first {
 		f, err := s.fsys.OpenFile(filepath.Join(s.dir, seg.name), os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("cannot open log segment %s: %w", seg.name, err)
