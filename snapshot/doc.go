@@ -46,7 +46,13 @@
 // segment, a bad checksum on its last record, or a tail of zero bytes is a
 // torn write and is cut off with a warning. Any other bad record stops
 // Open with a *CorruptError naming the file and offset, unless
-// Options.RecoverTruncate cuts the log there. Replay then loads the newest
+// Options.RecoverTruncate is set. Then, when the newest valid snapshot
+// holds the bad record's LSN and whole, consecutive records resume after
+// the damage by the snapshot's LSN plus one, the damage is bridged: the
+// records from there on are rewritten into a new segment, those before
+// are dropped, and nothing Replay needs is lost (an older snapshot can no
+// longer be a fallback). Otherwise the log is cut there and every later
+// record is lost (see Store.Lost). Replay then loads the newest
 // valid snapshot (falling back to the previous one if its checksum fails)
 // and the log records after it. WriteSnapshot deletes only segments whose
 // records all precede the previous snapshot, so that fallback still finds

@@ -62,7 +62,7 @@ type Options struct {
 	Fsync           FsyncMode     // default FsyncAlways
 	FsyncInterval   time.Duration // FsyncBatch only; 0: DefaultFsyncInterval
 	SegmentBytes    int64         // rotate the active segment past this size (a record larger than it gets a segment of its own); 0: DefaultSegmentBytes
-	RecoverTruncate bool          // on mid-log corruption, cut the log there (loud warning) instead of refusing to start
+	RecoverTruncate bool          // on mid-log corruption, start anyway (loud warning): bridge it when a snapshot holds the records it drops, else cut the log there
 	ReadOnly        bool          // offline inspection: never create, truncate, delete or write anything
 	// StallTimeout is how long one write or fsync of the log may take
 	// before the store reports itself unhealthy (ErrStalled through

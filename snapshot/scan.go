@@ -30,6 +30,25 @@ type Problem struct {
 	Kind   ProblemKind `json:"kind"`
 	Detail string      `json:"detail"` // e.g. "checksum mismatch"
 	Bytes  int64       `json:"bytes"`  // bytes from Offset to the end of the file
+	// Bridge is set on a corrupt record that RecoverTruncate got past
+	// without cutting the log, because a snapshot holds every record it
+	// drops. Inspect sets it on what RecoverTruncate would bridge.
+	Bridge *Bridge `json:"bridge,omitempty"`
+}
+
+// Bridge is how RecoverTruncate got past a corrupt record: the records from
+// FirstLSN to LastLSN are unreadable, the log resumes with LastLSN+1 at
+// ResumeOffset in the damaged file, and every record before that one is
+// dropped (the damaged segment and the segments before it are removed;
+// the records kept are rewritten into Segment). Snapshot holds them all,
+// so nothing Replay needs is lost; an older snapshot can no longer be a
+// fallback.
+type Bridge struct {
+	FirstLSN     uint64 `json:"first_lsn"`     // the LSN the corrupt record should have had
+	LastLSN      uint64 `json:"last_lsn"`      // the last LSN skipped
+	ResumeOffset int64  `json:"resume_offset"` // offset of record LastLSN+1 in the damaged file
+	Snapshot     string `json:"snapshot"`      // the snapshot holding every record dropped
+	Segment      string `json:"segment"`       // the segment file the log now starts with (with ReadOnly: would start with)
 }
 
 // segment is one log segment file as the Store knows it.

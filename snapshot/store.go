@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,7 @@ type Store struct {
 
 	base      *snapFile // snapshot Replay loads
 	replayErr error
+	problems  []Problem // what Open found in the log (see Problems)
 
 	snapBusy atomic.Bool
 	stats    statsState
@@ -73,13 +75,17 @@ type Store struct {
 //     is cut off with a warning;
 //   - any other bad record, or a break in the LSN sequence, makes Open fail
 //     with a *CorruptError naming the file and offset, unless
-//     RecoverTruncate is set: then the log is cut there, later segments are
-//     deleted and the loss is logged at error level;
+//     RecoverTruncate is set. Then, if the newest valid snapshot holds the
+//     bad record's LSN and the segment's records resume after it no later
+//     than the snapshot's LSN plus one, the damage is bridged: the records
+//     from there on are kept and those before dropped, losing nothing
+//     Replay needs (see recovery.bridge). Otherwise the log is cut there,
+//     later segments are deleted and the loss is logged at error level;
 //   - the newest valid snapshot is chosen (an invalid one is skipped with a
 //     warning).
 //
 // With ReadOnly nothing in the directory is created, truncated, removed or
-// written; cuts are applied only to what Replay reads.
+// written; cuts and bridges are applied only to what Replay reads.
 func Open(opts Options) (*Store, error) {
 	o := opts.withDefaults()
 	var lock *dirLock
@@ -117,7 +123,7 @@ func Open(opts Options) (*Store, error) {
 		closedCh: make(chan struct{}),
 		durCh:    make(chan struct{}),
 		segs:     r.segs, snaps: r.snaps,
-		base: r.base, replayErr: r.replayErr, lost: r.lost,
+		base: r.base, replayErr: r.replayErr, lost: r.lost, problems: r.problems,
 		lock: lock,
 	}
 	s.lastLSN.Store(r.lastLSN)
@@ -259,6 +265,12 @@ func (s *Store) LastLSN() uint64 { return s.lastLSN.Load() }
 // they handed out; a caller that numbers things in its records skips
 // that many, makes that durable, then calls ClearLost.
 func (s *Store) Lost() uint64 { return s.lost }
+
+// Problems returns the torn tails and corrupt records Open found in the
+// log and got past: the torn tails it cut, and with RecoverTruncate the
+// corruption it bridged (Problem.Bridge set) or cut the log at. A corrupt
+// record that made Open fail is in its *CorruptError instead.
+func (s *Store) Problems() []Problem { return slices.Clone(s.problems) }
 
 // DurableLSN returns the LSN up to which every record is durable.
 func (s *Store) DurableLSN() uint64 { return s.durableLSN.Load() }
