@@ -17,6 +17,22 @@ type DirInfo struct {
 	LoadSnapshot string `json:"load_snapshot"`        // the snapshot they would load; "" if none
 	LastLSN      uint64 `json:"last_lsn"`             // the last LSN after recovery
 	OpenError    string `json:"open_error,omitempty"` // why Open or Replay would fail; "" if they would not
+
+	// RecoverTruncate is what Open and Replay would do with
+	// Options.RecoverTruncate set, when they would fail without it; nil
+	// otherwise. The Problems it would bridge carry a Bridge.
+	RecoverTruncate *RecoverInfo `json:"recover_truncate,omitempty"`
+}
+
+// RecoverInfo is what Open and Replay would make of a data dir with
+// Options.RecoverTruncate.
+type RecoverInfo struct {
+	LoadSnapshot string `json:"load_snapshot"` // the snapshot they would load; "" if none
+	LastLSN      uint64 `json:"last_lsn"`      // the last LSN after recovery
+	// Lost bounds from above the confirmed records that would be dropped
+	// (see Store.Lost): 0 when every corruption is bridged.
+	Lost      uint64 `json:"lost"`
+	OpenError string `json:"open_error,omitempty"` // why Open or Replay would still fail
 }
 
 // SnapshotInfo describes one snapshot file.
@@ -79,18 +95,41 @@ func Inspect(opts Options) (*DirInfo, error) {
 	}
 	quiet := o
 	quiet.Logger = slog.New(slog.DiscardHandler)
-	s, err := Open(quiet)
+	ri := info.dryRun(quiet)
+	info.LoadSnapshot, info.LastLSN, info.OpenError = ri.LoadSnapshot, ri.LastLSN, ri.OpenError
+	if info.OpenError != "" && !quiet.RecoverTruncate {
+		quiet.RecoverTruncate = true
+		info.RecoverTruncate = info.dryRun(quiet)
+	}
+	return info, nil
+}
+
+// dryRun opens the dir read-only with o and says what Open and Replay
+// would do; it marks the Problems that Open bridges.
+func (info *DirInfo) dryRun(o Options) *RecoverInfo {
+	ri := &RecoverInfo{}
+	s, err := Open(o)
 	if err != nil {
-		info.OpenError = err.Error()
-		return info, nil
+		ri.OpenError = err.Error()
+		return ri
 	}
 	defer s.Close()
 	if s.replayErr != nil {
-		info.OpenError = s.replayErr.Error()
+		ri.OpenError = s.replayErr.Error()
 	}
 	if s.base != nil {
-		info.LoadSnapshot = s.base.name
+		ri.LoadSnapshot = s.base.name
 	}
-	info.LastLSN = s.LastLSN()
-	return info, nil
+	ri.LastLSN, ri.Lost = s.LastLSN(), s.Lost()
+	for _, bp := range s.problems {
+		if bp.Bridge == nil {
+			continue
+		}
+		for i, p := range info.Problems {
+			if p.File == bp.File && p.Offset == bp.Offset {
+				info.Problems[i].Bridge = bp.Bridge
+			}
+		}
+	}
+	return ri
 }

@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -74,5 +75,46 @@ func TestInspect(t *testing.T) {
 		assert.Equal(t, snapshot.ProblemCorrupt, info.Problems[0].Kind)
 		assert.Equal(t, segs[len(segs)-2], info.Problems[0].File)
 		assert.Contains(t, info.OpenError, "offset 0")
+	})
+}
+
+// Inspect says what RecoverTruncate would do with a dir Open refuses:
+// bridge corruption a snapshot holds, losing nothing, or cut the log.
+func TestInspect_RecoverTruncate(t *testing.T) {
+	t.Run("clean: nothing to say", func(t *testing.T) {
+		dir := t.TempDir()
+		opts := snappedLog(t, dir, 58, 0, 20, 40)
+		info, err := snapshot.Inspect(opts)
+		require.NoError(t, err)
+		assert.Empty(t, info.OpenError)
+		assert.Nil(t, info.RecoverTruncate)
+	})
+	t.Run("covered: bridged, nothing lost", func(t *testing.T) {
+		dir := t.TempDir()
+		opts := snappedLog(t, dir, 58, 0, 20, 40)
+		file, off := damage(t, dir, 5, flipPayload)
+		before := files(t, dir)
+		info, err := snapshot.Inspect(opts)
+		require.NoError(t, err)
+		assert.Equal(t, before, files(t, dir), "Inspect changes nothing")
+		assert.Contains(t, info.OpenError, fmt.Sprintf("corrupt log segment %s at offset %d", file, off))
+		assert.Equal(t, &snapshot.RecoverInfo{LoadSnapshot: snapFile(40), LastLSN: 58}, info.RecoverTruncate)
+		require.Len(t, info.Problems, 1)
+		assert.Equal(t, &snapshot.Bridge{FirstLSN: 5, LastLSN: 5, ResumeOffset: offsetOf(1, 6), Snapshot: snapFile(40),
+			Segment: "00000000000000000006.log"}, info.Problems[0].Bridge)
+	})
+	t.Run("not covered: cut, records lost", func(t *testing.T) {
+		dir := t.TempDir()
+		opts := snappedLog(t, dir, 58, 0, 20, 40)
+		damage(t, dir, 45, flipPayload)
+		info, err := snapshot.Inspect(opts)
+		require.NoError(t, err)
+		assert.NotEmpty(t, info.OpenError)
+		require.NotNil(t, info.RecoverTruncate)
+		assert.Empty(t, info.RecoverTruncate.OpenError)
+		assert.EqualValues(t, 44, info.RecoverTruncate.LastLSN)
+		assert.Positive(t, info.RecoverTruncate.Lost)
+		require.Len(t, info.Problems, 1)
+		assert.Nil(t, info.Problems[0].Bridge)
 	})
 }

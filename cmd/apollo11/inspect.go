@@ -155,12 +155,28 @@ func printInspect(w io.Writer, rep *inspectReport, taskID uint64) {
 	}
 	for _, p := range d.Problems {
 		fmt.Fprintf(w, "  problem  %s at byte %d: %s (%s, %d bytes)\n", p.File, p.Offset, p.Kind, p.Detail, p.Bytes)
+		if b := p.Bridge; b != nil {
+			fmt.Fprintf(w, "           --recover-truncate skips it: records before lsn %d dropped (%s holds them), lsn %d on kept from byte %d\n",
+				b.LastLSN+1, b.Snapshot, b.LastLSN+1, b.ResumeOffset)
+		}
 	}
 	for _, f := range d.TempFiles {
 		fmt.Fprintf(w, "  leftover %s (removed at the next start)\n", f)
 	}
 	if d.OpenError != "" {
 		fmt.Fprintf(w, "the main control would NOT start on this dir: %s\n", d.OpenError)
+		if rt := d.RecoverTruncate; rt != nil {
+			switch {
+			case rt.OpenError != "":
+				fmt.Fprintf(w, "with --recover-truncate it would not start either: %s\n", rt.OpenError)
+			case rt.Lost == 0:
+				fmt.Fprintf(w, "with --recover-truncate it would start and lose no confirmed record: recovery loads %q, then the log up to lsn %d\n",
+					rt.LoadSnapshot, rt.LastLSN)
+			default:
+				fmt.Fprintf(w, "with --recover-truncate it would start, losing up to %d confirmed records (their task ids are skipped): recovery loads %q, then the log up to lsn %d\n",
+					rt.Lost, rt.LoadSnapshot, rt.LastLSN)
+			}
+		}
 		return
 	}
 	fmt.Fprintf(w, "recovery loads %q, then the log up to lsn %d\n\n", d.LoadSnapshot, d.LastLSN)
