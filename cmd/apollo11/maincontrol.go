@@ -50,7 +50,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.fsyncInterval, "fsync-interval", snapshot.DefaultFsyncInterval, "longest wait between fsyncs with --fsync batch")
 	fs.IntVar(&f.snapshotEvery, "snapshot-every", maincontrol.DefaultSnapshotEvery, "log records between snapshots")
 	durationVar(fs, &f.snapshotInterval, "snapshot-interval", maincontrol.DefaultSnapshotInterval, "longest time between a change and the snapshot that holds it")
-	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, cut it there instead of refusing to start")
+	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, start anyway: skip it if a snapshot holds the records it drops, else cut the log there (later records are lost)")
 	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops, 1 to 256")
 	fs.StringVar(&f.httpListen, "http-listen", "", "address for Prometheus /metrics and /healthz (off when empty)")
 	f.log.register(fs)
@@ -145,7 +145,8 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 		return usageError(err, false)
 	}
 	if _, ok := errors.AsType[*snapshot.CorruptError](err); ok {
-		return fmt.Errorf("%w\n(--recover-truncate starts anyway, cutting the log there: every later record is lost; back up the data dir first)", err)
+		return fmt.Errorf("%w\n(--recover-truncate starts anyway: if a snapshot holds the records around the damage it skips them and loses nothing, "+
+			"otherwise it cuts the log there and every later record is lost; `apollo11 inspect --data-dir %s` tells which; back up the data dir first)", err, f.dataDir)
 	}
 	return err
 }
