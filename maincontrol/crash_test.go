@@ -266,7 +266,10 @@ func snapshotsIn(t *testing.T, dir string) []string {
 func TestCrash_RecoverTruncateReusesNoID(t *testing.T) {
 	bin := testbin.Build(t)
 	dir := t.TempDir()
-	p := testbin.StartMaincontrol(t, bin, "--data-dir", dir, "--log-level", "warn")
+	// No snapshot: one holding the bad record would let the flag skip it
+	// and lose nothing (TestCrash_RecoverTruncateSkipsWhatASnapshotHolds).
+	p := testbin.StartMaincontrol(t, bin, "--data-dir", dir, "--log-level", "warn",
+		"--snapshot-every", "1000000", "--snapshot-interval", "1h")
 	cl := clientPeer(t, p.Addr)
 	const n = 200
 	for i := range n {
@@ -274,6 +277,7 @@ func TestCrash_RecoverTruncateReusesNoID(t *testing.T) {
 		cl.expect("submitted")
 	}
 	p.Kill()
+	require.Empty(t, snapshotsIn(t, dir))
 	seg := filepath.Join(dir, "00000000000000000001.log")
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
