@@ -38,7 +38,7 @@ func newRxStamper(c net.Conn) *rxStamper {
 }
 
 // read reads into p like net.Conn.Read and returns the arrival time of
-// the newest bytes read (zero when the kernel gave none).
+// the newest bytes read.
 func (s *rxStamper) read(p []byte) (int, time.Time, error) {
 	var n, oobn int
 	var rerr error
@@ -55,7 +55,15 @@ func (s *rxStamper) read(p []byte) (int, time.Time, error) {
 	if n == 0 {
 		return 0, time.Time{}, io.EOF
 	}
-	return n, stampOf(s.oob[:oobn]), nil
+	at := stampOf(s.oob[:oobn])
+	if at.IsZero() {
+		// The kernel turns receive timestamps on for the whole host from
+		// a work queue after the first socket asks, and segments that
+		// arrived before that carry none: take the read's own time, which
+		// errs long, as a late stamp does.
+		at = time.Now()
+	}
+	return n, at, nil
 }
 
 // stampOf finds the SCM_TIMESTAMPNS control message.

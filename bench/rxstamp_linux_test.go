@@ -24,6 +24,22 @@ func TestRxStamper_StampsArrivalNotRead(t *testing.T) {
 	require.NotNil(t, rx, "SO_TIMESTAMPNS is on every Linux kernel Go supports")
 
 	buf := make([]byte, 64)
+	// The kernel turns stamping on host-wide a moment after the first
+	// socket asks (until then read falls back to its own time): wait for
+	// a stamped read before timing any.
+	warm := time.Now().Add(5 * time.Second)
+	for {
+		sent := time.Now()
+		_, err = c.Write([]byte("w"))
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		_, arrived, err := rx.read(buf)
+		require.NoError(t, err)
+		if arrived.Before(sent.Add(10 * time.Millisecond)) {
+			break
+		}
+		require.True(t, time.Now().Before(warm), "no read was stamped by the kernel in 5 s")
+	}
 	for round := range 3 {
 		before := time.Now()
 		_, err = c.Write([]byte("frame"))
