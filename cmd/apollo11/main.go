@@ -19,6 +19,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -119,9 +120,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // printErr prints a command's error once prefixed with the command: the
 // client's errors start with the request's name, and "apollo11 cancel:
-// cancel: ..." said it twice.
+// cancel: ..." said it twice. A daemon's stderr may be a pipe nobody
+// reads (the reason its log goes through internal/logsink): the exit
+// waits at most sinkCloseTimeout for this line, so that the process ends
+// and its supervisor can start it again, rather than hang in the write.
 func printErr(w io.Writer, cmd string, err error) {
-	fmt.Fprintf(w, "apollo11 %s: %s\n", cmd, nameEnvSources(strings.TrimPrefix(err.Error(), cmd+": ")))
+	line := fmt.Sprintf("apollo11 %s: %s\n", cmd, nameEnvSources(strings.TrimPrefix(err.Error(), cmd+": ")))
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_, _ = io.WriteString(w, line)
+	}()
+	select {
+	case <-written:
+	case <-time.After(sinkCloseTimeout):
+	}
 }
 
 func usage(w io.Writer) {
