@@ -146,7 +146,7 @@ func runMaincontrol(args []string, _, stderr io.Writer) error {
 	}
 	if _, ok := errors.AsType[*snapshot.CorruptError](err); ok {
 		return fmt.Errorf("%w\n(--recover-truncate starts anyway: if a snapshot holds the records around the damage it skips them and loses nothing, "+
-			"otherwise it cuts the log there and every later record is lost; `apollo11 inspect --data-dir %s` tells which; back up the data dir first)", err, f.dataDir)
+			"otherwise it cuts the log there and every later record is lost; `apollo11 inspect --data-dir %q` tells which; back up the data dir first)", err, f.dataDir)
 	}
 	return err
 }
