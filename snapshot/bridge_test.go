@@ -322,12 +322,30 @@ func TestOpen_BridgeOlderSegment(t *testing.T) {
 		})
 	}
 
-	t.Run("the next segment does not continue the records: cut", func(t *testing.T) {
+	t.Run("the next segment does not continue the records, but the snapshot holds the gap: dropped", func(t *testing.T) {
+		dir := t.TempDir()
+		snappedLog(t, dir, n, 600, 20, 40)
+		segs := segments(t, dir)
+		require.LessOrEqual(t, segFirst(t, segs[2]), uint64(41))
+		damage(t, dir, segFirst(t, segs[0])+2, flipPayload)
+		require.NoError(t, os.Remove(filepath.Join(dir, segs[1])))
+		opts, logs := truncateOpts(dir)
+		s := MustOpen(t, opts)
+		assert.Contains(t, logs.String(), "RecoverTruncate drops the segments before it")
+		assert.Equal(t, segs[2:], segments(t, dir))
+		assert.Equal(t, after(40, n), replay(t, s))
+		assert.Zero(t, s.Lost())
+	})
+
+	t.Run("the next whole segment starts past the snapshot: cut", func(t *testing.T) {
 		dir := t.TempDir()
 		snappedLog(t, dir, n, 600, 20, 40)
 		segs := segments(t, dir)
 		damage(t, dir, segFirst(t, segs[0])+2, flipPayload)
-		require.NoError(t, os.Remove(filepath.Join(dir, segs[1])))
+		i := 1
+		for ; segFirst(t, segs[i]) <= 41; i++ {
+			require.NoError(t, os.Remove(filepath.Join(dir, segs[i])))
+		}
 		opts, logs := truncateOpts(dir)
 		s := MustOpen(t, opts)
 		assert.Contains(t, logs.String(), "every later record is LOST")
@@ -335,6 +353,119 @@ func TestOpen_BridgeOlderSegment(t *testing.T) {
 		assert.Equal(t, replayed{SnapLSN: 40, Entries: []string{"state@40"}}, replay(t, s))
 		assert.Positive(t, s.Lost())
 	})
+}
+
+// A crash at any point of dropping covered segments leaves a dir that a
+// plain Open refuses, with the damage or the gap still at its head, or
+// finds whole; RecoverTruncate then finishes the drop, losing nothing.
+func TestOpen_DropCoveredInterrupted(t *testing.T) {
+	template := t.TempDir()
+	snappedLog(t, template, 58, 600, 20, 40)
+	segs := segments(t, template)
+	require.LessOrEqual(t, segFirst(t, segs[2]), uint64(41))
+	damage(t, template, segFirst(t, segs[2])-1, flipPayload) // the last record of segs[1]
+	steps := 0
+	for k := 0; ; k++ {
+		require.Less(t, k, 100, "the drop never completes")
+		dir := t.TempDir()
+		require.NoError(t, os.CopyFS(dir, os.DirFS(template)))
+		opts, _ := truncateOpts(dir)
+		opts.SegmentBytes = 600
+		opts.FS = &crashFS{FS: snapshot.OS, left: k}
+		s, err := snapshot.Open(opts)
+		if err == nil {
+			require.NoError(t, s.Close())
+			steps = k
+			break
+		}
+		require.ErrorIs(t, err, errCrash)
+		left := segments(t, dir)
+		assert.Equal(t, segs[2:], left[len(left)-len(segs)+2:], "step %d: the segments after the damage stay", k)
+
+		plain, _ := testOptions(dir)
+		plain.SegmentBytes = 600
+		if s, err := snapshot.Open(plain); err == nil {
+			assert.Equal(t, segs[2:], segments(t, dir), "step %d: whole only once the damaged segment is gone", k)
+			assert.Equal(t, after(40, 58), replay(t, s), "step %d", k)
+			require.NoError(t, s.Close())
+		} else {
+			var ce *snapshot.CorruptError
+			require.ErrorAs(t, err, &ce, "step %d", k)
+		}
+
+		opts.FS = nil
+		s = MustOpen(t, opts)
+		assert.Equal(t, after(40, 58), replay(t, s), "step %d", k)
+		assert.Zero(t, s.Lost(), "step %d", k)
+		require.NoError(t, s.Close())
+		assert.Equal(t, after(40, 58), reopen(t, plain), "step %d: clean afterwards", k)
+	}
+	t.Logf("the drop takes %d mutating calls", steps)
+	assert.GreaterOrEqual(t, steps, 4, "two removals, each with a directory fsync")
+}
+
+// Damage after which nothing whole resumes in its segment (its last
+// record, a zeroed end, the whole file), or a segment missing: when the
+// snapshot holds every record up to where the next segment starts, the
+// segments before that one are dropped and nothing after the snapshot is
+// lost. A read-only Open (inspect) shows the same and removes nothing.
+func TestOpen_DropCoveredSegments(t *testing.T) {
+	const n = 58
+	lastOf := func(t *testing.T, segs []string, i int) uint64 { return segFirst(t, segs[i+1]) - 1 }
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir string, segs []string)
+	}{
+		{"the last record of an older segment", func(t *testing.T, dir string, segs []string) {
+			damage(t, dir, lastOf(t, segs, 1), flipPayload)
+		}},
+		{"an older segment zeroed from its last record on", func(t *testing.T, dir string, segs []string) {
+			damage(t, dir, lastOf(t, segs, 1), func(b []byte, off int64) []byte { clear(b[off:]); return b })
+		}},
+		{"a whole older segment zeroed", func(t *testing.T, dir string, segs []string) {
+			damage(t, dir, lastOf(t, segs, 1), func(b []byte, _ int64) []byte { clear(b); return b })
+		}},
+		{"an older segment missing", func(t *testing.T, dir string, segs []string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, segs[1])))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			snappedLog(t, dir, n, 600, 20, 40)
+			segs := segments(t, dir)
+			require.Greater(t, len(segs), 3)
+			require.LessOrEqual(t, segFirst(t, segs[2]), uint64(41), "every record before segment 2 is in snapshot 40")
+			tc.damage(t, dir, segs)
+
+			plain, _ := testOptions(dir)
+			_, err := snapshot.Open(plain)
+			require.Error(t, err, "without RecoverTruncate the damage stops startup")
+
+			ro, _ := truncateOpts(dir)
+			ro.ReadOnly = true
+			s := MustOpen(t, ro)
+			assert.Equal(t, after(40, n), replay(t, s), "read-only: the view a real start leaves")
+			assert.Zero(t, s.Lost())
+			require.NoError(t, s.Close())
+			assert.Contains(t, segments(t, dir), segs[0], "read-only removes nothing")
+
+			opts, logs := truncateOpts(dir)
+			s = MustOpen(t, opts)
+			assert.Equal(t, after(40, n), replay(t, s), "records 41..58 are confirmed and undamaged")
+			assert.Zero(t, s.Lost())
+			assert.Contains(t, logs.String(), "RecoverTruncate drops the segments before it")
+			assert.Equal(t, segs[2:], segments(t, dir))
+			require.Len(t, s.Problems(), 1)
+			require.NotNil(t, s.Problems()[0].Bridge)
+			assert.Equal(t, segs[2], s.Problems()[0].Bridge.Segment)
+			require.NoError(t, s.Close())
+
+			s = MustOpen(t, plain)
+			assert.Empty(t, s.Problems(), "the next start is clean")
+			assert.Equal(t, after(40, n), replay(t, s))
+			require.NoError(t, s.Close())
+		})
+	}
 }
 
 // A torn tail after the resumed records of the newest segment is cut, as

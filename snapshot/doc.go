@@ -51,8 +51,11 @@
 // the damage by the snapshot's LSN plus one, the damage is bridged: the
 // records from there on are rewritten into a new segment, those before
 // are dropped, and nothing Replay needs is lost (an older snapshot can no
-// longer be a fallback). Otherwise the log is cut there and every later
-// record is lost (see Store.Lost). Replay then loads the newest
+// longer be a fallback). When nothing whole resumes in the damaged
+// segment, or a segment is missing, and the next whole segment starts by
+// the snapshot's LSN plus one, the segments before it are dropped, again
+// losing nothing Replay needs. Otherwise the log is cut there and every
+// later record is lost (see Store.Lost). Replay then loads the newest
 // valid snapshot (falling back to the previous one if its checksum fails)
 // and the log records after it. WriteSnapshot deletes only segments whose
 // records all precede the previous snapshot, so that fallback still finds

@@ -120,9 +120,9 @@ func (r *recovery) recordsIn(cutBytes int64, dropped []string) uint64 {
 
 // recoverLog scans every segment and applies the rules of spec section 7:
 // a torn tail of the newest segment is cut off with a warning; any other
-// bad record is an error, or with RecoverTruncate the log is bridged
-// there when the base snapshot holds every record that is lost by it (see
-// bridge), and else cut there.
+// bad record (or a missing segment) is an error, or with RecoverTruncate
+// the log is bridged there when the base snapshot holds every record that
+// is lost by it (see bridge and dropCovered), and else cut there.
 func (r *recovery) recoverLog(names []string) error {
 	for i := 0; i < len(names); i++ {
 		name := names[i]
@@ -155,6 +155,18 @@ func (r *recovery) recoverLog(names []string) error {
 				}
 				if b.leftover {
 					i++ // the file bridge just rewrote
+				}
+				continue
+			}
+		}
+		if p.Kind != ProblemTorn && r.opts.RecoverTruncate {
+			dropped, err := r.dropCovered(&seg, p, gap, names[i+1:])
+			if err != nil {
+				return err
+			}
+			if dropped {
+				if gap {
+					i-- // this segment is whole: scan it again, now at the head of the log
 				}
 				continue
 			}
@@ -340,12 +352,7 @@ func (r *recovery) bridge(b *bridgePlan) error {
 		"skipped_lsns", fmt.Sprintf("%d..%d", p.Bridge.FirstLSN, p.Bridge.LastLSN), "snapshot", r.base.name,
 		"resume_offset", res.start, "resume_lsn", res.first, "last_lsn", res.last,
 		"new_segment", b.target, "removed_segments", removed)
-	for _, sf := range r.snaps {
-		if sf != r.base && sf.lsn+1 < res.first {
-			r.log.Warn("a snapshot can no longer be a fallback: the log after it is gone",
-				"snapshot", sf.name, "log_starts_at_lsn", res.first, "base", r.base.name)
-		}
-	}
+	r.warnLostFallbacks(res.first)
 	if res.torn != nil {
 		r.problems = append(r.problems, *res.torn)
 		r.log.Warn("cutting torn tail of the newest log segment", "file", seg.name,
@@ -403,6 +410,78 @@ func (r *recovery) rewrite(name string, res *resumed, target string) error {
 	}
 	r.changed = true
 	return nil
+}
+
+// dropCovered gets past what bridge cannot: damage after which nothing
+// whole resumes in the segment (a zeroed or garbled end, a whole segment
+// zeroed), or resumes but is not continued by the next segment, or a
+// segment missing between two others. When the base snapshot holds every
+// record from the first one lost up to where the next whole segment
+// starts, the segments before that one are removed, and the log starts
+// with it: nothing Replay needs is lost, and nothing is added to lost.
+// It reports whether it did so. seg and p are the segment and its
+// problem; with gap, seg itself is whole but does not follow the segment
+// before it, and is kept.
+//
+// The segments go oldest first, the directory fsynced after each removal,
+// so a crash leaves a log that still begins with the damage (or the gap)
+// for the next Open to refuse, or to drop again. With ReadOnly nothing is
+// removed; the Store's view starts at the kept segment all the same.
+func (r *recovery) dropCovered(seg *segment, p *Problem, gap bool, later []string) (bool, error) {
+	if r.base == nil {
+		return false, nil
+	}
+	var drop []string
+	for _, s := range r.segs {
+		drop = append(drop, s.name)
+	}
+	from, head := seg.last+1, ""
+	var resume uint64
+	if gap {
+		from = r.segs[len(r.segs)-1].last + 1
+		resume, head = seg.first, seg.name
+	} else {
+		if len(later) == 0 {
+			return false, nil
+		}
+		resume, _ = parseSegName(later[0])
+		head = later[0]
+		drop = append(drop, seg.name)
+	}
+	if resume < from || resume > r.base.lsn+1 {
+		return false, nil
+	}
+	p.Bridge = &Bridge{FirstLSN: from, LastLSN: resume - 1, Snapshot: r.base.name, Segment: head}
+	r.problems = append(r.problems, *p)
+	r.log.Error("LOG CORRUPTION: RecoverTruncate drops the segments before it; the snapshot holds every record dropped, none after it is lost",
+		"file", seg.name, "offset", p.Offset, "reason", p.Detail,
+		"lost_lsns", fmt.Sprintf("%d..%d", from, resume-1), "snapshot", r.base.name,
+		"log_starts_with", head, "removed_segments", drop)
+	r.warnLostFallbacks(resume)
+	for _, name := range drop {
+		if r.opts.ReadOnly {
+			break
+		}
+		if err := r.remove(name); err != nil {
+			return false, err
+		}
+		if err := r.opts.FS.SyncDir(r.opts.Dir); err != nil {
+			return false, fmt.Errorf("cannot fsync data dir %s: %w", r.opts.Dir, err)
+		}
+	}
+	r.segs = nil
+	return true, nil
+}
+
+// warnLostFallbacks warns of every snapshot other than the base that can
+// no longer be loaded: the log now starts at LSN from, after it.
+func (r *recovery) warnLostFallbacks(from uint64) {
+	for _, sf := range r.snaps {
+		if sf != r.base && sf.lsn+1 < from {
+			r.log.Warn("a snapshot can no longer be a fallback: the log after it is gone",
+				"snapshot", sf.name, "log_starts_at_lsn", from, "base", r.base.name)
+		}
+	}
 }
 
 // cut truncates a segment at off and fsyncs it (unless ReadOnly).
