@@ -156,8 +156,8 @@ func printInspect(w io.Writer, rep *inspectReport, taskID uint64) {
 	for _, p := range d.Problems {
 		fmt.Fprintf(w, "  problem  %s at byte %d: %s (%s, %d bytes)\n", p.File, p.Offset, p.Kind, p.Detail, p.Bytes)
 		if b := p.Bridge; b != nil {
-			fmt.Fprintf(w, "           --recover-truncate skips it: records before lsn %d dropped (%s holds them), lsn %d on kept from byte %d\n",
-				b.LastLSN+1, b.Snapshot, b.LastLSN+1, b.ResumeOffset)
+			fmt.Fprintf(w, "           --recover-truncate skips it: records before lsn %d dropped (%s holds them); the log resumes at lsn %d in %s\n",
+				b.LastLSN+1, b.Snapshot, b.LastLSN+1, b.Segment)
 		}
 	}
 	for _, f := range d.TempFiles {
