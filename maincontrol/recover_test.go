@@ -81,6 +81,7 @@ func TestCrash_RecoverTruncateSkipsWhatASnapshotHolds(t *testing.T) {
 	require.ErrorAs(t, err, &ee, "%s", out)
 	assert.Contains(t, string(out), "would NOT start")
 	assert.Contains(t, string(out), "with --recover-truncate it would start and lose no confirmed record")
+	assert.Regexp(t, `--recover-truncate skips it: records before lsn \d+ dropped \(snapshot-\d+ holds them\); the log resumes at lsn \d+ in \d+\.log`, string(out))
 	after, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	require.Equal(t, b, after)
