@@ -170,7 +170,9 @@ func (c *Core) mutate(r *record) {
 		c.detach(r.id)
 		t := c.setState(r.id, Retrying, r.at)
 		t.flags |= flagTakenBack
+		c.pendingBytes -= t.bytes()
 		t.setOutcome(r.errText, r.out, r.outKeys)
+		c.pendingBytes += t.bytes()
 		t.seq = c.nextSeq()
 		c.arm(t, r.due)
 	case recArm:
@@ -265,6 +267,7 @@ func (c *Core) applyNew(r *record) {
 	c.nextID = max(c.nextID, r.id+1)
 	c.counts[r.state]++
 	st := c.tasks.insert(t)
+	c.pendingBytes += st.bytes()
 	if r.key != "" {
 		c.keys[r.key] = r.id
 	}
@@ -339,7 +342,9 @@ func (c *Core) applyDispatch(r *record) {
 	c.unqueue(old)
 	t := c.setState(r.id, Dispatched, r.at)
 	if r.attempt > t.attempt {
+		c.pendingBytes -= t.bytes()
 		t.setOutcome("", "", 0) // a failed attempt's outputs are kept until the next attempt
+		c.pendingBytes += t.bytes()
 	}
 	t.version, t.attempt = r.version, r.attempt
 	e := c.execNamed(r)
@@ -415,7 +420,9 @@ func (c *Core) applyEnd(r *record) {
 	t.flags &^= flagDelayed
 	t.flags |= r.flags & flagTakenBack
 	t.dueMs = 0
+	c.pendingBytes -= t.bytes()
 	t.setOutcome(r.errText, r.out, r.outKeys)
+	c.retainedBytes += t.bytes()
 	t.seq = c.nextSeq()
 	c.retention.push(qent{id: t.id})
 	for _, p := range r.sets {
@@ -445,6 +452,7 @@ func (c *Core) forget(id uint64) {
 		delete(c.keys, k)
 	}
 	c.counts[t.state]--
+	c.retainedBytes -= t.bytes()
 	c.waiters.drop(id)
 	if len(c.depsMet) > 0 {
 		delete(c.depsMet, id)

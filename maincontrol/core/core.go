@@ -43,6 +43,9 @@ type Core struct {
 	stateShared     bool // a snapshot holds c.state: copy before writing
 	// stateBytes is the shared state's size as the cap counts it.
 	stateBytes int64
+	// pendingBytes and retainedBytes are what the tasks not yet ended,
+	// and the ended ones kept, hold (task.bytes).
+	pendingBytes, retainedBytes int64
 
 	execs    map[string]*executor
 	regSeq   uint64

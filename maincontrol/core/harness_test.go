@@ -157,7 +157,8 @@ func (h *harness) replayed() *Core {
 func dump(c *Core) string {
 	c.finishLoad()
 	var b strings.Builder
-	fmt.Fprintf(&b, "next=%d seq=%d statever=%d armed=%d counts=%v\n", c.nextID, c.seq, c.stateVer, c.armed, c.counts)
+	fmt.Fprintf(&b, "next=%d seq=%d statever=%d armed=%d counts=%v pending_bytes=%d retained_bytes=%d\n",
+		c.nextID, c.seq, c.stateVer, c.armed, c.counts, c.pendingBytes, c.retainedBytes)
 	keys := make([]string, 0, len(c.state))
 	for k := range c.state {
 		keys = append(keys, k)

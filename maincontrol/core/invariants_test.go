@@ -8,7 +8,7 @@ import (
 // checkInvariants returns the first broken structural invariant of c, or
 // nil. It looks at the indexes the core keeps beside the task table: counts,
 // executor assignments and loads, queues, timers, the retry cap, keys,
-// dependencies and the shared state's size.
+// dependencies, the shared state's size and the bytes tasks hold.
 //
 // An executor may hold more tasks than its slots after it re-registered
 // with fewer (it gets no new task until it is under them), so the slots
@@ -18,6 +18,9 @@ func checkInvariants(c *Core, loads map[string]int) error {
 	c.finishLoad()
 	if n := c.countStateBytes(); c.stateBytes != n {
 		return fmt.Errorf("shared state size %d, counted %d", c.stateBytes, n)
+	}
+	if p, r := c.countTaskBytes(); c.pendingBytes != p || c.retainedBytes != r {
+		return fmt.Errorf("task bytes: pending %d, retained %d; counted %d, %d", c.pendingBytes, c.retainedBytes, p, r)
 	}
 	now := c.now()
 	var counts [NumStates + 1]int

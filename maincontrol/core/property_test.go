@@ -323,6 +323,9 @@ func (p *prop) doSubmit() {
 	if p.chance(30) {
 		kv = append(kv, "arg.x", strings.Repeat("=", p.pick(50)), "arg.y", "1")
 	}
+	if p.chance(10) {
+		kv = append(kv, "trace_id", "tr"+strconv.Itoa(p.step))
+	}
 	dupOf, isDup := c.keys[key]
 	full := c.nonTerminal() >= c.cfg.MaxPending
 	h.send(cl, "submit", kv...)

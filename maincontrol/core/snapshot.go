@@ -132,7 +132,8 @@ func (c *Core) LoadEntry(payload []byte) error {
 
 // finishLoad rebuilds every index from the tasks loaded from a snapshot:
 // queues in the order tasks became pending, timers, executor assignments,
-// retention in end order, the retry line, dependents and keys.
+// retention in end order, the retry line, dependents, keys and the bytes
+// tasks hold.
 func (c *Core) finishLoad() {
 	if !c.loading {
 		return
@@ -140,6 +141,11 @@ func (c *Core) finishLoad() {
 	c.loading = false
 	var pending, terminal, waitingRetry []*task
 	c.tasks.scan(0, 0, func(t *task) bool {
+		if t.state.Terminal() {
+			c.retainedBytes += t.bytes()
+		} else {
+			c.pendingBytes += t.bytes()
+		}
 		switch {
 		case t.state == Pending && t.flags&flagDelayed == 0:
 			pending = append(pending, t)

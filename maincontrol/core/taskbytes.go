@@ -1,0 +1,71 @@
+package core
+
+// The bytes tasks hold. --max-pending and --retention-max count tasks, but
+// a task may hold up to a frame of args, and an ended one as much again of
+// outputs: at the defaults, a million pending tasks of 1 MiB each, or
+// 100,000 kept ones, would not fit a small host's memory (h11-exhaustion,
+// a07). So the core also keeps, derived from the task table alone, what
+// the tasks not yet ended hold (pendingBytes, capped by
+// --max-pending-bytes: a submit that would take it past the cap gets
+// queue_full) and what the ended tasks kept hold (retainedBytes, capped by
+// --retention-max-bytes: past it the oldest ended are forgotten, as past
+// --retention-max). Both follow every change record, so replaying the log
+// into an empty core gives the same totals, and a snapshot's are counted
+// as it loads.
+
+// DepBytes is what each depends_on id counts.
+const DepBytes = 8
+
+// heldBytes is the rule of what a task counts toward the caps, in one
+// place: the bytes it holds whose size a client or an executor chose, as
+// the task stores them.
+//   - args: its arg.* lines as kept (each key with its prefix, '=', the
+//     escaped value; LF between lines);
+//   - its task_type's name: tasks of one type share one copy, but each
+//     counts it, so that a long name cannot carry what args may not;
+//   - its idempotency key, and the trace_id it was given ("" when the
+//     main control derives one, which is not stored);
+//   - DepBytes per depends_on id (deduplicated, as kept);
+//   - the out.* lines (as kept) and the error text of its latest result or
+//     end: while it has not ended, those of a failed attempt, kept until
+//     its next attempt is dispatched.
+//
+// The fixed cost of a task (about 160 bytes in the table) is not counted:
+// --max-pending and --retention-max bound the number of tasks. Nor is the
+// executor id of its latest dispatch, shared with the executor.
+func heldBytes(typ, args, key, trace string, deps int, outs, errText string) int64 {
+	// int64 throughout: on 32-bit hosts a task's parts may add up past an int.
+	return int64(len(typ)) + int64(len(args)) + int64(len(key)) + int64(len(trace)) +
+		DepBytes*int64(deps) + int64(len(outs)) + int64(len(errText))
+}
+
+// bytes is what t counts toward --max-pending-bytes until it ends, and
+// toward --retention-max-bytes once it has (heldBytes).
+func (t *task) bytes() int64 {
+	if x := t.x; x != nil {
+		return heldBytes(t.typ.name, t.args, x.key, x.traceID, len(x.deps), t.outs, x.errText)
+	}
+	return heldBytes(t.typ.name, t.args, "", "", 0, t.outs, "")
+}
+
+// countTaskBytes adds up the bytes of the tasks in the table: those not
+// yet ended and those ended.
+func (c *Core) countTaskBytes() (pending, retained int64) {
+	c.tasks.scan(0, 0, func(t *task) bool {
+		if t.state.Terminal() {
+			retained += t.bytes()
+		} else {
+			pending += t.bytes()
+		}
+		return true
+	})
+	return pending, retained
+}
+
+// PendingBytes is what the tasks not yet ended hold, as
+// --max-pending-bytes counts it.
+func (c *Core) PendingBytes() int64 { return c.pendingBytes }
+
+// RetainedBytes is what the ended tasks kept hold, as
+// --retention-max-bytes counts it.
+func (c *Core) RetainedBytes() int64 { return c.retainedBytes }
