@@ -45,6 +45,10 @@ type Config struct {
 	// results whose state changes would grow it past the cap are refused.
 	// Zero means DefaultMaxStateBytes, negative no cap.
 	MaxStateBytes int
+	// MaxPendingBytes caps the bytes held by tasks not yet ended (see
+	// heldBytes): a submit that would take them past it gets queue_full.
+	// Zero means DefaultMaxPendingBytes, negative no cap.
+	MaxPendingBytes int
 
 	Observer Observer // metrics; nil: none
 
@@ -113,6 +117,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxStateBytes == 0 {
 		c.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if c.MaxPendingBytes == 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if c.Version == "" {
 		c.Version = "dev"

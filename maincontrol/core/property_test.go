@@ -19,7 +19,9 @@ import (
 
 const (
 	propMaxFrame = 4096
-	propHBTimout = 6 * time.Second
+	// propMaxPendingBytes is reached now and then; MaxPending (150) hardly.
+	propMaxPendingBytes = 1500
+	propHBTimout        = 6 * time.Second
 )
 
 type propExec struct {
@@ -76,6 +78,7 @@ func newProp(t *testing.T, seed uint64) *prop {
 		c.HeartbeatInterval = propHBTimout / 3
 		c.StartTimeout = 3 * time.Second
 		c.MaxPending = 150
+		c.MaxPendingBytes = propMaxPendingBytes
 		c.RetentionMax = 60
 		c.Retention = 2 * time.Minute
 		c.MaxRetrying = 4
@@ -328,6 +331,7 @@ func (p *prop) doSubmit() {
 	}
 	dupOf, isDup := c.keys[key]
 	full := c.nonTerminal() >= c.cfg.MaxPending
+	fullBytes := !full && c.pendingBytes+submitBytes(kv) > propMaxPendingBytes
 	h.send(cl, "submit", kv...)
 	fs := h.fx.frames[cl]
 	require.NotEmpty(p.t, fs)
@@ -345,6 +349,12 @@ func (p *prop) doSubmit() {
 		require.Equal(p.t, "bad_request", m.Value("code"), "%s", m)
 	case full:
 		require.Equal(p.t, "queue_full", m.Value("code"), "%s", m)
+		require.Contains(p.t, m.Value("message"), "tasks not yet ended;")
+		p.stats["full:count"]++
+	case fullBytes:
+		require.Equal(p.t, "queue_full", m.Value("code"), "%s", m)
+		require.Contains(p.t, m.Value("message"), "--max-pending-bytes")
+		p.stats["full:bytes"]++
 	default:
 		require.Equal(p.t, "submitted", m.Type(), "%s", m)
 		id, err := m.Uint("task_id")
@@ -354,6 +364,33 @@ func (p *prop) doSubmit() {
 		}
 		p.stats["submit"]++
 	}
+}
+
+// submitBytes is what a submit's task counts toward --max-pending-bytes,
+// from its fields as sent: type, arg.* lines as a frame carries them (LF
+// between), key, trace_id, and 8 bytes per distinct depends_on id.
+func submitBytes(kv []string) int64 {
+	var n int64
+	args := 0
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch k, v := kv[i], kv[i+1]; {
+		case k == "task_type" || k == "key" || k == "trace_id":
+			n += int64(len(v))
+		case k == "depends_on":
+			seen := map[string]bool{}
+			for _, d := range strings.Split(v, ",") {
+				seen[d] = true
+			}
+			n += int64(DepBytes * len(seen))
+		case strings.HasPrefix(k, "arg."):
+			if args > 0 {
+				n++ // LF
+			}
+			args++
+			n += int64(len(k) + 1 + wire.EscapedLen(v))
+		}
+	}
+	return n
 }
 
 // randomToken picks a dispatch for e to talk about: mostly one it holds,

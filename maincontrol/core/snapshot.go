@@ -204,6 +204,7 @@ func (c *Core) finishLoad() {
 func (c *Core) Recovered() {
 	c.finishLoad()
 	c.recountState()
+	c.warnTaskBytes()
 	now := c.now()
 	c.startMs = now
 	deadline := now + c.cfg.HeartbeatTimeout.Milliseconds()

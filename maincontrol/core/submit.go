@@ -227,6 +227,9 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	r.trace = strings.Clone(s.trace) // "": derived when needed (trace.go)
 	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg, f.args)
 	r.deps = append(r.deps, s.deps...)
+	if !c.pendingRoom(p, req, r) {
+		return
+	}
 	r.state = Pending
 	blocker, blockerState := uint64(0), State(0)
 	for _, d := range s.deps {
@@ -273,6 +276,31 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 		return
 	}
 	c.waitFor(p, id, req)
+}
+
+// pendingRoom reports whether the tasks not yet ended have room under
+// --max-pending-bytes for the task r would make, and answers the submit
+// when they have not: queue_full, as when the count cap is reached, or
+// bad_request for a task that alone holds more than the cap, which no
+// retry would let in.
+func (c *Core) pendingRoom(p *peer, req string, r *record) bool {
+	limit := int64(c.cfg.MaxPendingBytes)
+	if limit < 0 {
+		return true
+	}
+	need := heldBytes(r.typ, r.args, r.key, r.trace, len(r.deps), "", "")
+	if c.pendingBytes+need <= limit {
+		return true
+	}
+	if need > limit {
+		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task would hold "+strconv.FormatInt(need, 10)+
+			" bytes, more than --max-pending-bytes "+strconv.FormatInt(limit, 10))
+		return false
+	}
+	c.sendError(p, req, wire.CodeQueueFull, "queue full: tasks not yet ended hold "+strconv.FormatInt(c.pendingBytes, 10)+
+		" bytes; this submit's "+strconv.FormatInt(need, 10)+" more would pass --max-pending-bytes "+
+		strconv.FormatInt(limit, 10)+"; retry later")
+	return false
 }
 
 // nonTerminal counts tasks that have not ended, waiting included.

@@ -13,8 +13,13 @@ package core
 // into an empty core gives the same totals, and a snapshot's are counted
 // as it loads.
 
-// DepBytes is what each depends_on id counts.
-const DepBytes = 8
+const (
+	// DefaultMaxPendingBytes is the default cap on the bytes held by tasks
+	// not yet ended.
+	DefaultMaxPendingBytes = 512 << 20
+	// DepBytes is what each depends_on id counts.
+	DepBytes = 8
+)
 
 // heldBytes is the rule of what a task counts toward the caps, in one
 // place: the bytes it holds whose size a client or an executor chose, as
@@ -69,3 +74,14 @@ func (c *Core) PendingBytes() int64 { return c.pendingBytes }
 // RetainedBytes is what the ended tasks kept hold, as
 // --retention-max-bytes counts it.
 func (c *Core) RetainedBytes() int64 { return c.retainedBytes }
+
+// warnTaskBytes says, at the end of recovery, when the tasks found hold
+// more than a cap lowered across a restart. Replay refuses nothing: the
+// tasks not yet ended are kept, and submits get queue_full until enough
+// of them end.
+func (c *Core) warnTaskBytes() {
+	if limit := c.cfg.MaxPendingBytes; limit >= 0 && c.pendingBytes > int64(limit) {
+		c.log.Warn("tasks not yet ended hold more than --max-pending-bytes: they are kept, and submits get queue_full until enough of them end",
+			"pending_bytes", c.pendingBytes, "max_pending_bytes", limit, "tasks", c.nonTerminal())
+	}
+}

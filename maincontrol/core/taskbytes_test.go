@@ -1,0 +1,217 @@
+package core
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/syncbuf"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// checkTaskBytes requires the running totals to be what a recount of the
+// table finds, and the log to rebuild them.
+func (h *harness) checkTaskBytes() {
+	h.t.Helper()
+	p, r := h.c.countTaskBytes()
+	require.Equal(h.t, p, h.c.PendingBytes(), "pending bytes")
+	require.Equal(h.t, r, h.c.RetainedBytes(), "retained bytes")
+	h.checkReplay()
+}
+
+// What a task counts: its type's name, args lines as kept, key, own
+// trace_id, 8 bytes per distinct dependency, and the outputs and error of
+// its latest result.
+func TestTaskBytes_Rule(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	dep := h.submit(cl, "task_type", "typ")
+	assert.Equal(t, int64(3), h.get(dep).bytes(), "just the type's name")
+	id := h.submit(cl, "task_type", "typ", "key", "kk", "trace_id", "tr1", "depends_on", itoa(dep)+","+itoa(dep),
+		"arg.a", "1", "arg.b", "x\ny")
+	assert.Equal(t, int64(3+len("arg.a=1\narg.b=x\\ny")+2+3+DepBytes), h.get(id).bytes())
+	assert.Equal(t, int64(3)+h.get(id).bytes(), h.c.PendingBytes())
+
+	ex := h.executor("e1", "typ", 1)
+	got, v := h.task(ex)
+	require.Equal(t, dep, got)
+	h.start(ex, dep, v)
+	h.accepted(ex, dep, v, "failed", "error", "boom", "out.o", "12")
+	require.Equal(t, Retrying, h.state(dep))
+	assert.Equal(t, int64(3+len("boom")+len("out.o=12")), h.get(dep).bytes(), "a failed attempt's outputs and error count")
+	h.checkTaskBytes()
+	h.advance(time.Second) // backoff over: dispatched again, its last attempt's outputs dropped
+	got, v = h.task(ex)
+	require.Equal(t, dep, got)
+	assert.Equal(t, int64(3), h.get(dep).bytes())
+	h.start(ex, dep, v)
+	h.accepted(ex, dep, v, "succeeded", "out.r", "xyz")
+	assert.Equal(t, int64(3+len("out.r=xyz")), h.get(dep).bytes())
+	assert.Equal(t, int64(3+len("out.r=xyz")), h.c.RetainedBytes())
+	assert.Equal(t, h.get(id).bytes(), h.c.PendingBytes(), "the ended task moved to retained")
+	h.checkTaskBytes()
+}
+
+// --max-pending-bytes: a submit that would take the bytes held by tasks
+// not yet ended past the cap gets queue_full, exactly at the cap is let
+// in, and ended tasks make room again. A keyed duplicate is still
+// answered; a refused submit makes no task, no id and no record.
+func TestCore_PendingBytesCap(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPendingBytes = 100 })
+	cl := h.client()
+	a := h.submit(cl, "task_type", "x", "key", "k1", "arg.a", strings.Repeat("v", 41)) // 1 + 2 + 6 + 41
+	require.Equal(t, int64(50), h.c.PendingBytes())
+	b := h.submit(cl, "task_type", "x", "depends_on", itoa(a), "trace_id", "t", "arg.b", strings.Repeat("v", 33)) // 1 + 8 + 1 + 6 + 33
+	require.Equal(t, Waiting, h.state(b))
+	require.Equal(t, int64(99), h.c.PendingBytes())
+
+	nrec, next := len(h.fx.records), h.c.nextID
+	h.send(cl, "submit", "req", "c", "task_type", "x", "arg.c", "")
+	m := h.expectErr(cl, wire.CodeQueueFull)
+	assert.Equal(t, "c", m.Value("req"))
+	assert.Equal(t, "queue full: tasks not yet ended hold 99 bytes; this submit's 7 more would pass --max-pending-bytes 100; retry later", m.Value("message"))
+	d := h.submit(cl, "task_type", "x") // 1 byte: exactly at the cap
+	require.Equal(t, int64(100), h.c.PendingBytes())
+	h.send(cl, "submit", "req", "e", "task_type", "x")
+	h.expectErr(cl, wire.CodeQueueFull)
+	h.send(cl, "submit", "req", "f", "task_type", "x", "depends_on", itoa(a))
+	h.expectErr(cl, wire.CodeQueueFull)
+	assert.Len(t, h.fx.records, nrec+1, "only d made a record")
+	assert.Equal(t, next+1, h.c.nextID, "refused submits make no id")
+
+	h.send(cl, "submit", "req", "dup", "task_type", "x", "key", "k1", "arg.a", strings.Repeat("v", 500))
+	m = h.expect(cl, "submitted")
+	assert.Equal(t, itoa(a), m.Value("task_id"))
+	assert.Equal(t, "true", m.Value("duplicate"), "a duplicate is never queue_full")
+
+	// a ends, b is cancelled with it: their bytes move to the ended tasks.
+	h.send(cl, "cancel", "req", "x", "task_id", itoa(a))
+	h.expect(cl, "cancelled")
+	require.Equal(t, Cancelled, h.state(b))
+	assert.Equal(t, int64(1), h.c.PendingBytes())
+	assert.Equal(t, int64(99+len("dependency 1 cancelled")), h.c.RetainedBytes())
+	h.submit(cl, "task_type", "x", "arg.c", "")
+	assert.Equal(t, int64(8), h.c.PendingBytes())
+
+	ex := h.executor("e1", "x", 1)
+	got, v := h.task(ex)
+	require.Equal(t, d, got)
+	h.start(ex, d, v)
+	h.accepted(ex, d, v, "succeeded", "out.r", "xyz")
+	assert.Equal(t, int64(7), h.c.PendingBytes())
+	h.checkTaskBytes()
+}
+
+// The count cap still holds with room in bytes, and says so.
+func TestCore_PendingBytesCountCapFirst(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPending = 2; c.MaxPendingBytes = 1000 })
+	cl := h.client()
+	h.submit(cl, "task_type", "x")
+	h.submit(cl, "task_type", "x")
+	h.send(cl, "submit", "req", "s", "task_type", "x")
+	m := h.expectErr(cl, wire.CodeQueueFull)
+	assert.Equal(t, "queue full: 2 tasks not yet ended; retry later", m.Value("message"))
+}
+
+// A task that alone holds more than the cap could never get in: that
+// submit is a bad_request, not queue_full, whatever the queue holds.
+func TestCore_PendingBytesTooLargeAlone(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPendingBytes = 10 })
+	cl := h.client()
+	h.send(cl, "submit", "req", "s", "task_type", "x", "arg.a", "1234") // 1 + 10
+	m := h.expectErr(cl, wire.CodeBadRequest)
+	assert.Equal(t, "submit too large: its task would hold 11 bytes, more than --max-pending-bytes 10", m.Value("message"))
+	h.submit(cl, "task_type", "x", "arg.a", "123") // 10: fits an empty queue
+	h.send(cl, "submit", "req", "s", "task_type", "x")
+	h.expectErr(cl, wire.CodeQueueFull)
+	assert.Zero(t, h.c.RetainedBytes())
+}
+
+// -1: no cap; the totals are still kept.
+func TestCore_PendingBytesNoCap(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPendingBytes = -1 })
+	cl := h.client()
+	big := strings.Repeat("v", 100_000)
+	for range 50 {
+		h.submit(cl, "task_type", "x", "arg.a", big)
+	}
+	assert.Equal(t, int64(50*(1+6+len(big))), h.c.PendingBytes())
+}
+
+// Replay refuses nothing: a cap lowered across a restart keeps the tasks
+// found, warns, and refuses submits until enough tasks end.
+func TestCore_PendingBytesCapLoweredAcrossRestart(t *testing.T) {
+	for _, fromSnapshot := range []bool{false, true} {
+		name := "log"
+		if fromSnapshot {
+			name = "snapshot"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.MaxPendingBytes = 300 })
+			cl := h.client()
+			var ids []uint64
+			for range 3 {
+				ids = append(ids, h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 93))) // 100 each
+			}
+			require.Equal(t, int64(300), h.c.PendingBytes())
+
+			var buf syncbuf.Buffer
+			h.cfg.MaxPendingBytes = 100
+			h.cfg.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+			if fromSnapshot {
+				h.restartFrom(snapshotEntries(t, h.c), len(h.fx.records))
+			} else {
+				h.restart()
+			}
+			assert.Equal(t, 3, h.c.nonTerminal(), "kept")
+			assert.Equal(t, int64(300), h.c.PendingBytes())
+			assert.Contains(t, buf.String(), `level=WARN msg="tasks not yet ended hold more than --max-pending-bytes`)
+			assert.Contains(t, buf.String(), "pending_bytes=300 max_pending_bytes=100 tasks=3")
+
+			cl = h.client()
+			h.send(cl, "submit", "req", "s", "task_type", "x")
+			h.expectErr(cl, wire.CodeQueueFull)
+			for _, id := range ids[:2] {
+				h.send(cl, "cancel", "req", "c", "task_id", itoa(id))
+				h.expect(cl, "cancelled")
+			}
+			h.send(cl, "submit", "req", "s", "task_type", "x")
+			h.expectErr(cl, wire.CodeQueueFull) // 100 + 1
+			h.send(cl, "cancel", "req", "c", "task_id", itoa(ids[2]))
+			h.expect(cl, "cancelled")
+			h.submit(cl, "task_type", "x")
+			h.checkTaskBytes()
+		})
+	}
+}
+
+// Under the cap at start: no warning.
+func TestCore_PendingBytesRestartQuietUnderCap(t *testing.T) {
+	var buf syncbuf.Buffer
+	h := newHarness(t, func(c *Config) {
+		c.MaxPendingBytes = 100
+		c.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	})
+	cl := h.client()
+	h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 93))
+	h.restart()
+	assert.Equal(t, int64(100), h.c.PendingBytes())
+	assert.NotContains(t, buf.String(), "max-pending-bytes")
+}
+
+func TestConfig_MaxPendingBytes(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{
+		{0, DefaultMaxPendingBytes},
+		{-1, -1},
+		{1, 1},
+	} {
+		c, err := Config{MaxPendingBytes: tc.in}.withDefaults()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, c.MaxPendingBytes, "MaxPendingBytes %d", tc.in)
+	}
+	assert.Equal(t, 512<<20, DefaultMaxPendingBytes)
+}
