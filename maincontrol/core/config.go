@@ -49,6 +49,10 @@ type Config struct {
 	// heldBytes): a submit that would take them past it gets queue_full.
 	// Zero means DefaultMaxPendingBytes, negative no cap.
 	MaxPendingBytes int
+	// RetentionMaxBytes caps the bytes held by the ended tasks kept (see
+	// heldBytes): past it the oldest ended are forgotten, as past
+	// RetentionMax. Zero means DefaultRetentionMaxBytes, negative no cap.
+	RetentionMaxBytes int
 
 	Observer Observer // metrics; nil: none
 
@@ -120,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxPendingBytes == 0 {
 		c.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if c.RetentionMaxBytes == 0 {
+		c.RetentionMaxBytes = DefaultRetentionMaxBytes
 	}
 	if c.Version == "" {
 		c.Version = "dev"

@@ -43,6 +43,7 @@ func fuzzConfig(c *Config) {
 	c.MaxFrame = 2 * MinMaxFrame
 	c.MaxPending = 12
 	c.MaxPendingBytes = 3 * MinMaxFrame
+	c.RetentionMaxBytes = 2 * MinMaxFrame
 	c.RetentionMax = 6
 	c.MaxRetrying = 2
 	c.HandshakeTimeout = 2 * time.Second

@@ -21,7 +21,9 @@ const (
 	propMaxFrame = 4096
 	// propMaxPendingBytes is reached now and then; MaxPending (150) hardly.
 	propMaxPendingBytes = 1500
-	propHBTimout        = 6 * time.Second
+	// propRetentionMaxBytes binds more often than RetentionMax (60).
+	propRetentionMaxBytes = 2000
+	propHBTimout          = 6 * time.Second
 )
 
 type propExec struct {
@@ -80,6 +82,7 @@ func newProp(t *testing.T, seed uint64) *prop {
 		c.MaxPending = 150
 		c.MaxPendingBytes = propMaxPendingBytes
 		c.RetentionMax = 60
+		c.RetentionMaxBytes = propRetentionMaxBytes
 		c.Retention = 2 * time.Minute
 		c.MaxRetrying = 4
 		c.RetryCap = 5 * time.Second
@@ -540,6 +543,16 @@ func (p *prop) doRegister(e *propExec) {
 // they hold), so only doSilence loses one.
 func (p *prop) doTick(d time.Duration) {
 	p.h.advance(d)
+	// Retention has run: within both of its caps.
+	c := p.h.c
+	require.LessOrEqual(p.t, c.terminal(), c.cfg.RetentionMax, "step %d: ended tasks kept", p.step)
+	require.LessOrEqual(p.t, c.retainedBytes, int64(propRetentionMaxBytes), "step %d: bytes of the ended tasks kept", p.step)
+	if c.terminal() == c.cfg.RetentionMax {
+		p.stats["retention:count"]++
+	}
+	if c.retainedBytes > propRetentionMaxBytes-40 {
+		p.stats["retention:bytes"]++
+	}
 	p.collect()
 	for _, e := range p.connected() {
 		if p.now().Sub(e.seen) >= propHBTimout/3 {

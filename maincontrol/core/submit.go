@@ -308,6 +308,11 @@ func (c *Core) nonTerminal() int {
 	return c.counts[Waiting] + c.counts[Pending] + c.counts[Dispatched] + c.counts[Running] + c.counts[Retrying]
 }
 
+// terminal counts the ended tasks kept.
+func (c *Core) terminal() int {
+	return c.counts[Succeeded] + c.counts[Failed] + c.counts[Cancelled]
+}
+
 // waitFor makes p wait for task id's done, answering req.
 func (c *Core) waitFor(p *peer, id uint64, req string) {
 	if p.waits == nil {

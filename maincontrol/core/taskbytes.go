@@ -17,6 +17,9 @@ const (
 	// DefaultMaxPendingBytes is the default cap on the bytes held by tasks
 	// not yet ended.
 	DefaultMaxPendingBytes = 512 << 20
+	// DefaultRetentionMaxBytes is the default cap on the bytes held by the
+	// ended tasks kept.
+	DefaultRetentionMaxBytes = 256 << 20
 	// DepBytes is what each depends_on id counts.
 	DepBytes = 8
 )
@@ -78,10 +81,22 @@ func (c *Core) RetainedBytes() int64 { return c.retainedBytes }
 // warnTaskBytes says, at the end of recovery, when the tasks found hold
 // more than a cap lowered across a restart. Replay refuses nothing: the
 // tasks not yet ended are kept, and submits get queue_full until enough
-// of them end.
+// of them end; the oldest ended tasks past the cap are forgotten at the
+// first tick, as retention does past --retention-max.
 func (c *Core) warnTaskBytes() {
 	if limit := c.cfg.MaxPendingBytes; limit >= 0 && c.pendingBytes > int64(limit) {
 		c.log.Warn("tasks not yet ended hold more than --max-pending-bytes: they are kept, and submits get queue_full until enough of them end",
 			"pending_bytes", c.pendingBytes, "max_pending_bytes", limit, "tasks", c.nonTerminal())
 	}
+	if limit := c.cfg.RetentionMaxBytes; limit >= 0 && c.retainedBytes > int64(limit) {
+		c.log.Warn("ended tasks kept hold more than --retention-max-bytes: the oldest ended are forgotten at the first tick",
+			"retained_bytes", c.retainedBytes, "retention_max_bytes", limit, "tasks", c.terminal())
+	}
+}
+
+// retainedOver reports whether the ended tasks kept, less freed bytes of
+// them, hold more than --retention-max-bytes.
+func (c *Core) retainedOver(freed int64) bool {
+	limit := c.cfg.RetentionMaxBytes
+	return limit >= 0 && c.retainedBytes-freed > int64(limit)
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -214,4 +215,124 @@ func TestConfig_MaxPendingBytes(t *testing.T) {
 		assert.Equal(t, tc.want, c.MaxPendingBytes, "MaxPendingBytes %d", tc.in)
 	}
 	assert.Equal(t, 512<<20, DefaultMaxPendingBytes)
+}
+
+// cancelAll cancels the tasks in order, each ending after the one before.
+func (h *harness) cancelAll(cl PeerID, ids ...uint64) {
+	h.t.Helper()
+	for _, id := range ids {
+		h.send(cl, "cancel", "req", "c", "task_id", itoa(id))
+		h.expect(cl, "cancelled")
+	}
+}
+
+// --retention-max-bytes: while the ended tasks kept hold more than the
+// cap, the oldest ended are forgotten at the next tick, as past
+// --retention-max, their keys with them.
+func TestCore_RetentionMaxBytes(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetentionMaxBytes = 100 })
+	cl := h.client()
+	var ids []uint64
+	for i := range 3 {
+		ids = append(ids, h.submit(cl, "task_type", "x", "key", fmt.Sprint("k", i), "arg.a", strings.Repeat("v", 31))) // 40
+	}
+	h.cancelAll(cl, ids[1], ids[0], ids[2]) // ids[1] ended first
+	assert.Equal(t, int64(120), h.c.RetainedBytes(), "over until the next tick")
+	h.advance(time.Millisecond)
+	assert.Nil(t, h.c.tasks.get(ids[1]), "the oldest ended is forgotten")
+	assert.NotNil(t, h.c.tasks.get(ids[0]))
+	assert.NotNil(t, h.c.tasks.get(ids[2]))
+	assert.Equal(t, int64(80), h.c.RetainedBytes())
+	h.send(cl, "query", "req", "q", "task_id", itoa(ids[1]))
+	h.expectErr(cl, wire.CodeUnknownTask)
+	assert.NotEqual(t, ids[1], h.submit(cl, "task_type", "x", "key", "k1"), "its key is free again")
+	assert.Equal(t, ids[0], h.submit(cl, "task_type", "x", "key", "k0"), "a kept task's key is not")
+
+	// Exactly at the cap: kept. One byte over: the oldest goes.
+	h.cancelAll(cl, h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 13))) // 20
+	h.advance(time.Millisecond)
+	assert.Equal(t, int64(100), h.c.RetainedBytes())
+	assert.Equal(t, 3, h.c.terminal())
+	h.cancelAll(cl, h.submit(cl, "task_type", "y"))
+	h.advance(time.Millisecond)
+	assert.Nil(t, h.c.tasks.get(ids[0]))
+	assert.Equal(t, int64(61), h.c.RetainedBytes())
+
+	// An ended task larger than the cap alone: oldest first, every older
+	// one goes before it does, and then it goes too.
+	big := h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 200))
+	h.cancelAll(cl, big)
+	h.advance(time.Millisecond)
+	assert.Nil(t, h.c.tasks.get(big))
+	assert.Zero(t, h.c.terminal())
+	assert.Zero(t, h.c.RetainedBytes())
+	h.checkTaskBytes()
+}
+
+// -1: the ended tasks are kept whatever they hold, up to --retention-max.
+func TestCore_RetentionMaxBytesNoCap(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetentionMaxBytes = -1; c.RetentionMax = 5 })
+	cl := h.client()
+	big := strings.Repeat("v", 100_000)
+	for range 10 {
+		h.cancelAll(cl, h.submit(cl, "task_type", "x", "arg.a", big))
+	}
+	h.advance(time.Millisecond)
+	assert.Equal(t, 5, h.c.terminal(), "the count cap still holds")
+	assert.Equal(t, int64(5*(1+6+len(big))), h.c.RetainedBytes())
+}
+
+// A cap lowered across a restart keeps every ended task on replay, warns,
+// and forgets the oldest past it at the first tick.
+func TestCore_RetentionMaxBytesLoweredAcrossRestart(t *testing.T) {
+	for _, fromSnapshot := range []bool{false, true} {
+		name := "log"
+		if fromSnapshot {
+			name = "snapshot"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.RetentionMaxBytes = 300 })
+			cl := h.client()
+			var ids []uint64
+			for range 3 {
+				ids = append(ids, h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 93))) // 100 each
+			}
+			h.cancelAll(cl, ids...)
+			h.advance(time.Millisecond)
+			require.Equal(t, int64(300), h.c.RetainedBytes())
+
+			var buf syncbuf.Buffer
+			h.cfg.RetentionMaxBytes = 100
+			h.cfg.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+			if fromSnapshot {
+				h.restartFrom(snapshotEntries(t, h.c), len(h.fx.records))
+			} else {
+				h.restart()
+			}
+			assert.Equal(t, 3, h.c.terminal(), "replay keeps them")
+			assert.Equal(t, int64(300), h.c.RetainedBytes())
+			assert.Contains(t, buf.String(), `level=WARN msg="ended tasks kept hold more than --retention-max-bytes`)
+			assert.Contains(t, buf.String(), "retained_bytes=300 retention_max_bytes=100 tasks=3")
+			assert.NotContains(t, buf.String(), "max-pending-bytes")
+			h.advance(time.Millisecond)
+			assert.Nil(t, h.c.tasks.get(ids[0]))
+			assert.Nil(t, h.c.tasks.get(ids[1]))
+			assert.NotNil(t, h.c.tasks.get(ids[2]))
+			assert.Equal(t, int64(100), h.c.RetainedBytes())
+			h.checkTaskBytes()
+		})
+	}
+}
+
+func TestConfig_RetentionMaxBytes(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{
+		{0, DefaultRetentionMaxBytes},
+		{-1, -1},
+		{1, 1},
+	} {
+		c, err := Config{RetentionMaxBytes: tc.in}.withDefaults()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, c.RetentionMaxBytes, "RetentionMaxBytes %d", tc.in)
+	}
+	assert.Equal(t, 256<<20, DefaultRetentionMaxBytes)
 }

@@ -165,25 +165,28 @@ func (c *Core) loseExecutor(e *executor) {
 // maxDropPerRecord bounds one retention record.
 const maxDropPerRecord = 4096
 
-// applyRetention forgets terminal tasks past --retention or beyond the
-// newest --retention-max, oldest ended first.
+// applyRetention forgets terminal tasks past --retention, beyond the
+// newest --retention-max, or while they hold more than
+// --retention-max-bytes, oldest ended first.
 func (c *Core) applyRetention(now int64) {
 	keep := c.cfg.Retention.Milliseconds()
-	terminal := c.counts[Succeeded] + c.counts[Failed] + c.counts[Cancelled]
+	terminal := c.terminal()
 	for {
 		r := c.newRecord(recDrop)
 		r.at = now
+		var freed int64 // bytes of the tasks in r
 		for c.retention.len() > 0 && len(r.ids) < maxDropPerRecord {
 			t := c.tasks.get(c.retention.peek().id)
 			if t == nil || !t.state.Terminal() {
 				c.retention.pop()
 				continue
 			}
-			if terminal-len(r.ids) <= c.cfg.RetentionMax && t.updatedMs+keep > now {
+			if terminal-len(r.ids) <= c.cfg.RetentionMax && t.updatedMs+keep > now && !c.retainedOver(freed) {
 				break
 			}
 			c.retention.pop()
 			r.ids = append(r.ids, t.id)
+			freed += t.bytes()
 		}
 		if len(r.ids) == 0 {
 			return
