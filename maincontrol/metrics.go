@@ -81,6 +81,16 @@ func newServerMetrics(s *Server) *serverMetrics {
 		defer s.mu.Unlock()
 		return float64(s.core.StateBytes())
 	})
+	r.GaugeFunc("apollo11_pending_bytes", "Bytes held by tasks not yet ended, as --max-pending-bytes counts them: args, type name, key, trace_id, 8 per depends_on id, and a failed attempt's outputs and error.", func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return float64(s.core.PendingBytes())
+	})
+	r.GaugeFunc("apollo11_retained_bytes", "Bytes held by the ended tasks kept, as --retention-max-bytes counts them: what pending tasks count, plus outputs and error.", func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return float64(s.core.RetainedBytes())
+	})
 	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", msBounds)
 	m.retries = r.Counter("apollo11_retries_total", "Attempts that failed and will run again.")
 	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks the main control took back because their timeout_ms passed with no result. An executor that enforces the timeout itself (the apollo11 executor does) reports a failed result first, counted in retries or failures instead.")

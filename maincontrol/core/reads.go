@@ -125,6 +125,8 @@ func (c *Core) stats(p *peer, req string) {
 	b.UintK(kStateVersion, c.stateVer)
 	b.IntK(kUptimeMs, c.now()-c.startMs)
 	b.Str("state_bytes", strconv.FormatInt(c.stateBytes, 10))
+	b.Str("pending_bytes", strconv.FormatInt(c.pendingBytes, 10))
+	b.Str("retained_bytes", strconv.FormatInt(c.retainedBytes, 10))
 	b.Str("executors.known", strconv.Itoa(len(c.execs)))
 	b.Str("connections", strconv.Itoa(len(c.peers)))
 	b.Str("retrying.armed", strconv.Itoa(c.armed))
