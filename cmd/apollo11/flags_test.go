@@ -104,6 +104,12 @@ func TestDaemonFlags_Validation(t *testing.T) {
 		{"maincontrol", []string{"--max-state-bytes", "0"}, "--max-state-bytes 0: want -1 (no cap) or more than 0"},
 		{"maincontrol", []string{"--max-state-bytes", "-2"}, "--max-state-bytes -2: want -1 (no cap) or more than 0"},
 		{"maincontrol", []string{"--max-state-bytes", "-1"}, ""},
+		{"maincontrol", []string{"--max-pending-bytes", "0"}, "--max-pending-bytes 0: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--max-pending-bytes", "-2"}, "--max-pending-bytes -2: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--max-pending-bytes", "-1"}, ""},
+		{"maincontrol", []string{"--retention-max-bytes", "0"}, "--retention-max-bytes 0: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--retention-max-bytes", "-2"}, "--retention-max-bytes -2: want -1 (no cap) or more than 0"},
+		{"maincontrol", []string{"--retention-max-bytes", "-1"}, ""},
 		{"maincontrol", []string{"--heartbeat-interval", "0"}, ""}, // documented: a third of the timeout
 		{"executor", nil, ""},
 		{"executor", []string{"--slots", "0"}, "--slots 0: must be more than 0"},
@@ -249,6 +255,58 @@ func TestMaincontrolFlags_MaxStateBytes(t *testing.T) {
 				assert.Contains(t, err.Error(), tc.err)
 			}
 		})
+	}
+}
+
+// --max-pending-bytes and --retention-max-bytes reach the core's Config,
+// from the command line or their variables, the command line winning.
+func TestMaincontrolFlags_TaskByteCaps(t *testing.T) {
+	for _, cap := range []struct {
+		flag, env string
+		def       int
+		got       func(maincontrol.Config) int
+	}{
+		{"max-pending-bytes", "APOLLO11_MAX_PENDING_BYTES", 512 << 20, func(c maincontrol.Config) int { return c.Core.MaxPendingBytes }},
+		{"retention-max-bytes", "APOLLO11_RETENTION_MAX_BYTES", 256 << 20, func(c maincontrol.Config) int { return c.Core.RetentionMaxBytes }},
+	} {
+		for _, tc := range []struct {
+			name string
+			env  string // the variable; "" unset
+			args []string
+			want int
+			err  string
+		}{
+			{name: "default", want: cap.def},
+			{name: "flag", args: []string{"--" + cap.flag, "1000"}, want: 1000},
+			{name: "no cap", args: []string{"--" + cap.flag + "=-1"}, want: -1},
+			{name: "environment", env: "2048", want: 2048},
+			{name: "flag over environment", env: "2048", args: []string{"--" + cap.flag, "4096"}, want: 4096},
+			{name: "environment zero", env: "0", err: "--" + cap.flag + " 0: want -1 (no cap) or more than 0"},
+			{name: "environment not a number", env: "64MiB", err: "environment " + cap.env + `="64MiB"`},
+		} {
+			t.Run(cap.flag+"/"+tc.name, func(t *testing.T) {
+				if tc.env != "" {
+					t.Setenv(cap.env, tc.env)
+				}
+				fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+				var f maincontrolFlags
+				f.register(fs)
+				err := parseFlags(fs, tc.args)
+				if err == nil {
+					var cfg maincontrol.Config
+					cfg, err = f.config(io.Discard)
+					if err == nil {
+						assert.Equal(t, tc.want, cap.got(cfg))
+					}
+				}
+				if tc.err == "" {
+					require.NoError(t, err)
+				} else {
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), tc.err)
+				}
+			})
+		}
 	}
 }
 

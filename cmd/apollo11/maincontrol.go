@@ -25,6 +25,7 @@ type maincontrolFlags struct {
 	startTimeout, retention, fsyncInterval, snapshotInterval  time.Duration
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
 	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
+	maxPendingBytes, retentionMaxBytes                        int
 	recoverTruncate                                           bool
 	httpListen                                                string
 	log                                                       logFlags
@@ -39,11 +40,13 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.heartbeatTimeout, "heartbeat-timeout", core.DefaultHeartbeatTimeout, "executor silence after which it is lost")
 	durationVar(fs, &f.startTimeout, "start-timeout", core.DefaultStartTimeout, "time a dispatched task has to start")
 	fs.IntVar(&f.maxPending, "max-pending", core.DefaultMaxPending, "tasks not yet ended before submit gets queue_full")
+	fs.IntVar(&f.maxPendingBytes, "max-pending-bytes", core.DefaultMaxPendingBytes, "bytes tasks not yet ended may hold (args, type name, key, trace_id, 8 per depends_on id, a failed attempt's outputs and error) before submit gets queue_full (-1: no cap)")
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
 	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")
 	durationVar(fs, &f.retention, "retention", core.DefaultRetention, "how long ended tasks are kept")
 	fs.IntVar(&f.retentionMax, "retention-max", core.DefaultRetentionMax, "how many ended tasks are kept (newest)")
+	fs.IntVar(&f.retentionMaxBytes, "retention-max-bytes", core.DefaultRetentionMaxBytes, "bytes the ended tasks kept may hold, counted as for --max-pending-bytes with their outputs and error; past it the oldest ended are forgotten (-1: no cap)")
 	fs.IntVar(&f.maxRetrying, "max-retrying", core.DefaultMaxRetrying, "retrying tasks whose backoff runs at once; more wait their turn (-1: no cap)")
 	fs.IntVar(&f.maxStateBytes, "max-state-bytes", core.DefaultMaxStateBytes, "largest shared state in bytes, each key counted as name + value (at least 20) + 64; results that would grow it past this fail (-1: no cap)")
 	fs.StringVar(&f.fsync, "fsync", "always", "when the log is fsynced: always, batch or never")
@@ -69,8 +72,13 @@ func (f *maincontrolFlags) checkPositive() error {
 	if f.maxRetrying == 0 || f.maxRetrying < -1 {
 		return fmt.Errorf("--max-retrying %d: want -1 (no cap) or more than 0", f.maxRetrying)
 	}
-	if f.maxStateBytes == 0 || f.maxStateBytes < -1 {
-		return fmt.Errorf("--max-state-bytes %d: want -1 (no cap) or more than 0", f.maxStateBytes)
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"max-state-bytes", f.maxStateBytes}, {"max-pending-bytes", f.maxPendingBytes}, {"retention-max-bytes", f.retentionMaxBytes}} {
+		if c.v == 0 || c.v < -1 {
+			return fmt.Errorf("--%s %d: want -1 (no cap) or more than 0", c.name, c.v)
+		}
 	}
 	return firstErr(
 		positive("max-pending", f.maxPending), positive("max-inflight", f.maxInflight),
@@ -114,7 +122,8 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 			HandshakeTimeout: f.handshakeTimeout, HeartbeatInterval: f.heartbeatInterval,
 			HeartbeatTimeout: f.heartbeatTimeout, StartTimeout: f.startTimeout,
 			MaxPending: f.maxPending, Retention: f.retention, RetentionMax: f.retentionMax,
-			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, Logger: logger,
+			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, MaxPendingBytes: f.maxPendingBytes,
+			RetentionMaxBytes: f.retentionMaxBytes, Logger: logger,
 		},
 	}
 	return cfg, nil
