@@ -245,7 +245,7 @@ func TestProtocolDoc_StateCap(t *testing.T) {
 	} {
 		assert.Contains(t, bullet, want)
 	}
-	assert.Contains(t, doc, "`available` and `state_bytes`", "listed among the extra stats keys")
+	assert.Contains(t, doc, "`available`, `state_bytes`", "listed among the extra stats keys")
 
 	b, err = os.ReadFile("../../README.md")
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -335,4 +336,36 @@ func TestConfig_RetentionMaxBytes(t *testing.T) {
 		assert.Equal(t, tc.want, c.RetentionMaxBytes, "RetentionMaxBytes %d", tc.in)
 	}
 	assert.Equal(t, 256<<20, DefaultRetentionMaxBytes)
+}
+
+// The appendix of docs/protocol.md and the README state the caps' numbers
+// and rules as the code has them.
+func TestProtocolDoc_TaskByteCaps(t *testing.T) {
+	b, err := os.ReadFile("../../docs/protocol.md")
+	require.NoError(t, err)
+	doc := string(b)
+	i := strings.Index(doc, "- **Bytes held by tasks.**")
+	require.Greater(t, i, strings.Index(doc, "## Appendix: apollo11's readings"), "a reading of the appendix")
+	bullet := doc[i:]
+	bullet = strings.Join(strings.Fields(bullet[:strings.Index(bullet[1:], "\n- ")+1]), " ")
+	for _, want := range []string{
+		"`--max-pending-bytes` (default " + fmt.Sprint(DefaultMaxPendingBytes>>20) + " MiB; `-1` for no cap)",
+		"`--retention-max-bytes` (default " + fmt.Sprint(DefaultRetentionMaxBytes>>20) + " MiB; `-1` for no cap)",
+		fmt.Sprint(DepBytes) + " bytes per `depends_on` id",
+		"`error code=queue_full`", "`bad_request`", "never refused when replayed",
+		"`pending_bytes` and `retained_bytes`",
+	} {
+		assert.Contains(t, bullet, want)
+	}
+	assert.Contains(t, strings.Join(strings.Fields(doc), " "), "`pending_bytes` and `retained_bytes` (see \"Bytes held by tasks\")",
+		"listed among the extra stats keys")
+
+	b, err = os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	readme := strings.Join(strings.Fields(string(b)), " ")
+	assert.Contains(t, readme, "`--max-pending-bytes` ("+fmt.Sprint(DefaultMaxPendingBytes>>20)+" MiB)")
+	assert.Contains(t, readme, "`--retention-max-bytes` ("+fmt.Sprint(DefaultRetentionMaxBytes>>20)+" MiB)")
+	assert.Contains(t, readme, fmt.Sprintf("%d bytes per `depends_on` id", DepBytes))
+	assert.Contains(t, readme, "`apollo11_pending_bytes`")
+	assert.Contains(t, readme, "`apollo11_retained_bytes`")
 }
