@@ -341,9 +341,10 @@ func (c *Core) applyDispatch(r *record) {
 	old := c.tasks.get(r.id)
 	c.unqueue(old)
 	t := c.setState(r.id, Dispatched, r.at)
-	if r.attempt > t.attempt {
+	if r.attempt > t.attempt && (t.outs != "" || t.errText() != "") {
+		// A failed attempt's outputs are kept until the next attempt.
 		c.pendingBytes -= t.bytes()
-		t.setOutcome("", "", 0) // a failed attempt's outputs are kept until the next attempt
+		t.setOutcome("", "", 0)
 		c.pendingBytes += t.bytes()
 	}
 	t.version, t.attempt = r.version, r.attempt

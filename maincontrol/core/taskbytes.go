@@ -50,11 +50,15 @@ func heldBytes(typ, args, key, trace string, deps int, outs, errText string) int
 // bytes is what t counts toward --max-pending-bytes until it ends, and
 // toward --retention-max-bytes once it has (heldBytes).
 func (t *task) bytes() int64 {
-	if x := t.x; x != nil {
-		return heldBytes(t.typ.name, t.args, x.key, x.traceID, len(x.deps), t.outs, x.errText)
+	x := t.x
+	if x == nil {
+		x = &noExtra
 	}
-	return heldBytes(t.typ.name, t.args, "", "", 0, t.outs, "")
+	return heldBytes(t.typ.name, t.args, x.key, x.traceID, len(x.deps), t.outs, x.errText)
 }
+
+// noExtra stands for the extra block of a task that has none.
+var noExtra taskExtra
 
 // countTaskBytes adds up the bytes of the tasks in the table: those not
 // yet ended and those ended.
