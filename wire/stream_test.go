@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -255,7 +256,7 @@ func TestReader_readErrors(t *testing.T) {
 	})
 }
 
-const math32 = 1 << 31
+const math32 = math.MaxInt32 // far more empty reads than any reader tries (fits a 32-bit int)
 
 // dataThenError returns all its data together with err, then (0, nil)
 // forever: the error is only ever reported once.
