@@ -20,8 +20,10 @@ const (
 	// DefaultRetentionMaxBytes is the default cap on the bytes held by the
 	// ended tasks kept.
 	DefaultRetentionMaxBytes = 256 << 20
-	// DepBytes is what each depends_on id counts.
-	DepBytes = 8
+	// DepBytes is what each depends_on id counts: the id is kept twice,
+	// in the waiting task's list and in its dependency's list of
+	// dependents (8 bytes each), and the second list grows by doubling.
+	DepBytes = 24
 )
 
 // heldBytes is the rule of what a task counts toward the caps, in one

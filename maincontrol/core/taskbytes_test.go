@@ -67,7 +67,7 @@ func TestCore_PendingBytesCap(t *testing.T) {
 	cl := h.client()
 	a := h.submit(cl, "task_type", "x", "key", "k1", "arg.a", strings.Repeat("v", 41)) // 1 + 2 + 6 + 41
 	require.Equal(t, int64(50), h.c.PendingBytes())
-	b := h.submit(cl, "task_type", "x", "depends_on", itoa(a), "trace_id", "t", "arg.b", strings.Repeat("v", 33)) // 1 + 8 + 1 + 6 + 33
+	b := h.submit(cl, "task_type", "x", "depends_on", itoa(a), "trace_id", "t", "arg.b", strings.Repeat("v", 41-DepBytes)) // 1 + DepBytes + 1 + 6 + 41-DepBytes
 	require.Equal(t, Waiting, h.state(b))
 	require.Equal(t, int64(99), h.c.PendingBytes())
 
