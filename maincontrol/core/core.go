@@ -130,6 +130,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 	}
 	c.startMs = c.now()
 	c.refreshDebug()
+	c.warnSmallByteCaps()
 	return c, nil
 }
 

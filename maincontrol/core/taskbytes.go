@@ -106,3 +106,17 @@ func (c *Core) retainedOver(freed int64) bool {
 	limit := c.cfg.RetentionMaxBytes
 	return limit >= 0 && c.retainedBytes-freed > int64(limit)
 }
+
+// warnSmallByteCaps says at start when a byte cap is below what one task
+// may hold: a submit of a full frame of args would always be refused, or
+// an ended task forgotten (its key with it) as soon as the next one ends.
+func (c *Core) warnSmallByteCaps() {
+	if limit := c.cfg.MaxPendingBytes; limit >= 0 && limit < c.cfg.MaxFrame {
+		c.log.Warn("--max-pending-bytes is below --max-frame: a submit whose args fill a frame is refused (bad_request)",
+			"max_pending_bytes", limit, "max_frame", c.cfg.MaxFrame)
+	}
+	if limit := c.cfg.RetentionMaxBytes; limit >= 0 && limit < 2*c.cfg.MaxFrame {
+		c.log.Warn("--retention-max-bytes is below twice --max-frame: an ended task with a frame of args and one of outputs is forgotten, and its key freed, as soon as another task ends",
+			"retention_max_bytes", limit, "max_frame", c.cfg.MaxFrame)
+	}
+}

@@ -191,7 +191,7 @@ func TestCore_PendingBytesCapLoweredAcrossRestart(t *testing.T) {
 	}
 }
 
-// Under the cap at start: no warning.
+// Under the cap at start: no warning of tasks over it.
 func TestCore_PendingBytesRestartQuietUnderCap(t *testing.T) {
 	var buf syncbuf.Buffer
 	h := newHarness(t, func(c *Config) {
@@ -202,7 +202,36 @@ func TestCore_PendingBytesRestartQuietUnderCap(t *testing.T) {
 	h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 93))
 	h.restart()
 	assert.Equal(t, int64(100), h.c.PendingBytes())
-	assert.NotContains(t, buf.String(), "max-pending-bytes")
+	assert.NotContains(t, buf.String(), "tasks not yet ended hold more than --max-pending-bytes")
+}
+
+// A byte cap below what one task may hold is worth a word at start.
+func TestCore_WarnsOfByteCapsBelowATask(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		pending, kept int
+		warn          []string
+	}{
+		{"defaults", 0, 0, nil},
+		{"no caps", -1, -1, nil},
+		{"pending below a frame", 1 << 19, 0, []string{"--max-pending-bytes is below --max-frame"}},
+		{"kept below two frames", 0, 3 << 19, []string{"--retention-max-bytes is below twice --max-frame"}},
+		{"both", 100, 100, []string{"--max-pending-bytes is below", "--retention-max-bytes is below"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf syncbuf.Buffer
+			newHarness(t, func(c *Config) {
+				c.MaxPendingBytes, c.RetentionMaxBytes = tc.pending, tc.kept
+				c.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+			})
+			for _, w := range tc.warn {
+				assert.Contains(t, buf.String(), w)
+			}
+			if tc.warn == nil {
+				assert.NotContains(t, buf.String(), "is below")
+			}
+		})
+	}
 }
 
 func TestConfig_MaxPendingBytes(t *testing.T) {
@@ -260,13 +289,20 @@ func TestCore_RetentionMaxBytes(t *testing.T) {
 	assert.Equal(t, int64(61), h.c.RetainedBytes())
 
 	// An ended task larger than the cap alone: oldest first, every older
-	// one goes before it does, and then it goes too.
-	big := h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 200))
+	// one goes, but it stays while it is the newest ended task, so that
+	// its key outlives a retry of its submit; the next end takes it.
+	big := h.submit(cl, "task_type", "x", "key", "big", "arg.a", strings.Repeat("v", 200))
 	h.cancelAll(cl, big)
 	h.advance(time.Millisecond)
+	assert.NotNil(t, h.c.tasks.get(big), "the newest ended task stays")
+	assert.Equal(t, 1, h.c.terminal())
+	assert.Equal(t, int64(210), h.c.RetainedBytes())
+	assert.Equal(t, big, h.submit(cl, "task_type", "x", "key", "big"), "its key still answers")
+	h.cancelAll(cl, h.submit(cl, "task_type", "y"))
+	h.advance(time.Millisecond)
 	assert.Nil(t, h.c.tasks.get(big))
-	assert.Zero(t, h.c.terminal())
-	assert.Zero(t, h.c.RetainedBytes())
+	assert.Equal(t, 1, h.c.terminal())
+	assert.Equal(t, int64(1), h.c.RetainedBytes())
 	h.checkTaskBytes()
 }
 

@@ -167,7 +167,10 @@ const maxDropPerRecord = 4096
 
 // applyRetention forgets terminal tasks past --retention, beyond the
 // newest --retention-max, or while they hold more than
-// --retention-max-bytes, oldest ended first.
+// --retention-max-bytes, oldest ended first. The bytes never take the
+// newest ended task, however large: its key must outlive its client's
+// retry of the submit (spec section 5), and one task is at most two
+// frames.
 func (c *Core) applyRetention(now int64) {
 	keep := c.cfg.Retention.Milliseconds()
 	terminal := c.terminal()
@@ -181,7 +184,8 @@ func (c *Core) applyRetention(now int64) {
 				c.retention.pop()
 				continue
 			}
-			if terminal-len(r.ids) <= c.cfg.RetentionMax && t.updatedMs+keep > now && !c.retainedOver(freed) {
+			overBytes := terminal-len(r.ids) > 1 && c.retainedOver(freed)
+			if terminal-len(r.ids) <= c.cfg.RetentionMax && t.updatedMs+keep > now && !overBytes {
 				break
 			}
 			c.retention.pop()
