@@ -75,6 +75,9 @@ type recovery struct {
 	// Store.Lost).
 	lost    uint64
 	changed bool // files were cut or removed: fsync the directory
+	// foreign is a segment planBridge found named inside a damaged
+	// segment's records but holding other bytes: never the log's head.
+	foreign string
 }
 
 func (r *recovery) path(name string) string { return filepath.Join(r.opts.Dir, name) }
@@ -143,6 +146,22 @@ func (r *recovery) recoverLog(names []string) error {
 		if p == nil {
 			r.segs = append(r.segs, &seg)
 			continue
+		}
+		if p.Kind != ProblemTorn && r.opts.RecoverTruncate && !gap && !newest {
+			if next, _ := parseSegName(names[i+1]); next == seg.last+1 {
+				// The next segment holds the record that would follow:
+				// the bad bytes hold none (a segment is started only
+				// after the one before it is complete), so they are
+				// cut, as a torn tail is, and nothing is lost.
+				r.problems = append(r.problems, *p)
+				r.log.Error("LOG CORRUPTION: RecoverTruncate cuts bytes after the last record of a segment; the next segment continues the log, nothing is lost",
+					"file", name, "offset", p.Offset, "reason", p.Detail, "bytes", p.Bytes, "last_lsn", seg.last, "next_segment", names[i+1])
+				if err := r.cut(name, p.Offset); err != nil {
+					return err
+				}
+				r.segs = append(r.segs, &seg)
+				continue
+			}
 		}
 		if p.Kind != ProblemTorn && r.opts.RecoverTruncate && !gap {
 			b, err := r.planBridge(&seg, p, names[i+1:], newest)
@@ -258,6 +277,7 @@ func (r *recovery) planBridge(seg *segment, p *Problem, later []string, newest b
 		}
 		if !same {
 			r.log.Warn("a segment overlaps the records of the damaged one; not bridging", "file", seg.name, "other", b.target)
+			r.foreign = b.target
 			return nil, nil
 		}
 		b.leftover = true
@@ -441,15 +461,17 @@ func (r *recovery) dropCovered(seg *segment, p *Problem, gap bool, later []strin
 		from = r.segs[len(r.segs)-1].last + 1
 		resume, head = seg.first, seg.name
 	} else {
-		if len(later) == 0 {
+		if len(later) == 0 || later[0] == r.foreign {
+			// A segment whose records differ from the damaged one's
+			// where they overlap (planBridge) must not become the log.
 			return false, nil
 		}
 		resume, _ = parseSegName(later[0])
 		head = later[0]
 		drop = append(drop, seg.name)
 	}
-	if resume < from || resume > r.base.lsn+1 {
-		return false, nil
+	if resume <= from || resume > r.base.lsn+1 {
+		return false, nil // nothing missing (cut above), or records replay needs
 	}
 	p.Bridge = &Bridge{FirstLSN: from, LastLSN: resume - 1, Snapshot: r.base.name, Segment: head}
 	r.problems = append(r.problems, *p)
