@@ -358,6 +358,28 @@ func TestOpen_BridgeOlderSegment(t *testing.T) {
 	})
 }
 
+// openCrashingAt copies template into a new dir and opens it with
+// RecoverTruncate on a file system that fails every mutating call after
+// the k-th, as a kill -9 there would. done: the Open finished within k
+// calls (and was closed); otherwise it failed with errCrash. opts are the
+// options used, less the crashing file system.
+func openCrashingAt(t *testing.T, template string, segBytes int64, k int) (string, snapshot.Options, bool) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(template)))
+	opts, _ := truncateOpts(dir)
+	opts.SegmentBytes = segBytes
+	crashing := opts
+	crashing.FS = &crashFS{FS: snapshot.OS, left: k}
+	s, err := snapshot.Open(crashing)
+	if err == nil {
+		require.NoError(t, s.Close())
+		return dir, opts, true
+	}
+	require.ErrorIs(t, err, errCrash)
+	return dir, opts, false
+}
+
 // A crash at any point of dropping covered segments leaves a dir that a
 // plain Open refuses, with the damage or the gap still at its head, or
 // finds whole; RecoverTruncate then finishes the drop, losing nothing.
@@ -370,18 +392,11 @@ func TestOpen_DropCoveredInterrupted(t *testing.T) {
 	steps := 0
 	for k := 0; ; k++ {
 		require.Less(t, k, 100, "the drop never completes")
-		dir := t.TempDir()
-		require.NoError(t, os.CopyFS(dir, os.DirFS(template)))
-		opts, _ := truncateOpts(dir)
-		opts.SegmentBytes = 600
-		opts.FS = &crashFS{FS: snapshot.OS, left: k}
-		s, err := snapshot.Open(opts)
-		if err == nil {
-			require.NoError(t, s.Close())
+		dir, opts, done := openCrashingAt(t, template, 600, k)
+		if done {
 			steps = k
 			break
 		}
-		require.ErrorIs(t, err, errCrash)
 		left := segments(t, dir)
 		assert.Equal(t, segs[2:], left[len(left)-len(segs)+2:], "step %d: the segments after the damage stay", k)
 
@@ -396,8 +411,7 @@ func TestOpen_DropCoveredInterrupted(t *testing.T) {
 			require.ErrorAs(t, err, &ce, "step %d", k)
 		}
 
-		opts.FS = nil
-		s = MustOpen(t, opts)
+		s := MustOpen(t, opts)
 		assert.Equal(t, after(40, 58), replay(t, s), "step %d", k)
 		assert.Zero(t, s.Lost(), "step %d", k)
 		require.NoError(t, s.Close())
@@ -732,18 +746,11 @@ func TestOpen_BridgeInterrupted(t *testing.T) {
 			steps, leftovers := 0, 0
 			for k := 0; ; k++ {
 				require.Less(t, k, 100, "the bridge never completes")
-				dir := t.TempDir()
-				require.NoError(t, os.CopyFS(dir, os.DirFS(template)))
-				opts, _ := truncateOpts(dir)
-				opts.SegmentBytes = tt.segBytes
-				opts.FS = &crashFS{FS: snapshot.OS, left: k}
-				s, err := snapshot.Open(opts)
-				if err == nil {
-					require.NoError(t, s.Close())
+				dir, opts, done := openCrashingAt(t, template, tt.segBytes, k)
+				if done {
 					steps = k
 					break
 				}
-				require.ErrorIs(t, err, errCrash)
 				if segs := segments(t, dir); slices.Contains(segs, file) && slices.Contains(segs, target(tt.lsn)) {
 					leftovers++ // killed between the rename and the removal of the damaged segment
 				}
@@ -761,8 +768,7 @@ func TestOpen_BridgeInterrupted(t *testing.T) {
 					assert.Equal(t, off, ce.Offset, "step %d", k)
 				}
 
-				opts.FS = nil
-				s = MustOpen(t, opts)
+				s := MustOpen(t, opts)
 				assert.Equal(t, after(40, 58), replay(t, s), "step %d", k)
 				assert.Zero(t, s.Lost(), "step %d", k)
 				s.Start(nil, nil)

@@ -215,57 +215,16 @@ func TestFlags_ErrorNamesEnvironment(t *testing.T) {
 	assert.Contains(t, errOut.String(), `APOLLO11_MAX_CONNS="x"`)
 }
 
-// --max-state-bytes reaches the core's Config, from the command line or
-// its variable, the command line winning.
-func TestMaincontrolFlags_MaxStateBytes(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		env  string // APOLLO11_MAX_STATE_BYTES; "" unset
-		args []string
-		want int
-		err  string
-	}{
-		{name: "default", want: 64 << 20},
-		{name: "flag", args: []string{"--max-state-bytes", "1000"}, want: 1000},
-		{name: "no cap", args: []string{"--max-state-bytes=-1"}, want: -1},
-		{name: "environment", env: "2048", want: 2048},
-		{name: "flag over environment", env: "2048", args: []string{"--max-state-bytes", "4096"}, want: 4096},
-		{name: "environment zero", env: "0", err: "--max-state-bytes 0: want -1 (no cap) or more than 0"},
-		{name: "environment not a number", env: "64MiB", err: `environment APOLLO11_MAX_STATE_BYTES="64MiB"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv("APOLLO11_MAX_STATE_BYTES", tc.env)
-			}
-			fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
-			var f maincontrolFlags
-			f.register(fs)
-			err := parseFlags(fs, tc.args)
-			if err == nil {
-				var cfg maincontrol.Config
-				cfg, err = f.config(io.Discard)
-				if err == nil {
-					assert.Equal(t, tc.want, cfg.Core.MaxStateBytes)
-				}
-			}
-			if tc.err == "" {
-				require.NoError(t, err)
-			} else {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tc.err)
-			}
-		})
-	}
-}
-
-// --max-pending-bytes and --retention-max-bytes reach the core's Config,
-// from the command line or their variables, the command line winning.
-func TestMaincontrolFlags_TaskByteCaps(t *testing.T) {
+// The byte caps (--max-state-bytes, --max-pending-bytes,
+// --retention-max-bytes) reach the core's Config, from the command line
+// or their variables, the command line winning.
+func TestMaincontrolFlags_ByteCaps(t *testing.T) {
 	for _, cap := range []struct {
 		flag, env string
 		def       int
 		got       func(maincontrol.Config) int
 	}{
+		{"max-state-bytes", "APOLLO11_MAX_STATE_BYTES", 64 << 20, func(c maincontrol.Config) int { return c.Core.MaxStateBytes }},
 		{"max-pending-bytes", "APOLLO11_MAX_PENDING_BYTES", 512 << 20, func(c maincontrol.Config) int { return c.Core.MaxPendingBytes }},
 		{"retention-max-bytes", "APOLLO11_RETENTION_MAX_BYTES", 256 << 20, func(c maincontrol.Config) int { return c.Core.RetentionMaxBytes }},
 	} {
