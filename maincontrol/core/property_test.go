@@ -334,7 +334,7 @@ func (p *prop) doSubmit() {
 	}
 	dupOf, isDup := c.keys[key]
 	full := c.nonTerminal() >= c.cfg.MaxPending
-	fullBytes := !full && c.pendingBytes+submitBytes(kv) > propMaxPendingBytes
+	fullBytes := !full && c.pendingBytes+sentSubmitBytes(kv) > propMaxPendingBytes
 	h.send(cl, "submit", kv...)
 	fs := h.fx.frames[cl]
 	require.NotEmpty(p.t, fs)
@@ -369,10 +369,10 @@ func (p *prop) doSubmit() {
 	}
 }
 
-// submitBytes is what a submit's task counts toward --max-pending-bytes,
+// sentSubmitBytes is what a submit's task counts toward --max-pending-bytes,
 // from its fields as sent: type, arg.* lines as a frame carries them (LF
-// between), key, trace_id, and 8 bytes per distinct depends_on id.
-func submitBytes(kv []string) int64 {
+// between), key, trace_id, and DepBytes per distinct depends_on id.
+func sentSubmitBytes(kv []string) int64 {
 	var n int64
 	args := 0
 	for i := 0; i+1 < len(kv); i += 2 {

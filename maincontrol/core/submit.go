@@ -211,6 +211,9 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, wire.CodeQueueFull, "queue full: "+strconv.Itoa(c.cfg.MaxPending)+" tasks not yet ended; retry later")
 		return
 	}
+	if !c.pendingRoom(p, req, submitBytes(&s, f.args)) {
+		return
+	}
 	now := c.now()
 	r := c.newRecord(recNew)
 	r.id, r.priority = c.nextID, uint8(s.priority)
@@ -227,9 +230,6 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	r.trace = strings.Clone(s.trace) // "": derived when needed (trace.go)
 	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg, f.args)
 	r.deps = append(r.deps, s.deps...)
-	if !c.pendingRoom(p, req, r) {
-		return
-	}
 	r.state = Pending
 	blocker, blockerState := uint64(0), State(0)
 	for _, d := range s.deps {
@@ -283,12 +283,11 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 // when they have not: queue_full, as when the count cap is reached, or
 // bad_request for a task that alone holds more than the cap, which no
 // retry would let in.
-func (c *Core) pendingRoom(p *peer, req string, r *record) bool {
+func (c *Core) pendingRoom(p *peer, req string, need int64) bool {
 	limit := int64(c.cfg.MaxPendingBytes)
 	if limit < 0 {
 		return true
 	}
-	need := heldBytes(r.typ, r.args, r.key, r.trace, len(r.deps), "", "")
 	if c.pendingBytes+need <= limit {
 		return true
 	}
@@ -301,6 +300,21 @@ func (c *Core) pendingRoom(p *peer, req string, r *record) bool {
 		" bytes; this submit's "+strconv.FormatInt(need, 10)+" more would pass --max-pending-bytes "+
 		strconv.FormatInt(limit, 10)+"; retry later")
 	return false
+}
+
+// submitBytes is what the task a submit would make counts (heldBytes),
+// from the parsed submit: known before the record is built, so that a
+// refusal copies none of its args.
+func submitBytes(s *submitReq, args lines) int64 {
+	key := ""
+	if s.hasKey {
+		key = s.key
+	}
+	b := heldBytes(s.typ, "", key, s.trace, len(s.deps), "", "")
+	if args.n > 0 {
+		b += int64(args.size - 1) // args.size counts one LF past the last line
+	}
+	return b
 }
 
 // nonTerminal counts tasks that have not ended, waiting included.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -404,4 +405,48 @@ func TestProtocolDoc_TaskByteCaps(t *testing.T) {
 	assert.Contains(t, readme, fmt.Sprintf("%d bytes per `depends_on` id", DepBytes))
 	assert.Contains(t, readme, "`apollo11_pending_bytes`")
 	assert.Contains(t, readme, "`apollo11_retained_bytes`")
+}
+
+// What a submit is checked against before its task exists (submitBytes,
+// from the parsed frame) is what the task then counts.
+func TestSubmitBytes_MatchesTheTask(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPendingBytes = -1 })
+	cl := h.client()
+	dep := h.submit(cl, "task_type", "d")
+	for _, kv := range [][]string{
+		{"task_type", "x"},
+		{"task_type", "x", "arg.a", "1"},
+		{"task_type", "long-type-name", "arg.a", "1", "arg.b", "x\ny=z\\", "arg.c", ""},
+		{"task_type", "x", "key", "k", "trace_id", "0123456789abcdef0123456789abcdef", "arg.a", "v"},
+		{"task_type", "x", "depends_on", itoa(dep) + "," + itoa(dep), "arg.a", "v"},
+	} {
+		m := msg("submit", append([]string{"req", "r"}, kv...)...)
+		var f submitFields
+		f.scan(m)
+		var s submitReq
+		require.NoError(t, h.c.parseSubmit(&f, &s), "%v", kv)
+		want := submitBytes(&s, f.args)
+		id := h.submit(cl, kv...)
+		assert.Equal(t, h.get(id).bytes(), want, "%v", kv)
+	}
+}
+
+// A submit refused for bytes copies none of its args: under a storm of
+// refused 100 KB submits the core must not allocate what it refuses.
+func TestCore_RefusedSubmitCopiesNoArgs(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPendingBytes = 50_000 })
+	cl := h.client()
+	h.submit(cl, "task_type", "x", "arg.a", strings.Repeat("v", 40_000))
+	big := msg("submit", "req", "r", "task_type", "x", "arg.a", strings.Repeat("v", 20_000))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 50
+	for range n {
+		h.c.Handle(cl, big)
+	}
+	runtime.ReadMemStats(&after)
+	for range n {
+		h.expectErr(cl, wire.CodeQueueFull)
+	}
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(n*5_000), "refused submits allocated their args")
 }
