@@ -204,7 +204,6 @@ func (c *Core) finishLoad() {
 func (c *Core) Recovered() {
 	c.finishLoad()
 	c.recountState()
-	c.warnTaskBytes()
 	now := c.now()
 	c.startMs = now
 	deadline := now + c.cfg.HeartbeatTimeout.Milliseconds()
@@ -222,6 +221,7 @@ func (c *Core) Recovered() {
 	c.log.Info("recovered", "tasks", c.tasks.count, "next_task_id", c.nextID, "state_version", c.stateVer,
 		"executors", len(c.execs), "dispatches_awaiting_executors", restored)
 	c.settleWaiting()
+	c.warnTaskBytes() // after settling: a waiting task cancelled there holds no pending bytes
 }
 
 // settleWaiting releases or cancels, after recovery, the waiting tasks
