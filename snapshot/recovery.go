@@ -130,8 +130,7 @@ func (r *recovery) recoverLog(names []string) error {
 	for i := 0; i < len(names); i++ {
 		name := names[i]
 		first, _ := parseSegName(name)
-		newest := i == len(names)-1
-		seg, p, err := scanSegment(r.opts.FS, r.opts.Dir, name, first, newest)
+		seg, p, err := scanSegment(r.opts.FS, r.opts.Dir, name, first, i == len(names)-1)
 		if err != nil {
 			return fmt.Errorf("cannot open log segment %s: %w", name, err)
 		}
@@ -147,46 +146,13 @@ func (r *recovery) recoverLog(names []string) error {
 			r.segs = append(r.segs, &seg)
 			continue
 		}
-		if p.Kind != ProblemTorn && r.opts.RecoverTruncate && !gap && !newest {
-			if next, _ := parseSegName(names[i+1]); next == seg.last+1 {
-				// The next segment holds the record that would follow:
-				// the bad bytes hold none (a segment is started only
-				// after the one before it is complete), so they are
-				// cut, as a torn tail is, and nothing is lost.
-				r.problems = append(r.problems, *p)
-				r.log.Error("LOG CORRUPTION: RecoverTruncate cuts bytes after the last record of a segment; the next segment continues the log, nothing is lost",
-					"file", name, "offset", p.Offset, "reason", p.Detail, "bytes", p.Bytes, "last_lsn", seg.last, "next_segment", names[i+1])
-				if err := r.cut(name, p.Offset); err != nil {
-					return err
-				}
-				r.segs = append(r.segs, &seg)
-				continue
-			}
-		}
-		if p.Kind != ProblemTorn && r.opts.RecoverTruncate && !gap {
-			b, err := r.planBridge(&seg, p, names[i+1:], newest)
-			if err != nil {
-				return err
-			}
-			if b != nil {
-				if err := r.bridge(b); err != nil {
-					return err
-				}
-				if b.leftover {
-					i++ // the file bridge just rewrote
-				}
-				continue
-			}
-		}
 		if p.Kind != ProblemTorn && r.opts.RecoverTruncate {
-			dropped, err := r.dropCovered(&seg, p, gap, names[i+1:])
+			next, skipped, err := r.skipWithoutLoss(names, i, &seg, p, gap)
 			if err != nil {
 				return err
 			}
-			if dropped {
-				if gap {
-					i-- // this segment is whole: scan it again, now at the head of the log
-				}
+			if skipped {
+				i = next
 				continue
 			}
 		}
@@ -227,6 +193,54 @@ func (r *recovery) recoverLog(names []string) error {
 		break
 	}
 	return nil
+}
+
+// skipWithoutLoss tries, for RecoverTruncate, the ways past the bad
+// record p of segment names[i] (or, with gap, the segments missing before
+// it) that lose no record Replay needs, in turn: cutting bad bytes that
+// hold no record, bridging the damage (bridge), and dropping the segments
+// before the next whole one (dropCovered). It reports whether one applied,
+// and the index of the last segment it dealt with: the scan goes on after
+// it.
+func (r *recovery) skipWithoutLoss(names []string, i int, seg *segment, p *Problem, gap bool) (int, bool, error) {
+	later := names[i+1:]
+	newest := len(later) == 0
+	if gap {
+		dropped, err := r.dropCovered(seg, p, true, later)
+		return i - 1, dropped, err // names[i] is whole: scan it again, now at the head of the log
+	}
+	if !newest && seg.last+1 == firstLSN(later[0]) {
+		// The next segment holds the record that would follow: the bad
+		// bytes hold none (a segment is started only after the one before
+		// it is complete), so they are cut, as a torn tail is, and nothing
+		// is lost.
+		r.problems = append(r.problems, *p)
+		r.log.Error("LOG CORRUPTION: RecoverTruncate cuts bytes after the last record of a segment; the next segment continues the log, nothing is lost",
+			"file", seg.name, "offset", p.Offset, "reason", p.Detail, "bytes", p.Bytes, "last_lsn", seg.last, "next_segment", later[0])
+		if err := r.cut(seg.name, p.Offset); err != nil {
+			return i, false, err
+		}
+		r.segs = append(r.segs, seg)
+		return i, true, nil
+	}
+	b, err := r.planBridge(seg, p, later, newest)
+	if err != nil {
+		return i, false, err
+	}
+	if b != nil {
+		if b.leftover {
+			i++ // the file bridge rewrites, left by an interrupted bridge
+		}
+		return i, true, r.bridge(b)
+	}
+	dropped, err := r.dropCovered(seg, p, false, later)
+	return i, dropped, err
+}
+
+// firstLSN is the LSN a segment's name says its first record has.
+func firstLSN(name string) uint64 {
+	lsn, _ := parseSegName(name)
+	return lsn
 }
 
 // bridgePlan is how RecoverTruncate gets past a corrupt record without
@@ -283,10 +297,8 @@ func (r *recovery) planBridge(seg *segment, p *Problem, later []string, newest b
 		b.leftover = true
 		later = later[1:]
 	}
-	if len(later) > 0 {
-		if next, _ := parseSegName(later[0]); next != res.last+1 {
-			return nil, nil
-		}
+	if len(later) > 0 && firstLSN(later[0]) != res.last+1 {
+		return nil, nil
 	}
 	return b, nil
 }
@@ -466,7 +478,7 @@ func (r *recovery) dropCovered(seg *segment, p *Problem, gap bool, later []strin
 			// where they overlap (planBridge) must not become the log.
 			return false, nil
 		}
-		resume, _ = parseSegName(later[0])
+		resume = firstLSN(later[0])
 		head = later[0]
 		drop = append(drop, seg.name)
 	}
