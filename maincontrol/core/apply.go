@@ -170,9 +170,7 @@ func (c *Core) mutate(r *record) {
 		c.detach(r.id)
 		t := c.setState(r.id, Retrying, r.at)
 		t.flags |= flagTakenBack
-		c.pendingBytes -= t.bytes()
-		t.setOutcome(r.errText, r.out, r.outKeys)
-		c.pendingBytes += t.bytes()
+		c.setPendingOutcome(t, r.errText, r.out, r.outKeys)
 		t.seq = c.nextSeq()
 		c.arm(t, r.due)
 	case recArm:
@@ -343,9 +341,7 @@ func (c *Core) applyDispatch(r *record) {
 	t := c.setState(r.id, Dispatched, r.at)
 	if r.attempt > t.attempt && (t.outs != "" || t.errText() != "") {
 		// A failed attempt's outputs are kept until the next attempt.
-		c.pendingBytes -= t.bytes()
-		t.setOutcome("", "", 0)
-		c.pendingBytes += t.bytes()
+		c.setPendingOutcome(t, "", "", 0)
 	}
 	t.version, t.attempt = r.version, r.attempt
 	e := c.execNamed(r)
@@ -439,6 +435,14 @@ func (c *Core) applyEnd(r *record) {
 	if from == Waiting {
 		c.dependents.ended(t.deps(), c.isWaiting)
 	}
+}
+
+// setPendingOutcome sets the outcome of a task not yet ended, keeping
+// pendingBytes in step with what it holds.
+func (c *Core) setPendingOutcome(t *task, errText, out string, outKeys uint16) {
+	c.pendingBytes -= t.bytes()
+	t.setOutcome(errText, out, outKeys)
+	c.pendingBytes += t.bytes()
 }
 
 func (c *Core) isWaiting(id uint64) bool {
