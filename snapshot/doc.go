@@ -54,8 +54,9 @@
 // longer be a fallback). When nothing whole resumes in the damaged
 // segment, or a segment is missing, and the next whole segment starts by
 // the snapshot's LSN plus one, the segments before it are dropped, again
-// losing nothing Replay needs. Otherwise the log is cut there and every
-// later record is lost (see Store.Lost). Replay then loads the newest
+// losing nothing Replay needs. Bad bytes after a segment's last record
+// that the next segment continues hold no record, and are cut. Otherwise
+// the log is cut there and every later record is lost (see Store.Lost). Replay then loads the newest
 // valid snapshot (falling back to the previous one if its checksum fails)
 // and the log records after it. WriteSnapshot deletes only segments whose
 // records all precede the previous snapshot, so that fallback still finds

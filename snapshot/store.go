@@ -75,12 +75,12 @@ type Store struct {
 //     is cut off with a warning;
 //   - any other bad record, or a break in the LSN sequence, makes Open fail
 //     with a *CorruptError naming the file and offset, unless
-//     RecoverTruncate is set. Then, if the newest valid snapshot holds the
-//     bad record's LSN and the segment's records resume after it no later
-//     than the snapshot's LSN plus one, the damage is bridged: the records
-//     from there on are kept and those before dropped, losing nothing
-//     Replay needs (see recovery.bridge). Otherwise the log is cut there,
-//     later segments are deleted and the loss is logged at error level;
+//     RecoverTruncate is set. Then damage that loses nothing Replay needs
+//     is skipped (recovery.skipWithoutLoss): bad bytes after a segment's
+//     last record that the next segment continues are cut, and damage the
+//     newest valid snapshot holds is bridged or the segments before the
+//     next whole one dropped. Otherwise the log is cut there, later
+//     segments are deleted and the loss is logged at error level;
 //   - the newest valid snapshot is chosen (an invalid one is skipped with a
 //     warning).
 //
