@@ -192,6 +192,7 @@ func (s *Server) serve(ctx context.Context) error {
 		// that failed (Enroll returns without closing it).
 		gnet.WithTCPNoDelay(gnet.TCPDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
+		gnet.WithReadBufferCap(s.cfg.ReadChunk),
 	)
 	if err == nil {
 		err = loops.Start()
