@@ -29,7 +29,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, ok := benchSubcommands[args[0]]
 		if !ok {
-			return fmt.Errorf("unknown scenario %q: want one of wire, idle, pending, failover, executor, stalls, or flags", args[0])
+			return fmt.Errorf("unknown scenario %q: want one of wire, idle, pending, failover, flood, executor, stalls, or flags", args[0])
 		}
 		return sub(ctx, args[1:], stdout, stderr)
 	}
@@ -169,8 +169,9 @@ func isTerminal(f *os.File) bool {
 // control needs. At 50,000 tasks/s that alone put p90 submit -> dispatch
 // at 2.4-2.9 ms against 1.1-1.4 with one; at 5,000/s, with CPU to spare,
 // one proc is slower (bench/README.md). The started main control does
-// not inherit it: GOMAXPROCS is set, not exported. The other scenarios
-// are probes at low rates or hold idle connections, and keep Go's default.
+// not inherit it: GOMAXPROCS is set, not exported. bench flood, a load
+// too, takes the same default; the other scenarios are probes at low
+// rates or hold idle connections, and keep Go's default.
 func setHarnessProcs(n int) error {
 	if n < 0 {
 		return fmt.Errorf("--procs %d: want 0 (Go's default) or more", n)
@@ -182,7 +183,7 @@ func setHarnessProcs(n int) error {
 }
 
 func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover|stalls] [flags]", stderr)
+	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover|flood|stalls] [flags]", stderr)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.Config

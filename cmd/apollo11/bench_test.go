@@ -104,6 +104,16 @@ func TestBench_BadCommandLines(t *testing.T) {
 		{[]string{"failover", "--victim", "foo"}, `--victim "foo": want raw or process`},
 		{[]string{"failover", "--rounds", "0"}, "--rounds 0: must be more than 0"},
 		{[]string{"failover", "--heartbeat-timeout", "0s"}, "--heartbeat-timeout 0s: must be more than 0"},
+		{[]string{"flood", "--flooders", "0"}, "--flooders 0: must be more than 0"},
+		{[]string{"flood", "--window", "0"}, "--window 0: must be more than 0"},
+		{[]string{"flood", "--duration", "0s"}, "--duration 0s: must be more than 0"},
+		{[]string{"flood", "--alone", "0s"}, "--alone 0s: must be more than 0"},
+		{[]string{"flood", "--witness-interval", "-1ms"}, "--witness-interval -1ms: must be more than 0"},
+		{[]string{"flood", "--request", "submit"}, `--request "submit": want stats or state_get`},
+		{[]string{"flood", "--procs", "-1"}, "--procs -1: want 0 (Go's default) or more"},
+		{[]string{"flood", "--maincontrol-args", "--max-frame 2048", "--addr", nowhere}, "--maincontrol-args sets up a main control the harness starts"},
+		{[]string{"flood", "--pid", "1"}, "--pid is for a main control at --addr"},
+		{[]string{"flood", "--fsync", "always"}, "flag provided but not defined: -fsync"},
 	}
 	bin := testbin.Build(t)
 	for _, tc := range tests {
@@ -118,11 +128,12 @@ func TestBench_BadCommandLines(t *testing.T) {
 	}
 }
 
-// idle, pending and failover take --token-file: the main control they
-// start requires the token, and their executors and clients prove it.
-// The main control here is also given the token through
+// idle, pending, failover and flood take --token-file: the main control
+// they start requires the token, and their executors and clients prove
+// it. The main control here is also given the token through
 // --maincontrol-args, so that a scenario whose connections do not sign
-// fails instead of passing against a main control without auth.
+// fails instead of passing against a main control without auth. Each run
+// ends with its report and exit 0.
 func TestBench_OwnMainControlTokenFile(t *testing.T) {
 	bin := testbin.Build(t)
 	tok := filepath.Join(t.TempDir(), "token")
@@ -131,16 +142,18 @@ func TestBench_OwnMainControlTokenFile(t *testing.T) {
 		{"idle", "--executors", "3", "--dialers", "2", "--hold", "200ms"},
 		{"pending", "--tasks", "50", "--producers", "1"},
 		{"failover", "--rounds", "1", "--heartbeat-timeout", "1s"},
+		{"flood", "--flooders", "2", "--duration", "1s", "--alone", "200ms"},
 	} {
 		cmd := exec.Command(bin, append(append([]string{"bench"}, args...), "--binary", bin, "--token-file", tok,
 			"--maincontrol-args", "--token-file "+tok, "--progress=false")...)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%v:\n%s", args, out)
+		assert.Contains(t, string(out), "apollo11 bench "+args[0]+":", "%v: the report", args)
 	}
 }
 
-// Ctrl-C during bench stalls or bench idle prints the report of the part
-// that ran, marked as such, as bench and bench wire do.
+// Ctrl-C during bench stalls, idle or flood prints the report of the
+// part that ran, marked as such, as bench and bench wire do.
 func TestBench_InterruptedReports(t *testing.T) {
 	bin := testbin.Build(t)
 	// Each is interrupted once under way, which is polled for, not
@@ -156,6 +169,14 @@ func TestBench_InterruptedReports(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(idle.Output(), "idle ") || idle.Exited() },
 		30*time.Second, 20*time.Millisecond, idle.Output())
 	interrupted(t, idle, "INTERRUPTED: the hold was cut short")
+
+	// flood, once its progress bar names the flood (after the witness
+	// alone).
+	flood := testbin.Start(t, bin, nil, "bench", "flood", "--binary", bin, "--flooders", "2", "--alone", "100ms",
+		"--duration", "60s", "--progress=true")
+	require.Eventually(t, func() bool { return strings.Contains(flood.Output(), "flood [") || flood.Exited() },
+		30*time.Second, 20*time.Millisecond, flood.Output())
+	interrupted(t, flood, "INTERRUPTED: the figures cover the part that ran")
 }
 
 // interrupted sends p a Ctrl-C and checks it reports want and exits non-zero.

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apollo11/apollo11/bench"
+)
+
+func init() {
+	benchSubcommands["flood"] = runBenchFlood
+}
+
+// runBenchFlood measures fairness between clients: a witness's round
+// trips alone, then while other connections pipeline requests as fast as
+// the main control answers them.
+func runBenchFlood(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newBenchFlagSet("bench flood", `bench flood [--addr A] [flags]
+
+Connections (--flooders) pipeline a cheap request (--request) as fast as
+the main control answers it, while a witness connection sends the same
+request one at a time and times each round trip: first alone (--alone),
+then under the flood (--duration).`, stderr)
+	var c commonBenchFlags
+	// No --fsync or --dir: the requests never touch the disk, and a
+	// started main control runs without a data dir.
+	fs.StringVar(&c.addr, "addr", "", `main control to load (host:port); "" starts one as a child process`)
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start the main control with (default: this one)")
+	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
+	c.registerReport(fs)
+	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file: the connections prove it, and a started main control requires it (auth on)")
+	var cfg bench.FloodConfig
+	fs.IntVar(&cfg.PID, "pid", 0, "pid of the main control at --addr, to report its CPU and memory")
+	fs.IntVar(&cfg.Flooders, "flooders", 16, "connections pipelining requests as fast as they are answered")
+	fs.StringVar(&cfg.Request, "request", "stats", "what every connection sends: "+strings.Join(bench.FloodRequests, " or "))
+	fs.IntVar(&cfg.Window, "window", 65_536, "most requests a flooder leaves unanswered")
+	durationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long the flood lasts")
+	durationVar(fs, &cfg.Alone, "alone", 2*time.Second, "how long the witness is measured alone, before the flood")
+	durationVar(fs, &cfg.WitnessInterval, "witness-interval", 10*time.Millisecond, "pause between the witness's reply and its next request")
+	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness: 1 leaves the other cores to the main control; 0 is Go's default (one per CPU)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := setHarnessProcs(*procs); err != nil {
+		return usageError(err, false)
+	}
+	if err := firstErr(positive("flooders", cfg.Flooders), positive("window", cfg.Window),
+		positive("duration", cfg.Duration), positive("alone", cfg.Alone),
+		positive("witness-interval", cfg.WitnessInterval)); err != nil {
+		return usageError(err, false)
+	}
+	switch {
+	case !slices.Contains(bench.FloodRequests, cfg.Request):
+		return usageError(fmt.Errorf("--request %q: want %s", cfg.Request, strings.Join(bench.FloodRequests, " or ")), false)
+	case c.addr != "" && c.mcArgs != "":
+		return usageError(errors.New("--maincontrol-args sets up a main control the harness starts: drop it with --addr"), false)
+	}
+	cfg.Addr, cfg.Binary, cfg.TokenFile = c.addr, c.binary, c.tokenFile
+	cfg.Args = strings.Fields(c.mcArgs)
+	cfg.Progress = c.progressTo(stderr)
+	rep, err := bench.RunFlood(ctx, cfg)
+	if errors.Is(err, bench.ErrBadConfig) {
+		return usageError(err, false) // --pid without --addr, or naming no process
+	}
+	if rep == nil {
+		return err
+	}
+	// Interrupted or with a lost connection, the report of the part that
+	// ran is shown, then the error.
+	if perr := c.report(stdout, rep.WriteText, rep.WriteJSON); perr != nil {
+		return perr
+	}
+	return err
+}
