@@ -59,6 +59,8 @@ run pending            bench pending --tasks 1000000
 # 5. Failover.
 run failover           bench failover
 run failover-process   bench failover --victim process
+# 6. Fairness: a one-at-a-time client's round trips under a flood.
+run flood              bench flood
 # Real executor processes instead of raw ones.
 run process-executors  bench --executor-mode process --tasks 300000
 # The wire probe against our own main control.
