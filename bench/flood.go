@@ -206,7 +206,9 @@ func (f *flood) measure(ctx context.Context, rep *FloodReport) error {
 	m1 := markCost(f.pid)
 	rep.Flood.set(times, m0, m1)
 	rep.Flood.setFlooders(f.flooders, m1.at.Sub(m0.at))
-	nLost, firstLost := lost.get()
+	// A witness that failed may have been the first to see its main
+	// control go: the flooders' losses, if they follow, say so.
+	nLost, firstLost := lost.settled(len(f.flooders), err != nil)
 	lost.stop()
 	stopWriters()
 	for _, fl := range f.flooders {
@@ -216,7 +218,7 @@ func (f *flood) measure(ctx context.Context, rep *FloodReport) error {
 	switch {
 	case nLost > 0:
 		rep.ConnErrors, rep.ConnError = nLost, firstLost.Error()
-		return fmt.Errorf("lost %d of %d connections to the main control; first: %w", nLost, rep.Conns, firstLost)
+		return fmt.Errorf("lost %d of %d flooders' connections to the main control; first: %w", nLost, len(f.flooders), firstLost)
 	case err != nil:
 		return err
 	case ctx.Err() != nil:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/bench"
+	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 )
 
 func TestRunFlood_AgainstMainControl(t *testing.T) {
@@ -72,6 +75,31 @@ func TestRunFlood_Interrupted(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
 	assert.Contains(t, text.String(), "INTERRUPTED")
+}
+
+// A main control that goes away under the flood ends the run at once,
+// with the report and an error naming the lost connections.
+func TestRunFlood_TargetLost(t *testing.T) {
+	addr, stop := maincontroltest.Start(t, maincontrol.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var once sync.Once
+	stopUnderFlood := writerFunc(func(p []byte) (int, error) {
+		if bytes.Contains(p, []byte("flood [")) {
+			once.Do(func() { go stop() })
+		}
+		return len(p), nil
+	})
+	rep, err := bench.RunFlood(ctx, bench.FloodConfig{Addr: addr, Flooders: 2, Window: 1000,
+		Duration: time.Minute, Alone: 100 * time.Millisecond, Progress: stopUnderFlood})
+	require.Error(t, err)
+	require.NoError(t, ctx.Err(), "ended by the loss, not by the test's timeout")
+	assert.Contains(t, err.Error(), "flooders' connections to the main control")
+	require.NotNil(t, rep)
+	assert.Positive(t, rep.ConnErrors)
+	var text bytes.Buffer
+	require.NoError(t, rep.WriteText(&text))
+	assert.Contains(t, text.String(), "flooders lost during the flood")
 }
 
 // writerFunc is an io.Writer made of a function.

@@ -31,7 +31,8 @@ type FloodReport struct {
 	// when its pid was known.
 	MainControlNote string `json:"main_control_note,omitempty"`
 	// Conns is the witness's and the flooders' connections; ConnErrors
-	// counts those lost during the flood, ConnError is the first loss.
+	// counts the flooders' lost during the flood (the witness's loss
+	// is the run's error), ConnError is the first loss.
 	Conns      int    `json:"connections"`
 	ConnErrors int    `json:"connection_errors,omitempty"`
 	ConnError  string `json:"connection_error,omitempty"`
@@ -112,7 +113,7 @@ func (r *FloodReport) WriteText(w io.Writer) error {
 		b.WriteString("  INTERRUPTED: the figures cover the part that ran\n")
 	}
 	if r.ConnErrors > 0 {
-		fmt.Fprintf(&b, "  CONNECTIONS %d of %d lost during the flood; first: %s\n", r.ConnErrors, r.Conns, r.ConnError)
+		fmt.Fprintf(&b, "  CONNECTIONS %d of %d flooders lost during the flood; first: %s\n", r.ConnErrors, r.Flooders, r.ConnError)
 	}
 	fmt.Fprintf(&b, "\n  %-28s %9s %9s %9s %9s %9s\n", "witness round trip (ms)", "p50", "p90", "p99", "max", "count")
 	for _, row := range []struct {

@@ -207,6 +207,20 @@ func (l *connLoss) get() (int, error) {
 	return len(l.conns), l.first
 }
 
+// settled is get, after a moment for the rest of n connections to fail
+// when some have, or when failed says something else of the run's did: a
+// main control that went away closed every connection, but the others
+// notice a moment after the first, and the count should say "all" when
+// it was all.
+func (l *connLoss) settled(n int, failed bool) (int, error) {
+	nLost, first := l.get()
+	for settle := time.Now().Add(250 * time.Millisecond); (nLost > 0 || failed) && nLost < n && time.Now().Before(settle); {
+		time.Sleep(10 * time.Millisecond)
+		nLost, first = l.get()
+	}
+	return nLost, first
+}
+
 // connError names how a connection failed, in the words of what the
 // main control did.
 func connError(what string, err error) error {
@@ -318,14 +332,7 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	wait := &waiter{prods: prods, fleet: fl, wait: cfg.Wait, lost: lost.lost}
 	err = wait.until(ctx, cfg.Drain, bar)
 	nConns := len(conns) + len(fl.raw)
-	nLost, firstLost := lost.get()
-	// A main control that went away closed every connection, but the
-	// others notice a moment after the first: wait a little for them, so
-	// that the count says "all" when it was all.
-	for settle := time.Now().Add(250 * time.Millisecond); nLost > 0 && nLost < nConns && time.Now().Before(settle); {
-		time.Sleep(10 * time.Millisecond)
-		nLost, firstLost = lost.get()
-	}
+	nLost, firstLost := lost.settled(nConns, false)
 	lost.stop()
 	stopWriters()
 	if nLost > 0 {
