@@ -210,7 +210,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if err := setHarnessProcs(*procs); err != nil {
-		return err
+		return usageError(err, false)
 	}
 	if err := firstErr(positive("producers", cfg.Producers), positive("slots", cfg.Slots),
 		positive("window", cfg.Window)); err != nil {

@@ -111,6 +111,7 @@ func TestBench_BadCommandLines(t *testing.T) {
 		{[]string{"flood", "--witness-interval", "-1ms"}, "--witness-interval -1ms: must be more than 0"},
 		{[]string{"flood", "--request", "submit"}, `--request "submit": want stats or state_get`},
 		{[]string{"flood", "--procs", "-1"}, "--procs -1: want 0 (Go's default) or more"},
+		{[]string{"--tasks", "10", "--procs", "-1", "--addr", nowhere}, "--procs -1: want 0 (Go's default) or more"},
 		{[]string{"flood", "--maincontrol-args", "--max-frame 2048", "--addr", nowhere}, "--maincontrol-args sets up a main control the harness starts"},
 		{[]string{"flood", "--pid", "1"}, "--pid is for a main control at --addr"},
 		{[]string{"flood", "--fsync", "always"}, "flag provided but not defined: -fsync"},
