@@ -428,12 +428,11 @@ func (c *Core) applyEnd(r *record) {
 	if r.stateVer != 0 {
 		c.stateVer = r.stateVer
 	}
-	c.released = c.released[:0]
-	if ids := c.dependents.take(r.id); len(ids) > 0 {
-		c.released = append(c.released, ids...)
-	}
-	if from == Waiting {
-		c.dependents.ended(t.deps(), c.isWaiting)
+	c.released = c.dependents.take(r.id, c.released[:0])
+	if from == Waiting && !c.dependents.empty() {
+		for _, d := range t.deps() {
+			c.dependents.ended(d, c.isWaiting)
+		}
 	}
 }
 

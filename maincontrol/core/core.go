@@ -111,22 +111,21 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		}
 	}
 	c := &Core{
-		cfg:        cfg,
-		obs:        cfg.Observer,
-		log:        cfg.Logger,
-		fx:         fx,
-		clock:      cfg.Clock,
-		rnd:        cfg.Rand,
-		types:      make(map[string]*taskType),
-		keys:       make(map[string]uint64),
-		nextID:     1,
-		dependents: make(dependents),
-		depsMet:    make(map[uint64]int),
-		state:      make(map[string]string),
-		execs:      make(map[string]*executor),
-		peers:      make(map[PeerID]*peer),
-		waiters:    newWaiterSet(),
-		available:  true,
+		cfg:       cfg,
+		obs:       cfg.Observer,
+		log:       cfg.Logger,
+		fx:        fx,
+		clock:     cfg.Clock,
+		rnd:       cfg.Rand,
+		types:     make(map[string]*taskType),
+		keys:      make(map[string]uint64),
+		nextID:    1,
+		depsMet:   make(map[uint64]int),
+		state:     make(map[string]string),
+		execs:     make(map[string]*executor),
+		peers:     make(map[PeerID]*peer),
+		waiters:   newWaiterSet(),
+		available: true,
 	}
 	c.startMs = c.now()
 	c.refreshDebug()

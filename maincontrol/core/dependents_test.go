@@ -9,12 +9,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// each calls fn for every task with dependents, in no set order, with
+// its list (not to be kept or changed) and the number of stale entries.
+func (ds *dependents) each(fn func(d uint64, ids []uint64, stale int)) {
+	for n, b := range ds.blocks {
+		for i, h := range b.heads {
+			d := n<<chunkBits | uint64(i)
+			switch {
+			case h == 0:
+			case h&listHead == 0:
+				fn(d, []uint64{h}, 0)
+			default:
+				l := ds.lists[h&^listHead]
+				fn(d, l.ids, l.stale)
+			}
+		}
+	}
+}
+
+// of returns d's list as each would (nil when it has none).
+func (ds *dependents) of(d uint64) []uint64 {
+	b := ds.block(d, false)
+	if b == nil {
+		return nil
+	}
+	switch h := b.heads[d&(chunkSize-1)]; {
+	case h == 0:
+		return nil
+	case h&listHead == 0:
+		return []uint64{h}
+	default:
+		return ds.lists[h&^listHead].ids
+	}
+}
+
 // dependentEntries counts the entries of every dependents list, and the
 // live ones among them: a waiting task under each dependency not ended.
 func dependentEntries(c *Core) (total, live int) {
-	for _, l := range c.dependents {
-		total += len(l.ids)
-	}
+	c.dependents.each(func(_ uint64, ids []uint64, _ int) { total += len(ids) })
 	c.tasks.scan(0, Waiting, func(t *task) bool {
 		for _, d := range t.deps() {
 			if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
@@ -97,7 +129,7 @@ func TestCore_DependentsOfEndedWaitingTasksAreFreed(t *testing.T) {
 				seqs = append(seqs, h.get(w).seq)
 			}
 			assert.IsIncreasing(t, seqs, "cancelled in the order they were submitted")
-			assert.Empty(t, h.c.dependents)
+			assert.Zero(t, h.c.dependents.len())
 			h.checkReplay()
 		})
 	}
@@ -115,7 +147,7 @@ func TestDependents_CompactionIsAmortized(t *testing.T) {
 	for name, order := range orders {
 		t.Run(name, func(t *testing.T) {
 			const d = 1 << 40 // the dependency: any id not among the dependents
-			ds := make(dependents)
+			var ds dependents
 			waiting := make(map[uint64]bool, n)
 			for id := uint64(1); id <= n; id++ {
 				ds.add(d, id)
@@ -127,11 +159,92 @@ func TestDependents_CompactionIsAmortized(t *testing.T) {
 				id := order(i)
 				require.True(t, waiting[id])
 				delete(waiting, id)
-				ds.ended([]uint64{d, d + 1}, isWaiting) // d+1 lists nobody: skipped
-				require.LessOrEqual(t, len(ds[d].ids), 2*len(waiting)+1, "after %d ends", i+1)
+				ds.ended(d, isWaiting)
+				ds.ended(d+1, isWaiting) // lists nobody: skipped
+				require.LessOrEqual(t, len(ds.of(d)), 2*len(waiting)+1, "after %d ends", i+1)
 			}
-			assert.Empty(t, ds, "the list goes with its last waiting task")
+			assert.Zero(t, ds.len(), "the list goes with its last waiting task")
+			assert.Empty(t, ds.blocks, "and its block with it")
 			assert.LessOrEqual(t, checks, 3*n, "checks for %d ends", n)
+		})
+	}
+}
+
+// The index keeps a lone dependent in its head, with no list, and moves to
+// a list from the second; every change keeps the counts that free blocks
+// and list entries.
+func TestDependents_Heads(t *testing.T) {
+	const top = listHead | 7 // an id no live core makes: always in a list
+	type step struct {
+		add  [2]uint64 // d, id
+		end  uint64    // a dependent that ended: ended for each of endOf
+		take uint64    // a dependency that ended: its list, in want
+		want []uint64
+	}
+	endOf := []uint64{5, 5 + chunkSize}
+	cases := []struct {
+		name  string
+		steps []step
+		// of is d 5's list at the end; lists and blocks are what the
+		// index holds then.
+		of            []uint64
+		lists, blocks int
+	}{
+		{name: "one dependent, no list", steps: []step{{add: [2]uint64{5, 100}}},
+			of: []uint64{100}, blocks: 1},
+		{name: "one dependent taken", steps: []step{{add: [2]uint64{5, 100}}, {take: 5, want: []uint64{100}}}},
+		{name: "one dependent that ended", steps: []step{{add: [2]uint64{5, 100}}, {end: 100}}},
+		{name: "two make a list, in order", steps: []step{{add: [2]uint64{5, 100}}, {add: [2]uint64{5, 101}}},
+			of: []uint64{100, 101}, lists: 1, blocks: 1},
+		{name: "a list taken is reused", steps: []step{
+			{add: [2]uint64{5, 100}}, {add: [2]uint64{5, 101}}, {take: 5, want: []uint64{100, 101}},
+			{add: [2]uint64{5, 102}}, {add: [2]uint64{5, 103}}, {add: [2]uint64{5, 104}},
+		}, of: []uint64{102, 103, 104}, lists: 1, blocks: 1},
+		{name: "compacted down to one, then a list again", steps: []step{
+			{add: [2]uint64{5, 100}}, {add: [2]uint64{5, 101}}, {add: [2]uint64{5, 102}}, {add: [2]uint64{5, 103}},
+			{end: 100}, {end: 102}, {end: 101}, // the third stale entry of four compacts
+			{add: [2]uint64{5, 104}},
+		}, of: []uint64{103, 104}, lists: 1, blocks: 1},
+		{name: "compacted down to one", steps: []step{
+			{add: [2]uint64{5, 100}}, {add: [2]uint64{5, 101}}, {add: [2]uint64{5, 102}},
+			{end: 100}, {end: 101},
+		}, of: []uint64{102}, blocks: 1},
+		{name: "an id with the top bit alone", steps: []step{{add: [2]uint64{5, top}}},
+			of: []uint64{top}, lists: 1, blocks: 1},
+		{name: "an id with the top bit, left alone by compaction", steps: []step{
+			{add: [2]uint64{5, 100}}, {add: [2]uint64{5, 101}}, {add: [2]uint64{5, top}}, {end: 100}, {end: 101},
+		}, of: []uint64{top}, lists: 1, blocks: 1},
+		{name: "two blocks, freed with their last head", steps: []step{
+			{add: [2]uint64{5, 100}}, {add: [2]uint64{5 + chunkSize, 100}}, {add: [2]uint64{6, 101}}, {end: 100},
+		}, blocks: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var ds dependents
+			waiting := map[uint64]bool{}
+			isWaiting := func(id uint64) bool { return waiting[id] }
+			for i, s := range tc.steps {
+				switch {
+				case s.add != [2]uint64{}:
+					ds.add(s.add[0], s.add[1])
+					waiting[s.add[1]] = true
+				case s.end != 0:
+					delete(waiting, s.end)
+					for _, d := range endOf {
+						ds.ended(d, isWaiting)
+					}
+				default:
+					assert.Equal(t, s.want, ds.take(s.take, nil), "step %d", i)
+					assert.Nil(t, ds.of(s.take), "step %d: taken", i)
+				}
+			}
+			assert.Equal(t, tc.of, ds.of(5))
+			assert.Equal(t, tc.lists, len(ds.lists)-len(ds.free), "lists in use")
+			assert.LessOrEqual(t, len(ds.lists), 1, "a list given back is used again")
+			assert.Len(t, ds.blocks, tc.blocks)
+			heads := 0
+			ds.each(func(uint64, []uint64, int) { heads++ })
+			assert.Equal(t, heads, ds.len())
 		})
 	}
 }

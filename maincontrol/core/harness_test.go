@@ -214,14 +214,12 @@ func dump(c *Core) string {
 	// Dependents: only the waiting tasks, in release order. Stale entries
 	// and their count depend on when lists were compacted, which a
 	// snapshot (rebuilt from the waiting tasks) does not repeat.
-	deps := make([]uint64, 0, len(c.dependents))
-	for d := range c.dependents {
-		deps = append(deps, d)
-	}
+	deps := make([]uint64, 0, c.dependents.len())
+	c.dependents.each(func(d uint64, _ []uint64, _ int) { deps = append(deps, d) })
 	slices.Sort(deps)
 	for _, d := range deps {
 		var ids []uint64
-		for _, id := range c.dependents[d].ids {
+		for _, id := range c.dependents.of(d) {
 			if c.isWaiting(id) {
 				ids = append(ids, id)
 			}

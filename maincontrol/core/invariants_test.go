@@ -255,30 +255,59 @@ func checkInvariants(c *Core, loads map[string]int) error {
 // each list's stale count is exact and at most half of it, and no list is
 // kept empty or for a task that ended.
 func checkDependents(c *Core) error {
-	for d, l := range c.dependents {
+	var err error
+	n := 0
+	c.dependents.each(func(d uint64, ids []uint64, countedStale int) {
+		n++
+		if err != nil {
+			return
+		}
 		dt := c.tasks.get(d)
 		if dt == nil || dt.state.Terminal() {
-			return fmt.Errorf("dependents of %d kept though it is %+v", d, dt)
+			err = fmt.Errorf("dependents of %d kept though it is %+v", d, dt)
+			return
 		}
 		stale := 0
-		for _, id := range l.ids {
+		for _, id := range ids {
 			if !c.isWaiting(id) {
 				stale++
 			} else if !slices.Contains(c.tasks.get(id).deps(), d) {
-				return fmt.Errorf("task %d listed as a dependent of %d, which it does not depend on", id, d)
+				err = fmt.Errorf("task %d listed as a dependent of %d, which it does not depend on", id, d)
+				return
 			}
 		}
-		if stale != l.stale || len(l.ids) == 0 || 2*stale > len(l.ids) {
-			return fmt.Errorf("dependents of %d: %d entries, %d stale, counted %d", d, len(l.ids), stale, l.stale)
+		if stale != countedStale || len(ids) == 0 || 2*stale > len(ids) {
+			err = fmt.Errorf("dependents of %d: %d entries, %d stale, counted %d", d, len(ids), stale, countedStale)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if n != c.dependents.len() {
+		return fmt.Errorf("%d tasks with dependents, counted %d", n, c.dependents.len())
+	}
+	for bn, b := range c.dependents.blocks {
+		if used := chunkSize - countOf(b.heads[:], 0); used != b.used || used == 0 {
+			return fmt.Errorf("dependents block %d: %d heads used, counted %d", bn, used, b.used)
 		}
 	}
-	var err error
+	lists := 0
+	for _, b := range c.dependents.blocks {
+		for _, h := range b.heads {
+			if h&listHead != 0 {
+				lists++
+			}
+		}
+	}
+	if inUse := len(c.dependents.lists) - len(c.dependents.free); lists != inUse {
+		return fmt.Errorf("%d lists of dependents in use, %d not free", lists, inUse)
+	}
 	c.tasks.scan(0, Waiting, func(t *task) bool {
 		for _, d := range t.deps() {
 			if dt := c.tasks.get(d); dt == nil || dt.state.Terminal() {
 				continue
 			}
-			if n := countOf(c.dependents[d].ids, t.id); n != 1 {
+			if n := countOf(c.dependents.of(d), t.id); n != 1 {
 				err = fmt.Errorf("waiting task %d listed %d times under its dependency %d", t.id, n, d)
 				return false
 			}
