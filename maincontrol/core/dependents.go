@@ -139,9 +139,13 @@ func (ds *dependents) add(d, id uint64) {
 // take removes d's dependents and appends them to dst, stale entries
 // included (the caller skips tasks no longer waiting).
 func (ds *dependents) take(d uint64, dst []uint64) []uint64 {
-	if ds.n == 0 { // most tasks have none: skip the lookup
+	if ds.n == 0 { // most tasks have none: skip the lookup, and the call (inlined)
 		return dst
 	}
+	return ds.takeSome(d, dst)
+}
+
+func (ds *dependents) takeSome(d uint64, dst []uint64) []uint64 {
 	b := ds.block(d, false)
 	if b == nil {
 		return dst
