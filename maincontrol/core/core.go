@@ -71,6 +71,11 @@ type Core struct {
 	listed  []token  // scratch: a heartbeat's running= list
 	idsBuf  []uint64 // scratch
 	lostBuf []uint64 // scratch
+	// depsBuf holds the depends_on ids of the submit being handled
+	// (submitReq.deps), kept for the next: a long list would otherwise
+	// grow a new slice by doubling each time.
+	depsBuf  []uint64
+	depMarks depMarks // deduplicates a long depends_on list (parseDeps)
 }
 
 type peerKind uint8

@@ -18,7 +18,9 @@ type submitReq struct {
 	key         string
 	hasKey      bool
 	trace       string
-	deps        []uint64
+	deps        []uint64 // known ids, deduplicated, in the order given
+	unknown     uint64   // the first id of depends_on that names no task, when hasUnknown
+	hasUnknown  bool
 	wait        bool
 }
 
@@ -109,48 +111,70 @@ func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 }
 
 // parseDeps reads depends_on: duplicates count once and the first
-// occurrence keeps its place. Whether each id is a known task is checked
-// later (knownDeps), after the idempotency key: a resent keyed submit is
-// answered with its task even when a dependency has been forgotten since.
+// occurrence keeps its place. Whether each id is a known task is looked up
+// here, as the list is read, but answered later (knownDeps), after the
+// idempotency key: a resent keyed submit is answered with its task even
+// when a dependency has been forgotten since. Once an unknown id is found
+// the submit can only be refused for it or answered as a duplicate, so the
+// rest of the list is only checked for syntax. s.deps borrows c.depsBuf
+// until the next submit.
 func (c *Core) parseDeps(v string, s *submitReq) error {
-	s.deps = s.deps[:0]
+	s.deps, s.unknown, s.hasUnknown = s.deps[:0], 0, false
+	if v == "" { // most submits: leave the scratch alone
+		return nil
+	}
+	s.deps = c.depsBuf[:0]
 	var bad error
-	var seen map[uint64]struct{} // for long lists: a scan each would be quadratic
+	long := false // past shortDeps: deduplicated through c.depMarks, as a scan each would be quadratic
 	ok := wire.ForEachItem(v, func(item string) bool {
 		id, ok := wire.ParseUint(item)
 		if !ok {
 			bad = &wire.ValueError{Key: "depends_on", Reason: "not a task id: " + strconv.Quote(clipText(item))}
 			return false
 		}
-		if seen == nil && len(s.deps) >= shortDeps {
-			seen = make(map[uint64]struct{}, 2*len(s.deps))
+		if s.hasUnknown {
+			return true
+		}
+		t, ci := c.tasks.find(id)
+		if t == nil {
+			s.unknown, s.hasUnknown = id, true
+			return true
+		}
+		if !long && len(s.deps) >= shortDeps {
+			long = true
 			for _, d := range s.deps {
-				seen[d] = struct{}{}
+				_, dci := c.tasks.find(d)
+				c.depMarks.mark(dci, d&(chunkSize-1))
 			}
 		}
-		if seen != nil {
-			if _, dup := seen[id]; dup {
+		if long {
+			if c.depMarks.mark(ci, id&(chunkSize-1)) {
 				return true
 			}
-			seen[id] = struct{}{}
 		} else if slices.Contains(s.deps, id) {
 			return true
 		}
 		s.deps = append(s.deps, id)
 		return true
 	})
+	if long {
+		for _, d := range s.deps {
+			_, ci := c.tasks.find(d)
+			c.depMarks.unmark(ci, d&(chunkSize-1))
+		}
+	}
+	c.depsBuf = s.deps[:0]
 	if !ok {
 		return &wire.ValueError{Key: "depends_on", Reason: "bad list (comma-separated, no empty items, no spaces)"}
 	}
 	return bad
 }
 
-// knownDeps checks that every dependency of s is a known task.
+// knownDeps checks that every dependency of s is a known task: it names
+// the first unknown id in the list.
 func (c *Core) knownDeps(s *submitReq) error {
-	for _, id := range s.deps {
-		if c.tasks.get(id) == nil {
-			return &wire.ValueError{Key: "depends_on", Reason: "unknown task " + strconv.FormatUint(id, 10)}
-		}
+	if s.hasUnknown {
+		return &wire.ValueError{Key: "depends_on", Reason: "unknown task " + strconv.FormatUint(s.unknown, 10)}
 	}
 	return nil
 }

@@ -67,6 +67,20 @@ func (tb *table) get(id uint64) *task {
 	return t
 }
 
+// find is get that also returns the index of the task's chunk in the
+// directory, valid until the table next changes.
+func (tb *table) find(id uint64) (*task, int) {
+	ch, i := tb.chunkOf(id)
+	if ch == nil {
+		return nil, -1
+	}
+	t := &ch.slots[id&(chunkSize-1)]
+	if t.id != id || id == 0 {
+		return nil, -1
+	}
+	return t, i
+}
+
 // mut returns the task for writing, cloning its chunk first if a snapshot
 // still holds it. The pointer is valid until the next Freeze.
 func (tb *table) mut(id uint64) *task {
