@@ -326,3 +326,40 @@ func TestCore_DependentsOfLongListsEndInSubmitOrder(t *testing.T) {
 		})
 	}
 }
+
+// A task whose dependencies have all succeeded is pending at once, long
+// list or short; one not yet ended, wherever it stands, makes it wait.
+func TestCore_SubmitDependsOnSucceeded(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	done := make([]uint64, 3*shortDeps)
+	for i := range done {
+		done[i] = h.submit(cl, "task_type", "x")
+	}
+	ex := h.executor("e1", "x", 1)
+	for range done {
+		id, v := h.task(ex)
+		h.start(ex, id, v)
+		h.accepted(ex, id, v, "succeeded")
+	}
+	open := h.submit(cl, "task_type", "nobody")
+	for _, tc := range []struct {
+		name string
+		list []uint64
+		want State
+	}{
+		{"short, all succeeded", done[:3], Pending},
+		{"long, all succeeded, with repeats", append(append([]uint64(nil), done...), done[:5]...), Pending},
+		{"long, one pending first", append([]uint64{open}, done...), Waiting},
+		{"long, one pending last", append(append([]uint64(nil), done...), open), Waiting},
+		{"long, one pending in the middle, repeated", append(append(append([]uint64(nil), done[:20]...), open, done[3], open), done[20:]...), Waiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := h.submit(cl, "task_type", "y", "depends_on", joinIDs(tc.list))
+			assert.Equal(t, tc.want, h.state(w))
+			assert.Equal(t, firstOccurrences(tc.list), depsOf(h.get(w)))
+		})
+	}
+	require.NoError(t, checkDependents(h.c))
+	h.checkReplay()
+}

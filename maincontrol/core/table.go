@@ -81,6 +81,10 @@ func (tb *table) find(id uint64) (*task, int) {
 	return t, i
 }
 
+// chunkIndex is find's chunk index for an id known to be in the table,
+// computed without reading its task.
+func (tb *table) chunkIndex(id uint64) int { return int(id>>chunkBits - tb.first) }
+
 // mut returns the task for writing, cloning its chunk first if a snapshot
 // still holds it. The pointer is valid until the next Freeze.
 func (tb *table) mut(id uint64) *task {
