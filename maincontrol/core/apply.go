@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"slices"
 )
 
 // newRecord returns the scratch record, reset, of the given kind.
@@ -257,7 +256,7 @@ func (c *Core) applyNew(r *record) {
 		id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs,
 		createdMs: r.at, updatedMs: r.at, dueMs: r.due,
 		typ: tt, state: r.state, priority: r.priority,
-		args: r.args, argKeys: r.argKeys, x: newExtra(r.key, "", r.trace, slices.Clone(r.deps)),
+		args: r.args, argKeys: r.argKeys, x: newExtra(r.key, "", r.trace, encodeDeps(r.deps)),
 	}
 	if r.due <= r.at {
 		t.dueMs = 0
@@ -430,7 +429,7 @@ func (c *Core) applyEnd(r *record) {
 	}
 	c.released = c.dependents.take(r.id, c.released[:0])
 	if from == Waiting && !c.dependents.empty() {
-		for _, d := range t.deps() {
+		for d := range t.deps().all() {
 			c.dependents.ended(d, c.isWaiting)
 		}
 	}

@@ -36,8 +36,8 @@ type Core struct {
 	retryWait       fifo // retrying tasks waiting for the retry cap
 	armed           int  // retrying tasks whose backoff runs
 	dependents      dependents
-	depsMet         map[uint64]int // waiting task -> its first dependency not known to have succeeded (depsSucceeded)
-	released        []uint64       // dependents of the task the last end record closed
+	depsMet         map[uint64]depCursor // waiting task -> its first dependency not known to have succeeded (depsSucceeded)
+	released        []uint64             // dependents of the task the last end record closed
 	state           map[string]string
 	stateVer        uint64
 	stateShared     bool // a snapshot holds c.state: copy before writing
@@ -125,7 +125,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		types:     make(map[string]*taskType),
 		keys:      make(map[string]uint64),
 		nextID:    1,
-		depsMet:   make(map[uint64]int),
+		depsMet:   make(map[uint64]depCursor),
 		state:     make(map[string]string),
 		execs:     make(map[string]*executor),
 		peers:     make(map[PeerID]*peer),

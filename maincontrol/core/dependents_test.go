@@ -48,7 +48,7 @@ func (ds *dependents) of(d uint64) []uint64 {
 func dependentEntries(c *Core) (total, live int) {
 	c.dependents.each(func(_ uint64, ids []uint64, _ int) { total += len(ids) })
 	c.tasks.scan(0, Waiting, func(t *task) bool {
-		for _, d := range t.deps() {
+		for d := range t.deps().all() {
 			if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
 				live++
 			}

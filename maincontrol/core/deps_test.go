@@ -17,7 +17,7 @@ import (
 // tests hold them to the rules of spec section 5 that short lists follow.
 
 // depsOf returns t's dependencies, in the order kept.
-func depsOf(t *task) []uint64 { return append([]uint64(nil), t.deps()...) }
+func depsOf(t *task) []uint64 { return t.deps().appendTo(nil) }
 
 // firstOccurrences is the reference deduplication: each id once, where it
 // first appears.
@@ -362,4 +362,44 @@ func TestCore_SubmitDependsOnSucceeded(t *testing.T) {
 	}
 	require.NoError(t, checkDependents(h.c))
 	h.checkReplay()
+}
+
+// A task waiting on a long list is released when its last dependency
+// succeeds, whatever the order they end in: the check that resumes where
+// it stopped must not skip one still running.
+func TestCore_DependsOnLongListReleasedByTheLastToSucceed(t *testing.T) {
+	const n = 3 * shortDeps
+	orders := map[string]func(i int) int{
+		"in order":     func(i int) int { return i },
+		"first last":   func(i int) int { return (i + 1) % n },
+		"reverse":      func(i int) int { return n - 1 - i },
+		"interleaved":  func(i int) int { return (i * 7) % n },
+		"middle first": func(i int) int { return (i + n/2) % n },
+	}
+	for name, order := range orders {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			cl := h.client()
+			deps := make([]uint64, n)
+			for i := range deps {
+				deps[i] = h.submit(cl, "task_type", "x")
+			}
+			w := h.submit(cl, "task_type", "y", "depends_on", joinIDs(deps)+","+itoa(deps[0]))
+			ex := h.executor("e1", "x", n)
+			vers := map[uint64]uint32{}
+			for range n {
+				id, v := h.task(ex)
+				h.start(ex, id, v)
+				vers[id] = v
+			}
+			for i := range n {
+				id := deps[order(i)]
+				require.Equal(t, Waiting, h.state(w), "before end %d (task %d)", i+1, id)
+				h.accepted(ex, id, vers[id], "succeeded")
+			}
+			assert.Equal(t, Pending, h.state(w))
+			assert.Empty(t, h.c.depsMet)
+			h.checkReplay()
+		})
+	}
 }

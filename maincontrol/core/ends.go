@@ -98,24 +98,28 @@ func (c *Core) releaseWaiting(id uint64, why string) bool {
 // so, so the scan resumes where the last one stopped.
 func (c *Core) depsSucceeded(t *task) bool {
 	deps := t.deps()
-	i := 0
-	long := len(deps) > shortDeps
+	var cur depCursor
+	long := deps.len() > shortDeps
 	if long {
-		i = c.depsMet[t.id]
+		cur = c.depsMet[t.id]
 	}
-	for ; i < len(deps); i++ {
-		if dt := c.tasks.get(deps[i]); dt != nil && dt.state != Succeeded {
+	for {
+		at := cur
+		d, ok := deps.next(&cur)
+		if !ok {
 			break
 		}
-	}
-	if long {
-		if i == len(deps) {
-			delete(c.depsMet, t.id)
-		} else {
-			c.depsMet[t.id] = i
+		if dt := c.tasks.get(d); dt != nil && dt.state != Succeeded {
+			if long {
+				c.depsMet[t.id] = at
+			}
+			return false
 		}
 	}
-	return i == len(deps)
+	if long {
+		delete(c.depsMet, t.id)
+	}
+	return true
 }
 
 // shortDeps is the length of a depends_on list up to which it is scanned

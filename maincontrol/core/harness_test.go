@@ -280,7 +280,7 @@ func appendTaskLine(b []byte, t *task) []byte {
 	q(" out=", out)
 	u("/", uint64(n))
 	b = append(b, " deps=["...)
-	for j, d := range t.deps() {
+	for j, d := range depsOf(t) {
 		if j > 0 {
 			b = append(b, ' ')
 		}

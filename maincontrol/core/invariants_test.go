@@ -137,7 +137,7 @@ func checkInvariants(c *Core, loads map[string]int) error {
 			}
 		case Waiting:
 			succeeded := true
-			for _, d := range t.deps() {
+			for d := range t.deps().all() {
 				dt := c.tasks.get(d)
 				if dt != nil && (dt.state == Failed || dt.state == Cancelled) {
 					err = fmt.Errorf("task %d waits on %d, which is %s", t.id, d, dt.state)
@@ -271,7 +271,7 @@ func checkDependents(c *Core) error {
 		for _, id := range ids {
 			if !c.isWaiting(id) {
 				stale++
-			} else if !slices.Contains(c.tasks.get(id).deps(), d) {
+			} else if !slices.Contains(depsOf(c.tasks.get(id)), d) {
 				err = fmt.Errorf("task %d listed as a dependent of %d, which it does not depend on", id, d)
 				return
 			}
@@ -303,7 +303,7 @@ func checkDependents(c *Core) error {
 		return fmt.Errorf("%d lists of dependents in use, %d not free", lists, inUse)
 	}
 	c.tasks.scan(0, Waiting, func(t *task) bool {
-		for _, d := range t.deps() {
+		for d := range t.deps().all() {
 			if dt := c.tasks.get(d); dt == nil || dt.state.Terminal() {
 				continue
 			}

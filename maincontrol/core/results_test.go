@@ -667,7 +667,7 @@ func TestCore_Dependencies(t *testing.T) {
 		b := h.submit(cl, "task_type", "x")
 		c := h.submit(cl, "task_type", "x", "depends_on", fmt.Sprintf("%d,%d,%d", a, b, a), "wait", "true")
 		assert.Equal(t, Waiting, h.state(c))
-		assert.Equal(t, []uint64{a, b}, h.get(c).deps(), "duplicates count once")
+		assert.Equal(t, []uint64{a, b}, depsOf(h.get(c)), "duplicates count once")
 		ex := h.executor("e1", "x", 1)
 		h.finish(ex)
 		assert.Equal(t, Waiting, h.state(c))
@@ -694,7 +694,7 @@ func TestCore_Dependencies(t *testing.T) {
 			list = append(list, itoa(id), itoa(want[0])) // every other one a repeat
 		}
 		w := h.submit(cl, "task_type", "y", "depends_on", strings.Join(list, ","))
-		assert.Equal(t, want, h.get(w).deps(), "duplicates count once, in the order given")
+		assert.Equal(t, want, depsOf(h.get(w)), "duplicates count once, in the order given")
 		ex := h.executor("e1", "x", 1)
 		for i := range n {
 			id, v := h.task(ex) // dispatched in order: the first dependency ends first

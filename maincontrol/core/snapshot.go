@@ -84,11 +84,12 @@ func (s *Snapshot) Tasks() int {
 
 func taskEntry(t *task, r *record) {
 	out, n := t.out()
+	deps := r.deps[:0] // kept from the entry before: the ids are decoded into it
 	*r = record{kind: snapTask, id: t.id, maxAttempts: t.maxAttempts, timeoutMs: t.timeoutMs,
 		created: t.createdMs, at: t.updatedMs, due: t.dueMs, seq: t.seq, version: t.version,
 		attempt: t.attempt, typ: t.typ.name, state: t.state, priority: t.priority, flags: t.flags,
 		exec: t.execID, trace: t.ownTrace(), argKeys: t.argKeys, args: t.args, key: t.key(),
-		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps()}
+		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps().appendTo(deps)}
 }
 
 // LoadEntry loads one snapshot entry into an empty core, during recovery,
@@ -120,7 +121,7 @@ func (c *Core) LoadEntry(payload []byte) error {
 			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
 			typ: tt, state: r.state, priority: r.priority, flags: r.flags,
 			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys,
-			x: newExtra(r.key, r.errText, r.trace, slices.Clone(r.deps))}
+			x: newExtra(r.key, r.errText, r.trace, encodeDeps(r.deps))}
 		c.tasks.insert(t)
 		c.counts[t.state]++
 		c.nextID = max(c.nextID, r.id+1)
@@ -173,7 +174,7 @@ func (c *Core) finishLoad() {
 			e.load++
 		}
 		if t.state == Waiting {
-			for _, d := range t.deps() {
+			for d := range t.deps().all() {
 				if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
 					c.dependents.add(d, t.id)
 				}
@@ -242,7 +243,7 @@ func (c *Core) settleWaiting() {
 	c.tasks.scan(0, Waiting, func(t *task) bool {
 		live := false
 		var failed *task
-		for _, d := range t.deps() {
+		for d := range t.deps().all() {
 			switch dt := c.tasks.get(d); {
 			case dt == nil || dt.state == Succeeded: // forgotten ones succeeded (see depsSucceeded)
 			case dt.state.Terminal():

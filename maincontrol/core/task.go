@@ -54,16 +54,16 @@ const (
 // taskExtra holds what most tasks lack. It is immutable once made: change
 // it by building a new one.
 type taskExtra struct {
-	key     string   // idempotency key
-	errText string   // error of the latest end or failed attempt
-	traceID string   // the submitter's trace_id; "" derives one (trace.go)
-	deps    []uint64 // depends_on, deduplicated, in the order given
+	key     string // idempotency key
+	errText string // error of the latest end or failed attempt
+	traceID string // the submitter's trace_id; "" derives one (trace.go)
+	deps    depIDs // depends_on, deduplicated, in the order given
 }
 
 // newExtra returns the extra block for these values, or nil when all are
 // empty.
-func newExtra(key, errText, traceID string, deps []uint64) *taskExtra {
-	if key == "" && errText == "" && traceID == "" && len(deps) == 0 {
+func newExtra(key, errText, traceID string, deps depIDs) *taskExtra {
+	if key == "" && errText == "" && traceID == "" && deps.len() == 0 {
 		return nil
 	}
 	return &taskExtra{key: key, errText: errText, traceID: traceID, deps: deps}
@@ -92,9 +92,9 @@ func (t *task) ownTrace() string {
 	return t.x.traceID
 }
 
-func (t *task) deps() []uint64 {
+func (t *task) deps() depIDs {
 	if t.x == nil {
-		return nil
+		return depIDs{}
 	}
 	return t.x.deps
 }

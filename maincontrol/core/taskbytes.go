@@ -56,7 +56,7 @@ func (t *task) bytes() int64 {
 	if x == nil {
 		x = &noExtra
 	}
-	return heldBytes(t.typ.name, t.args, x.key, x.traceID, len(x.deps), t.outs, x.errText)
+	return heldBytes(t.typ.name, t.args, x.key, x.traceID, x.deps.len(), t.outs, x.errText)
 }
 
 // noExtra stands for the extra block of a task that has none.

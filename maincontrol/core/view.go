@@ -41,7 +41,7 @@ func (c *Core) Task(id uint64) (TaskInfo, bool) {
 	return TaskInfo{ID: t.id, MaxAttempts: t.maxAttempts, TimeoutMs: t.timeoutMs, Version: t.version,
 		Attempt: t.attempt, State: t.state, Priority: t.priority, Type: t.typ.name, Executor: t.execID,
 		TraceID: t.trace(), Key: t.key(), Error: t.errText(), Out: out, Args: t.args,
-		DependsOn: slices.Clone(t.deps()), Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}, true
+		DependsOn: t.deps().appendTo(nil), Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}, true
 }
 
 // Counts returns the number of tasks in each state, indexed by State.
