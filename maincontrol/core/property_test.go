@@ -305,7 +305,11 @@ func (p *prop) doSubmit() {
 	unknownDep := false
 	if p.chance(25) && c.nextID > 1 {
 		var deps []string
-		for range 1 + p.pick(3) {
+		n := 1 + p.pick(3)
+		if p.chance(20) { // past shortDeps: the long paths (marks, lists, cursors), with repeats
+			n = shortDeps + p.pick(3*shortDeps)
+		}
+		for range n {
 			lo := uint64(1)
 			if c.nextID > 40 {
 				lo = c.nextID - 40
