@@ -30,9 +30,13 @@ type depCursor struct {
 
 // encodeDeps returns ids as a depIDs.
 func encodeDeps(ids []uint64) depIDs {
-	if len(ids) == 0 {
+	if len(ids) == 0 { // most tasks: inlined, no call
 		return depIDs{}
 	}
+	return encodeSome(ids)
+}
+
+func encodeSome(ids []uint64) depIDs {
 	size, prev := 0, uint64(0)
 	for _, id := range ids {
 		size += uvarintLen(zigzag(id - prev))
