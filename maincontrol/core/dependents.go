@@ -23,7 +23,10 @@ package core
 // task table: a head per task, in blocks of chunkSize consecutive ids
 // (8 KiB, made when a task of the block first gets a dependent, freed
 // with its last), found by array index. A head is the id of the one
-// dependent, or, from the second, the index of a list in lists.
+// dependent, or, from the second, the index of a list in lists. However
+// scattered the dependencies, a block is a seventeenth of the table chunk
+// (136 KiB) that holds the same ids, so the blocks add at most that to
+// the table.
 type dependents struct {
 	blocks map[uint64]*depBlock // by chunk number (id >> chunkBits)
 	// last and lastN are the block of the latest lookup and its number:

@@ -20,9 +20,12 @@ const (
 	// DefaultRetentionMaxBytes is the default cap on the bytes held by the
 	// ended tasks kept.
 	DefaultRetentionMaxBytes = 256 << 20
-	// DepBytes is what each depends_on id counts: the id is kept twice,
-	// in the waiting task's list and in its dependency's list of
-	// dependents (8 bytes each), and the second list grows by doubling.
+	// DepBytes is what each depends_on id counts: a bound on what it
+	// holds while its task waits. The task's own list takes one to three
+	// bytes of it (depIDs, ten at most), and the dependency's dependents
+	// eight: its head, or an entry of a list that grows by doubling
+	// (dependents). It was set when both lists kept 8-byte ids, and is
+	// kept: the caps' answers do not change with the layout.
 	DepBytes = 24
 )
 
