@@ -1,8 +1,6 @@
 package core
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // newRecord returns the scratch record, reset, of the given kind.
 func (c *Core) newRecord(k recKind) *record {
