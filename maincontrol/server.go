@@ -193,6 +193,14 @@ func (s *Server) serve(ctx context.Context) error {
 		gnet.WithTCPNoDelay(gnet.TCPDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
 		gnet.WithReadBufferCap(s.cfg.ReadChunk),
+		// Each loop keeps one OS thread. Unlocked, the loop's goroutine
+		// moved between threads whenever gnet's poller yielded before
+		// blocking (runtime.Gosched), and each move was a wake-up of
+		// another thread that waited for a core: at 50,000 tasks/s on 2
+		// cores the p99 submit -> dispatch was lower locked in 6 of 6
+		// alternating pairs (2.6-3.9 ms against 3.8-5.6; bench/README.md,
+		// section 2), throughput unchanged.
+		gnet.WithLockOSThread(true),
 	)
 	if err == nil {
 		err = loops.Start()
