@@ -8,13 +8,20 @@ package core
 // an unknown id is refused (knownDeps) before its ids are used.
 //
 // The bits are kept outside the table's chunks, which snapshots share, and
-// are all clear between two lists: whoever marks an id unmarks it before
-// the submit returns. A set of bits is kept per chunk index of the table's
-// directory once used (128 bytes beside a chunk's 136 KiB), so the marks
-// never outgrow the directory they follow.
+// only while one list is read: a set of bits (128 bytes) per chunk index of
+// the table's directory the list names, all dropped by release once it is
+// read. Kept from list to list, they followed every directory index ever
+// used, and while one old task held the directory's first chunk in place
+// (a pending task of a type no executor serves) that grew with every id
+// issued, by about 128 bytes per 1,024 ids, for good.
 type depMarks struct {
 	dir []*[chunkSize / 64]uint64 // by chunk index in the table's directory
 }
+
+// keptIndexes is the most directory indexes whose (empty) slots release
+// keeps for the next list: more is a directory far longer than usual,
+// whose slots are made again when a list needs them.
+const keptIndexes = 1024
 
 // mark marks the task in slot of the table's chunk ci, and reports
 // whether it was marked already.
@@ -33,7 +40,12 @@ func (m *depMarks) mark(ci int, slot uint64) (was bool) {
 	return was
 }
 
-// unmark clears what mark set.
-func (m *depMarks) unmark(ci int, slot uint64) {
-	m.dir[ci][slot/64] &^= 1 << (slot % 64)
+// release drops every mark, and the sets that held them.
+func (m *depMarks) release() {
+	if cap(m.dir) > keptIndexes {
+		m.dir = nil
+		return
+	}
+	clear(m.dir)
+	m.dir = m.dir[:0]
 }

@@ -176,9 +176,7 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 		return true
 	})
 	if long {
-		for _, d := range s.deps {
-			c.depMarks.unmark(c.tasks.chunkIndex(d), d&(chunkSize-1))
-		}
+		c.depMarks.release()
 	}
 	c.depsBuf = s.deps[:0]
 	if !ok {
