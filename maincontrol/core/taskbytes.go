@@ -20,12 +20,17 @@ const (
 	// DefaultRetentionMaxBytes is the default cap on the bytes held by the
 	// ended tasks kept.
 	DefaultRetentionMaxBytes = 256 << 20
-	// DepBytes is what each depends_on id counts: a bound on what it
-	// holds while its task waits. The task's own list takes one to three
-	// bytes of it (depIDs, ten at most), and the dependency's dependents
-	// eight: its head, or an entry of a list that grows by doubling
-	// (dependents). It was set when both lists kept 8-byte ids, and is
-	// kept: the caps' answers do not change with the layout.
+	// DepBytes is what each depends_on id counts: an estimate, not a
+	// bound, of what it holds while its task waits. The task's own list
+	// takes one to three bytes of it (depIDs, ten at most), and the
+	// dependency's dependents eight for the first task waiting on it (its
+	// head); from the second the head becomes a list (16 bytes, plus 32
+	// in the index of lists) that grows by doubling, about 8 to 16 bytes
+	// a waiting task. With dependencies scattered over the id space a
+	// dependent can also cost an 8 KiB block of heads (dependents says
+	// why that stays a fraction of the task table). It was set when both
+	// lists kept 8-byte ids, and is kept: the caps' answers do not change
+	// with the layout.
 	DepBytes = 24
 )
 
