@@ -25,11 +25,12 @@ const (
 	DefaultFrameStallTimeout = 30 * time.Second
 	DefaultReadBudget        = 5 * time.Millisecond
 	// DefaultReadChunk is Config.ReadChunk's default. gnet's own, 64 KiB,
-	// is over 3,000 small requests a turn: with 16 connections pipelining
-	// `stats`, a client making one request at a time waited 130 ms (p50)
-	// for each; at 16 KiB it waits 57 ms, at 4 KiB 22 ms. Below 16 KiB
-	// the main control's CPU per task at full load starts to grow (more
-	// reads and writes for the same bytes).
+	// is over 3,000 small requests a turn: under `apollo11 bench flood`
+	// (16 connections pipelining `stats`) a client making one request at
+	// a time waited 176-184 ms (p50) for each; 53 ms at 32 KiB, 19-22 ms
+	// at 16 KiB, while the flood itself was answered 1.7 times faster
+	// (bench/README.md, section 6). The cost: closed-loop throughput about
+	// 5% lower (more reads and writes for the same bytes).
 	DefaultReadChunk = 16 << 10
 	minMaxOutbound   = 16 << 20
 )
@@ -86,13 +87,14 @@ type Config struct {
 	// before the other connections and the ticker get the core (default
 	// 5 ms); the rest are handled on the loop's next turn.
 	ReadBudget time.Duration
-	// ReadChunk is the most gnet reads from one connection's socket in
-	// one turn of its event loop (default DefaultReadChunk; gnet rounds
-	// it up to a power of two). It is the share each busy connection gets
-	// per turn, so it sets how long a quiet client waits behind many
-	// pipelining ones: gnet reads a readable socket whatever the server
-	// has left unhandled, so a share smaller than what is read only piles
-	// the rest up in memory.
+	// ReadChunk is the size of each event loop's read buffer: the most
+	// gnet reads from one connection's socket in one turn of the loop
+	// (default DefaultReadChunk; gnet rounds it up to a power of two, at
+	// least 1 KiB). It is the share each busy connection gets per turn,
+	// so it sets how long a quiet client waits behind many pipelining
+	// ones: gnet reads a readable socket whatever the server has left
+	// unhandled, so a share smaller than what is read only piles the rest
+	// up in memory.
 	ReadChunk    int
 	EventLoops   int
 	TickInterval time.Duration
