@@ -197,13 +197,14 @@ func (s *Server) serve(ctx context.Context) error {
 		// main control ran on three threads in turn (35%, 32% and 29% of
 		// a core at 50,000 tasks/s), each move a wake-up that waited for
 		// a core; locked, the p99 submit -> dispatch at 50,000/s on 2
-		// cores was lower in 9 of 9 alternating pairs (bench/README.md,
-		// section 2). The price is paid when a loop falls idle: gnet's
-		// poller yields (runtime.Gosched) before it blocks, and a locked
-		// goroutine's yield hands its thread off and back, about 25 us of
-		// CPU more per wake-up (8% of a core against 6-7% at 800 requests
-		// a second, one at a time). With more loops than cores, closed-
-		// loop throughput was 5-10% lower locked (4 loops on 2 cores).
+		// cores was lower in 13 of 14 alternating pairs (bench/README.md,
+		// the Headline section). The price is paid when a loop falls
+		// idle: gnet's poller yields (runtime.Gosched) before it blocks,
+		// and a locked goroutine's yield hands its thread off and back,
+		// about 25 us of CPU more per wake-up (8% of a core against 6-7%
+		// at 800 requests a second, one at a time). With more loops than
+		// cores, closed-loop throughput was 5-10% lower locked (4 loops
+		// on 2 cores).
 		gnet.WithLockOSThread(true),
 	)
 	if err == nil {
