@@ -27,10 +27,11 @@ const (
 	// DefaultReadChunk is Config.ReadChunk's default. gnet's own, 64 KiB,
 	// is over 3,000 small requests a turn: under `apollo11 bench flood`
 	// (16 connections pipelining `stats`) a client making one request at
-	// a time waited 176-184 ms (p50) for each; 53 ms at 32 KiB, 19-22 ms
-	// at 16 KiB, while the flood itself was answered 1.7 times faster
-	// (bench/README.md, section 6). The cost: closed-loop throughput about
-	// 5% lower (more reads and writes for the same bytes).
+	// a time waited 176-197 ms (p50) for each; 53 ms at 32 KiB, 19-22 ms
+	// at 16 KiB, while the flood itself was answered 1.6-1.7 times faster
+	// (bench/README.md, section 6). The cost: closed-loop throughput 5-14%
+	// lower (more reads and writes for the same bytes; still above 140,000
+	// tasks/s on the 2-core VM).
 	DefaultReadChunk = 16 << 10
 	minMaxOutbound   = 16 << 20
 )
