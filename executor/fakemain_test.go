@@ -63,7 +63,11 @@ func (c *fakeConn) send(typ string, kv ...string) { c.Send(typ, kv...) }
 // read reads the next frame, skipping heartbeats unless keepHB.
 func (c *fakeConn) read(keepHB bool, d time.Duration) (*wire.Message, error) {
 	for {
-		require.NoError(c.T, c.Net.SetReadDeadline(time.Now().Add(d)))
+		// An error, not a failed assertion: a reader goroutine may find
+		// the connection closed by the test's cleanup between two reads.
+		if err := c.Net.SetReadDeadline(time.Now().Add(d)); err != nil {
+			return nil, err
+		}
 		m, err := c.R.ReadMessage()
 		if err != nil {
 			return nil, err
