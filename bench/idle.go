@@ -42,6 +42,10 @@ type IdleReport struct {
 	// Interrupted is set when the hold was cut short (Ctrl-C): the CPU
 	// figures cover HoldS, the part that ran.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// InterruptedConnecting is set when Ctrl-C came before every executor
+	// had registered: the memory figures are for the Registered ones, and
+	// there was no hold.
+	InterruptedConnecting bool `json:"interrupted_connecting,omitempty"`
 }
 
 // RunIdle connects cfg.Executors raw executors to a main control it
@@ -89,11 +93,21 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 		}
 		wg.Wait()
 	}()
-	if err != nil {
+	if err != nil && (ctx.Err() == nil || len(execs) == 0) {
 		return nil, err
 	}
 	rep.Registered = len(execs)
 	rep.HeartbeatMs = execs[0].Heartbeat().Milliseconds()
+	if err != nil {
+		// Ctrl-C while connecting: what those registered so far cost is
+		// still worth a report.
+		rep.Interrupted, rep.InterruptedConnecting = true, true
+		if rep.RSSAfter, rep.PeakRSS, err = ProcMem(mc.PID()); err != nil {
+			return nil, err
+		}
+		rep.BytesPerConn = float64(rep.RSSAfter-rep.RSSBefore) / float64(len(execs))
+		return rep, ctx.Err()
+	}
 	for _, e := range execs {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = e.Run(ectx) }()
@@ -122,7 +136,9 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 	return rep, ctx.Err()
 }
 
-// dialIdle registers n executors, a few at a time.
+// dialIdle registers n executors, a few at a time. Interrupted (ctx), it
+// returns those registered so far with ctx's error; on any other error it
+// closes them.
 func dialIdle(ctx context.Context, addr string, cfg IdleConfig, token []byte) ([]*RawExecutor, time.Duration, error) {
 	start := time.Now()
 	execs := make([]*RawExecutor, cfg.Executors)
@@ -176,8 +192,8 @@ func dialIdle(ctx context.Context, addr string, cfg IdleConfig, token []byte) ([
 			out = append(out, e)
 		}
 	}
-	if firstErr == nil {
-		firstErr = ctx.Err()
+	if firstErr == nil && ctx.Err() != nil {
+		return out, time.Since(start), fmt.Errorf("%d of %d executors registered: %w", len(out), cfg.Executors, ctx.Err())
 	}
 	if firstErr != nil {
 		for _, e := range out {
@@ -201,7 +217,12 @@ func (r *IdleReport) WriteText(w io.Writer) error {
   idle cpu    main control %.1f%% of one core over %.1f s of heartbeats; harness %.1f%%
 `, group(float64(r.Registered)), r.ConnectS, r.FileLimit, r.HeartbeatMs, mib(r.RSSBefore), mib(r.RSSAfter), mib(r.PeakRSS),
 		group(r.BytesPerConn), 100*r.IdleCoreShare, r.HoldS, 100*r.HarnessCoreShare)
-	if err == nil && r.Interrupted {
+	switch {
+	case err != nil:
+	case r.InterruptedConnecting:
+		_, err = fmt.Fprintf(w, "  INTERRUPTED while connecting: %s of %s executors registered; the memory figures are for them, and there was no hold\n",
+			group(float64(r.Registered)), group(float64(r.Executors)))
+	case r.Interrupted:
 		_, err = fmt.Fprintf(w, "  INTERRUPTED: the hold was cut short; the cpu figures cover the %.1f s held\n", r.HoldS)
 	}
 	return err

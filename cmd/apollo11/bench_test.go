@@ -158,7 +158,8 @@ func TestBench_OwnMainControlTokenFile(t *testing.T) {
 func TestBench_InterruptedReports(t *testing.T) {
 	bin := testbin.Build(t)
 	// Each is interrupted once under way, which is polled for, not
-	// guessed: stalls once its threads spin, idle once its executors hold.
+	// guessed: stalls once its threads spin, idle once its executors hold
+	// (and once they connect).
 	stalls := testbin.Start(t, bin, nil, "bench", "stalls", "--duration", "60s", "--threads", "1", "--progress=true")
 	require.Eventually(t, func() bool { return strings.Contains(stalls.Output(), "spinning") || stalls.Exited() },
 		15*time.Second, 20*time.Millisecond, stalls.Output())
@@ -170,6 +171,13 @@ func TestBench_InterruptedReports(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(idle.Output(), "idle ") || idle.Exited() },
 		30*time.Second, 20*time.Millisecond, idle.Output())
 	interrupted(t, idle, "INTERRUPTED: the hold was cut short")
+
+	// idle again, interrupted while its executors still connect (5,000
+	// through one dialer take seconds): it reports those registered.
+	connecting := testbin.Start(t, bin, nil, "bench", "idle", "--binary", bin, "--executors", "5000", "--dialers", "1", "--hold", "60s", "--progress=true")
+	require.Eventually(t, func() bool { return strings.Contains(connecting.Output(), "connect ") || connecting.Exited() },
+		30*time.Second, 20*time.Millisecond, connecting.Output())
+	interrupted(t, connecting, "INTERRUPTED while connecting")
 
 	// flood, once its progress bar names the flood (after the witness
 	// alone).
