@@ -1,23 +1,25 @@
 package core
 
 import (
+	"encoding/binary"
 	"iter"
 	"slices"
-	"unsafe"
 )
 
 // depIDs is a task's depends_on list, deduplicated, in the order given,
 // kept small: a waiting task keeps it for as long as it waits, and one
 // submit may name 100,000 ids (h11-exhaustion, item 8). Each id is stored
-// as the zigzag varint of its difference from the one before it (the first
-// from 0): ids submitted together are mostly close and ascending, so an id
-// takes one to three bytes rather than eight, and any list of uint64 comes
-// back exactly. It is immutable, like the taskExtra that holds it.
+// as the signed varint (encoding/binary's, as records use) of its
+// difference from the one before it (the first from 0): ids submitted
+// together are mostly close and ascending, so an id takes one to three
+// bytes rather than eight, and any list of uint64 comes back exactly, the
+// differences wrapping as uint64 arithmetic does. It is immutable, like
+// the taskExtra that holds it.
 //
 // Records and snapshots carry the ids as before (record.deps); only the
 // table keeps them this way.
 type depIDs struct {
-	b string // the differences, as above
+	b []byte // the differences, as above
 	n int    // the number of ids
 }
 
@@ -37,39 +39,20 @@ func encodeDeps(ids []uint64) depIDs {
 }
 
 func encodeSome(ids []uint64) depIDs {
+	// Sized exactly first: the list is kept for as long as its task waits.
+	var tmp [binary.MaxVarintLen64]byte
 	size, prev := 0, uint64(0)
 	for _, id := range ids {
-		size += uvarintLen(zigzag(id - prev))
+		size += len(binary.AppendVarint(tmp[:0], int64(id-prev)))
 		prev = id
 	}
 	b := make([]byte, 0, size)
 	prev = 0
 	for _, id := range ids {
-		for v := zigzag(id - prev); ; v >>= 7 {
-			if v < 0x80 {
-				b = append(b, byte(v))
-				break
-			}
-			b = append(b, byte(v)|0x80)
-		}
+		b = binary.AppendVarint(b, int64(id-prev))
 		prev = id
 	}
-	// b is never written again: the string may share its bytes.
-	return depIDs{b: unsafe.String(unsafe.SliceData(b), len(b)), n: len(ids)}
-}
-
-// zigzag maps the difference d (two's complement) to a small number when
-// it is small either way.
-func zigzag(d uint64) uint64 { return d<<1 ^ uint64(int64(d)>>63) }
-
-func unzigzag(v uint64) uint64 { return v>>1 ^ -(v & 1) }
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
-	}
-	return n
+	return depIDs{b: b, n: len(ids)}
 }
 
 // len returns the number of ids.
@@ -80,16 +63,12 @@ func (d depIDs) next(c *depCursor) (uint64, bool) {
 	if c.off >= len(d.b) {
 		return 0, false
 	}
-	var v uint64
-	for shift := uint(0); ; shift += 7 {
-		x := d.b[c.off]
-		c.off++
-		v |= uint64(x&0x7f) << shift
-		if x < 0x80 {
-			break
-		}
+	v, n := binary.Varint(d.b[c.off:])
+	if n <= 0 { // never: encodeSome wrote whole varints
+		return 0, false
 	}
-	c.prev += unzigzag(v)
+	c.off += n
+	c.prev += uint64(v)
 	return c.prev, true
 }
 
