@@ -116,10 +116,7 @@ func (r *FloodReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  CONNECTIONS %d of %d flooders lost during the flood; first: %s\n", r.ConnErrors, r.Flooders, r.ConnError)
 	}
 	fmt.Fprintf(&b, "\n  %-28s %9s %9s %9s %9s %9s\n", "witness round trip (ms)", "p50", "p90", "p99", "max", "count")
-	for _, row := range []struct {
-		name string
-		ph   *FloodPhase
-	}{{"alone", &r.Alone}, {"under flood", &r.Flood}} {
+	for _, row := range r.phases() {
 		name := fmt.Sprintf("%s, %.1f s", row.name, row.ph.Seconds)
 		if row.ph.Seconds == 0 {
 			fmt.Fprintf(&b, "  %-28s %9s\n", row.name, "not run")
@@ -145,15 +142,21 @@ func (r *FloodReport) WriteText(w io.Writer) error {
 	return err
 }
 
+// namedPhase is a phase with the name the report gives it.
+type namedPhase struct {
+	name string
+	ph   *FloodPhase
+}
+
+func (r *FloodReport) phases() []namedPhase {
+	return []namedPhase{{"alone", &r.Alone}, {"under flood", &r.Flood}}
+}
+
 // writeCosts writes the CPU, memory and machine lines of both phases.
 func (r *FloodReport) writeCosts(b *strings.Builder) {
-	phases := []struct {
-		name string
-		ph   *FloodPhase
-	}{{"alone", &r.Alone}, {"under flood", &r.Flood}}
 	var mc, harness, machine []string
 	var last *ProcReport
-	for _, p := range phases {
+	for _, p := range r.phases() {
 		if p.ph.Seconds == 0 {
 			continue
 		}
