@@ -149,6 +149,10 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+	} else {
+		// A key asked for twice is answered once: the reply may not
+		// repeat a key (spec section 2).
+		keys = firstOfEach(keys)
 	}
 	size := len("type=state\nreq=") + wire.EscapedLen(req) + len("\nstate_version=") + 20
 	room := wire.MaxKeys - stateReplyKeys
@@ -178,6 +182,33 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 	}
 	c.send(p.id, &b)
 }
+
+// firstOfEach returns list without repeats, each item where it first
+// appears, reusing list's array. Long lists are deduplicated through a
+// set: a scan each would be quadratic in a 1 MiB keys= value.
+func firstOfEach(list []string) []string {
+	out := list[:0]
+	if len(list) <= shortKeys {
+		for _, k := range list {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	seen := make(map[string]struct{}, len(list))
+	for _, k := range list {
+		if _, dup := seen[k]; !dup {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// shortKeys is the length of a keys= list up to which repeats are found
+// by a scan.
+const shortKeys = 16
 
 // stateReplyKeys is the keys of a state reply besides state.*: type, req
 // (when the request had one) and state_version.

@@ -198,6 +198,14 @@ func TestCore_SharedState(t *testing.T) {
 	assert.True(t, st.Has("state.n2"))
 	h.send(cl, "state_get", "req", "g", "keys", "")
 	assert.Len(t, h.expect(cl, "state").Fields, 2+1+4)
+	// A key asked for twice is answered once (found by the fuzzer: the
+	// reply repeated state.n, a malformed frame), short list or long.
+	h.send(cl, "state_get", "req", "g", "keys", "n,m,n")
+	st = h.expect(cl, "state")
+	assert.Equal(t, []string{"state.n", "state.m"}, stateKeys(st))
+	long := strings.Repeat("zz,", 40) + "m,n,m,n"
+	h.send(cl, "state_get", "req", "g", "keys", long)
+	assert.Equal(t, []string{"state.m", "state.n"}, stateKeys(h.expect(cl, "state")))
 	h.checkReplay()
 
 	// state.* on a failed result: not checked, ignored.
@@ -1011,4 +1019,15 @@ func TestCore_StateGetTooManyKeys(t *testing.T) {
 	h.send(cl, "state_get", "req", "g", "keys", "k0000,k1021")
 	assert.Len(t, h.expect(cl, "state").Fields, 5)
 	assert.False(t, h.fx.closed[cl])
+}
+
+// stateKeys returns the state.* keys of a state reply, in order.
+func stateKeys(m *wire.Message) []string {
+	var ks []string
+	for _, f := range m.Fields {
+		if strings.HasPrefix(f.Key, wire.PrefixState) {
+			ks = append(ks, f.Key)
+		}
+	}
+	return ks
 }
