@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/apollo11/apollo11/pipeline"
@@ -37,9 +39,17 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 
 // SubmitPipeline submits the plan's steps in order, each with depends_on
 // the task ids of the steps it depends on (so dependencies always exist
-// first and no cycle can reach the main control). When a submit is
-// refused, the tasks this run made are cancelled and the error returned;
-// steps whose key returned an existing task (a re-run) are left alone.
+// first and no cycle can reach the main control).
+//
+// When a submit is refused, what happens to the steps submitted before it
+// depends on the key. Without one, the tasks this run made are cancelled
+// and the error returned: nothing could pick them up again. With one,
+// they are kept and the error says so: running the plan again with the
+// same key (after queue_full, say) gets them back by their keys and
+// submits the rest, which cancelling them would have made impossible, as
+// a key keeps returning its task while the main control knows it, even a
+// cancelled one. Steps whose key returned an existing task (a re-run) are
+// never cancelled.
 //
 // With wait, every step is submitted with wait=true and the returned
 // PipelineWatch follows them; the caller can record the run (every task
@@ -68,8 +78,11 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 		}
 		if err != nil {
 			pw.Close()
-			cerr := c.cancelSteps(ctx, made)
-			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err), cerr)
+			err = fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err)
+			if s.Key != "" {
+				return run, nil, keptSteps(err, made)
+			}
+			return run, nil, errors.Join(err, c.cancelSteps(ctx, made))
 		}
 		ids[s.ID] = sub.ID
 		step := PipelineStep{ID: s.ID, TaskID: sub.ID, DependsOn: s.DependsOn}
@@ -94,6 +107,32 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 		return run, nil, nil
 	}
 	return run, pw, nil
+}
+
+// keptSteps adds to a keyed run's refusal what became of the steps it
+// made: kept, and how to finish or end them. Cancelling the made steps
+// that depend on no other made step ends them all, as a cancel cascades
+// to the steps waiting on it.
+func keptSteps(err error, made []PipelineStep) error {
+	if len(made) == 0 {
+		return err
+	}
+	var roots []string
+	for _, m := range made {
+		if madeDependency(m.DependsOn, made) == "" {
+			roots = append(roots, strconv.FormatUint(m.TaskID, 10))
+		}
+	}
+	what := "task " + roots[0]
+	if len(roots) > 1 {
+		what = "tasks " + strings.Join(roots, ", ")
+	}
+	kept := fmt.Sprintf("the %d steps this run submitted before it are kept", len(made))
+	if len(made) == 1 {
+		kept = "the step this run submitted before it is kept"
+	}
+	return fmt.Errorf("%w; %s: run the pipeline again with the same key to submit the rest, "+
+		"or cancel %s to end them", err, kept, what)
 }
 
 // madeDependency returns the first of deps that this run made anew, or "".

@@ -27,19 +27,31 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func system(t *testing.T, slots int) *client.Client {
 	t.Helper()
 	addr, _ := maincontroltest.Start(t, maincontrol.Config{Logger: quiet()})
-	ex, err := executor.New(executor.Config{Addr: addr, ID: "pipe-ex", Slots: slots, Logger: quiet(),
-		Handlers: map[string]executor.Handler{"echo": builtin.Echo(), "fail": builtin.Fail(), "sleep": builtin.Sleep()}})
+	runExecutor(t, addr, "pipe-ex", slots, map[string]executor.Handler{
+		"echo": builtin.Echo(), "fail": builtin.Fail(), "sleep": builtin.Sleep()})
+	return dialClient(t, addr)
+}
+
+// runExecutor runs an executor with these handlers until the test ends.
+func runExecutor(t *testing.T, addr, id string, slots int, handlers map[string]executor.Handler) {
+	t.Helper()
+	ex, err := executor.New(executor.Config{Addr: addr, ID: id, Slots: slots, Logger: quiet(), Handlers: handlers})
 	require.NoError(t, err)
 	exCtx, exCancel := context.WithCancel(context.Background())
 	exDone := make(chan error, 1)
 	go func() { exDone <- ex.Run(exCtx) }()
-	cl, err := client.Dial(context.Background(), addr, client.Options{Logger: quiet()})
-	require.NoError(t, err)
 	t.Cleanup(func() {
-		cl.Close()
 		exCancel()
 		<-exDone
 	})
+}
+
+// dialClient connects a client until the test ends.
+func dialClient(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	cl, err := client.Dial(context.Background(), addr, client.Options{Logger: quiet()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }
 
@@ -189,9 +201,9 @@ func TestPipeline_EndedStepsInPlanOrder(t *testing.T) {
 	assert.Equal(t, want, order)
 }
 
-// When a re-run (same key) has a submit refused, it cancels only the
-// tasks it made: steps whose key returned the first run's tasks are left
-// to that run.
+// When a re-run (same key) has a submit refused, steps whose key
+// returned the first run's tasks are left to that run, and the task it
+// made is kept for the next run with the key.
 func TestPipeline_RefusedRerunLeavesTheFirstRun(t *testing.T) {
 	cl := system(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -211,9 +223,9 @@ steps:
 	for i := range 1016 {
 		p.Steps[3].Args[fmt.Sprintf("a%d", i)] = "v"
 	}
-	run2, _, err := cl.SubmitPipeline(ctx, p, false)
-	require.Error(t, err)
-	assert.True(t, client.IsCode(err, "bad_request"), "%v", err)
+	run2, _, refusal := cl.SubmitPipeline(ctx, p, false)
+	require.Error(t, refusal)
+	assert.True(t, client.IsCode(refusal, "bad_request"), "%v", refusal)
 	require.Len(t, run2.Steps, 3)
 	assert.Equal(t, run1.Steps[0].TaskID, run2.Steps[0].TaskID, "a duplicate of the first run's a")
 
@@ -223,7 +235,87 @@ steps:
 	assert.Equal(t, "waiting", sts[1].State)
 	n, err := cl.Query(ctx, run2.Steps[2].TaskID)
 	require.NoError(t, err)
-	assert.Equal(t, "cancelled", n.State, "what the re-run made is cancelled")
+	assert.Equal(t, "pending", n.State, "what the keyed re-run made is kept for the next run")
+	assert.Contains(t, refusal.Error(), fmt.Sprintf("the step this run submitted before it is kept: "+
+		"run the pipeline again with the same key to submit the rest, or cancel task %d to end them", run2.Steps[2].TaskID))
+}
+
+// gated is a pipeline whose first step waits for an executor of type
+// gate, started only when a test wants the steps to run.
+const gated = `
+name: gated
+steps:
+  - {id: a, type: gate}
+  - {id: b, type: echo, depends_on: [a]}
+  - {id: c, type: echo, depends_on: [b]}
+`
+
+// queueOfTwo runs a main control that holds at most 2 unfinished tasks,
+// and an echo executor.
+func queueOfTwo(t *testing.T) (string, *client.Client) {
+	t.Helper()
+	cfg := maincontrol.Config{Logger: quiet()}
+	cfg.Core.MaxPending = 2
+	addr, _ := maincontroltest.Start(t, cfg)
+	runExecutor(t, addr, "echo-ex", 4, map[string]executor.Handler{"echo": builtin.Echo()})
+	return addr, dialClient(t, addr)
+}
+
+// Without a key, the steps made before a refused submit are cancelled:
+// no later run could pick them up.
+func TestPipeline_RefusedUnkeyedRunIsCancelled(t *testing.T) {
+	_, cl := queueOfTwo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, _, err := cl.SubmitPipeline(ctx, mustPlan(t, gated), false)
+	require.Error(t, err)
+	assert.True(t, client.IsQueueFull(err), "%v", err)
+	assert.NotContains(t, err.Error(), "kept")
+	require.Len(t, run.Steps, 2)
+	sts, err := cl.PipelineStatus(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", sts[0].State)
+	assert.Equal(t, "cancelled", sts[1].State)
+}
+
+// With a key, the steps made before a refused submit are kept, and
+// running the plan again with the key once there is room picks them up
+// and submits the rest: the retry queue_full asks for works. (Cancelling
+// them made every retry fail: each key kept returning its cancelled
+// task, and the steps after it were cancelled as they came.)
+func TestPipeline_RefusedKeyedRunIsKeptAndARetryFinishesIt(t *testing.T) {
+	addr, cl := queueOfTwo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	plan := mustPlan(t, gated+"key: retry-me\n")
+	run1, _, err := cl.SubmitPipeline(ctx, plan, false)
+	require.Error(t, err)
+	assert.True(t, client.IsQueueFull(err), "%v", err)
+	require.Len(t, run1.Steps, 2)
+	assert.Contains(t, err.Error(), "step c: ")
+	assert.Contains(t, err.Error(), fmt.Sprintf("the 2 steps this run submitted before it are kept: "+
+		"run the pipeline again with the same key to submit the rest, or cancel task %d to end them", run1.Steps[0].TaskID))
+	sts, err := cl.PipelineStatus(ctx, run1)
+	require.NoError(t, err)
+	assert.Equal(t, "pending", sts[0].State)
+	assert.Equal(t, "waiting", sts[1].State)
+
+	// Make room: let the kept steps run and end.
+	runExecutor(t, addr, "gate-ex", 1, map[string]executor.Handler{"gate": builtin.Echo()})
+	require.Eventually(t, func() bool {
+		st, err := cl.Query(ctx, run1.Steps[1].TaskID)
+		return err == nil && st.State == "succeeded"
+	}, 10*time.Second, 10*time.Millisecond)
+
+	got := map[string]client.Done{}
+	run2, err := cl.RunPipeline(ctx, plan, func(s client.PipelineStep, d client.Done) { got[s.ID] = d })
+	require.NoError(t, err)
+	require.Len(t, run2.Steps, 3)
+	assert.Equal(t, run1.Steps[0].TaskID, run2.Steps[0].TaskID, "a, by its key")
+	assert.Equal(t, run1.Steps[1].TaskID, run2.Steps[1].TaskID, "b, by its key")
+	for _, id := range []string{"a", "b", "c"} {
+		assert.Equal(t, "succeeded", got[id].State, id)
+	}
 }
 
 // A step whose task the main control has forgotten does not hide the
