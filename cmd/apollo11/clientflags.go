@@ -89,7 +89,8 @@ func printJSON(w io.Writer, v any) error {
 // clientCommand parses flags, checks the command line, dials, runs fn and
 // closes. Words after the flags are refused unless operands is set; then
 // check (when not nil) checks them, and the flags, before anything is
-// dialled: its error is a bad command line (exit 2).
+// dialled: its error is a bad command line (exit 2), unless it is an
+// exitError with its own code.
 func clientCommand(name, synopsis string, operands bool, args []string, stderr io.Writer,
 	extra func(fs *flag.FlagSet), check func(fs *flag.FlagSet) error,
 	fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
@@ -112,6 +113,9 @@ func clientCommand(name, synopsis string, operands bool, args []string, stderr i
 	}
 	if check != nil {
 		if err := check(fs); err != nil {
+			if _, ok := errors.AsType[exitError](err); ok {
+				return err // a check's own exit code: a file it could not read
+			}
 			fs.Usage()
 			return usageError(err, false)
 		}

@@ -205,26 +205,24 @@ func writeRunFile(path string, run *client.PipelineRun) error {
 
 func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 	var runFile string
+	var run client.PipelineRun
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&runFile, "run-file", "", "the run recorded by `pipeline run` (default: the only *.run.json here)")
 	}
-	return clientCommand("pipeline status", "pipeline status [--run-file F]", false, args, stderr, extra, nil,
+	// The run file is found and read before anything is dialled: with no
+	// main control up, "cannot reach" hid that there was no run to show.
+	check := func(*flag.FlagSet) (err error) {
+		runFile, err = findRunFile(runFile)
+		if err != nil {
+			return err
+		}
+		if err := readRunFile(runFile, &run); err != nil {
+			return exitError{code: 1, err: err} // not the command line's fault
+		}
+		return nil
+	}
+	return clientCommand("pipeline status", "pipeline status [--run-file F]", false, args, stderr, extra, check,
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			if runFile == "" {
-				matches, _ := filepath.Glob("*.run.json")
-				if len(matches) != 1 {
-					return usageError(fmt.Errorf("give --run-file (found %d *.run.json files here)", len(matches)), false)
-				}
-				runFile = matches[0]
-			}
-			b, err := os.ReadFile(runFile)
-			if err != nil {
-				return err
-			}
-			var run client.PipelineRun
-			if err := json.Unmarshal(b, &run); err != nil {
-				return fmt.Errorf("%s: %w", runFile, err)
-			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			states, err := cl.PipelineStatus(ctx, &run)
@@ -245,4 +243,28 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		})
+}
+
+// findRunFile returns the run file to show: the one given, else the only
+// *.run.json in the current directory.
+func findRunFile(given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	matches, _ := filepath.Glob("*.run.json")
+	if len(matches) != 1 {
+		return "", fmt.Errorf("give --run-file (found %d *.run.json files here)", len(matches))
+	}
+	return matches[0], nil
+}
+
+func readRunFile(path string, run *client.PipelineRun) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, run); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
