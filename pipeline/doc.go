@@ -25,7 +25,8 @@
 // Templates: ${name} is replaced in every value of the file (the name,
 // key, ids, depends_on, type, args values, numbers and durations), not in
 // keys nor in vars itself; $$ is a literal $. A variable given nowhere is
-// an error. Substitution happens after the YAML is parsed, so a value
+// an error, and so is a --var the file neither declares in vars nor uses
+// (a misspelt name would otherwise leave the default in place). Substitution happens after the YAML is parsed, so a value
 // cannot change the file's structure. The name, once filled in, is 1-64
 // characters of a-z A-Z 0-9 _ . -: it names the run file.
 package pipeline

@@ -65,7 +65,9 @@ type Plan struct {
 	Longest []string // the longest chain of dependencies, first to last
 }
 
-// Parse reads and checks a pipeline file. vars override the file's vars.
+// Parse reads and checks a pipeline file. vars override the file's vars;
+// a name in vars that the file neither declares nor uses is an
+// *UnknownVarError.
 func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -83,6 +85,9 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	lines, err := checkShape(dec, data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := checkVars(&f, vars); err != nil {
+		return nil, err
 	}
 	all := map[string]string{}
 	for k, v := range f.Vars {

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,52 @@ steps:
 	assert.Equal(t, 90*time.Second, first.Timeout, "defaults expand too")
 	assert.Equal(t, []string{"fetch"}, second.DependsOn)
 	assert.Equal(t, 90*time.Second, second.Timeout)
+}
+
+// A --var the file neither declares nor uses is refused, naming what the
+// file knows: a typo (data for date) ran the file with its default.
+func TestParse_UnknownVars(t *testing.T) {
+	const everywhere = `
+name: r-${name}
+key: k-${key}
+vars: {declared: x}
+defaults: {max_attempts: '${dma}', timeout: '${dto}', delay: '${dde}', priority: '${dpr}'}
+steps:
+  - {id: '${id}', type: '${type}', args: {a: '${arg}', b: "$${literal}"}}
+  - {id: b, type: echo, depends_on: ['${dep}'], max_attempts: '${ma}', timeout: '${to}', delay: '${de}', priority: '${pr}'}
+`
+	used := map[string]string{"name": "n", "key": "k", "dma": "2", "dto": "1s", "dde": "1s", "dpr": "1",
+		"id": "a", "type": "echo", "arg": "v", "dep": "a", "ma": "3", "to": "2s", "de": "2s", "pr": "2"}
+	known := "its variables: arg, dde, de, declared, dep, dma, dpr, dto, id, key, ma, name, pr, to, type"
+	tests := []struct {
+		name  string
+		extra map[string]string
+		want  string // "": accepted
+	}{
+		{name: "every template and a declared var", extra: map[string]string{"declared": "y"}},
+		{name: "one unknown", extra: map[string]string{"bogus": "1"},
+			want: "unknown --var bogus: the file neither declares it in vars nor uses ${bogus} (" + known + ")"},
+		{name: "two unknown", extra: map[string]string{"zz": "1", "aa": "2"},
+			want: "unknown --var aa, zz: the file neither declares them in vars nor uses them (" + known + ")"},
+		{name: "an escaped $${literal} is no use", extra: map[string]string{"literal": "1"},
+			want: "unknown --var literal:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{}
+			maps.Copy(vars, used)
+			maps.Copy(vars, tc.extra)
+			_, err := pipeline.Parse(strings.NewReader(everywhere), vars)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			var uv *pipeline.UnknownVarError
+			assert.ErrorAs(t, err, &uv)
+		})
+	}
+	_, err := pipeline.Parse(strings.NewReader("name: p\nsteps: [{id: a, type: echo}]\n"), map[string]string{"date": "d"})
+	assert.EqualError(t, err, "unknown --var date: the file neither declares it in vars nor uses ${date} (it has none)")
 }

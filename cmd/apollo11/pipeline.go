@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,7 +43,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	var cf clientFlags
 	cf.register(fs)
 	vars := kvFlag{}
-	fs.Var(vars, "var", "template variable k=v, replacing ${k} (repeat for more)")
+	fs.Var(vars, "var", "template variable k=v, replacing ${k}; k must be in the file's vars or used in it (repeat for more)")
 	dryRun := fs.Bool("dry-run", false, "check the file and print the plan; submit nothing")
 	wait := fs.Bool("wait", false, "follow every step to its end; exit 0 if all succeeded, 1 otherwise, 4 if the wait ended first (the steps go on)")
 	runFile := fs.String("run-file", "", "where to record the run for `pipeline status` (default <name>.run.json)")
@@ -64,6 +65,9 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	}
 	plan, err := pipeline.Parse(f, vars)
 	f.Close()
+	if _, ok := errors.AsType[*pipeline.UnknownVarError](err); ok {
+		return usageError(fmt.Errorf("%s: %w", path, err), false) // a --var, not the file, is wrong
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

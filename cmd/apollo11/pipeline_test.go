@@ -57,3 +57,15 @@ func TestPipelineStatus_RunFileBeforeDial(t *testing.T) {
 		})
 	}
 }
+
+// A --var the file does not know is a bad command line (exit 2) that
+// names it and the file's variables: --var data=... for date ran the
+// file with date's default.
+func TestPipelineRun_UnknownVar(t *testing.T) {
+	const file = "../../docs/examples/nightly.yaml"
+	var out, errOut bytes.Buffer
+	rc := run([]string{"pipeline", "run", file, "--dry-run", "--var", "data=d1"}, &out, &errOut)
+	assert.Equal(t, 2, rc, errOut.String())
+	assert.Contains(t, errOut.String(), "unknown --var data: the file neither declares it in vars nor uses ${data} (its variables: date)")
+	assert.NotContains(t, out.String(), "dry run", "nothing planned")
+}
