@@ -251,21 +251,39 @@ func silentMainControl(t *testing.T) string {
 
 // A submit sent but never confirmed may have made its task: exit 4 (the
 // outcome is unknown), not 2 (nothing submitted), with or without --wait,
-// which is bounded by --request-timeout too.
+// which is bounded by --request-timeout too. Submitting again finds the
+// task out only with a --key: without one, the advice is the task lists.
 func TestCLI_SubmitNotConfirmed(t *testing.T) {
 	bin := testbin.Build(t)
 	addr := silentMainControl(t)
-	for _, wait := range []bool{false, true} {
-		args := []string{"submit", "--type", "echo", "--request-timeout", "300ms"}
-		if wait {
-			args = append(args, "--wait")
-		}
-		start := time.Now()
-		out, errOut, code := cli(t, bin, addr, args...)
-		assert.Equal(t, 4, code, "wait=%v: %s", wait, errOut)
-		assert.Less(t, time.Since(start), 10*time.Second, "bounded by --request-timeout")
-		assert.Contains(t, errOut, "the submit was sent but not confirmed (no reply within --request-timeout 300ms)")
-		assert.Empty(t, out)
+	tests := []struct {
+		name   string
+		args   []string
+		advice string
+		not    string
+	}{
+		{name: "no key", advice: "the task may exist, and submitting again may make a second one; `apollo11 list --addr " + addr +
+			" --state pending` (or another --state) lists the tasks. With --key, a retry with the same key returns the task instead",
+			not: "submit again with the same --key"},
+		{name: "no key, wait", args: []string{"--wait"}, advice: "`apollo11 list --addr " + addr + " --state pending`",
+			not: "submit again with the same --key"},
+		{name: "key", args: []string{"--key", "k1"}, advice: "the task may exist; submit again with the same --key to find out"},
+		{name: "key, wait", args: []string{"--key", "k1", "--wait"}, advice: "submit again with the same --key to find out"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"submit", "--type", "echo", "--request-timeout", "300ms"}, tc.args...)
+			start := time.Now()
+			out, errOut, code := cli(t, bin, addr, args...)
+			assert.Equal(t, 4, code, errOut)
+			assert.Less(t, time.Since(start), 10*time.Second, "bounded by --request-timeout")
+			assert.Contains(t, errOut, "the submit was sent but not confirmed (no reply within --request-timeout 300ms): ")
+			assert.Contains(t, errOut, tc.advice)
+			if tc.not != "" {
+				assert.NotContains(t, errOut, tc.not)
+			}
+			assert.Empty(t, out)
+		})
 	}
 	out, _, code := cli(t, bin, addr, "submit", "--type", "echo", "--request-timeout", "300ms", "--json")
 	assert.Equal(t, 4, code)

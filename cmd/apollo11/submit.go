@@ -102,7 +102,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 				defer cancel()
 				sub, err := cl.Submit(ctx, req)
 				if err != nil {
-					return submitFailed(stdout, cf, ctx, err)
+					return submitFailed(stdout, cf, fs, req.Key, ctx, err)
 				}
 				return printSubmitted(stdout, cf.asJSON, sub)
 			}
@@ -120,7 +120,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 			defer cancel()
 			w, err := cl.SubmitWatch(subCtx, req)
 			if err != nil {
-				return submitFailed(stdout, cf, subCtx, err)
+				return submitFailed(stdout, cf, fs, req.Key, subCtx, err)
 			}
 			defer w.Close()
 			// A task nobody runs waits for good: say it was submitted.
@@ -164,7 +164,7 @@ func flagNames(err error) error {
 // submitFailed words a submit that got no `submitted`. One that was never
 // sent exits 2; one sent with no reply (ctx's deadline, a lost connection)
 // may have made its task: its outcome is unknown, exit 4.
-func submitFailed(stdout io.Writer, cf *clientFlags, ctx context.Context, err error) error {
+func submitFailed(stdout io.Writer, cf *clientFlags, fs *flag.FlagSet, key string, ctx context.Context, err error) error {
 	if !errors.Is(err, client.ErrNoReply) {
 		if ctx.Err() != nil {
 			return fmt.Errorf("nothing submitted: %w", context.Cause(ctx))
@@ -175,11 +175,24 @@ func submitFailed(stdout io.Writer, cf *clientFlags, ctx context.Context, err er
 	if ctx.Err() != nil {
 		why = context.Cause(ctx)
 	}
-	err = fmt.Errorf("the submit was sent but not confirmed (%v): the task may exist; submit again with the same --key to find out", why)
+	err = fmt.Errorf("the submit was sent but not confirmed (%v): %s", why, unconfirmedAdvice(key, cf.targetArgs(fs)))
 	if cf.asJSON {
 		_ = printJSON(stdout, map[string]any{"outcome": "unknown", "error": err.Error()})
 	}
 	return exitError{code: exitUnknown, err: err}
+}
+
+// unconfirmedAdvice says how to learn the outcome of a submit that may
+// have made its task. With a key, submitting again tells (the key returns
+// the task if it exists). Without one, that advice was wrong: a second
+// submit can make a second task, and only the task lists can tell;
+// target is the --addr and --token-file that reach the same main control.
+func unconfirmedAdvice(key, target string) string {
+	if key != "" {
+		return "the task may exist; submit again with the same --key to find out"
+	}
+	return "the task may exist, and submitting again may make a second one; `apollo11 list" + target +
+		" --state pending` (or another --state) lists the tasks. With --key, a retry with the same key returns the task instead"
 }
 
 // waitEnded explains a wait that ended before the task: where the task
