@@ -58,13 +58,28 @@ func (c *clientFlags) dial() (*client.Client, error) {
 			// network when the token is what is wrong.
 			return nil, fmt.Errorf("the main control at %s refused this client: %w", c.addr, err)
 		}
-		return nil, fmt.Errorf("cannot reach the main control at %s: %w", c.addr, err)
+		return nil, c.timedOut(fmt.Errorf("cannot reach the main control at %s: %w", c.addr, err))
 	}
 	return cl, nil
 }
 
+// ctx returns the context of one request: --request-timeout from now.
 func (c *clientFlags) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(context.Background(), c.timeout, fmt.Errorf("no reply within --request-timeout %v", c.timeout))
+}
+
+// timedOut adds to an error that a --request-timeout deadline caused,
+// which says only "context deadline exceeded", which flag ran out and at
+// what value: status, cancel, stats, state, debug, pipeline status and a
+// slow handshake said no more, and only list named the flag. Every
+// deadline of a client command's requests and dial is --request-timeout
+// (submit words its own, and --wait-timeout's, in errors that do not wrap
+// the deadline).
+func (c *clientFlags) timedOut(err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (no reply within --request-timeout %v)", err, c.timeout)
+	}
+	return err
 }
 
 // shown makes a value safe to print as the text of `key=value`: one with
@@ -125,5 +140,5 @@ func clientCommand(name, synopsis string, operands bool, args []string, stderr i
 		return err
 	}
 	defer cl.Close()
-	return fn(fs, &cf, cl)
+	return cf.timedOut(fn(fs, &cf, cl))
 }

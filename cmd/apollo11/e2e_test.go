@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -288,6 +289,80 @@ func TestCLI_SubmitNotConfirmed(t *testing.T) {
 	out, _, code := cli(t, bin, addr, "submit", "--type", "echo", "--request-timeout", "300ms", "--json")
 	assert.Equal(t, 4, code)
 	assert.Contains(t, out, `"outcome": "unknown"`)
+}
+
+// muteMainControl accepts connections and never writes: a main control
+// that hangs before its welcome.
+func muteMainControl(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Every client command whose request, or handshake, gets no reply says
+// that none came within --request-timeout, and its value, once: status
+// said only "query: context deadline exceeded", and list alone named the
+// flag.
+func TestCLI_RequestTimeoutNamed(t *testing.T) {
+	bin := testbin.Build(t)
+	silent, mute := silentMainControl(t), muteMainControl(t)
+	runFile := filepath.Join(t.TempDir(), "p.run.json")
+	require.NoError(t, os.WriteFile(runFile, []byte(`{"name":"p","steps":[{"id":"a","task_id":1}]}`), 0o644))
+	tests := []struct {
+		addr string
+		args []string
+	}{
+		{silent, []string{"status", "1"}},
+		{silent, []string{"cancel", "1"}},
+		{silent, []string{"list", "--state", "pending"}},
+		{silent, []string{"list", "--state", "pending", "--all"}},
+		{silent, []string{"stats"}},
+		{silent, []string{"state"}},
+		{silent, []string{"state", "k"}},
+		{silent, []string{"debug", "on"}},
+		{silent, []string{"pipeline", "status", "--run-file", runFile}},
+		{mute, []string{"status", "1"}}, // no welcome: the dial times out
+		{mute, []string{"pipeline", "status", "--run-file", runFile}},
+	}
+	for _, tc := range tests {
+		name := strings.ReplaceAll(strings.Join(tc.args, " "), runFile, "F")
+		if tc.addr == mute {
+			name = "no welcome " + name
+		}
+		t.Run(name, func(t *testing.T) {
+			// --addr last: `pipeline status` takes its flags after "status".
+			cmd := exec.Command(bin, append(slices.Clone(tc.args), "--request-timeout", "300ms", "--addr", tc.addr)...)
+			var errOut bytes.Buffer
+			cmd.Stderr = &errOut
+			err := cmd.Run()
+			ee, ok := err.(*exec.ExitError)
+			require.True(t, ok, "want exit 1, got %v", err)
+			assert.Equal(t, 1, ee.ExitCode(), errOut.String())
+			assert.Equal(t, 1, strings.Count(errOut.String(), "no reply within --request-timeout 300ms"), errOut.String())
+		})
+	}
 }
 
 func TestExecutorDaemon_DrainThenBye(t *testing.T) {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -115,7 +113,6 @@ func runList(args []string, stdout, stderr io.Writer) error {
 				ctx, cancel := cf.ctx()
 				defer cancel()
 				ids, next, err = cl.List(ctx, state, limit, after)
-				err = withCause(ctx, err)
 			}
 			if err != nil {
 				return err
@@ -168,28 +165,7 @@ func shellWord(s string) string {
 // own, with its own --request-timeout: a large table takes many pages,
 // and one timeout for the whole walk made it fail on a loaded host.
 func listAll(cf *clientFlags, cl *client.Client, state string, limit int, after uint64) ([]uint64, error) {
-	var last context.Context
-	ids, err := cl.ListWalk(state, limit, after, func() (context.Context, context.CancelFunc) {
-		ctx, cancel := cf.ctx()
-		last = ctx
-		return ctx, cancel
-	})
-	if err != nil {
-		return nil, withCause(last, err)
-	}
-	return ids, nil
-}
-
-// withCause adds ctx's cause ("no reply within --request-timeout 30s") to
-// an error its deadline caused, which says only "context deadline
-// exceeded".
-func withCause(ctx context.Context, err error) error {
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded {
-			return fmt.Errorf("%w (%v)", err, cause)
-		}
-	}
-	return err
+	return cl.ListWalk(state, limit, after, cf.ctx)
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {
