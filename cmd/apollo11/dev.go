@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/apollo11/apollo11/executor"
@@ -64,8 +62,8 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 		executors = append(executors, ex)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
-	defer stop()
+	sigs := catchStopSignals()
+	defer sigs.Stop()
 
 	ready := make(chan struct{})
 	cfg.OnReady = func(string) { close(ready) }
@@ -111,16 +109,17 @@ Ctrl-C stops everything.
 `, cfg.Listen, cfg.DataDir, addrFlag, addrFlag, addrFlag)
 
 	select {
-	case <-ctx.Done():
+	case <-sigs.C:
 	case err := <-mcDone:
 		stopExecutors()
 		wg.Wait()
 		return err
 	}
-	// A second Ctrl-C now kills the process; the closing terminal's next
-	// SIGHUP (see isHangup) must not kill the stop under way.
-	signal.Ignore(syscall.SIGHUP)
-	stop()
+	// A second SIGINT or SIGTERM now ends the process at once; the
+	// closing terminal's next SIGHUP must not end the stop under way.
+	stopping := make(chan struct{})
+	defer close(stopping)
+	go sigs.exitOnSecond(stopping)
 	stopExecutors()
 	wg.Wait()
 	stopMC()

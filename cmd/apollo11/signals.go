@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // stopSignals returns the signals that ask a daemon (maincontrol,
@@ -28,3 +29,61 @@ func stopSignals() []os.Signal {
 // session ends), so a repeated SIGHUP must not be taken for the second
 // Ctrl-C that asks to stop at once.
 func isHangup(s os.Signal) bool { return s == syscall.SIGHUP }
+
+// stopCatcher catches a daemon's stop signals (see stopSignals) on C, and
+// knows which of them were ignored when the process started, for
+// exitAtOnce: os/signal cannot tell once it catches them.
+type stopCatcher struct {
+	C              chan os.Signal
+	ignoredAtStart map[os.Signal]bool
+}
+
+// catchStopSignals starts catching the stop signals; Stop ends it.
+func catchStopSignals() *stopCatcher {
+	sigs := stopSignals()
+	c := &stopCatcher{C: make(chan os.Signal, 2), ignoredAtStart: map[os.Signal]bool{}}
+	for _, s := range sigs {
+		c.ignoredAtStart[s] = signal.Ignored(s)
+	}
+	signal.Notify(c.C, sigs...)
+	return c
+}
+
+// Stop stops catching the stop signals.
+func (c *stopCatcher) Stop() { signal.Stop(c.C) }
+
+// exitOnSecond ends the process at once (see exitAtOnce) on the next
+// SIGINT or SIGTERM, until done is closed: called once the first stop
+// signal started the graceful stop. A SIGHUP is the closing terminal
+// again (see isHangup): it does not.
+func (c *stopCatcher) exitOnSecond(done <-chan struct{}) {
+	for {
+		select {
+		case s := <-c.C:
+			if !isHangup(s) {
+				c.exitAtOnce(s)
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// exitAtOnce ends the process as a second SIGINT or SIGTERM asks. Letting
+// the signal take its default action, as `dev` did by no longer catching
+// it, works only when that was its action at start: os/signal gives a
+// signal back the action it had then, and a shell starts a script's
+// background job (`apollo11 dev &`) with SIGINT ignored, so there the
+// second SIGINT did nothing. A signal whose action at start was the
+// default still gets it, and kills the process (a shell running a script
+// stops only at a command killed by SIGINT); one ignored at start exits
+// with the status a shell reports for a process killed by it, 128+n.
+func (c *stopCatcher) exitAtOnce(s os.Signal) {
+	sig := s.(syscall.Signal)
+	if !c.ignoredAtStart[s] {
+		signal.Reset(s)
+		_ = syscall.Kill(os.Getpid(), sig)
+		time.Sleep(time.Second) // delivered to some thread: it ends the process meanwhile
+	}
+	os.Exit(128 + int(sig))
+}
