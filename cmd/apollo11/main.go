@@ -5,6 +5,7 @@
 //	apollo11 executor [flags]      run an executor
 //	apollo11 dev                   a main control plus two local executors
 //	apollo11 submit|status|cancel|list|stats|state|debug ...
+//	apollo11 state [KEY ...]       the shared state, or only these keys
 //	apollo11 inspect --data-dir DIR [TASK_ID]
 //
 // Every flag can also be set with an APOLLO11_* environment variable
@@ -46,7 +47,7 @@ func init() {
 		"cancel":      {"cancel a task", runCancel},
 		"list":        {"list task ids in one state", runList},
 		"stats":       {"show the main control's counters", runStats},
-		"state":       {"show the shared state", runState},
+		"state":       {"show the shared state: every key, or the KEYs given", runState},
 		"debug":       {"turn the main control's frame logging on or off", runDebug},
 		"bench":       {"load a main control and report throughput, latency and cost", runBench},
 	}

@@ -200,6 +200,9 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 // taskStates are the states `list --state` takes, in the spec's order.
 var taskStates = []string{"waiting", "pending", "dispatched", "running", "retrying", "succeeded", "failed", "cancelled"}
 
+// runState prints the shared state: every key, or the KEYs given, of
+// which those not set are left out (state_get's reading), so that `state
+// extra` prints only the state_version when no key "extra" is set.
 func runState(args []string, stdout, stderr io.Writer) error {
 	check := func(fs *flag.FlagSet) error {
 		for _, k := range fs.Args() {
@@ -209,7 +212,7 @@ func runState(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return clientCommand("state", "state [flags] [KEY ...]", true, args, stderr, nil, check,
+	return clientCommand("state", "state [flags] [KEY ...]  (no KEY: every key; a KEY not set is left out)", true, args, stderr, nil, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
