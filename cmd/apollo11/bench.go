@@ -183,7 +183,7 @@ func setHarnessProcs(n int) error {
 }
 
 func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover|flood|stalls] [flags]", stderr)
+	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover|flood|stalls] [flags]", stdout)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.Config
@@ -301,7 +301,7 @@ checks the answers against the spec. The submit probes create tasks on the
 peer (type bench-wire-probe, or another when a flipped bit changed it);
 after the run it cancels every one whose submitted reply it read, and
 reports the ids of any it could not cancel (exit 3). A submit whose reply
-never came within --timeout cannot be cancelled by the harness.`, stderr)
+never came within --timeout cannot be cancelled by the harness.`, stdout)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.WireConfig
@@ -362,7 +362,7 @@ func init() {
 // never blocks is kept off its CPU, which bounds every latency measured
 // on that host.
 func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench stalls", "bench stalls [flags]", stderr)
+	fs := newBenchFlagSet("bench stalls", "bench stalls [flags]", stdout)
 	var c commonBenchFlags
 	c.registerReport(fs)
 	var cfg bench.StallsConfig
@@ -389,7 +389,7 @@ func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench idle", "bench idle [flags]", stderr)
+	fs := newBenchFlagSet("bench idle", "bench idle [flags]", stdout)
 	var c commonBenchFlags
 	c.registerOwn(fs) // it starts its own main control, without a data dir: no --addr, no --fsync
 	c.registerOwnToken(fs)
@@ -421,7 +421,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench pending", "bench pending [flags]", stderr)
+	fs := newBenchFlagSet("bench pending", "bench pending [flags]", stdout)
 	var c commonBenchFlags
 	c.registerOwn(fs) // it starts and restarts its own main control: no --addr
 	c.registerOwnToken(fs)
@@ -453,7 +453,7 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench failover", "bench failover [flags]", stderr)
+	fs := newBenchFlagSet("bench failover", "bench failover [flags]", stdout)
 	var c commonBenchFlags
 	c.registerOwn(fs) // it starts its own main control, without a data dir: no --addr, no --fsync
 	c.registerOwnToken(fs)
@@ -484,8 +484,8 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 
 // runBenchExecutor is a raw-wire executor process: what bench failover
 // kills, and a light executor for load runs on another machine.
-func runBenchExecutor(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench executor", "bench executor --connect A --id ID [flags]", stderr)
+func runBenchExecutor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newBenchFlagSet("bench executor", "bench executor --connect A --id ID [flags]", stdout)
 	var o bench.ExecutorOptions
 	var types, mode, tokenFile string
 	fs.StringVar(&o.Addr, "connect", "127.0.0.1:1969", "main control address")

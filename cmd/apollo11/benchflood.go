@@ -25,7 +25,7 @@ func runBenchFlood(ctx context.Context, args []string, stdout, stderr io.Writer)
 Connections (--flooders) pipeline a cheap request (--request) as fast as
 the main control answers it, while a witness connection sends the same
 request one at a time and times each round trip: first alone (--alone),
-then under the flood (--duration).`, stderr)
+then under the flood (--duration).`, stdout)
 	var c commonBenchFlags
 	// No --fsync or --dir: the requests never touch the disk, and a
 	// started main control runs without a data dir.

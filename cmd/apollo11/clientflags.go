@@ -106,10 +106,10 @@ func printJSON(w io.Writer, v any) error {
 // check (when not nil) checks them, and the flags, before anything is
 // dialled: its error is a bad command line (exit 2), unless it is an
 // exitError with its own code.
-func clientCommand(name, synopsis string, operands bool, args []string, stderr io.Writer,
+func clientCommand(name, synopsis string, operands bool, args []string, stdout io.Writer,
 	extra func(fs *flag.FlagSet), check func(fs *flag.FlagSet) error,
 	fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
-	fs := newFlagSet(name, synopsis, stderr)
+	fs := newFlagSet(name, synopsis, stdout)
 	var cf clientFlags
 	cf.register(fs)
 	if extra != nil {
@@ -123,16 +123,14 @@ func clientCommand(name, synopsis string, operands bool, args []string, stderr i
 		return err
 	}
 	if err := cf.check(); err != nil {
-		fs.Usage()
-		return usageError(err, false)
+		return usageError(withHelpHint(fs, err), false)
 	}
 	if check != nil {
 		if err := check(fs); err != nil {
 			if _, ok := errors.AsType[exitError](err); ok {
 				return err // a check's own exit code: a file it could not read
 			}
-			fs.Usage()
-			return usageError(err, false)
+			return usageError(withHelpHint(fs, err), false)
 		}
 	}
 	cl, err := cf.dial()

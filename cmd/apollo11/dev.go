@@ -16,7 +16,7 @@ import (
 // runDev runs a main control and two local executors in one process: the
 // quick start.
 func runDev(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("dev", "dev [flags]", stderr)
+	fs := newFlagSet("dev", "dev [flags]", stdout)
 	var f maincontrolFlags
 	f.register(fs)
 	slots := fs.Int("executor-slots", 2, "slots of each local executor, 1 to 65536")

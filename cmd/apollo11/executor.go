@@ -127,8 +127,8 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	return cfg, nil
 }
 
-func runExecutor(args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("executor", "executor [flags]", stderr)
+func runExecutor(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("executor", "executor [flags]", stdout)
 	var f executorFlags
 	f.register(fs)
 	if err := parseFlags(fs, args); err != nil {

@@ -27,21 +27,30 @@ func envName(prefix, flagName string) string {
 var flagEnvPrefix = map[*flag.FlagSet]string{}
 
 // newFlagSet returns a flag set whose flags read APOLLO11_* variables.
-func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
-	return newFlagSetEnv(envPrefix, name, synopsis, out)
+// stdout gets its usage, for a --help (see newFlagSetEnv).
+func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
+	return newFlagSetEnv(envPrefix, name, synopsis, stdout)
 }
 
 // newFlagSetEnv returns a flag set whose flags read prefix* variables and
-// whose usage lists each flag with its variable.
-func newFlagSetEnv(prefix, name, synopsis string, out io.Writer) *flag.FlagSet {
+// whose usage lists each flag with its variable. The usage is printed on
+// stdout, and only for a --help (see parseFlagsOperands): it is what was
+// asked for, as `apollo11 --help` prints on stdout. The flag package's own
+// output, an error followed by the whole usage, is discarded:
+// parseFlagsOperands returns the error, which run prints on stderr with a
+// pointer to --help, not after 33 lines of usage.
+func newFlagSetEnv(prefix, name, synopsis string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs.SetOutput(io.Discard)
 	flagEnvPrefix[fs] = prefix
 	if collectFlagSets != nil {
 		collectFlagSets(fs)
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: apollo11 %s\n\nFlags (each also from its environment variable):\n", synopsis)
+		fmt.Fprintf(stdout, "Usage: apollo11 %s\n", synopsis)
+		if hasFlags(fs) {
+			fmt.Fprintf(stdout, "\nFlags (each also from its environment variable):\n")
+		}
 		fs.VisitAll(func(f *flag.Flag) {
 			def := ""
 			if f.DefValue != "" && !strings.Contains(f.Usage, "(default ") {
@@ -49,10 +58,16 @@ func newFlagSetEnv(prefix, name, synopsis string, out io.Writer) *flag.FlagSet {
 				// --heartbeat-timeout") is not followed by "(default 0s)".
 				def = " (default " + f.DefValue + ")"
 			}
-			fmt.Fprintf(out, "  --%s  [%s]\n      %s%s\n", f.Name, envName(prefix, f.Name), f.Usage, def)
+			fmt.Fprintf(stdout, "  --%s  [%s]\n      %s%s\n", f.Name, envName(prefix, f.Name), f.Usage, def)
 		})
 	}
 	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
 
 // parseFlags applies the command line, then the environment variables of
@@ -120,8 +135,12 @@ func mentions(msg, word string) bool {
 func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 	var operands []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return usageError(err, true) // the flag package printed it, with the usage
+		if err := parseQuiet(fs, args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
+				return err
+			}
+			return usageError(withHelpHint(fs, err), false)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -139,6 +158,21 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 		return usageError(err, false)
 	}
 	return fs.Parse(append([]string{"--"}, operands...)) // leaves fs.Args() = operands
+}
+
+// parseQuiet is fs.Parse without the usage the flag package prints on
+// every error as well as on -h: parseFlagsOperands prints it for -h only.
+func parseQuiet(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
+	return fs.Parse(args)
+}
+
+// withHelpHint adds to a command-line error where the flags are listed,
+// instead of printing them all before it.
+func withHelpHint(fs *flag.FlagSet, err error) error {
+	return fmt.Errorf("%w\nRun apollo11 %s --help for its flags.", err, fs.Name())
 }
 
 // applyEnv sets each flag the command line did not set from its

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // state takes keys: `state extra` asks for the key "extra" only, and
@@ -17,4 +21,69 @@ func TestHelp_StateKeys(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 0, run([]string{"state", "--help"}, &out, &errOut))
 	assert.Contains(t, out.String()+errOut.String(), "Usage: apollo11 state [flags] [KEY ...]  (no KEY: every key; a KEY not set is left out)\n")
+}
+
+// helpInvocations are the argument lists that print each command's help
+// with a --help added: every command, pipeline's two and bench's
+// scenarios.
+func helpInvocations() [][]string {
+	invs := [][]string{{"pipeline"}, {"pipeline", "run"}, {"pipeline", "status"}}
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		if name != "pipeline" {
+			invs = append(invs, []string{name})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(benchSubcommands)) {
+		invs = append(invs, []string{"bench", name})
+	}
+	return invs
+}
+
+// A --help asked for is printed on stdout and exits 0, for every command
+// as for `apollo11 --help`: `submit --help` printed on stderr, so that
+// `apollo11 submit --help | less` showed nothing.
+func TestHelp_OnStdout(t *testing.T) {
+	for _, inv := range helpInvocations() {
+		for _, help := range []string{"--help", "-h", "-help"} {
+			args := append(slices.Clone(inv), help)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var out, errOut bytes.Buffer
+				require.Equal(t, 0, run(args, &out, &errOut), errOut.String())
+				assert.True(t, strings.HasPrefix(out.String(), "Usage: apollo11 "+inv[0]), out.String())
+				assert.Empty(t, errOut.String())
+			})
+		}
+	}
+}
+
+// A bad command line prints its error, and where the flags are listed, on
+// stderr: not the whole usage (33 lines for list) before the one line
+// that matters. It still exits 2.
+func TestCommandLineErrors_OneLineAndHint(t *testing.T) {
+	tests := []struct {
+		args []string
+		msg  string
+		help string // the command whose --help is pointed at
+	}{
+		{[]string{"status", "--nope"}, "apollo11 status: flag provided but not defined: -nope", "status"},
+		{[]string{"submit", "--type", "x", "--priority", "high"}, `invalid value "high" for flag -priority`, "submit"},
+		{[]string{"stats", "--request-timeout", "10"}, "want a duration with a unit, like 15s", "stats"},
+		{[]string{"list", "--state", "failed", "--limit", "1001"}, "apollo11 list: --limit 1001: want 1 to 1000", "list"},
+		{[]string{"list"}, "apollo11 list: --state is required", "list"},
+		{[]string{"pipeline", "run", "--wait"}, "apollo11 pipeline: want one pipeline FILE, got 0", "pipeline run"},
+		{[]string{"pipeline", "status", "--json=maybe"}, "invalid boolean value", "pipeline status"},
+		{[]string{"dev", "--executor-slots", "x"}, `invalid value "x" for flag -executor-slots`, "dev"},
+		{[]string{"bench", "wire", "--rate", "x"}, `invalid value "x" for flag -rate`, "bench wire"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			assert.Equal(t, 2, run(append(tc.args, "--addr", "127.0.0.1:1"), &out, &errOut))
+			assert.Empty(t, out.String())
+			lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+			require.Len(t, lines, 2, errOut.String())
+			assert.Contains(t, lines[0], tc.msg)
+			assert.Equal(t, "Run apollo11 "+tc.help+" --help for its flags.", lines[1])
+		})
+	}
 }

@@ -32,7 +32,7 @@ type inspectHistoryLine struct {
 }
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("inspect", "inspect --data-dir DIR [TASK_ID]", stderr)
+	fs := newFlagSet("inspect", "inspect --data-dir DIR [TASK_ID]", stdout)
 	dir := fs.String("data-dir", "apollo-data", "data directory to read (never modified; safe on a copy while the daemon runs)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlagsOperands(fs, args); err != nil {

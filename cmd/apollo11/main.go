@@ -87,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if args[0] == "help" || isHelpArg(args[0]) {
 		usage(stdout)
 		return 0
 	}
@@ -138,6 +138,14 @@ func printErr(w io.Writer, cmd string, err error) {
 	}
 }
 
+// isHelpArg reports whether arg asks for help as the flag package takes
+// it: -h, -help, --h or --help.
+func isHelpArg(arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	name = strings.TrimPrefix(name, "-")
+	return ok && (name == "h" || name == "help")
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "apollo11 (version %s): a small job server\n\nUsage: apollo11 <command> [flags]\n\nCommands:\n", version)
 	names := make([]string, 0, len(commands))
@@ -152,7 +160,12 @@ func usage(w io.Writer) {
 }
 
 func runVersion(args []string, stdout, _ io.Writer) error {
-	if len(args) > 0 {
+	switch {
+	case len(args) == 0:
+	case isHelpArg(args[0]):
+		fmt.Fprintln(stdout, "Usage: apollo11 version")
+		return flag.ErrHelp
+	default:
 		return usageError(fmt.Errorf("unexpected argument %q: version takes none", args[0]), false)
 	}
 	fmt.Fprintf(stdout, "apollo11 %s\n", version)

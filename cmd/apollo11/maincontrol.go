@@ -129,8 +129,8 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 	return cfg, nil
 }
 
-func runMaincontrol(args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("maincontrol", "maincontrol [flags]", stderr)
+func runMaincontrol(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("maincontrol", "maincontrol [flags]", stdout)
 	var f maincontrolFlags
 	f.register(fs)
 	if err := parseFlags(fs, args); err != nil {

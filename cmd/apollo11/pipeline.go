@@ -39,7 +39,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) error {
 func defaultRunFile(name string) string { return name + ".run.json" }
 
 func runPipelineRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("pipeline run", "pipeline run FILE [flags]", stderr)
+	fs := newFlagSet("pipeline run", "pipeline run FILE [flags]", stdout)
 	var cf clientFlags
 	cf.register(fs)
 	vars := kvFlag{}
@@ -51,12 +51,10 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return usageError(fmt.Errorf("want one pipeline FILE, got %d", fs.NArg()), false)
+		return usageError(withHelpHint(fs, fmt.Errorf("want one pipeline FILE, got %d", fs.NArg())), false)
 	}
 	if err := cf.check(); err != nil {
-		fs.Usage()
-		return usageError(err, false)
+		return usageError(withHelpHint(fs, err), false)
 	}
 	path := fs.Arg(0)
 	f, err := os.Open(path)
@@ -225,7 +223,7 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return clientCommand("pipeline status", "pipeline status [--run-file F]", false, args, stderr, extra, check,
+	return clientCommand("pipeline status", "pipeline status [--run-file F]", false, args, stdout, extra, check,
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()

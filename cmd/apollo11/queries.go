@@ -35,7 +35,7 @@ func parseTaskID(fs *flag.FlagSet) (uint64, error) {
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	var id uint64
-	return clientCommand("status", "status [flags] TASK_ID", true, args, stderr, nil, taskIDArg(&id),
+	return clientCommand("status", "status [flags] TASK_ID", true, args, stdout, nil, taskIDArg(&id),
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -63,7 +63,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 
 func runCancel(args []string, stdout, stderr io.Writer) error {
 	var id uint64
-	return clientCommand("cancel", "cancel [flags] TASK_ID", true, args, stderr, nil, taskIDArg(&id),
+	return clientCommand("cancel", "cancel [flags] TASK_ID", true, args, stdout, nil, taskIDArg(&id),
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -102,7 +102,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return clientCommand("list", "list --state S [flags]", false, args, stderr, extra, check,
+	return clientCommand("list", "list --state S [flags]", false, args, stdout, extra, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			var ids []uint64
 			var next uint64
@@ -169,7 +169,7 @@ func listAll(cf *clientFlags, cl *client.Client, state string, limit int, after 
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {
-	return clientCommand("stats", "stats [flags]", false, args, stderr, nil, nil,
+	return clientCommand("stats", "stats [flags]", false, args, stdout, nil, nil,
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -212,7 +212,7 @@ func runState(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return clientCommand("state", "state [flags] [KEY ...]  (no KEY: every key; a KEY not set is left out)", true, args, stderr, nil, check,
+	return clientCommand("state", "state [flags] [KEY ...]  (no KEY: every key; a KEY not set is left out)", true, args, stdout, nil, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
@@ -239,7 +239,7 @@ func runDebug(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return clientCommand("debug", "debug [flags] on|off", true, args, stderr, nil, check,
+	return clientCommand("debug", "debug [flags] on|off", true, args, stdout, nil, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()

@@ -95,7 +95,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		req.Args, req.DependsOn = argsFlag, deps
 		return flagNames(req.Validate())
 	}
-	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stderr, extra, check,
+	err := clientCommand("submit", "submit --type T [--arg k=v ...] [flags]", false, args, stdout, extra, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			if !wait {
 				ctx, cancel := cf.ctx()
