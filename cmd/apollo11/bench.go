@@ -210,33 +210,33 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if err := setHarnessProcs(*procs); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if err := firstErr(positive("producers", cfg.Producers), positive("slots", cfg.Slots),
 		positive("window", cfg.Window)); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	switch {
 	case !slices.Contains([]string{"off", "never", "batch", "always"}, c.fsync):
 		// Before the --addr check below: a value that is wrong anyway is
 		// the first thing to say.
-		return usageError(fmt.Errorf("fsync %q: want off, never, batch or always", c.fsync), false)
+		return usageError(fmt.Errorf("fsync %q: want off, never, batch or always", c.fsync))
 	case cfg.Executors < 0:
-		return usageError(fmt.Errorf("--executors %d: want 0 (none) or more", cfg.Executors), false)
+		return usageError(fmt.Errorf("--executors %d: want 0 (none) or more", cfg.Executors))
 	case cfg.Tasks < 0:
-		return usageError(fmt.Errorf("--tasks %d: want 1 or more", cfg.Tasks), false)
+		return usageError(fmt.Errorf("--tasks %d: want 1 or more", cfg.Tasks))
 	case cfg.Tasks > 0 && cfg.Duration > 0:
-		return usageError(fmt.Errorf("--tasks %d and --duration %v: give one of them (the run ends at whichever the other would ignore)", cfg.Tasks, cfg.Duration), false)
+		return usageError(fmt.Errorf("--tasks %d and --duration %v: give one of them (the run ends at whichever the other would ignore)", cfg.Tasks, cfg.Duration))
 	case c.addr != "" && (c.fsync != "off" || cfg.DataDir != "" || c.mcArgs != ""):
-		return usageError(errors.New("--fsync, --dir and --maincontrol-args set up a main control the harness starts: drop them with --addr"), false)
+		return usageError(errors.New("--fsync, --dir and --maincontrol-args set up a main control the harness starts: drop them with --addr"))
 	}
 	var err error
 	if cfg.Rate, cfg.RateOfPeak, err = parseRate(rate); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if plot != "" {
 		if err := bench.CheckPlotPath(plot); err != nil {
-			return usageError(err, false)
+			return usageError(err)
 		}
 	}
 	if cfg.Token, err = c.token(); err != nil {
@@ -250,7 +250,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.Run(ctx, cfg)
 	if errors.Is(err, bench.ErrBadConfig) {
-		return usageError(err, false) // a bad value of a flag
+		return usageError(err) // a bad value of a flag
 	}
 	if err != nil && rep == nil {
 		return err
@@ -318,12 +318,12 @@ never came within --timeout cannot be cancelled by the harness.`, stdout)
 	}
 	switch {
 	case cfg.Rate <= 0:
-		return usageError(fmt.Errorf("--rate %v: want probes per second, more than 0", cfg.Rate), false)
+		return usageError(fmt.Errorf("--rate %v: want probes per second, more than 0", cfg.Rate))
 	case cfg.Concurrency < 1:
-		return usageError(fmt.Errorf("--concurrency %d: want 1 or more", cfg.Concurrency), false)
+		return usageError(fmt.Errorf("--concurrency %d: want 1 or more", cfg.Concurrency))
 	}
 	if err := firstErr(positive("duration", cfg.Duration), positive("timeout", cfg.Timeout), positive("linger", cfg.Linger)); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1 + uint64(time.Now().UnixNano()%1e6)
@@ -333,7 +333,7 @@ never came within --timeout cannot be cancelled by the harness.`, stdout)
 		return err
 	}
 	if c.addr != "" && (c.fsync != "off" || c.mcArgs != "") {
-		return usageError(errors.New("--fsync and --maincontrol-args set up a main control the harness starts: drop them with --addr"), false)
+		return usageError(errors.New("--fsync and --maincontrol-args set up a main control the harness starts: drop them with --addr"))
 	}
 	cfg.Addr, cfg.Binary, cfg.Fsync, cfg.Args = c.addr, c.binary, c.fsync, strings.Fields(c.mcArgs)
 	cfg.Progress = c.progressTo(stderr)
@@ -374,7 +374,7 @@ func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if err := firstErr(positive("threads", cfg.Threads), positive("threshold", cfg.Threshold),
 		positive("duration", cfg.Duration)); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.RunStalls(ctx, cfg)
@@ -402,7 +402,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if err := firstErr(positive("executors", cfg.Executors), positive("dialers", cfg.Dialers),
 		positive("hold", cfg.Hold)); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if c.addr != "" {
 		return fmt.Errorf("bench idle starts its own main control, to read its memory: drop --addr")
@@ -435,10 +435,10 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	if err := firstErr(positive("tasks", int(cfg.Tasks)), positive("producers", cfg.Producers)); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if cfg.Payload < 0 {
-		return usageError(fmt.Errorf("--payload %d: want 0 or more", cfg.Payload), false)
+		return usageError(fmt.Errorf("--payload %d: want 0 or more", cfg.Payload))
 	}
 	if c.addr != "" {
 		return fmt.Errorf("bench pending starts and restarts its own main control: drop --addr")
@@ -465,10 +465,10 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	if cfg.Victim != "raw" && cfg.Victim != "process" {
-		return usageError(fmt.Errorf("--victim %q: want raw or process", cfg.Victim), false)
+		return usageError(fmt.Errorf("--victim %q: want raw or process", cfg.Victim))
 	}
 	if err := firstErr(positive("rounds", cfg.Rounds), positive("heartbeat-timeout", cfg.HeartbeatTimeout)); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if c.addr != "" {
 		return fmt.Errorf("bench failover starts its own main control with a short heartbeat timeout: drop --addr")

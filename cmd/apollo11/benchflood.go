@@ -47,25 +47,25 @@ then under the flood (--duration).`, stdout)
 		return err
 	}
 	if err := setHarnessProcs(*procs); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if err := firstErr(positive("flooders", cfg.Flooders), positive("window", cfg.Window),
 		positive("duration", cfg.Duration), positive("alone", cfg.Alone),
 		positive("witness-interval", cfg.WitnessInterval)); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	switch {
 	case !slices.Contains(bench.FloodRequests, cfg.Request):
-		return usageError(fmt.Errorf("--request %q: want %s", cfg.Request, strings.Join(bench.FloodRequests, " or ")), false)
+		return usageError(fmt.Errorf("--request %q: want %s", cfg.Request, strings.Join(bench.FloodRequests, " or ")))
 	case c.addr != "" && c.mcArgs != "":
-		return usageError(errors.New("--maincontrol-args sets up a main control the harness starts: drop it with --addr"), false)
+		return usageError(errors.New("--maincontrol-args sets up a main control the harness starts: drop it with --addr"))
 	}
 	cfg.Addr, cfg.Binary, cfg.TokenFile = c.addr, c.binary, c.tokenFile
 	cfg.Args = strings.Fields(c.mcArgs)
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.RunFlood(ctx, cfg)
 	if errors.Is(err, bench.ErrBadConfig) {
-		return usageError(err, false) // --pid without --addr, or naming no process
+		return usageError(err) // --pid without --addr, or naming no process
 	}
 	if rep == nil {
 		return err

@@ -123,14 +123,14 @@ func clientCommand(name, synopsis string, operands bool, args []string, stdout i
 		return err
 	}
 	if err := cf.check(); err != nil {
-		return usageError(withHelpHint(fs, err), false)
+		return usageError(withHelpHint(fs, err))
 	}
 	if check != nil {
 		if err := check(fs); err != nil {
 			if _, ok := errors.AsType[exitError](err); ok {
 				return err // a check's own exit code: a file it could not read
 			}
-			return usageError(withHelpHint(fs, err), false)
+			return usageError(withHelpHint(fs, err))
 		}
 	}
 	cl, err := cf.dial()

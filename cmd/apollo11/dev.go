@@ -34,10 +34,10 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	// control starts: a bad --executor-slots must not be found after it
 	// has opened the data dir and is listening.
 	if *slots < 1 || *slots > executor.MaxSlots {
-		return usageError(fmt.Errorf("--executor-slots %d: want 1 to %d", *slots, executor.MaxSlots), false)
+		return usageError(fmt.Errorf("--executor-slots %d: want 1 to %d", *slots, executor.MaxSlots))
 	}
 	if err := checkDialAddr("listen", dialAddr(cfg.Listen)); err != nil {
-		return usageError(fmt.Errorf("%w: dev's executors dial it", err), false)
+		return usageError(fmt.Errorf("%w: dev's executors dial it", err))
 	}
 	var executors []*executor.Executor
 	for i := 1; i <= 2; i++ {
@@ -54,7 +54,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 		ecfg.Token = cfg.Core.Token
 		ex, err := executor.New(ecfg)
 		if badSettings(err) {
-			return usageError(err, false)
+			return usageError(err)
 		}
 		if err != nil {
 			return err
@@ -74,7 +74,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	select {
 	case err := <-mcDone:
 		if badSettings(err) {
-			return usageError(err, false)
+			return usageError(err)
 		}
 		return err
 	case <-ready:

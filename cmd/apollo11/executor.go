@@ -64,10 +64,10 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	}
 	if err := firstErr(checkDialAddr("connect", f.connect), positive("slots", f.slots), positiveMs("drain-timeout", f.drainTimeout),
 		positive("exec-max-output", f.execMaxOutput)); err != nil {
-		return executor.Config{}, usageError(err, false)
+		return executor.Config{}, usageError(err)
 	}
 	if f.slots > 65536 {
-		return executor.Config{}, usageError(fmt.Errorf("--slots %d: want 1 to 65536 (spec section 4)", f.slots), false)
+		return executor.Config{}, usageError(fmt.Errorf("--slots %d: want 1 to 65536 (spec section 4)", f.slots))
 	}
 	cfg := executor.Config{Addr: f.connect, ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
 		Logger: logger, Handlers: map[string]executor.Handler{}}
@@ -85,11 +85,11 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 			if f.execAllow == "" {
 				continue // no list at all
 			}
-			return cfg, usageError(fmt.Errorf("--exec-allow %q: an empty item", f.execAllow), false)
+			return cfg, usageError(fmt.Errorf("--exec-allow %q: an empty item", f.execAllow))
 		}
 		if !filepath.IsAbs(p) {
 			// exec runs only absolute paths, so this entry could never match.
-			return cfg, usageError(fmt.Errorf("--exec-allow: %q is not an absolute path", p), false)
+			return cfg, usageError(fmt.Errorf("--exec-allow: %q is not an absolute path", p))
 		}
 		allow = append(allow, p)
 	}
@@ -105,20 +105,20 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 			if !f.allowExec {
 				// It would register exec and fail every exec task it took,
 				// for good, even with an executor that allows exec connected.
-				return cfg, usageError(errors.New("--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail"), false)
+				return cfg, usageError(errors.New("--types exec needs --allow-exec (and --exec-allow): without it every exec task sent here would fail"))
 			}
 			if len(allow) == 0 {
 				// An empty allow list runs nothing: every exec task would fail.
-				return cfg, usageError(errors.New("--types exec needs --exec-allow with the programs exec may run: with none, every exec task sent here would fail"), false)
+				return cfg, usageError(errors.New("--types exec needs --exec-allow with the programs exec may run: with none, every exec task sent here would fail"))
 			}
 			if err := checkPrograms(allow); err != nil {
-				return cfg, usageError(err, false)
+				return cfg, usageError(err)
 			}
 			cfg.Handlers[t] = builtin.Exec(builtin.ExecConfig{Enabled: true, Allow: allow, MaxOutput: f.execMaxOutput})
 		case "":
-			return cfg, usageError(fmt.Errorf("--types %q: an empty item", f.types), false)
+			return cfg, usageError(fmt.Errorf("--types %q: an empty item", f.types))
 		default:
-			return cfg, usageError(fmt.Errorf("--types: unknown built-in task type %q (echo, sleep, fail, exec)", t), false)
+			return cfg, usageError(fmt.Errorf("--types: unknown built-in task type %q (echo, sleep, fail, exec)", t))
 		}
 	}
 	if f.allowExec && cfg.Handlers["exec"] == nil {
@@ -138,7 +138,7 @@ func runExecutor(args []string, stdout, stderr io.Writer) error {
 	defer closeSink(sink)
 	logger, err := f.log.logger(sink)
 	if err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	cfg, err := f.config(logger)
 	if err != nil {
@@ -146,7 +146,7 @@ func runExecutor(args []string, stdout, stderr io.Writer) error {
 	}
 	ex, err := executor.New(cfg)
 	if badSettings(err) {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if err != nil {
 		return err

@@ -80,7 +80,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError(fmt.Errorf("unexpected argument %q: this command takes only flags, and a boolean flag takes its value as --flag=false", fs.Arg(0)), false)
+		return usageError(fmt.Errorf("unexpected argument %q: this command takes only flags, and a boolean flag takes its value as --flag=false", fs.Arg(0)))
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 				fs.Usage()
 				return err
 			}
-			return usageError(withHelpHint(fs, err), false)
+			return usageError(withHelpHint(fs, err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -155,7 +155,7 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 		args = rest[1:]
 	}
 	if err := applyEnv(fs); err != nil {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	return fs.Parse(append([]string{"--"}, operands...)) // leaves fs.Args() = operands
 }

@@ -40,12 +40,12 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	var taskID uint64
 	if fs.NArg() > 1 {
-		return usageError(fmt.Errorf("at most one TASK_ID"), false)
+		return usageError(fmt.Errorf("at most one TASK_ID"))
 	}
 	if fs.NArg() == 1 {
 		id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
 		if err != nil {
-			return usageError(fmt.Errorf("TASK_ID %q is not a number", fs.Arg(0)), false)
+			return usageError(fmt.Errorf("TASK_ID %q is not a number", fs.Arg(0)))
 		}
 		taskID = id
 	}

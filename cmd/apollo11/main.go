@@ -54,21 +54,19 @@ func init() {
 }
 
 // exitError carries a process exit code through an error, and the error
-// to print, if any (printed: already shown, as the flag package shows its
-// errors with the usage).
+// to print, if any.
 type exitError struct {
-	code    int
-	err     error
-	printed bool
+	code int
+	err  error
 }
 
 // usageError makes a command-line error exit 2 (the usual code for bad
-// usage). printed says whether it was shown already.
-func usageError(err error, printed bool) error {
+// usage).
+func usageError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
-	return exitError{code: 2, err: err, printed: printed}
+	return exitError{code: 2, err: err}
 }
 
 func (e exitError) Error() string {
@@ -109,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ee):
-		if ee.err != nil && !ee.printed {
+		if ee.err != nil {
 			printErr(stderr, args[0], ee.err)
 		}
 		return ee.code
@@ -166,7 +164,7 @@ func runVersion(args []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout, "Usage: apollo11 version")
 		return flag.ErrHelp
 	default:
-		return usageError(fmt.Errorf("unexpected argument %q: version takes none", args[0]), false)
+		return usageError(fmt.Errorf("unexpected argument %q: version takes none", args[0]))
 	}
 	fmt.Fprintf(stdout, "apollo11 %s\n", version)
 	return nil

@@ -95,15 +95,15 @@ func (f *maincontrolFlags) checkPositive() error {
 func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 	var cfg maincontrol.Config
 	if err := firstErr(checkListenFlag(f.listen), f.checkPositive()); err != nil {
-		return cfg, usageError(err, false)
+		return cfg, usageError(err)
 	}
 	logger, err := f.log.logger(logTo)
 	if err != nil {
-		return cfg, usageError(err, false)
+		return cfg, usageError(err)
 	}
 	mode, err := snapshot.ParseFsyncMode(strings.ToLower(f.fsync)) // any case, as --log-level
 	if err != nil {
-		return cfg, usageError(fmt.Errorf("--fsync: %w", err), false)
+		return cfg, usageError(fmt.Errorf("--fsync: %w", err))
 	}
 	var token []byte
 	if f.tokenFile != "" {
@@ -151,7 +151,7 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	err = maincontrol.Run(ctx, cfg)
 	if badSettings(err) {
-		return usageError(err, false)
+		return usageError(err)
 	}
 	if _, ok := errors.AsType[*snapshot.CorruptError](err); ok {
 		return fmt.Errorf("%w\n(--recover-truncate starts anyway: if a snapshot holds the records around the damage it skips them and loses nothing, "+

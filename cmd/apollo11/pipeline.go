@@ -32,7 +32,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) error {
 	case "status":
 		return runPipelineStatus(args[1:], stdout, stderr)
 	}
-	return usageError(fmt.Errorf("unknown pipeline command %q (run, status)", args[0]), false)
+	return usageError(fmt.Errorf("unknown pipeline command %q (run, status)", args[0]))
 }
 
 // defaultRunFile is where `pipeline run` records a run for `status`.
@@ -51,10 +51,10 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageError(withHelpHint(fs, fmt.Errorf("want one pipeline FILE, got %d", fs.NArg())), false)
+		return usageError(withHelpHint(fs, fmt.Errorf("want one pipeline FILE, got %d", fs.NArg())))
 	}
 	if err := cf.check(); err != nil {
-		return usageError(withHelpHint(fs, err), false)
+		return usageError(withHelpHint(fs, err))
 	}
 	path := fs.Arg(0)
 	f, err := os.Open(path)
@@ -64,7 +64,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	plan, err := pipeline.Parse(f, vars)
 	f.Close()
 	if _, ok := errors.AsType[*pipeline.UnknownVarError](err); ok {
-		return usageError(fmt.Errorf("%s: %w", path, err), false) // a --var, not the file, is wrong
+		return usageError(fmt.Errorf("%s: %w", path, err)) // a --var, not the file, is wrong
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
