@@ -87,3 +87,46 @@ func TestCommandLineErrors_OneLineAndHint(t *testing.T) {
 		})
 	}
 }
+
+// `help CMD` prints CMD's help, as `CMD --help` does (it printed the
+// command list), and --version is the version command (it was an
+// unknown command).
+func TestRun_HelpCommandAndVersionFlag(t *testing.T) {
+	runOut := func(args ...string) (string, string, int) {
+		var out, errOut bytes.Buffer
+		rc := run(args, &out, &errOut)
+		return out.String(), errOut.String(), rc
+	}
+	tests := []struct {
+		args []string
+		same []string // prints what these print
+	}{
+		{[]string{"help", "submit"}, []string{"submit", "--help"}},
+		{[]string{"help", "pipeline"}, []string{"pipeline", "--help"}},
+		{[]string{"help", "pipeline", "run"}, []string{"pipeline", "run", "--help"}},
+		{[]string{"help", "bench", "wire"}, []string{"bench", "wire", "--help"}},
+		{[]string{"help", "version"}, []string{"version", "--help"}},
+		{[]string{"help"}, []string{"--help"}},
+		{[]string{"--version"}, []string{"version"}},
+		{[]string{"-version"}, []string{"version"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errOut, rc := runOut(tc.args...)
+			wantOut, _, wantRC := runOut(tc.same...)
+			require.Equal(t, 0, wantRC)
+			assert.Equal(t, wantRC, rc, errOut)
+			assert.Equal(t, wantOut, out)
+			if len(tc.args) > 1 {
+				assert.NotContains(t, out, "Commands:", "not the command list")
+			}
+		})
+	}
+	out, errOut, rc := runOut("help", "bogus")
+	assert.Equal(t, 2, rc)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, `apollo11: unknown command "bogus"`)
+	out, _, rc = runOut("--version")
+	assert.Equal(t, 0, rc)
+	assert.Equal(t, "apollo11 dev\n", out)
+}

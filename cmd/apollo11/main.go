@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,9 +86,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if args[0] == "help" && len(args) > 1 {
+		// `help submit` is `submit --help` (and `help pipeline run` is
+		// `pipeline run --help`): it printed the command list.
+		return run(append(slices.Clone(args[1:]), "--help"), stdout, stderr)
+	}
 	if args[0] == "help" || isHelpArg(args[0]) {
 		usage(stdout)
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		// What other tools take: it was an unknown command.
+		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -154,7 +164,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nRun apollo11 <command> --help for its flags. Every flag can also be set\nwith an APOLLO11_* environment variable (--max-frame: APOLLO11_MAX_FRAME).\n")
+	fmt.Fprintf(w, "\nRun apollo11 <command> --help (or apollo11 help <command>) for its flags.\nEvery flag can also be set with an APOLLO11_* environment variable\n(--max-frame: APOLLO11_MAX_FRAME).\n")
 }
 
 func runVersion(args []string, stdout, _ io.Writer) error {
