@@ -140,6 +140,11 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 				fs.Usage()
 				return err
 			}
+			if word, ok := negativeOperand(fs, args, err); ok {
+				operands = append(operands, word)
+				args = fs.Args()
+				continue
+			}
 			return usageError(withHelpHint(fs, err))
 		}
 		rest := fs.Args()
@@ -158,6 +163,24 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 		return usageError(err)
 	}
 	return fs.Parse(append([]string{"--"}, operands...)) // leaves fs.Args() = operands
+}
+
+// negativeOperand returns the word Parse refused as a flag not defined
+// when it is a negative number: no flag is named by digits, so `status -1`
+// gives an operand, which the command refuses in its own words ("-1" is
+// not a task id), where the flag package said "flag provided but not
+// defined: -1". Parse has consumed the word it refused.
+func negativeOperand(fs *flag.FlagSet, args []string, err error) (string, bool) {
+	i := len(args) - len(fs.Args()) - 1
+	if i < 0 {
+		return "", false
+	}
+	word := args[i]
+	digits, ok := strings.CutPrefix(word, "-")
+	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	return word, err.Error() == "flag provided but not defined: "+word
 }
 
 // parseQuiet is fs.Parse without the usage the flag package prints on

@@ -43,9 +43,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return usageError(fmt.Errorf("at most one TASK_ID"))
 	}
 	if fs.NArg() == 1 {
-		id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
+		id, err := parseTaskID(fs.Arg(0))
 		if err != nil {
-			return usageError(fmt.Errorf("TASK_ID %q is not a number", fs.Arg(0)))
+			return usageError(err)
 		}
 		taskID = id
 	}

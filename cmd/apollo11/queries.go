@@ -6,32 +6,12 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/wire"
 )
-
-// taskIDArg reads the one TASK_ID operand into id.
-func taskIDArg(id *uint64) func(fs *flag.FlagSet) error {
-	return func(fs *flag.FlagSet) (err error) {
-		*id, err = parseTaskID(fs)
-		return err
-	}
-}
-
-func parseTaskID(fs *flag.FlagSet) (uint64, error) {
-	if fs.NArg() != 1 {
-		return 0, fmt.Errorf("want exactly one task id")
-	}
-	id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a task id", fs.Arg(0))
-	}
-	return id, nil
-}
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	var id uint64
@@ -86,7 +66,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&state, "state", "", "task state: waiting, pending, dispatched, running, retrying, succeeded, failed or cancelled (required)")
 		fs.IntVar(&limit, "limit", 100, "ids per page, 1 to 1000")
-		fs.Uint64Var(&after, "after", 0, "list ids after this one (the previous page's next)")
+		fs.Var((*afterFlag)(&after), "after", "list ids after this task id (the previous page's next; 0: from the first)")
 		fs.BoolVar(&all, "all", false, "follow next to the end (from --after), --limit ids a page, --request-timeout for each")
 	}
 	check := func(*flag.FlagSet) error {
