@@ -54,7 +54,19 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 // With wait, every step is submitted with wait=true and the returned
 // PipelineWatch follows them; the caller can record the run (every task
 // id is known) before it waits.
+//
+// Every request is made under ctx: see SubmitPipelineEach for a timeout
+// per request.
 func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait bool) (*PipelineRun, *PipelineWatch, error) {
+	return c.SubmitPipelineEach(plan, wait, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+}
+
+// SubmitPipelineEach is SubmitPipeline with each request (a step's submit,
+// the cancel of a step made before a refusal) under a context of its own
+// from reqCtx: a timeout per request, say, as one timeout for a whole
+// plan would have to grow with it, and none at all let a main control
+// that never replies hold the caller for good.
+func (c *Client) SubmitPipelineEach(plan *pipeline.Plan, wait bool, reqCtx func() (context.Context, context.CancelFunc)) (*PipelineRun, *PipelineWatch, error) {
 	run := &PipelineRun{Name: plan.Name}
 	pw := &PipelineWatch{run: run}
 	ids := map[string]uint64{}
@@ -65,24 +77,14 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 		for _, d := range s.DependsOn {
 			req.DependsOn = append(req.DependsOn, ids[d])
 		}
-		var sub Submitted
-		var err error
-		if wait {
-			var w *Watch
-			if w, err = c.SubmitWatch(ctx, req); err == nil {
-				pw.watches = append(pw.watches, w)
-				sub = w.Submitted
-			}
-		} else {
-			sub, err = c.Submit(ctx, req)
-		}
+		sub, err := c.submitStep(req, wait, pw, reqCtx)
 		if err != nil {
 			pw.Close()
 			err = fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err)
 			if s.Key != "" {
 				return run, nil, keptSteps(err, made)
 			}
-			return run, nil, errors.Join(err, c.cancelSteps(ctx, made))
+			return run, nil, errors.Join(err, c.cancelSteps(reqCtx, made))
 		}
 		ids[s.ID] = sub.ID
 		step := PipelineStep{ID: s.ID, TaskID: sub.ID, DependsOn: s.DependsOn}
@@ -97,7 +99,7 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 			// with it. The run would be half old, half new, the new
 			// tasks depended on by nothing: take them back.
 			pw.Close()
-			cerr := c.cancelSteps(ctx, made)
+			cerr := c.cancelSteps(reqCtx, made)
 			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s is task %d of an earlier run with this key, "+
 				"but step %s of that run has been forgotten by the main control (retention) and was submitted again: "+
 				"give the run a new key to run it afresh", plan.Name, s.ID, sub.ID, d), cerr)
@@ -107,6 +109,22 @@ func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait b
 		return run, nil, nil
 	}
 	return run, pw, nil
+}
+
+// submitStep submits one step under a context from reqCtx; with wait,
+// its watch joins pw.
+func (c *Client) submitStep(req SubmitRequest, wait bool, pw *PipelineWatch, reqCtx func() (context.Context, context.CancelFunc)) (Submitted, error) {
+	ctx, cancel := reqCtx()
+	defer cancel()
+	if !wait {
+		return c.Submit(ctx, req)
+	}
+	w, err := c.SubmitWatch(ctx, req) // the watch outlives ctx, which bounds only `submitted`
+	if err != nil {
+		return Submitted{}, err
+	}
+	pw.watches = append(pw.watches, w)
+	return w.Submitted, nil
 }
 
 // keptSteps adds to a keyed run's refusal what became of the steps it
@@ -212,10 +230,13 @@ func (pw *PipelineWatch) Close() {
 // cancelSteps cancels the tasks a run made before one of its submits
 // was refused. A step whose key returned an earlier run's task is not
 // among them: that run (say, the one a crashed client started) goes on.
-func (c *Client) cancelSteps(ctx context.Context, made []PipelineStep) error {
+func (c *Client) cancelSteps(reqCtx func() (context.Context, context.CancelFunc), made []PipelineStep) error {
 	var errs []error
 	for _, s := range made {
-		if err := c.Cancel(ctx, s.TaskID); err != nil && !IsCode(err, "illegal_transition") {
+		ctx, cancel := reqCtx()
+		err := c.Cancel(ctx, s.TaskID)
+		cancel()
+		if err != nil && !IsCode(err, "illegal_transition") {
 			errs = append(errs, fmt.Errorf("cannot cancel step %s (task %d): %w", s.ID, s.TaskID, err))
 		}
 	}

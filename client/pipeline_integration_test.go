@@ -278,6 +278,33 @@ func TestPipeline_RefusedUnkeyedRunIsCancelled(t *testing.T) {
 	assert.Equal(t, "cancelled", sts[1].State)
 }
 
+// SubmitPipelineEach makes every request, the submits and the cancels
+// of a refused run, under a context of its own, and ends each once its
+// request is done: a timeout per request, where SubmitPipeline's one ctx
+// had none (`pipeline run` hung on a main control that never replied).
+func TestPipeline_EachRequestUnderItsOwnContext(t *testing.T) {
+	_, cl := queueOfTwo(t)
+	var ctxs []context.Context
+	run, _, err := cl.SubmitPipelineEach(mustPlan(t, gated), false, func() (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctxs = append(ctxs, ctx)
+		return ctx, cancel
+	})
+	require.Error(t, err)
+	assert.True(t, client.IsQueueFull(err), "%v", err)
+	require.Len(t, run.Steps, 2)
+	assert.Len(t, ctxs, 5, "3 submits (the third refused), then 2 cancels")
+	for i, ctx := range ctxs {
+		assert.ErrorIs(t, ctx.Err(), context.Canceled, "request %d: its context was not ended", i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sts, err := cl.PipelineStatus(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", sts[0].State)
+	assert.Equal(t, "cancelled", sts[1].State)
+}
+
 // With a key, the steps made before a refused submit are kept, and
 // running the plan again with the key once there is room picks them up
 // and submits the rest: the retry queue_full asks for works. (Cancelling

@@ -65,7 +65,12 @@ func (c *clientFlags) dial() (*client.Client, error) {
 
 // ctx returns the context of one request: --request-timeout from now.
 func (c *clientFlags) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(context.Background(), c.timeout, fmt.Errorf("no reply within --request-timeout %v", c.timeout))
+	return c.ctxFrom(context.Background())
+}
+
+// ctxFrom is ctx within parent (which a Ctrl-C ends, say).
+func (c *clientFlags) ctxFrom(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(parent, c.timeout, fmt.Errorf("no reply within --request-timeout %v", c.timeout))
 }
 
 // timedOut adds to an error that a --request-timeout deadline caused,

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -330,6 +331,8 @@ func TestCLI_RequestTimeoutNamed(t *testing.T) {
 	silent, mute := silentMainControl(t), muteMainControl(t)
 	runFile := filepath.Join(t.TempDir(), "p.run.json")
 	require.NoError(t, os.WriteFile(runFile, []byte(`{"name":"p","steps":[{"id":"a","task_id":1}]}`), 0o644))
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("name: p\nsteps: [{id: a, type: echo}]\n"), 0o644))
 	tests := []struct {
 		addr string
 		args []string
@@ -343,17 +346,22 @@ func TestCLI_RequestTimeoutNamed(t *testing.T) {
 		{silent, []string{"state", "k"}},
 		{silent, []string{"debug", "on"}},
 		{silent, []string{"pipeline", "status", "--run-file", runFile}},
+		{silent, []string{"pipeline", "run", file}}, // its submits had no timeout at all
+		{silent, []string{"pipeline", "run", file, "--wait"}},
 		{mute, []string{"status", "1"}}, // no welcome: the dial times out
 		{mute, []string{"pipeline", "status", "--run-file", runFile}},
 	}
 	for _, tc := range tests {
-		name := strings.ReplaceAll(strings.Join(tc.args, " "), runFile, "F")
+		name := strings.NewReplacer(runFile, "F", file, "F").Replace(strings.Join(tc.args, " "))
 		if tc.addr == mute {
 			name = "no welcome " + name
 		}
 		t.Run(name, func(t *testing.T) {
 			// --addr last: `pipeline status` takes its flags after "status".
-			cmd := exec.Command(bin, append(slices.Clone(tc.args), "--request-timeout", "300ms", "--addr", tc.addr)...)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang fails, not blocks
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append(slices.Clone(tc.args), "--request-timeout", "300ms", "--addr", tc.addr)...)
+			cmd.Dir = t.TempDir() // where pipeline run would record a run
 			var errOut bytes.Buffer
 			cmd.Stderr = &errOut
 			err := cmd.Run()

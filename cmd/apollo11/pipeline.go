@@ -84,7 +84,9 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	defer cl.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	run, pw, err := cl.SubmitPipeline(ctx, plan, *wait)
+	// Each submit gets --request-timeout, as every client request does:
+	// with none, a main control that never replied held the run for good.
+	run, pw, err := cl.SubmitPipelineEach(plan, *wait, func() (context.Context, context.CancelFunc) { return cf.ctxFrom(ctx) })
 	if *runFile == "" {
 		*runFile = defaultRunFile(plan.Name)
 	}
@@ -96,7 +98,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if err != nil {
-		return err
+		return cf.timedOut(err)
 	}
 	report := runReport{Name: plan.Name, RunFile: *runFile}
 	if !*wait {
