@@ -128,14 +128,14 @@ func clientCommand(name, synopsis string, operands bool, args []string, stdout i
 		return err
 	}
 	if err := cf.check(); err != nil {
-		return usageError(withHelpHint(fs, err))
+		return helpError(fs, err)
 	}
 	if check != nil {
 		if err := check(fs); err != nil {
 			if _, ok := errors.AsType[exitError](err); ok {
 				return err // a check's own exit code: a file it could not read
 			}
-			return usageError(withHelpHint(fs, err))
+			return helpError(fs, err)
 		}
 	}
 	cl, err := cf.dial()

@@ -64,6 +64,7 @@ func newFlagSetEnv(prefix, name, synopsis string, stdout io.Writer) *flag.FlagSe
 	return fs
 }
 
+// hasFlags reports whether fs defines any flag (version does not).
 func hasFlags(fs *flag.FlagSet) bool {
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
@@ -145,7 +146,7 @@ func parseFlagsOperands(fs *flag.FlagSet, args []string) error {
 				args = fs.Args()
 				continue
 			}
-			return usageError(withHelpHint(fs, err))
+			return helpError(fs, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -192,10 +193,11 @@ func parseQuiet(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(args)
 }
 
-// withHelpHint adds to a command-line error where the flags are listed,
-// instead of printing them all before it.
-func withHelpHint(fs *flag.FlagSet, err error) error {
-	return fmt.Errorf("%w\nRun apollo11 %s --help for its flags.", err, fs.Name())
+// helpError is usageError for fs's command line, with a line after the
+// error that says where its flags are listed, instead of them all
+// printed before it.
+func helpError(fs *flag.FlagSet, err error) error {
+	return exitError{code: 2, err: err, hint: "Run apollo11 " + fs.Name() + " --help for its flags."}
 }
 
 // applyEnv sets each flag the command line did not set from its

@@ -86,6 +86,13 @@ func TestCommandLineErrors_OneLineAndHint(t *testing.T) {
 			assert.Equal(t, "Run apollo11 "+tc.help+" --help for its flags.", lines[1])
 		})
 	}
+	// The note naming the variable that set a bad value belongs to the
+	// error's line, the pointer to --help after it.
+	t.Setenv("APOLLO11_STATE", "bogus")
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run([]string{"list"}, &out, &errOut))
+	assert.Equal(t, `apollo11 list: --state "bogus": want one of `+strings.Join(taskStates, ", ")+
+		" (--state is set by APOLLO11_STATE in the environment)\nRun apollo11 list --help for its flags.\n", errOut.String())
 }
 
 // `help CMD` prints CMD's help, as `CMD --help` does (it printed the

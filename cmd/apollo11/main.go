@@ -55,10 +55,11 @@ func init() {
 }
 
 // exitError carries a process exit code through an error, and the error
-// to print, if any.
+// to print, if any, with a hint line to print after it.
 type exitError struct {
 	code int
 	err  error
+	hint string
 }
 
 // usageError makes a command-line error exit 2 (the usual code for bad
@@ -118,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		if ee.err != nil {
-			printErr(stderr, args[0], ee.err)
+			printErr(stderr, args[0], ee.err, ee.hint)
 		}
 		return ee.code
 	default:
@@ -133,8 +134,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 // reads (the reason its log goes through internal/logsink): the exit
 // waits at most sinkCloseTimeout for this line, so that the process ends
 // and its supervisor can start it again, rather than hang in the write.
-func printErr(w io.Writer, cmd string, err error) {
+// Each hint that is not empty gets a line of its own after the error.
+func printErr(w io.Writer, cmd string, err error, hints ...string) {
 	line := fmt.Sprintf("apollo11 %s: %s\n", cmd, nameEnvSources(strings.TrimPrefix(err.Error(), cmd+": ")))
+	for _, h := range hints {
+		if h != "" {
+			line += h + "\n" // after the note nameEnvSources may add
+		}
+	}
 	written := make(chan struct{})
 	go func() {
 		defer close(written)

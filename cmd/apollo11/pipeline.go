@@ -51,10 +51,10 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageError(withHelpHint(fs, fmt.Errorf("want one pipeline FILE, got %d", fs.NArg())))
+		return helpError(fs, fmt.Errorf("want one pipeline FILE, got %d", fs.NArg()))
 	}
 	if err := cf.check(); err != nil {
-		return usageError(withHelpHint(fs, err))
+		return helpError(fs, err)
 	}
 	path := fs.Arg(0)
 	f, err := os.Open(path)
