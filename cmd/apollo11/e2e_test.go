@@ -699,3 +699,44 @@ func TestCLI_AuthRefusal(t *testing.T) {
 	_, errOut, code = cli(t, bin, mc.Addr, "stats", "--token-file", good)
 	assert.Equal(t, 0, code, errOut)
 }
+
+// A task of a type no executor takes waits for good: submit --wait says
+// so on stderr once it has been pending --pending-hint past its delay,
+// and keeps waiting. A task that runs, or whose delay has not passed,
+// gets no hint.
+func TestCLI_SubmitWaitPendingHint(t *testing.T) {
+	bin := testbin.Build(t)
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
+	startExecutor(t, bin, mc.Addr, "--id", "hint-1", "--types", "echo")
+	waitExecutors(t, bin, mc.Addr, 1)
+
+	_, errOut, code := cli(t, bin, mc.Addr, "submit", "--type", "nosuchtype", "--wait", "--pending-hint", "200ms", "--wait-timeout", "3s")
+	assert.Equal(t, 4, code, "the wait ran out: %s", errOut)
+	assert.Contains(t, errOut, `is still pending after 200ms: is an executor that takes type "nosuchtype" connected? `+
+		"(1 executors are; `apollo11 executor --types nosuchtype` starts one)\n")
+	assert.Equal(t, 1, strings.Count(errOut, "is still pending after"), "once: %s", errOut)
+
+	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "nosuchtype", "--delay", "2s", "--wait", "--pending-hint", "200ms", "--wait-timeout", "1s")
+	assert.Equal(t, 4, code)
+	assert.NotContains(t, errOut, "is still pending after", "its delay has not passed")
+
+	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--wait", "--pending-hint", "50ms")
+	assert.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "is still pending after")
+
+	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--wait", "--pending-hint", "-1s")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--pending-hint -1s: must not be negative")
+}
+
+// waitExecutors polls `stats --json` until n executors are registered.
+func waitExecutors(t *testing.T, bin, addr string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		out, _, code := cli(t, bin, addr, "stats", "--json")
+		var st struct {
+			Executors int `json:"executors"`
+		}
+		return code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.Executors == n
+	}, 10*time.Second, 20*time.Millisecond)
+}

@@ -70,6 +70,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		deps      idsFlag
 		wait      bool
 		waitLimit time.Duration
+		hintAfter time.Duration
 	)
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&req.Type, "type", "", "task type (required)")
@@ -83,6 +84,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.Var(&deps, "depends-on", "comma-separated task ids that must succeed first (repeat for more)")
 		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
 		durationVar(fs, &waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
+		durationVar(fs, &hintAfter, "pending-hint", 5*time.Second, "with --wait, say on stderr when the task is still pending this long after its --delay, as when no executor takes its type (0: never)")
 	}
 	check := func(*flag.FlagSet) error {
 		if req.MaxAttempts < 1 {
@@ -91,6 +93,9 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		}
 		if waitLimit < 0 {
 			return fmt.Errorf("--wait-timeout %v: must not be negative (0 waits for good)", waitLimit)
+		}
+		if hintAfter < 0 {
+			return fmt.Errorf("--pending-hint %v: must not be negative (0 gives none)", hintAfter)
 		}
 		req.Args, req.DependsOn = argsFlag, deps
 		return flagNames(req.Validate())
@@ -125,7 +130,9 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 			defer w.Close()
 			// A task nobody runs waits for good: say it was submitted.
 			fmt.Fprintf(stderr, "task %d submitted; waiting for it to end\n", w.Submitted.ID)
+			stopHint := pendingHint(stderr, cl, w.Submitted.ID, req, hintAfter, cf.timeout)
 			done, err := w.Wait(ctx)
+			stopHint()
 			if err != nil {
 				return waitEnded(stdout, cf.asJSON, cl, w.Submitted.ID, waitLimit, err)
 			}

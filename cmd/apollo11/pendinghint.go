@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apollo11/apollo11/client"
+)
+
+// pendingHint says on stderr, once, that a task `submit --wait` follows
+// is still pending after `after` past its delay: a type no executor takes
+// waits for good without a word (the main control cannot refuse it, as an
+// executor for it may register later), and a user who mistyped --type, or
+// asked for exec from a `dev` without it, saw only a wait that never ended.
+// It returns a function that stops it and waits until it is not writing.
+func pendingHint(stderr io.Writer, cl *client.Client, id uint64, req client.SubmitRequest,
+	after, timeout time.Duration) (stop func()) {
+	if after <= 0 {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(req.Delay + after)
+		defer t.Stop()
+		select {
+		case <-quit:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		go func() { // the wait's end need not wait out these two requests
+			select {
+			case <-quit:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		st, err := cl.Query(ctx, id)
+		if err != nil || st.State != "pending" {
+			return
+		}
+		stats, err := cl.Stats(ctx)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(stderr, "task %d is still pending after %v: is an executor that takes type %q connected? "+
+			"(%d executors are; `apollo11 executor --types %s` starts one)\n",
+			id, req.Delay+after, req.Type, stats.Executors, req.Type)
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
