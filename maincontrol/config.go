@@ -96,8 +96,13 @@ type Config struct {
 	// ones: gnet reads a readable socket whatever the server has left
 	// unhandled, so a share smaller than what is read only piles the rest
 	// up in memory.
-	ReadChunk    int
-	EventLoops   int
+	ReadChunk int
+	// UnlockLoops lets each event loop's goroutine run on any OS thread
+	// instead of keeping one (gnet's LockOSThread; see server.go): less
+	// CPU at low and moderate rates, a longer tail where the host moves
+	// busy threads between cores.
+	UnlockLoops bool
+	EventLoops  int
 	TickInterval time.Duration
 	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
 

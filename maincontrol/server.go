@@ -193,19 +193,21 @@ func (s *Server) serve(ctx context.Context) error {
 		gnet.WithTCPNoDelay(gnet.TCPDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
 		gnet.WithReadBufferCap(s.cfg.ReadChunk),
-		// Each loop keeps one OS thread. Unlocked, the one loop of a busy
-		// main control ran on three threads in turn (35%, 32% and 29% of
-		// a core at 50,000 tasks/s), each move a wake-up that waited for
-		// a core; locked, the p99 submit -> dispatch at 50,000/s on 2
-		// cores was lower in 13 of 14 alternating pairs (bench/README.md,
-		// the Headline section). The price is paid when a loop falls
-		// idle: gnet's poller yields (runtime.Gosched) before it blocks,
-		// and a locked goroutine's yield hands its thread off and back,
-		// about 25 us of CPU more per wake-up (8% of a core against 6-7%
-		// at 800 requests a second, one at a time). With more loops than
-		// cores, closed-loop throughput was 5-10% lower locked (4 loops
-		// on 2 cores).
-		gnet.WithLockOSThread(true),
+		// Each loop keeps one OS thread unless UnlockLoops says not to.
+		// Unlocked, the one loop of a busy main control ran on three
+		// threads in turn (35%, 32% and 29% of a core at 50,000 tasks/s),
+		// each move a wake-up that waited for a core. What that costs
+		// depends on the host (bench/README.md, the Headline section): on
+		// one 2-core VM the p99 submit -> dispatch at 50,000/s was lower
+		// locked in 13 of 14 alternating pairs; on a faster one it was the
+		// same, and stayed under 2 ms in more runs while other load ran.
+		// The price is paid when a loop falls idle: gnet's poller yields
+		// (runtime.Gosched) before it blocks, and a locked goroutine's
+		// yield hands its thread off and back, about 25 us of CPU more per
+		// wake-up: 40% more CPU at 5,000 tasks/s, 5% at 50,000, on the
+		// faster VM. With more loops than cores, closed-loop throughput was
+		// 5-10% lower locked (4 loops on 2 cores).
+		gnet.WithLockOSThread(!s.cfg.UnlockLoops),
 	)
 	if err == nil {
 		err = loops.Start()

@@ -366,3 +366,31 @@ func TestParseFlags_EnvLosesToRepeatedFlag(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": "1"}, parse(), "no --arg: the environment's")
 	assert.Equal(t, map[string]string{"b": "2", "c": "3"}, parse("--arg=b=2", "--arg", "c=3"))
 }
+
+// --lock-loops keeps each event loop on one OS thread by default; false,
+// from the flag or the environment, unlocks them.
+func TestMaincontrolFlags_LockLoops(t *testing.T) {
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		unlocked  bool
+	}{
+		{name: "default"},
+		{name: "flag", args: []string{"--lock-loops=false"}, unlocked: true},
+		{name: "environment", env: "false", unlocked: true},
+		{name: "flag over environment", env: "false", args: []string{"--lock-loops=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("APOLLO11_LOCK_LOOPS", tc.env)
+			}
+			fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+			var f maincontrolFlags
+			f.register(fs)
+			require.NoError(t, parseFlags(fs, tc.args))
+			cfg, err := f.config(io.Discard)
+			require.NoError(t, err)
+			assert.Equal(t, tc.unlocked, cfg.UnlockLoops)
+		})
+	}
+}

@@ -26,7 +26,7 @@ type maincontrolFlags struct {
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
 	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
 	maxPendingBytes, retentionMaxBytes                        int
-	recoverTruncate                                           bool
+	recoverTruncate, lockLoops                                bool
 	httpListen                                                string
 	log                                                       logFlags
 }
@@ -55,6 +55,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.snapshotInterval, "snapshot-interval", maincontrol.DefaultSnapshotInterval, "longest time between a change and the snapshot that holds it")
 	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, start anyway: skip it if a snapshot holds the records it drops, else cut the log there (later records are lost)")
 	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops, 1 to 256")
+	fs.BoolVar(&f.lockLoops, "lock-loops", true, "keep each event loop on one OS thread: a shorter latency tail where the host moves busy threads between cores, for more CPU at low rates (false: 30% less at 5,000 tasks/s)")
 	fs.StringVar(&f.httpListen, "http-listen", "", "address for Prometheus /metrics and /healthz (off when empty)")
 	f.log.register(fs)
 }
@@ -115,7 +116,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 	cfg = maincontrol.Config{
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
-		MaxConns: f.maxConns, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, Logger: logger,
+		MaxConns: f.maxConns, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
 		HTTPListen: f.httpListen,
 		Core: core.Config{
 			Version: version, MaxFrame: f.maxFrame, Token: token,
