@@ -216,6 +216,26 @@ func TestCLI_EndToEnd(t *testing.T) {
 // reads and never answers: a main control that hangs, or a network that
 // stalls after connecting.
 func silentMainControl(t *testing.T) string {
+	return fakeListener(t, func(c net.Conn) {
+		_ = fakemain.WriteMsg(c, "welcome", "proto", "1", "max_frame", "1048576", "auth", "none")
+		r := wire.NewReader(c, 0)
+		if m, err := r.Next(); err == nil {
+			_ = fakemain.WriteMsg(c, "hello_ok", "req", m.Value("req"))
+		}
+		_, _ = io.Copy(io.Discard, c)
+	})
+}
+
+// muteMainControl accepts connections and never writes: a main control
+// that hangs before its welcome.
+func muteMainControl(t *testing.T) string {
+	return fakeListener(t, nil)
+}
+
+// fakeListener accepts connections on a loopback port until the test
+// ends, then closes them all; serve, if not nil, runs for each in a
+// goroutine of its own.
+func fakeListener(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -238,14 +258,9 @@ func silentMainControl(t *testing.T) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			go func() {
-				_ = fakemain.WriteMsg(c, "welcome", "proto", "1", "max_frame", "1048576", "auth", "none")
-				r := wire.NewReader(c, 0)
-				if m, err := r.Next(); err == nil {
-					_ = fakemain.WriteMsg(c, "hello_ok", "req", m.Value("req"))
-				}
-				_, _ = io.Copy(io.Discard, c)
-			}()
+			if serve != nil {
+				go serve(c)
+			}
 		}
 	}()
 	return ln.Addr().String()
@@ -290,36 +305,6 @@ func TestCLI_SubmitNotConfirmed(t *testing.T) {
 	out, _, code := cli(t, bin, addr, "submit", "--type", "echo", "--request-timeout", "300ms", "--json")
 	assert.Equal(t, 4, code)
 	assert.Contains(t, out, `"outcome": "unknown"`)
-}
-
-// muteMainControl accepts connections and never writes: a main control
-// that hangs before its welcome.
-func muteMainControl(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // Every client command whose request, or handshake, gets no reply says
