@@ -101,8 +101,8 @@ type Config struct {
 	// instead of keeping one (gnet's LockOSThread; see server.go): less
 	// CPU at low and moderate rates, a longer tail where the host moves
 	// busy threads between cores.
-	UnlockLoops bool
-	EventLoops  int
+	UnlockLoops  bool
+	EventLoops   int
 	TickInterval time.Duration
 	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
 
