@@ -698,14 +698,15 @@ func TestCLI_SubmitWaitPendingHint(t *testing.T) {
 	_, errOut, code := cli(t, bin, mc.Addr, "submit", "--type", "nosuchtype", "--wait", "--pending-hint", "200ms", "--wait-timeout", "3s")
 	assert.Equal(t, 4, code, "the wait ran out: %s", errOut)
 	assert.Contains(t, errOut, `is still pending after 200ms: is an executor that takes type "nosuchtype" connected? `+
-		"(1 executors are; `apollo11 executor --types nosuchtype` starts one)\n")
+		"(executors connected: 1; apollo11 executor runs only echo, sleep, fail and exec: "+
+		"a type of your own needs an executor built with the executor package)\n")
 	assert.Equal(t, 1, strings.Count(errOut, "is still pending after"), "once: %s", errOut)
 
 	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "nosuchtype", "--delay", "2s", "--wait", "--pending-hint", "200ms", "--wait-timeout", "1s")
 	assert.Equal(t, 4, code)
 	assert.NotContains(t, errOut, "is still pending after", "its delay has not passed")
 
-	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--wait", "--pending-hint", "50ms")
+	_, errOut, code = cli(t, bin, mc.Addr, "submit", "--type", "echo", "--wait", "--pending-hint", "2s")
 	assert.Equal(t, 0, code, errOut)
 	assert.NotContains(t, errOut, "is still pending after")
 

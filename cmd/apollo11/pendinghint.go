@@ -48,11 +48,24 @@ func pendingHint(stderr io.Writer, cl *client.Client, id uint64, req client.Subm
 			return
 		}
 		fmt.Fprintf(stderr, "task %d is still pending after %v: is an executor that takes type %q connected? "+
-			"(%d executors are; `apollo11 executor --types %s` starts one)\n",
-			id, req.Delay+after, req.Type, stats.Executors, req.Type)
+			"(executors connected: %d; %s)\n",
+			id, req.Delay+after, req.Type, stats.Executors, startOne(req.Type))
 	}()
 	return func() {
 		close(quit)
 		<-done
 	}
+}
+
+// startOne says how an executor for typ is started: `apollo11 executor`
+// knows only its built-in types, and exec only when its operator allows
+// it; any other type needs an executor of your own.
+func startOne(typ string) string {
+	switch typ {
+	case "echo", "sleep", "fail":
+		return "`apollo11 executor --types " + typ + "` starts one"
+	case "exec":
+		return "`apollo11 executor --types exec --allow-exec --exec-allow PROGRAM,...` starts one"
+	}
+	return "apollo11 executor runs only echo, sleep, fail and exec: a type of your own needs an executor built with the executor package"
 }
