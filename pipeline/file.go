@@ -86,9 +86,6 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := checkVars(&f, vars); err != nil {
-		return nil, err
-	}
 	all := map[string]string{}
 	for k, v := range f.Vars {
 		all[k] = v
@@ -96,7 +93,16 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	for k, v := range vars {
 		all[k] = v
 	}
-	return plan(&f, all, lines)
+	p, err := plan(&f, all, lines)
+	if err != nil {
+		// First: a template the scan of references could not read (an
+		// unclosed ${) would otherwise show as an unknown --var.
+		return nil, err
+	}
+	if err := checkVars(&f, vars); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // checkShape refuses what the typed decoding lets pass in silence: a

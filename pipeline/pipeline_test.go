@@ -214,3 +214,13 @@ steps:
 	_, err := pipeline.Parse(strings.NewReader("name: p\nsteps: [{id: a, type: echo}]\n"), map[string]string{"date": "d"})
 	assert.EqualError(t, err, "unknown --var date: the file neither declares it in vars nor uses ${date} (it has none)")
 }
+
+// A broken template is reported as what it is, not as an unknown --var
+// whose reference the scan could not read.
+func TestParse_BrokenTemplateBeforeUnknownVar(t *testing.T) {
+	_, err := pipeline.Parse(strings.NewReader("name: n\nsteps:\n  - {id: a, type: echo, args: {v: \"${x\"}}\n"),
+		map[string]string{"x": "1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "${")
+	assert.NotContains(t, err.Error(), "unknown --var")
+}
