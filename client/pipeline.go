@@ -149,8 +149,8 @@ func keptSteps(err error, made []PipelineStep) error {
 	if len(made) == 1 {
 		kept = "the step this run submitted before it is kept"
 	}
-	return fmt.Errorf("%w; %s: run the pipeline again with the same key to submit the rest, "+
-		"or cancel %s to end them", err, kept, what)
+	return fmt.Errorf("%w; %s: once the cause is gone (room in the queue, or a fixed step), "+
+		"run the pipeline again with the same key to submit the rest, or cancel %s to end them", err, kept, what)
 }
 
 // madeDependency returns the first of deps that this run made anew, or "".

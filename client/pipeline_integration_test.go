@@ -237,7 +237,8 @@ steps:
 	require.NoError(t, err)
 	assert.Equal(t, "pending", n.State, "what the keyed re-run made is kept for the next run")
 	assert.Contains(t, refusal.Error(), fmt.Sprintf("the step this run submitted before it is kept: "+
-		"run the pipeline again with the same key to submit the rest, or cancel task %d to end them", run2.Steps[2].TaskID))
+		"once the cause is gone (room in the queue, or a fixed step), run the pipeline again with the same key "+
+		"to submit the rest, or cancel task %d to end them", run2.Steps[2].TaskID))
 }
 
 // gated is a pipeline whose first step waits for an executor of type
@@ -321,7 +322,8 @@ func TestPipeline_RefusedKeyedRunIsKeptAndARetryFinishesIt(t *testing.T) {
 	require.Len(t, run1.Steps, 2)
 	assert.Contains(t, err.Error(), "step c: ")
 	assert.Contains(t, err.Error(), fmt.Sprintf("the 2 steps this run submitted before it are kept: "+
-		"run the pipeline again with the same key to submit the rest, or cancel task %d to end them", run1.Steps[0].TaskID))
+		"once the cause is gone (room in the queue, or a fixed step), run the pipeline again with the same key "+
+		"to submit the rest, or cancel task %d to end them", run1.Steps[0].TaskID))
 	sts, err := cl.PipelineStatus(ctx, run1)
 	require.NoError(t, err)
 	assert.Equal(t, "pending", sts[0].State)
