@@ -241,10 +241,12 @@ func fakeListener(t *testing.T, serve func(net.Conn)) string {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var conns []net.Conn
+	closed := false
 	t.Cleanup(func() {
 		ln.Close()
 		mu.Lock()
 		defer mu.Unlock()
+		closed = true
 		for _, c := range conns {
 			c.Close()
 		}
@@ -256,6 +258,11 @@ func fakeListener(t *testing.T, serve func(net.Conn)) string {
 				return
 			}
 			mu.Lock()
+			if closed { // accepted as the test ended: no cleanup will close it
+				mu.Unlock()
+				c.Close()
+				return
+			}
 			conns = append(conns, c)
 			mu.Unlock()
 			if serve != nil {

@@ -181,6 +181,10 @@ func negativeOperand(fs *flag.FlagSet, args []string, err error) (string, bool) 
 	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return "", false
 	}
+	// Only the flag package's error for an undefined flag: the same word
+	// is also the last one consumed when it was a flag's bad value
+	// (`--after -5`), which must stay that flag's error. The package
+	// exports no sentinel for it.
 	return word, err.Error() == "flag provided but not defined: "+word
 }
 

@@ -121,7 +121,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 			// The wait for `submitted` is a request like any other: it
 			// gets --request-timeout (within --wait-timeout), so that a
 			// main control that never confirms does not hold it for good.
-			subCtx, cancel := context.WithTimeoutCause(ctx, cf.timeout, fmt.Errorf("no reply within --request-timeout %v", cf.timeout))
+			subCtx, cancel := cf.ctxFrom(ctx)
 			defer cancel()
 			w, err := cl.SubmitWatch(subCtx, req)
 			if err != nil {
