@@ -104,7 +104,8 @@ func TestUnits_Limits(t *testing.T) {
 // replays the same tasks, so a filling queue would crash it in a loop
 // instead of being answered queue_full. The per-task costs are measured
 // (README "Sizing"; a main control filled to these caps, 500,000 tasks
-// of 250-byte args and 64 MiB of kept outputs, peaked at 327 MB).
+// holding 128 MiB of args and 64 MiB of kept outputs peaked at 319 MiB,
+// VmHWM; the shared state was empty).
 func TestUnits_MemoryBudget(t *testing.T) {
 	const pendingTask, endedTask = 270, 300 // bytes of overhead per task
 	main, err := os.ReadFile("apollo11-maincontrol.service")
