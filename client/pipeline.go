@@ -233,7 +233,7 @@ func (pw *PipelineWatch) Close() {
 func (c *Client) cancelSteps(reqCtx func() (context.Context, context.CancelFunc), made []PipelineStep) error {
 	var errs []error
 	for _, s := range made {
-		ctx, cancel := reqCtx()
+		ctx, cancel := cleanupCtx(reqCtx)
 		err := c.Cancel(ctx, s.TaskID)
 		cancel()
 		if err != nil && !IsCode(err, "illegal_transition") {
@@ -241,6 +241,21 @@ func (c *Client) cancelSteps(reqCtx func() (context.Context, context.CancelFunc)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cleanupCtx is a context from reqCtx for taking a run's steps back. When
+// the run ended because reqCtx's parent did (a Ctrl-C), the cancels are
+// what the user asked for, not something to skip: such a context keeps
+// its deadline but not its parent's end. Without a deadline it is
+// reqCtx's as it is, so that nothing waits for good.
+func cleanupCtx(reqCtx func() (context.Context, context.CancelFunc)) (context.Context, context.CancelFunc) {
+	ctx, cancel := reqCtx()
+	d, ok := ctx.Deadline()
+	if ctx.Err() == nil || !ok {
+		return ctx, cancel
+	}
+	cancel()
+	return context.WithDeadline(context.WithoutCancel(ctx), d)
 }
 
 // PipelineStatus queries every step of a run. A step whose task the main

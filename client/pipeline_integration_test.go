@@ -403,3 +403,29 @@ steps:
 	require.NoError(t, err)
 	assert.Equal(t, "cancelled", st.State, "the first step made anew is taken back")
 }
+
+// A run ended by its caller (Ctrl-C ends the parent of every request's
+// context) still takes back the steps it made: the cancels are made under
+// their own deadline, not the ended parent, which made every one fail.
+func TestPipeline_InterruptedUnkeyedRunIsTakenBack(t *testing.T) {
+	_, cl := queueOfTwo(t)
+	parent, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	calls := 0
+	run, _, err := cl.SubmitPipelineEach(mustPlan(t, gated), false, func() (context.Context, context.CancelFunc) {
+		if calls++; calls == 3 {
+			interrupt() // Ctrl-C before the third step's submit
+		}
+		return context.WithTimeout(parent, 30*time.Second)
+	})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NotContains(t, err.Error(), "cannot cancel")
+	require.Len(t, run.Steps, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sts, err := cl.PipelineStatus(ctx, run)
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", sts[0].State)
+	assert.Equal(t, "cancelled", sts[1].State)
+}
