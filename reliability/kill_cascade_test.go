@@ -78,6 +78,23 @@ func TestMaincontrol_Kill9DuringDependencyCascade(t *testing.T) {
 
 		mc = startMain(t, dir)
 		waitProbe(t, mc.Addr, nil, 30*time.Second)
+		if cancelHead {
+			// The kill may have come before the cancel was durable: it
+			// was never confirmed, so the client sends it again, as any
+			// client whose request got no reply would. Without that the
+			// head waited out its 10-minute delay and the round failed.
+			cl, err := dialClient(mc.Addr, nil)
+			require.NoError(t, err)
+			require.NoError(t, cl.send("cancel", "req", "c2", "task_id", headID))
+			m, err := cl.recv(10 * time.Second)
+			require.NoError(t, err)
+			if m.Type() == "cancelled" {
+				t.Logf("round %d: the kill came before the first cancel was durable", round)
+			} else {
+				require.Equal(t, "illegal_transition", m.Value("code"), "%s", m) // the first one was durable
+			}
+			cl.close()
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); runExecutor(ctx, mc.Addr, "ex-drain", newLedger(), 1, false) }()
