@@ -100,13 +100,14 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	if f.tokenFile != "" {
 		addrFlag += " --token-file " + f.tokenFile
 	}
+	cmd := selfCommand()
 	fmt.Fprintf(stdout, `apollo11 dev: main control on %s (data dir %q), executors dev-1 and dev-2 (echo, sleep, fail).
 Try, in another terminal:
-  go run ./cmd/apollo11 submit%s --type echo --arg msg=hi --wait
-  go run ./cmd/apollo11 submit%s --type sleep --arg ms=2000 --wait
-  go run ./cmd/apollo11 stats%s
+  %s submit%s --type echo --arg msg=hi --wait
+  %s submit%s --type sleep --arg ms=2000 --wait
+  %s stats%s
 Ctrl-C stops everything.
-`, cfg.Listen, cfg.DataDir, addrFlag, addrFlag, addrFlag)
+`, cfg.Listen, cfg.DataDir, cmd, addrFlag, cmd, addrFlag, cmd, addrFlag)
 
 	select {
 	case <-sigs.C:

@@ -74,7 +74,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 	)
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&req.Type, "type", "", "task type (required)")
-		fs.Var(argsFlag, "arg", "task argument k=v (repeat for more)")
+		fs.Var(argsFlag, "arg", "task argument k=v, k of a-z 0-9 _ . - (repeat for more)")
 		fs.IntVar(&req.Priority, "priority", 0, "priority 0-9, 9 most urgent")
 		fs.IntVar(&req.MaxAttempts, "max-attempts", 3, "attempts before the task fails, at least 1")
 		durationVar(fs, &req.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
