@@ -11,6 +11,18 @@ import (
 // lists are length-prefixed. Live decisions fill a record, hand its
 // encoding to Effects.Record and then apply it; recovery decodes and
 // applies the same bytes, so both reach the same state.
+//
+// Records and snapshot entries outlive the binary that wrote them, so
+// their encodings change only under these rules:
+//   - A new field goes at the end of its kind's encoding and is read with
+//     an opt reader (dec.optU and its kin): absent, it is the zero value,
+//     so data dirs written before the field existed still load.
+//   - Bytes after the last field this binary knows are ignored: a newer
+//     binary appended them. The log's and the snapshot's checksums, not
+//     this decoder, catch damaged bytes.
+//   - A field is never removed, reordered or given a new meaning, and an
+//     integer field only widens (varints read the same). A change an
+//     older binary must not misread gets a new kind, which it refuses.
 
 type recKind uint8
 
@@ -310,6 +322,34 @@ func (d *dec) ids(dst []uint64) []uint64 {
 	return dst
 }
 
+// more reports whether bytes follow the fields read so far: an optional
+// trailing field is present only then.
+func (d *dec) more() bool { return d.err == nil && len(d.b) > 0 }
+
+// optU reads an optional trailing number: 0 when the record ends here.
+func (d *dec) optU() uint64 {
+	if !d.more() {
+		return 0
+	}
+	return d.u()
+}
+
+// optI reads an optional trailing signed number: 0 when the record ends.
+func (d *dec) optI() int64 {
+	if !d.more() {
+		return 0
+	}
+	return d.i()
+}
+
+// optS reads an optional trailing string: "" when the record ends here.
+func (d *dec) optS() string {
+	if !d.more() {
+		return ""
+	}
+	return d.s()
+}
+
 // prio reads a priority, 0 to 9: it indexes the queues.
 func (d *dec) prio() uint8 {
 	p := d.byte()
@@ -327,7 +367,8 @@ func (d *dec) state() State {
 	return s
 }
 
-// decodeRecord decodes payload into r (reusing r's slices).
+// decodeRecord decodes payload into r (reusing r's slices). Fields of a
+// newer binary after the known ones are ignored (see the rules above).
 func decodeRecord(payload []byte, r *record) error {
 	r.reset()
 	d := dec{b: payload}
@@ -396,9 +437,6 @@ func decodeRecord(payload []byte, r *record) error {
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %s record truncated or invalid", ErrCorrupt, r.kind)
-	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("%w: %s record has %d trailing bytes", ErrCorrupt, r.kind, len(d.b))
 	}
 	return nil
 }

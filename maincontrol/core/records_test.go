@@ -74,10 +74,10 @@ func TestRecord_RoundTrip(t *testing.T) {
 			for n := range len(b) {
 				require.ErrorIs(t, decodeRecord(b[:n], &r), ErrCorrupt, "prefix of %d bytes", n)
 			}
-			// Trailing bytes are refused.
-			err := decodeRecord(append(bytes.Clone(b), 0), &r)
-			require.ErrorIs(t, err, ErrCorrupt)
-			assert.Contains(t, err.Error(), "trailing")
+			// Fields a newer binary appended are ignored.
+			newer := append(bytes.Clone(b), 0x05, 3, 'n', 'e', 'w', 0xff)
+			require.NoError(t, decodeRecord(newer, &r))
+			assert.Equal(t, normalized(want), normalized(r))
 		})
 	}
 	for k := recNew; k <= recSkipIDs; k++ {
@@ -119,6 +119,38 @@ func TestRecord_Invalid(t *testing.T) {
 	}
 	// An overlong varint.
 	require.ErrorIs(t, decodeRecord([]byte{byte(recReady), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0}, &r), ErrCorrupt)
+}
+
+// TestRecord_OptionalTrailingFields pins the readers of fields added at
+// the end of a kind: absent, they are zero values; present, they are read
+// as the required ones are; cut short, the record is refused.
+func TestRecord_OptionalTrailingFields(t *testing.T) {
+	var e enc
+	e.u(300)
+	e.i(-7)
+	e.s("x")
+	full := e.b
+
+	d := dec{b: full}
+	assert.Equal(t, uint64(300), d.optU())
+	assert.Equal(t, int64(-7), d.optI())
+	assert.Equal(t, "x", d.optS())
+	require.NoError(t, d.err)
+
+	d = dec{} // an older record: none of them written
+	assert.Equal(t, uint64(0), d.optU())
+	assert.Equal(t, int64(0), d.optI())
+	assert.Equal(t, "", d.optS())
+	require.NoError(t, d.err)
+
+	d = dec{b: full[:1]} // a varint cut in two is damage, not absence
+	d.optU()
+	require.ErrorIs(t, d.err, ErrCorrupt)
+	d = dec{b: full[:len(full)-1]} // a string cut short
+	d.optU()
+	d.optI()
+	d.optS()
+	require.ErrorIs(t, d.err, ErrCorrupt)
 }
 
 // FuzzDecodeRecord: decodeRecord never panics; what it accepts re-encodes
