@@ -3,6 +3,7 @@ module github.com/apollo11/apollo11
 go 1.26
 
 require (
+	github.com/google/renameio/v2 v2.0.2
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.5

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -691,6 +692,50 @@ func (c *crashFS) MkdirAll(dir string, perm fs.FileMode) error {
 		return err
 	}
 	return c.FS.MkdirAll(dir, perm)
+}
+
+// CreateAtomic counts the creation of the temporary file, each write and
+// CloseAtomicallyReplace (fsync and rename) as mutating calls.
+func (c *crashFS) CreateAtomic(path string, perm fs.FileMode) (snapshot.Pending, error) {
+	if err := c.step(); err != nil {
+		return nil, err
+	}
+	p, err := c.FS.CreateAtomic(path, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &crashPending{Pending: p, fs: c}, nil
+}
+
+type crashPending struct {
+	snapshot.Pending
+	fs      *crashFS
+	crashed bool
+}
+
+func (p *crashPending) Write(b []byte) (int, error) {
+	if err := p.fs.step(); err != nil {
+		p.crashed = true
+		return 0, err
+	}
+	return p.Pending.Write(b)
+}
+
+func (p *crashPending) CloseAtomicallyReplace() error {
+	if err := p.fs.step(); err != nil {
+		p.crashed = true
+		return err
+	}
+	return p.Pending.CloseAtomicallyReplace()
+}
+
+// Cleanup after a crash only closes: a killed process leaves its
+// temporary file for the next Open to sweep.
+func (p *crashPending) Cleanup() error {
+	if c, ok := p.Pending.(io.Closer); ok && p.crashed {
+		return c.Close()
+	}
+	return p.Pending.Cleanup()
 }
 
 type crashFile struct {

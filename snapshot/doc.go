@@ -17,9 +17,11 @@
 //   - snapshot-<LSN, 20 digits>: a snapshot of the caller's state as of
 //     that LSN: header (magic, format version 1, LSN), entries
 //     (`len uint32 | payload`) and a trailer (entry count, CRC32C of every
-//     byte before it). Written atomically (temp file, fsync, rename, fsync
-//     of the directory; see atomic.go). The newest two are kept.
-//   - *.tmp: temporary files, swept (with a warning) by Open.
+//     byte before it). Written atomically with renameio (temp file in
+//     the data dir, fsync, rename), then the directory is fsynced; see
+//     atomic.go. The newest two are kept.
+//   - .<name><digits> (renameio's) and *.tmp (older binaries'):
+//     temporary files, swept (with a warning) by Open.
 //
 // # Durability contract
 //

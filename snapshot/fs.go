@@ -4,6 +4,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+
+	"github.com/google/renameio/v2"
 )
 
 // FS is the file layer under the Store. It exists so tests can inject
@@ -22,6 +25,25 @@ type FS interface {
 	// SyncDir makes the directory's entries durable: open it read-only,
 	// Sync, close.
 	SyncDir(path string) error
+	// CreateAtomic starts a file that appears at path whole or not at
+	// all. Its bytes go to a temporary file in path's directory, whose
+	// name starts with "."; CloseAtomicallyReplace fsyncs, closes and
+	// renames it to path. The directory is not fsynced: callers do that.
+	CreateAtomic(path string, perm fs.FileMode) (Pending, error)
+}
+
+// Pending is a file being written by FS.CreateAtomic.
+// *renameio.PendingFile implements it.
+type Pending interface {
+	io.Writer
+	// Name is the temporary file's path.
+	Name() string
+	// CloseAtomicallyReplace fsyncs and closes the temporary file, then
+	// renames it to the target path.
+	CloseAtomicallyReplace() error
+	// Cleanup closes and removes the temporary file, unless it replaced
+	// the target already.
+	Cleanup() error
 }
 
 // File is an open file of an FS. *os.File implements it.
@@ -43,8 +65,9 @@ var OS FS = osFS{}
 type osFS struct{}
 
 var (
-	_ FS   = osFS{}
-	_ File = (*os.File)(nil)
+	_ FS      = osFS{}
+	_ File    = (*os.File)(nil)
+	_ Pending = (*renameio.PendingFile)(nil)
 )
 
 func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
@@ -70,4 +93,14 @@ func (osFS) SyncDir(path string) error {
 		err = cerr
 	}
 	return err
+}
+
+// CreateAtomic uses renameio, with the temporary file beside the target:
+// a rename never crosses file systems, and startup finds leftovers there.
+func (osFS) CreateAtomic(path string, perm fs.FileMode) (Pending, error) {
+	p, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)), renameio.WithPermissions(perm))
+	if err != nil {
+		return nil, err // not a typed nil in an interface
+	}
+	return p, nil
 }

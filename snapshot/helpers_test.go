@@ -139,6 +139,11 @@ func names(tb testing.TB, dir, glob string) []string {
 
 func segments(tb testing.TB, dir string) []string { return names(tb, dir, "*.log") }
 
+// temps lists temporary files: renameio's (".*") and older ones ("*.tmp").
+func temps(tb testing.TB, dir string) []string {
+	return append(names(tb, dir, ".*"), names(tb, dir, "*.tmp")...)
+}
+
 func snapshots(tb testing.TB, dir string) []string {
 	var out []string
 	for _, n := range names(tb, dir, "snapshot-*") {

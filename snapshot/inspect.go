@@ -10,7 +10,7 @@ type DirInfo struct {
 	Dir       string         `json:"dir"`
 	Snapshots []SnapshotInfo `json:"snapshots"`            // in LSN order
 	Segments  []SegmentInfo  `json:"segments"`             // in LSN order
-	TempFiles []string       `json:"temp_files,omitempty"` // leftover *.tmp files (Open removes them)
+	TempFiles []string       `json:"temp_files,omitempty"` // leftover temporary files (Open removes them)
 	Problems  []Problem      `json:"problems,omitempty"`   // torn tails and corruption found in the log
 
 	// What Open and Replay would do with the same Options.

@@ -46,7 +46,7 @@ func listDir(fsys FS, dir string) (dirList, error) {
 		if e.IsDir() {
 			continue
 		}
-		if strings.HasSuffix(name, tmpSuffix) {
+		if isTempName(name) {
 			l.temps = append(l.temps, name)
 		} else if _, ok := parseSegName(name); ok {
 			l.segments = append(l.segments, name)
@@ -58,6 +58,22 @@ func listDir(fsys FS, dir string) (dirList, error) {
 	slices.Sort(l.temps)
 	slices.SortFunc(l.snaps, func(a, b *snapFile) int { return strings.Compare(a.name, b.name) })
 	return l, nil
+}
+
+// isTempName reports whether name is a temporary file a crash may have
+// left: renameio's (".<target><random digits>", see atomicFile) or an
+// older binary's ("<target>.tmp"). NFS keeps removed open files as
+// ".nfs<digits>": those are not ours.
+func isTempName(name string) bool {
+	if strings.HasSuffix(name, tmpSuffix) {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, ".")
+	if !ok || strings.HasPrefix(rest, "nfs") {
+		return false
+	}
+	target := strings.TrimRight(rest, "0123456789")
+	return target != "" && len(target) < len(rest)
 }
 
 // recovery is what Open found in the data dir and what it decided.
@@ -345,14 +361,14 @@ func (r *recovery) holdsResumed(f File, res *resumed, name string) (bool, error)
 //
 //  1. a torn tail after the resumed records (newest segment only) is cut
 //     off the damaged segment and fsynced, as Open does for any torn tail;
-//  2. the resumed records are copied into <R>.log.tmp, which is fsynced,
-//     renamed to <R>.log, and the directory fsynced (createAtomic);
+//  2. the resumed records are copied into a temporary file, which is
+//     fsynced, renamed to <R>.log, and the directory fsynced (createAtomic);
 //  3. the segments before the damaged one are removed, oldest first, then
 //     the damaged one, the directory being fsynced after each removal.
 //
 // A crash at any point leaves a dir that a later Open handles without a
 // loss. Before step 2's rename the damaged segment is as it was (step 1
-// only cut a torn tail, and a leftover .tmp is swept): Open refuses it
+// only cut a torn tail, and a leftover temporary file is swept): Open refuses it
 // again, or bridges it again. After the rename, <R>.log sits after the
 // damaged segment in the listing; the damaged segment is still whole and
 // still first among what is left (removals run oldest first and are

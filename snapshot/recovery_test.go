@@ -201,12 +201,18 @@ func TestOpen_RecoverTruncate(t *testing.T) {
 func TestOpen_SweepsTmp(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, 3, 0)
-	for _, name := range []string{"snapshot-00000000000000000002.tmp", "00000000000000000004.log.tmp"} {
+	for _, name := range []string{"snapshot-00000000000000000002.tmp", "00000000000000000004.log.tmp",
+		".snapshot-000000000000000000025577006791947779410", ".00000000000000000004.log42", ".manifest-7"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o644))
+	}
+	// Not renameio's: an operator's dot file, an NFS placeholder.
+	kept := []string{".keep", ".nfs000000000012ab0000000001", ".nfs1234"}
+	for _, name := range kept {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
 	}
 	opts, logs := testOptions(dir)
 	assert.Equal(t, wantRecords(1, 3), reopen(t, opts).Records)
-	assert.Empty(t, names(t, dir, "*.tmp"))
+	assert.Equal(t, kept, temps(t, dir))
 	assert.Contains(t, logs.String(), "removed leftover temporary file")
 }
 

@@ -7,9 +7,9 @@ import (
 )
 
 // WriteSnapshot writes the snapshot file snapshot-<lsn> atomically: fill
-// streams entries into snapshot-<lsn>.tmp beside the target through the
+// streams entries into a temporary file beside the target through the
 // SnapshotWriter; the file is fsynced, renamed into place and the
-// directory fsynced. The snapshot is published only once every record up
+// directory fsynced (atomicFile). The snapshot is published only once every record up
 // to lsn is durable (it waits for the writer), so that a snapshot is never
 // ahead of the log.
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/snapshot/snapshottest"
 )
 
 func snapFile(lsn uint64) string { return fmt.Sprintf("snapshot-%020d", lsn) }
@@ -29,7 +31,7 @@ func TestStore_WriteSnapshot(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	assert.Equal(t, []string{snapFile(60)}, snapshots(t, dir))
-	assert.Empty(t, names(t, dir, "*.tmp"))
+	assert.Empty(t, temps(t, dir))
 	r := reopen(t, opts)
 	assert.EqualValues(t, 60, r.SnapLSN)
 	assert.Equal(t, []string{"e1", "", "e3"}, r.Entries)
@@ -56,11 +58,41 @@ func TestStore_WriteSnapshotErrors(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, assert.AnError)
 	assert.Equal(t, []string{snapFile(5)}, snapshots(t, dir), "a failed fill publishes nothing")
-	assert.Empty(t, names(t, dir, "*.tmp"), "and leaves no temp file")
+	assert.Empty(t, temps(t, dir), "and leaves no temp file")
 	require.NoError(t, s.WriteSnapshot(8, fill("y")))
 
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, s.WriteSnapshot(10, fill()), snapshot.ErrClosed)
+}
+
+// A snapshot is written through renameio: a temporary file named after
+// it, starting with ".", in the data dir itself, renamed into place; a
+// failing fsync publishes nothing and leaves no temporary file.
+func TestStore_WriteSnapshotThroughRenameio(t *testing.T) {
+	dir := t.TempDir()
+	ffs := snapshottest.NewFaultFS(snapshottest.Writable)
+	opts, _ := testOptions(dir)
+	opts.FS = ffs
+	s, _ := MustStart(t, opts)
+	waitDurable(t, s, appendN(t, s, 10))
+	var during []string
+	require.NoError(t, s.WriteSnapshot(5, func(w *snapshot.SnapshotWriter) error {
+		during = temps(t, dir)
+		return w.Add([]byte("x"))
+	}))
+	require.Len(t, during, 1)
+	assert.Regexp(t, `^\.`+snapFile(5)+`[0-9]+$`, during[0])
+	assert.Empty(t, temps(t, dir))
+
+	ffs.FailSyncs(syscall.EIO)
+	err := s.WriteSnapshot(8, fill("y"))
+	require.ErrorIs(t, err, syscall.EIO)
+	ffs.Heal()
+	assert.Equal(t, []string{snapFile(5)}, snapshots(t, dir), "a failed fsync publishes nothing")
+	assert.Empty(t, temps(t, dir), "and leaves no temp file")
+	require.NoError(t, s.WriteSnapshot(8, fill("y")))
+	require.NoError(t, s.Close())
+	assert.Equal(t, []string{"y"}, reopen(t, opts).Entries)
 }
 
 func TestStore_WriteSnapshotBusy(t *testing.T) {

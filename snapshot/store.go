@@ -66,8 +66,8 @@ type Store struct {
 	stats    statsState
 }
 
-// Open scans opts.Dir (creating it unless ReadOnly), sweeps leftover *.tmp
-// files with a warning, validates the log and picks the snapshot to load,
+// Open scans opts.Dir (creating it unless ReadOnly), sweeps leftover
+// temporary files (see isTempName) with a warning, validates the log and picks the snapshot to load,
 // following spec section 7:
 //
 //   - a torn tail of the newest segment (a record running past the end of

@@ -4,6 +4,7 @@
 package snapshottest
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -17,6 +18,12 @@ import (
 // more bytes (a short write first, as on a real full disk), then writes
 // fail; FailSyncs makes their fsyncs fail. Heal ends both. Files opened
 // before a fault are affected too: it is checked on each call.
+//
+// Files written whole (CreateAtomic) are still written by the real
+// renameio code: the faults wrap it, failing writes before they reach
+// the temporary file and failing the fsync that starts
+// CloseAtomicallyReplace before renameio makes it, so the rename never
+// happens. Match sees the target's path.
 type FaultFS struct {
 	snapshot.FS
 	// Match selects the files faults apply to; nil means LogSegments.
@@ -111,8 +118,47 @@ type faultFile struct {
 	fs *FaultFS
 }
 
-func (ff *faultFile) Write(p []byte) (int, error) {
-	f := ff.fs
+func (ff *faultFile) Write(p []byte) (int, error) { return ff.fs.write(ff.File, p) }
+
+func (ff *faultFile) Sync() error {
+	if err := ff.fs.syncFault(); err != nil {
+		return err
+	}
+	return ff.File.Sync()
+}
+
+// CreateAtomic starts an atomic file through the real file system,
+// wrapping it when Match selects its target.
+func (f *FaultFS) CreateAtomic(path string, perm fs.FileMode) (snapshot.Pending, error) {
+	p, err := f.FS.CreateAtomic(path, perm)
+	match := f.Match
+	if match == nil {
+		match = LogSegments
+	}
+	if err != nil || !match(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC) {
+		return p, err
+	}
+	return &faultPending{Pending: p, fs: f}, nil
+}
+
+type faultPending struct {
+	snapshot.Pending
+	fs *FaultFS
+}
+
+func (fp *faultPending) Write(p []byte) (int, error) { return fp.fs.write(fp.Pending, p) }
+
+// CloseAtomicallyReplace fsyncs before it renames: a failing fsync
+// leaves the target as it was.
+func (fp *faultPending) CloseAtomicallyReplace() error {
+	if err := fp.fs.syncFault(); err != nil {
+		return err
+	}
+	return fp.Pending.CloseAtomicallyReplace()
+}
+
+// write passes p to w within the write budget.
+func (f *FaultFS) write(w io.Writer, p []byte) (int, error) {
 	f.mu.Lock()
 	allowed, werr := int64(len(p)), error(nil)
 	if f.budget >= 0 && f.budget < allowed {
@@ -123,15 +169,16 @@ func (ff *faultFile) Write(p []byte) (int, error) {
 		f.budget -= allowed
 	}
 	f.mu.Unlock()
-	n, err := ff.File.Write(p[:allowed])
+	n, err := w.Write(p[:allowed])
 	if err == nil {
 		err = werr
 	}
 	return n, err
 }
 
-func (ff *faultFile) Sync() error {
-	f := ff.fs
+// syncFault waits while fsyncs are held and returns the injected fsync
+// error, if any.
+func (f *FaultFS) syncFault() error {
 	f.mu.Lock()
 	err, held := f.syncErr, f.held
 	if err != nil {
@@ -141,8 +188,5 @@ func (ff *faultFile) Sync() error {
 	if held != nil {
 		<-held
 	}
-	if err != nil {
-		return err
-	}
-	return ff.File.Sync()
+	return err
 }
