@@ -13,7 +13,10 @@
 //   - random and mutated frames seeded from the fuzz corpus
 //     (fuzz/testdata/fuzz), oversize headers, repeated wrong auth;
 //   - a full disk during log writes (an in-process main control on an
-//     injected snapshot.FS).
+//     injected snapshot.FS);
+//   - attacks by hostile peers (wait floods, amplifying heartbeats,
+//     registration churn, HTTP and unauthenticated crowding) on the
+//     binary run as its systemd unit runs it (TestAttack_*).
 //
 // After every fault it checks that no confirmed submit is lost, that no
 // task has more than one accepted result, that every task ends (or can

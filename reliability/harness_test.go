@@ -163,13 +163,17 @@ func waitConnections(t testing.TB, addr string, token []byte, want int, timeout 
 }
 
 // rss returns the resident set size of process pid in bytes.
-func rss(pid int) int64 {
+func rss(pid int) int64 { return procStatus(pid, "VmRSS") }
+
+// procStatus returns a field of /proc/pid/status given in kB, in bytes
+// (0 when the process is gone).
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
 		}

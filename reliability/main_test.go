@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,13 +50,20 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	start := time.Now()
 	code := testbin.Main(m)
-	if figures.empty() {
+	if figures.empty() && attackRows.empty() {
 		os.Exit(code)
 	}
 	sc := currentScale()
 	header := fmt.Sprintf("mode %s, %s/%s, %d CPUs, %s, took %s", sc.mode, runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.Version(), time.Since(start).Round(time.Second))
-	table := figures.markdown()
+	var tables []string
+	if !figures.empty() {
+		tables = append(tables, figures.markdown())
+	}
+	if !attackRows.empty() {
+		tables = append(tables, attackRows.markdown())
+	}
+	table := strings.Join(tables, "\n")
 	fmt.Printf("\nreliability figures (%s)\n\n%s\n", header, table)
 	if *figuresPath != "" {
 		if err := os.WriteFile(*figuresPath, []byte("<!-- "+header+" -->\n\n"+table), 0o644); err != nil {

@@ -120,8 +120,14 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Proc {
 // the given extra flags and waits until it answers with a welcome.
 func StartMaincontrol(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
-	addr := FreeAddr(t)
-	p := Start(t, bin, nil, append([]string{"maincontrol", "--listen", addr}, args...)...)
+	return StartMaincontrolEnv(t, bin, nil, FreeAddr(t), args...)
+}
+
+// StartMaincontrolEnv is StartMaincontrol with extra environment (as a
+// systemd unit sets it) and a given listen address (a restart reuses it).
+func StartMaincontrolEnv(t testing.TB, bin string, env []string, addr string, args ...string) *Proc {
+	t.Helper()
+	p := Start(t, bin, env, append([]string{"maincontrol", "--listen", addr}, args...)...)
 	p.Addr = addr
 	if err := WaitWelcome(addr, 20*time.Second, p.done); err != nil {
 		p.Kill()
