@@ -158,6 +158,10 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w\n(--recover-truncate starts anyway: if a snapshot holds the records around the damage it skips them and loses nothing, "+
 			"otherwise it cuts the log there and every later record is lost; `apollo11 inspect --data-dir %q` tells which; back up the data dir first)", err, f.dataDir)
 	}
+	if errors.Is(err, snapshot.ErrMissingLog) {
+		return fmt.Errorf("%w\n(--recover-truncate starts anyway from the older snapshot and the log it can replay: these records are lost and their task ids skipped; "+
+			"`apollo11 inspect --data-dir %q` tells what it would load; back up the data dir first)", err, f.dataDir)
+	}
 	return err
 }
 
