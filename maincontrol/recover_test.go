@@ -59,7 +59,8 @@ func TestCrash_RecoverTruncateSkipsWhatASnapshotHolds(t *testing.T) {
 	seg := filepath.Join(dir, "00000000000000000001.log")
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
-	var off int64
+	// Records start after the segment's file header.
+	off := int64(16)
 	for lsn := uint64(1); lsn < 5; lsn++ { // to record 5, which both snapshots hold
 		require.Equal(t, lsn, binary.BigEndian.Uint64(b[off+8:]))
 		off += 16 + int64(binary.BigEndian.Uint32(b[off:]))

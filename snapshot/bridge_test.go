@@ -281,7 +281,7 @@ func TestOpen_BridgeOlderSegment(t *testing.T) {
 		{"oldest segment", 15, flipPayload, 1},
 		{"a later segment", 27, flipPayload, 1},
 		{"garbage before the first record: rewritten in place", 0, func(b []byte, off int64) []byte {
-			return append([]byte("garbage, not a record"), b...)
+			return append(append(b[:off:off], "garbage, not a record"...), b[off:]...)
 		}, 0},
 	}
 	for _, tt := range tests {
@@ -487,9 +487,10 @@ func TestOpen_ForeignOverlapIsNotDropCovered(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, seg))
 	require.NoError(t, err)
 	// A copy of the records from bad+1 on, with record 41's payload
-	// changed and its checksum made good again.
+	// changed and its checksum made good again (a segment without a
+	// header, as older binaries wrote).
 	tail := slices.Clone(b[offsetOf(first, bad+1):])
-	off := offsetOf(bad+1, 41)
+	off := offsetOf(bad+1, 41) - segHeader
 	n := binary.BigEndian.Uint32(tail[off:])
 	tail[off+16] ^= 0x01
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))

@@ -6,7 +6,9 @@
 // # Layout of the data dir
 //
 //   - <first LSN, 20 digits>.log: log segments; names sort in write order.
-//     Each holds consecutive records
+//     Each starts with a file header holding its format version (see
+//     format.go; segments of older binaries have none and are still
+//     read, never appended to), then holds consecutive records
 //     `len uint32 | crc uint32 | lsn uint64 | payload` (big-endian), where
 //     crc is CRC32C over the len bytes, the lsn bytes and the payload, so
 //     the checksum covers the length. LSNs are consecutive across segments.
@@ -22,6 +24,9 @@
 //     atomic.go. The newest two are kept.
 //   - .<name><digits> (renameio's) and *.tmp (older binaries'):
 //     temporary files, swept (with a warning) by Open.
+//
+// A file of a format newer than this binary reads stops Open with a
+// *FormatError naming the file and both versions.
 //
 // # Durability contract
 //

@@ -51,7 +51,7 @@ type SegmentInfo struct {
 	FirstLSN   uint64 `json:"first_lsn"`   // from the name
 	LastLSN    uint64 `json:"last_lsn"`    // of the last valid record; FirstLSN-1 if none
 	Size       int64  `json:"size"`        // file size
-	ValidBytes int64  `json:"valid_bytes"` // bytes of valid records from the start
+	ValidBytes int64  `json:"valid_bytes"` // bytes of the header and valid records from the start
 	Records    int    `json:"records"`     // valid records
 }
 
@@ -90,7 +90,7 @@ func Inspect(opts Options) (*DirInfo, error) {
 			info.Problems = append(info.Problems, *p)
 		}
 		info.Segments = append(info.Segments, SegmentInfo{Name: name, FirstLSN: seg.first, LastLSN: seg.last,
-			Size: seg.fileSize, ValidBytes: seg.size, Records: seg.records})
+			Size: seg.fileSize, ValidBytes: seg.start + seg.size, Records: seg.records})
 		prev = &info.Segments[len(info.Segments)-1]
 	}
 	quiet := o

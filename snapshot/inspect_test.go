@@ -74,7 +74,7 @@ func TestInspect(t *testing.T) {
 		require.Len(t, info.Problems, 2)
 		assert.Equal(t, snapshot.ProblemCorrupt, info.Problems[0].Kind)
 		assert.Equal(t, segs[len(segs)-2], info.Problems[0].File)
-		assert.Contains(t, info.OpenError, "offset 0")
+		assert.Contains(t, info.OpenError, "offset 16") // the first record, after the segment header
 	})
 }
 

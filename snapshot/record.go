@@ -140,8 +140,10 @@ type recordReader struct {
 	buf    []byte
 }
 
-func newRecordReader(r io.Reader, size int64, first uint64) *recordReader {
-	return &recordReader{r: bufio.NewReaderSize(r, 1<<20), size: size, expect: first}
+// newRecordReader reads records from r, which is at offset off of a file
+// of size bytes; offsets in errors are the file's.
+func newRecordReader(r io.Reader, off, size int64, first uint64) *recordReader {
+	return &recordReader{r: bufio.NewReaderSize(r, 1<<20), off: off, size: size, expect: first}
 }
 
 // next returns the next record; the payload is valid until the next call.

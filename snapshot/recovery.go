@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -320,7 +321,7 @@ func (r *recovery) planBridge(seg *segment, p *Problem, later []string, newest b
 }
 
 // holdsResumed reports whether segment file name holds exactly the bytes
-// of res in f.
+// of res in f, after its header (an older binary's bridge wrote none).
 func (r *recovery) holdsResumed(f File, res *resumed, name string) (bool, error) {
 	n := res.end - res.start
 	other, err := r.opts.FS.OpenFile(r.path(name), os.O_RDONLY, 0)
@@ -332,14 +333,18 @@ func (r *recovery) holdsResumed(f File, res *resumed, name string) (bool, error)
 	if err != nil {
 		return false, fmt.Errorf("cannot stat log segment %s: %w", name, err)
 	}
-	if st.Size() != n {
+	hdr, p, err := readSegHeader(other, name, st.Size(), false)
+	if err != nil {
+		return false, fmt.Errorf("cannot read log segment %s: %w", name, err)
+	}
+	if p != nil || st.Size()-hdr != n {
 		return false, nil
 	}
 	want, got := make([]byte, n), make([]byte, n)
 	if _, err := f.ReadAt(want, res.start); err != nil {
 		return false, fmt.Errorf("cannot read log segment %s: %w", f.Name(), readErr(err))
 	}
-	if _, err := other.ReadAt(got, 0); err != nil {
+	if _, err := other.ReadAt(got, hdr); err != nil {
 		return false, fmt.Errorf("cannot read log segment %s: %w", name, readErr(err))
 	}
 	return bytes.Equal(want, got), nil
@@ -407,9 +412,9 @@ func (r *recovery) bridge(b *bridgePlan) error {
 			"offset", res.torn.Offset, "bytes", res.torn.Bytes, "reason", res.torn.Detail)
 	}
 	kept := &segment{name: b.target, first: res.first, last: res.last, size: res.end - res.start,
-		records: res.records, fileSize: res.end - res.start}
+		records: res.records, header: fileHeaderSize, start: fileHeaderSize, fileSize: fileHeaderSize + res.end - res.start}
 	if r.opts.ReadOnly {
-		kept.name, kept.start, kept.fileSize = seg.name, res.start, seg.fileSize
+		kept.name, kept.header, kept.start, kept.fileSize = seg.name, seg.header, res.start, seg.fileSize
 		r.segs = []*segment{kept}
 		return nil
 	}
@@ -444,6 +449,10 @@ func (r *recovery) rewrite(name string, res *resumed, target string) error {
 	a, err := createAtomic(r.opts.FS, r.path(target))
 	if err != nil {
 		return fmt.Errorf("cannot create log segment %s: %w", target, err)
+	}
+	if _, err := a.Write(appendFileHeader(nil, segMagic, segVersion)); err != nil {
+		a.Abort()
+		return fmt.Errorf("cannot write log segment %s: %w", target, err)
 	}
 	n, err := io.Copy(a, io.NewSectionReader(f, res.start, res.end-res.start))
 	if err == nil && n != res.end-res.start {
@@ -569,12 +578,16 @@ func (r *recovery) remove(name string) error {
 }
 
 // chooseSnapshot validates snapshots from the newest down and picks the
-// first valid one as the base.
-func (r *recovery) chooseSnapshot() {
+// first valid one as the base. One of a newer format stops Open: the
+// older ones may lack records the log no longer holds.
+func (r *recovery) chooseSnapshot() error {
 	for i := len(r.snaps) - 1; i >= 0; i-- {
 		sf := r.snaps[i]
 		entries, size, err := walkSnapshot(r.opts.FS, r.path(sf.name), sf.lsn, nil)
 		sf.size, sf.entries = size, entries
+		if errors.Is(err, ErrNewerFormat) {
+			return err
+		}
 		if err != nil {
 			sf.state = snapInvalid
 			r.log.Warn("snapshot is invalid; falling back to the previous one", "file", sf.name, "err", err)
@@ -582,6 +595,7 @@ func (r *recovery) chooseSnapshot() {
 		}
 		sf.state = snapValid
 		r.base = sf
-		return
+		return nil
 	}
+	return nil
 }

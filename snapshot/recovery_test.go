@@ -26,9 +26,12 @@ func writeLog(t *testing.T, dir string, n int, segBytes int64) snapshot.Options 
 	return opts
 }
 
+// segHeader is the size of a log segment's file header.
+const segHeader = 16
+
 // offsetOf returns the offset of record lsn in a segment starting at first.
 func offsetOf(first, lsn uint64) int64 {
-	var off int64
+	off := int64(segHeader)
 	for l := first; l < lsn; l++ {
 		off += recordSize(l)
 	}

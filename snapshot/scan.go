@@ -56,10 +56,13 @@ type segment struct {
 	name  string
 	first uint64 // LSN of the first record: from the name, except in a bridged view (start > 0)
 	last  uint64 // LSN of the last record; first-1 when empty
-	// start is the offset in the file of record first: 0, except in a
-	// read-only Store's view of a segment whose damaged head RecoverTruncate
-	// bridges (see recovery.bridge), which skips the head without
-	// rewriting the file.
+	// header is the size of the segment's file header: fileHeaderSize,
+	// or 0 in a segment an older binary wrote (format 0, no header).
+	header int64
+	// start is the offset in the file of record first: header, except in
+	// a read-only Store's view of a segment whose damaged head
+	// RecoverTruncate bridges (see recovery.bridge), which skips the head
+	// without rewriting the file.
 	start   int64
 	size    int64 // bytes of whole, valid records from start
 	records int
@@ -84,7 +87,12 @@ func scanSegment(fsys FS, dir, name string, first uint64, newest bool) (segment,
 	}
 	size := st.Size()
 	seg.fileSize = size
-	rr := newRecordReader(f, size, first)
+	hdr, p, err := readSegHeader(f, name, size, newest)
+	if err != nil || p != nil {
+		return seg, p, err
+	}
+	seg.header, seg.start = hdr, hdr
+	rr := newRecordReader(io.NewSectionReader(f, hdr, size-hdr), hdr, size, first)
 	for {
 		lsn, _, err := rr.next()
 		if err == io.EOF {
@@ -108,9 +116,39 @@ func scanSegment(fsys FS, dir, name string, first uint64, newest bool) (segment,
 			return seg, p, nil
 		}
 		seg.last = lsn
-		seg.size = rr.off
+		seg.size = rr.off - hdr
 		seg.records++
 	}
+}
+
+// readSegHeader reads the file header of segment name (f, of size bytes)
+// and returns the offset of its first record: fileHeaderSize, or 0 for a
+// segment of an older binary, which has none. A header cut short or
+// damaged is a problem at offset 0, torn when it is all the newest
+// segment holds (a crash while the segment was being created). A newer
+// format is an error.
+func readSegHeader(f File, name string, size int64, newest bool) (int64, *Problem, error) {
+	b := make([]byte, min(size, fileHeaderSize))
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return 0, nil, readErr(err)
+	}
+	state, version, err := parseFileHeader(name, b, segMagic, segVersion)
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case state == headerNone:
+		return 0, nil, nil
+	case state == headerOK:
+		return fileHeaderSize, nil, nil
+	}
+	p := &Problem{File: name, Kind: ProblemCorrupt, Bytes: size, Detail: "segment header cut short"}
+	if state == headerBad {
+		p.Detail = fmt.Sprintf("bad segment header (checksum mismatch or version %d)", version)
+	}
+	if newest && size <= fileHeaderSize {
+		p.Kind = ProblemTorn
+	}
+	return 0, p, nil
 }
 
 // isTorn applies the torn-tail rules of spec section 7 to a bad record of
@@ -210,7 +248,7 @@ func resync(f File, name string, off, size int64, lsn, maxLSN uint64, newest boo
 			return nil, nil
 		}
 		res := &resumed{start: off + int64(c), first: first, last: first - 1}
-		rr := newRecordReader(bytes.NewReader(buf[c:]), int64(len(buf)-c), first)
+		rr := newRecordReader(bytes.NewReader(buf[c:]), 0, int64(len(buf)-c), first)
 		for {
 			l, _, err := rr.next()
 			if err == io.EOF {
@@ -276,7 +314,7 @@ func readSegment(fsys FS, dir string, seg segment, after uint64, fn func(lsn uin
 		return fmt.Errorf("cannot open log segment %s: %w", seg.name, err)
 	}
 	defer f.Close()
-	rr := newRecordReader(io.NewSectionReader(f, seg.start, seg.size), seg.size, seg.first)
+	rr := newRecordReader(io.NewSectionReader(f, seg.start, seg.size), 0, seg.size, seg.first)
 	for {
 		lsn, payload, err := rr.next()
 		if err == io.EOF {

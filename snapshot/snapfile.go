@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -125,8 +126,10 @@ func walkSnapshot(fsys FS, path string, lsn uint64, fn func(payload []byte) erro
 	switch {
 	case string(h[:8]) != snapMagic:
 		return 0, size, bad("bad magic")
-	case binary.BigEndian.Uint32(h[8:12]) != snapVersion:
-		return 0, size, bad("unsupported format version %d", binary.BigEndian.Uint32(h[8:12]))
+	case binary.BigEndian.Uint32(h[8:12]) > snapVersion:
+		return 0, size, checkFormat(filepath.Base(path), binary.BigEndian.Uint32(h[8:12]), snapVersion)
+	case binary.BigEndian.Uint32(h[8:12]) == 0:
+		return 0, size, bad("format version 0")
 	case binary.BigEndian.Uint64(h[12:20]) != lsn:
 		return 0, size, bad("header LSN %d does not match the file name", binary.BigEndian.Uint64(h[12:20]))
 	}

@@ -175,7 +175,7 @@ func recordsPerSegment(t *testing.T, dir, name string) uint64 {
 	size := fileSize(t, filepath.Join(dir, name))
 	first := segFirst(t, name)
 	var n uint64
-	for off := int64(0); off < size; n++ {
+	for off := int64(segHeader); off < size; n++ {
 		off += recordSize(first + n)
 	}
 	return n

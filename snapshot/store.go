@@ -161,7 +161,9 @@ func recoverDir(o Options) (*recovery, error) {
 	// The snapshot is chosen first: that reads only snapshot files, so
 	// recoverLog can tell which records the base snapshot holds.
 	// checkCoverage needs both.
-	r.chooseSnapshot()
+	if err := r.chooseSnapshot(); err != nil {
+		return nil, err
+	}
 	if err := r.recoverLog(l.segments); err != nil {
 		return nil, err
 	}

@@ -153,7 +153,7 @@ func (s *Store) flush() error {
 				return err
 			}
 		}
-		n, records, last := chunk(w.work[done:], s.opts.SegmentBytes-w.size, w.size == 0)
+		n, records, last := chunk(w.work[done:], s.opts.SegmentBytes-w.size, w.size == w.seg.start)
 		if n == 0 {
 			if err := s.rotate(); err != nil {
 				return err
@@ -177,7 +177,7 @@ func (s *Store) flush() error {
 		w.size += int64(n)
 		done += n
 		s.filesMu.Lock()
-		w.seg.last, w.seg.size, w.seg.records = last, w.size, w.seg.records+records
+		w.seg.last, w.seg.size, w.seg.records = last, w.size-w.seg.start, w.seg.records+records
 		s.filesMu.Unlock()
 		s.durable(last)
 	}
@@ -185,20 +185,24 @@ func (s *Store) flush() error {
 }
 
 // openActive opens the segment the record first goes to: the newest
-// segment found by Open if it has room, else a new one named after first.
-// The directory is fsynced after creating a segment.
+// segment found by Open if it has room and this format, else a new one
+// named after first, which starts with its file header (the fsync of its
+// first records makes that durable). A segment of an older format is
+// never appended to. The directory is fsynced after creating a segment.
 func (s *Store) openActive(first uint64) error {
 	w := &s.w
-	if seg := w.reuse; seg != nil && seg.start == 0 && seg.size < s.opts.SegmentBytes && seg.last+1 == first {
+	if seg := w.reuse; seg != nil && seg.header > 0 && seg.start == seg.header &&
+		seg.start+seg.size < s.opts.SegmentBytes && seg.last+1 == first {
 		f, err := s.fsys.OpenFile(filepath.Join(s.dir, seg.name), os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("cannot open log segment %s: %w", seg.name, err)
 		}
-		if _, err := f.Seek(seg.size, io.SeekStart); err != nil {
+		end := seg.start + seg.size
+		if _, err := f.Seek(end, io.SeekStart); err != nil {
 			f.Close()
 			return fmt.Errorf("cannot seek log segment %s: %w", seg.name, err)
 		}
-		w.active, w.seg, w.size, w.dirty, w.reuse = f, seg, seg.size, false, nil
+		w.active, w.seg, w.size, w.dirty, w.reuse = f, seg, end, false, nil
 		return nil
 	}
 	w.reuse = nil
@@ -207,15 +211,25 @@ func (s *Store) openActive(first uint64) error {
 	if err != nil {
 		return fmt.Errorf("cannot create log segment %s: %w", name, err)
 	}
+	if _, err := f.Write(appendFileHeader(nil, segMagic, segVersion)); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write log segment %s: %w", name, err)
+	}
 	if err := s.fsys.SyncDir(s.dir); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot fsync data dir after creating %s: %w", name, err)
 	}
-	seg := &segment{name: name, first: first, last: first - 1}
+	seg := &segment{name: name, first: first, last: first - 1, header: fileHeaderSize, start: fileHeaderSize}
 	s.filesMu.Lock()
-	s.segs = append(s.segs, seg)
+	if n := len(s.segs); n > 0 && s.segs[n-1].name == name {
+		// An empty segment Open found (an older format's, or one whose
+		// header a crash tore): the new one replaces it.
+		s.segs[n-1] = seg
+	} else {
+		s.segs = append(s.segs, seg)
+	}
 	s.filesMu.Unlock()
-	w.active, w.seg, w.size, w.dirty = f, seg, 0, false
+	w.active, w.seg, w.size, w.dirty = f, seg, fileHeaderSize, false
 	s.log.Debug("log segment created", "file", name)
 	return nil
 }

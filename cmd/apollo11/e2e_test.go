@@ -659,7 +659,9 @@ func TestInspect_JSON(t *testing.T) {
 	}
 	b, err := os.ReadFile(segs[0])
 	require.NoError(t, err)
-	b = append(b, b...) // the second copy repeats LSNs: corrupt mid-log, not a torn tail
+	// A second copy of the records (after the 16-byte segment header)
+	// repeats LSNs: corrupt mid-log, not a torn tail.
+	b = append(b, b[16:]...)
 	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
 	cmd = exec.Command(bin, "inspect", "--data-dir", dir)
 	out, err = cmd.Output()
