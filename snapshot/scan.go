@@ -54,7 +54,7 @@ type Bridge struct {
 // segment is one log segment file as the Store knows it.
 type segment struct {
 	name  string
-	first uint64 // LSN of the first record: from the name, except in a bridged view (start > 0)
+	first uint64 // LSN of the first record: from the name, except in a bridged view (start > header)
 	last  uint64 // LSN of the last record; first-1 when empty
 	// header is the size of the segment's file header: fileHeaderSize,
 	// or 0 in a segment an older binary wrote (format 0, no header).
