@@ -1,0 +1,45 @@
+"""A Python client and executor for the apollo11 job server (wire v1).
+
+- :mod:`apollo11.codec`: frames and messages, with every check of the spec;
+- :class:`Connection` / :class:`AsyncConnection`: raw framed connections;
+- :class:`Client` / :class:`AsyncClient`: submit, wait, query, cancel, list,
+  stats, state_get, pipelined over one connection;
+- :class:`Executor` / :class:`AsyncExecutor`: run tasks by type.
+"""
+
+from .client import (
+    AsyncClient,
+    AsyncWatch,
+    Client,
+    Done,
+    SharedState,
+    Stats,
+    Submitted,
+    TaskPage,
+    TaskState,
+    Watch,
+)
+from .codec import DEFAULT_MAX_FRAME, FrameReader, Message, decode_frame, decode_payload, encode_frame, encode_payload
+from .connection import AsyncConnection, Connection, Welcome, load_token, sign
+from .errors import (
+    Apollo11Error,
+    AuthRequired,
+    ClientClosed,
+    ConnectionLost,
+    EncodeError,
+    FrameTooLargeError,
+    MalformedError,
+    ProtocolError,
+    ReplyError,
+    ServerError,
+)
+from .executor import AsyncExecutor, Executor, Failure, Result, Task
+
+__all__ = [
+    "AsyncClient", "AsyncConnection", "AsyncExecutor", "AsyncWatch", "Apollo11Error", "AuthRequired",
+    "Client", "ClientClosed", "Connection", "ConnectionLost", "DEFAULT_MAX_FRAME", "Done", "EncodeError",
+    "Executor", "Failure", "FrameReader", "FrameTooLargeError", "MalformedError", "Message", "ProtocolError",
+    "ReplyError", "Result", "ServerError", "SharedState", "Stats", "Submitted", "Task", "TaskPage", "TaskState",
+    "Watch", "Welcome", "decode_frame", "decode_payload", "encode_frame", "encode_payload", "load_token", "sign",
+]
+__version__ = "0.1.0"

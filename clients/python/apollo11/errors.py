@@ -1,0 +1,76 @@
+"""Exceptions raised by the apollo11 client, executor and codec."""
+
+from __future__ import annotations
+
+
+class Apollo11Error(Exception):
+    """Base class of every error this package raises."""
+
+
+class ProtocolError(Apollo11Error):
+    """A frame or message that breaks wire-v1, ours or the peer's."""
+
+
+class MalformedError(ProtocolError, ValueError):
+    """A payload that breaks wire-v1 section 2 (or a zero-length frame).
+
+    ``reason`` says what is wrong and ``offset`` where, in payload bytes.
+    A peer answers it with ``type=error code=malformed`` and closes.
+    """
+
+    code = "malformed"
+
+    def __init__(self, reason: str, offset: int = 0) -> None:
+        super().__init__(f"malformed payload at byte {offset}: {reason}")
+        self.reason = reason
+        self.offset = offset
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame longer than the maximum payload size (wire-v1 section 1)."""
+
+    code = "frame_too_large"
+
+    def __init__(self, size: int, max_frame: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the maximum of {max_frame}")
+        self.size = size
+        self.max_frame = max_frame
+
+
+class EncodeError(ProtocolError, ValueError):
+    """A message that cannot be encoded: a bad key, value or size."""
+
+
+class ReplyError(ProtocolError):
+    """A reply from the main control whose values cannot be read."""
+
+
+class ServerError(Apollo11Error):
+    """An ``error`` frame from the main control, such as ``queue_full``."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        text = f"main control error {code}" + (f": {message}" if message else "")
+        super().__init__(text)
+        self.code = code
+        self.message = message
+
+    @property
+    def queue_full(self) -> bool:
+        """Backpressure: the request may be retried later, with backoff."""
+        return self.code == "queue_full"
+
+
+class AuthRequired(Apollo11Error):
+    """The main control asks for the shared token and none was given."""
+
+
+class ConnectionLost(Apollo11Error, ConnectionError):
+    """The connection failed; requests in flight have no reply.
+
+    A submit in flight may still have made its task: submit again with
+    the same ``key`` to find out.
+    """
+
+
+class ClientClosed(Apollo11Error):
+    """The client was closed by its owner."""
