@@ -18,6 +18,13 @@ import (
 // forget it: the next Open reports it again.
 const lostName = "lost-records"
 
+// lostFormat starts the file, with its format version; older binaries
+// wrote the bare count, which is still read.
+const (
+	lostFormat  = "apollo11 lost-records "
+	lostVersion = 1
+)
+
 // readLost returns the count kept in lostName, 0 when there is none.
 func readLost(fsys FS, dir string) (uint64, error) {
 	f, err := fsys.OpenFile(filepath.Join(dir, lostName), os.O_RDONLY, 0)
@@ -32,7 +39,19 @@ func readLost(fsys FS, dir string) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot read %s: %w", lostName, err)
 	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	text := string(b)
+	if rest, ok := strings.CutPrefix(text, lostFormat); ok {
+		line, count, _ := strings.Cut(rest, "\n")
+		v, err := strconv.ParseUint(line, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%s in %s has a bad format version %q: fix or remove it (then task ids may repeat)", lostName, dir, line)
+		}
+		if err := checkFormat(lostName, uint32(v), lostVersion); err != nil {
+			return 0, err
+		}
+		text = count
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(text), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%s in %s holds %q, not a count: fix or remove it (then task ids may repeat)", lostName, dir, b)
 	}
@@ -61,7 +80,7 @@ func (r *recovery) addLost(n uint64) error {
 	if err != nil {
 		return fmt.Errorf("cannot record the lost records: %w", err)
 	}
-	if _, err := fmt.Fprintf(a, "%d\n", r.lost); err != nil {
+	if _, err := fmt.Fprintf(a, "%s%d\n%d\n", lostFormat, lostVersion, r.lost); err != nil {
 		a.Abort()
 		return fmt.Errorf("cannot record the lost records: %w", err)
 	}

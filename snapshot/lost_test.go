@@ -19,7 +19,11 @@ func TestReadLost(t *testing.T) {
 		err     string
 	}{
 		{name: "no file", absent: true, want: 0},
-		{name: "a count", content: "7\n", want: 7},
+		{name: "a count, as older binaries wrote it", content: "7\n", want: 7},
+		{name: "a count after the format version", content: "apollo11 lost-records 1\n7\n", want: 7},
+		{name: "a newer format", content: "apollo11 lost-records 2\n7\n",
+			err: "lost-records has format version 2, and this binary reads up to version 1"},
+		{name: "a bad format version", content: "apollo11 lost-records x\n7\n", err: "bad format version"},
 		{name: "the largest taken", content: strconv.FormatUint(maxLost, 10), want: maxLost},
 		{name: "not a count", content: "seven", err: "not a count"},
 		{name: "past any log", content: strconv.FormatUint(maxLost+1, 10), err: "more records than a log can lose"},

@@ -191,6 +191,9 @@ func TestOpen_RecoverTruncate(t *testing.T) {
 	// The caller crashed before making up for the loss (no ClearLost):
 	// the next Open reports it again, though the log is now whole.
 	dropped := s.Lost()
+	kept, err := os.ReadFile(filepath.Join(dir, "lost-records"))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("apollo11 lost-records 1\n%d\n", dropped), string(kept), "the count, after its format version")
 	s = MustOpen(t, opts)
 	assert.Equal(t, dropped, s.Lost(), "kept in the data dir until cleared")
 	require.NoError(t, s.ClearLost())
