@@ -20,6 +20,7 @@ type conn struct {
 	closing    bool // read no more input
 	queued     bool // in Server.dirty, a wake is pending
 	held       int  // frames waiting for their records to be durable
+	gated      int  // of those, task frames (Server.gated)
 	paused     bool // reading paused: too many replies awaiting disk
 	// pausedBytes is the input buffered unread when reading last paused,
 	// counted in Server.pausedBytes until it resumes or closes.
@@ -54,12 +55,15 @@ type heldFrame struct {
 	cn         *conn
 	start, end int // in heldQueue.arena
 	lsn        uint64
-	close      bool // not a frame: close the connection
-	confirms   bool // sent with core.WaitConfirm
+	order      uint64 // when it was held, to release both queues in order
+	close      bool   // not a frame: close the connection
+	confirms   bool   // sent with core.WaitConfirm, or a task frame
+	gated      bool   // a task frame (Server.gated)
 }
 
-// heldQueue keeps held frames in LSN order; frames live in one arena so that
-// holding a frame costs a copy, not an allocation.
+// heldQueue keeps held frames in the order they were held, which is LSN
+// order except for task frames (Server.gated); frames live in one arena so
+// that holding a frame costs a copy, not an allocation.
 type heldQueue struct {
 	items []heldFrame
 	head  int
@@ -77,15 +81,20 @@ func (q *heldQueue) push(h heldFrame, frame []byte) {
 	q.items = append(q.items, h)
 }
 
-// release hands every frame durable at lsn to fn, in order.
-func (q *heldQueue) release(lsn uint64, fn func(h *heldFrame, frame []byte)) {
-	for q.head < len(q.items) && q.items[q.head].lsn <= lsn {
-		h := &q.items[q.head]
-		fn(h, q.arena[h.start:h.end])
-		q.items[q.head] = heldFrame{}
-		q.head++
+// ready returns the first held item if it is durable at lsn, else nil.
+func (q *heldQueue) ready(lsn uint64) *heldFrame {
+	if q.head < len(q.items) && q.items[q.head].lsn <= lsn {
+		return &q.items[q.head]
 	}
-	q.compact()
+	return nil
+}
+
+// pop hands the first held item to fn and drops it; compact later.
+func (q *heldQueue) pop(fn func(h *heldFrame, frame []byte)) {
+	h := &q.items[q.head]
+	fn(h, q.arena[h.start:h.end])
+	q.items[q.head] = heldFrame{}
+	q.head++
 }
 
 // extract hands fn, in order, every held item that keep refuses, and

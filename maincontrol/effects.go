@@ -11,10 +11,10 @@ import (
 // whichever goroutine drives the core.
 var _ core.Effects = (*Server)(nil)
 
-// Record appends a change record to the log.
-func (s *Server) Record(payload []byte) {
+// Record appends a change record to the log and returns its LSN.
+func (s *Server) Record(payload []byte) uint64 {
 	if s.store == nil {
-		return
+		return s.lastLSN
 	}
 	lsn := s.store.Append(payload)
 	if lsn == 0 {
@@ -27,6 +27,7 @@ func (s *Server) Record(payload []byte) {
 		s.firstUnsnapped = s.now()
 	}
 	s.sinceSnapshot++
+	return lsn
 }
 
 // Send queues a frame, held until every record appended so far is durable
@@ -44,8 +45,36 @@ func (s *Server) Send(peer core.PeerID, frame []byte, wait core.Wait) {
 		s.markDirty(cn)
 		return
 	}
-	s.held.push(heldFrame{cn: cn, lsn: s.lastLSN, confirms: wait == core.WaitConfirm}, frame)
-	cn.held++
+	s.hold(&s.held, heldFrame{cn: cn, lsn: s.lastLSN, confirms: wait == core.WaitConfirm}, frame)
+}
+
+// SendTask queues a task frame, held until the log is durable up to
+// after. It passes the connection's frames held for later records (its
+// own dispatch record, result_acks), but not those of a task frame held
+// before it.
+func (s *Server) SendTask(peer core.PeerID, frame []byte, after uint64) {
+	cn := s.lookup(peer)
+	if cn == nil || cn.dead || cn.closeAfter {
+		return
+	}
+	if s.core != nil && s.core.Debug() {
+		s.logFrame("out", cn, frame[wire.HeaderLen:])
+	}
+	if after <= s.durableLSN && cn.gated == 0 {
+		cn.out = append(cn.out, frame...)
+		s.markDirty(cn)
+		return
+	}
+	s.hold(&s.gated, heldFrame{cn: cn, lsn: after, confirms: true, gated: true}, frame)
+	cn.gated++
+}
+
+// hold puts a frame (or close) in q, after every frame held before it.
+func (s *Server) hold(q *heldQueue, h heldFrame, frame []byte) {
+	s.heldOrder++
+	h.order = s.heldOrder
+	q.push(h, frame)
+	h.cn.held++
 }
 
 // sendsNow reports whether a frame may pass records that are not yet
@@ -92,8 +121,8 @@ func (s *Server) Close(peer core.PeerID) {
 		s.markDirty(cn)
 		return
 	}
-	s.held.push(heldFrame{cn: cn, lsn: s.lastLSN, close: true}, nil)
-	cn.held++
+	// At lastLSN, after every gate of the task frames held before it.
+	s.hold(&s.held, heldFrame{cn: cn, lsn: s.lastLSN, close: true}, nil)
 }
 
 func (s *Server) markDirty(cn *conn) {
@@ -103,10 +132,29 @@ func (s *Server) markDirty(cn *conn) {
 	}
 }
 
-// releaseHeld moves frames durable at lsn to their connections.
+// releaseHeld moves frames durable at lsn to their connections, from both
+// queues in the order they were sent, and tells the core.
 func (s *Server) releaseHeld(lsn uint64) {
-	s.durableLSN = max(s.durableLSN, lsn)
-	s.held.release(s.durableLSN, s.deliver)
+	if lsn <= s.durableLSN {
+		return
+	}
+	s.durableLSN = lsn
+	for {
+		a, b := s.held.ready(lsn), s.gated.ready(lsn)
+		switch {
+		case a != nil && (b == nil || a.order < b.order):
+			s.held.pop(s.deliver)
+		case b != nil:
+			s.gated.pop(s.deliver)
+		default:
+			s.held.compact()
+			s.gated.compact()
+			if s.core != nil {
+				s.core.Durable(lsn)
+			}
+			return
+		}
+	}
 }
 
 // releaseUnconfirming releases the held frames that need not wait for the
@@ -117,7 +165,7 @@ func (s *Server) releaseUnconfirming() {
 	blocked := map[*conn]bool{}
 	s.held.extract(func(h *heldFrame, _ []byte) bool {
 		if h.close {
-			return blocked[h.cn]
+			return blocked[h.cn] || h.cn.gated > 0
 		}
 		if h.confirms {
 			blocked[h.cn] = true
@@ -131,6 +179,9 @@ func (s *Server) releaseUnconfirming() {
 func (s *Server) deliver(h *heldFrame, frame []byte) {
 	cn := h.cn
 	cn.held--
+	if h.gated {
+		cn.gated--
+	}
 	if cn.dead {
 		return
 	}

@@ -81,7 +81,7 @@ func (s *Server) shutdown() error {
 	deadline := time.Now().Add(shutdownGrace)
 	for time.Now().Before(deadline) {
 		s.mu.Lock()
-		pending := s.held.len()
+		pending := s.held.len() + s.gated.len()
 		s.mu.Unlock()
 		if pending == 0 {
 			break

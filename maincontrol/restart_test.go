@@ -158,7 +158,8 @@ func TestRestart_DispatchesRestored(t *testing.T) {
 	ex = executorPeer(t, addr, "e1", "t", 2)
 	token := u(running) + "." + ta.Value("version")
 	// List only the running one; the dispatched one goes back to pending
-	// after timeout_ms and comes again, as version 2 with the same attempt.
+	// after timeout_ms and comes again with the same attempt, as the first
+	// version of the second epoch (2^32+1).
 	var again *wire.Message
 	deadline := time.Now().Add(5 * time.Second)
 	for seq := 1; again == nil; seq++ {
@@ -176,7 +177,7 @@ func TestRestart_DispatchesRestored(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	assert.Equal(t, u(dispatched), again.Value("task_id"))
-	assert.Equal(t, "2", again.Value("version"))
+	assert.Equal(t, "4294967297", again.Value("version"))
 	assert.Equal(t, tb.Value("attempt"), again.Value("attempt"))
 	assert.Equal(t, "running", cl.stateOf(running), "the listed one continues")
 	assert.Equal(t, "true", ex.finish(ta, "status", "succeeded").Value("accepted"))

@@ -39,6 +39,8 @@ type Server struct {
 	nextPeer       core.PeerID
 	dec            wire.Decoder
 	held           heldQueue
+	gated          heldQueue // task frames, held for less (SendTask)
+	heldOrder      uint64    // counts frames held, in both queues
 	dirty          []*conn
 	lastLSN        uint64
 	durableLSN     uint64
@@ -141,8 +143,12 @@ func (s *Server) recover() error {
 		return fmt.Errorf("cannot serve %s: %w", s.cfg.DataDir, err)
 	}
 	s.core.Recovered()
+	if err := s.beginEpoch(); err != nil {
+		_ = st.Close()
+		return fmt.Errorf("cannot serve %s: %w", s.cfg.DataDir, err)
+	}
 	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.lastLSN,
-		"took", time.Since(start).Round(time.Millisecond))
+		"epoch", s.core.Epoch(), "took", time.Since(start).Round(time.Millisecond))
 	st.Start(s.onDurable, s.onHealth)
 	if lost := st.Lost(); lost > 0 {
 		// --recover-truncate dropped records, and with them ids already
@@ -164,6 +170,22 @@ func (s *Server) recover() error {
 			s.log.Warn("cannot clear the count of lost records", "err", err)
 		}
 	}
+	return nil
+}
+
+// beginEpoch starts this run's epoch and fsyncs its record, and every
+// record recovery made, whatever --fsync says: task frames do not wait
+// for their dispatch records, so a version of a lost dispatch must never
+// be handed out again (spec section 7).
+func (s *Server) beginEpoch() error {
+	if err := s.core.BeginEpoch(); err != nil {
+		return err
+	}
+	if err := s.store.Sync(); err != nil {
+		return fmt.Errorf("cannot make epoch %d durable: %w", s.core.Epoch(), err)
+	}
+	s.durableLSN = s.store.DurableLSN()
+	s.core.Durable(s.durableLSN)
 	return nil
 }
 

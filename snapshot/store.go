@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -228,6 +229,29 @@ func (s *Store) Start(onDurable func(lsn uint64), onHealth func(err error)) {
 	s.started = true
 	s.w.onDurable, s.w.onHealth = onDurable, onHealth
 	go s.run()
+}
+
+// Sync writes and fsyncs every record appended so far, whatever
+// Options.Fsync says, for records that must be on disk before anything is
+// served. It is called before Start, on the caller's goroutine.
+func (s *Store) Sync() error {
+	s.mu.Lock()
+	ok := !s.started && !s.closed && !s.opts.ReadOnly && s.replayErr == nil
+	s.mu.Unlock()
+	if !ok {
+		return errors.New("snapshot: Sync only before Start on a writable, replayed store")
+	}
+	s.grab()
+	if len(s.w.work) > 0 {
+		if err := s.flush(); err != nil {
+			s.stats.failed(err)
+			return err
+		}
+	}
+	if s.w.needSync {
+		return s.sync()
+	}
+	return nil
 }
 
 // Append copies payload into the pending batch and returns its LSN. LSNs

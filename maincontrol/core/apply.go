@@ -19,7 +19,7 @@ func (c *Core) commit(r *record) bool {
 	}
 	if !c.cfg.Unlogged {
 		c.recBuf = appendRecord(c.recBuf[:0], r)
-		c.fx.Record(c.recBuf)
+		c.lastMark = c.fx.Record(c.recBuf)
 	}
 	c.mutate(r)
 	return true
@@ -78,6 +78,11 @@ func (c *Core) check(r *record) error {
 			return fmt.Errorf("%w: next task id %d would go back from %d", ErrCorrupt, r.nextID, c.nextID)
 		}
 		return nil
+	case recEpoch:
+		if r.epoch < c.nextEpoch || r.epoch > maxEpoch {
+			return fmt.Errorf("%w: epoch %d where epoch %d or later must come", ErrCorrupt, r.epoch, c.nextEpoch)
+		}
+		return nil
 	case recNew:
 		if r.id < c.nextID || c.tasks.get(r.id) != nil {
 			return fmt.Errorf("%w: task id %d reused (next is %d)", ErrCorrupt, r.id, c.nextID)
@@ -101,8 +106,9 @@ func (c *Core) check(r *record) error {
 		if t.state == Pending && t.flags&flagDelayed != 0 {
 			return illegal(t, to, "its delay has not ended")
 		}
-		if r.version != t.version+1 {
-			return illegal(t, to, fmt.Sprintf("dispatch version %d is not %d", r.version, t.version+1))
+		if r.version <= t.version {
+			// Above the last, not the last plus one: a new epoch jumps.
+			return illegal(t, to, fmt.Sprintf("dispatch version %d is not above %d", r.version, t.version))
 		}
 		if c.execNamed(r) == nil {
 			return illegal(t, to, "unknown executor "+r.exec)
@@ -182,6 +188,8 @@ func (c *Core) mutate(r *record) {
 		}
 	case recSkipIDs:
 		c.nextID = r.nextID
+	case recEpoch:
+		c.epoch, c.nextEpoch = r.epoch, r.epoch+1
 	case recExecReg:
 		c.applyExecReg(r)
 	case recExecGone:
@@ -293,6 +301,7 @@ func (c *Core) makePending(t *task, now int64) {
 // enqueue puts a pending task at the back of its type and priority queue.
 func (c *Core) enqueue(t *task) {
 	t.seq = c.nextSeq()
+	c.gates.queued(t.seq, c.lastMark)
 	t.typ.enqueue(t)
 	t.typ.pending++
 	c.markDirty(t.typ)
@@ -424,6 +433,7 @@ func (c *Core) applyEnd(r *record) {
 	}
 	if r.stateVer != 0 {
 		c.stateVer = r.stateVer
+		c.stateMark = c.lastMark
 	}
 	c.released = c.dependents.take(r.id, c.released[:0])
 	if from == Waiting && !c.dependents.empty() {

@@ -21,7 +21,7 @@ func TestAssignments_MatchesMap(t *testing.T) {
 			id := r.Uint64N(span)
 			switch op := r.IntN(10); {
 			case op < 5:
-				a := assignment{ver: uint32(step), missed: uint8(step % 3), restored: step%2 == 0}
+				a := assignment{ver: uint64(step), missed: uint8(step % 3), restored: step%2 == 0}
 				s.set(id, a)
 				want[id] = a
 			case op < 9:

@@ -19,9 +19,14 @@ type discard struct {
 	recBytes, frameBytes    int
 }
 
-func (d *discard) Record(p []byte)                 { d.records++; d.recBytes += len(p) }
-func (d *discard) Send(_ PeerID, f []byte, _ Wait) { d.frames++; d.frameBytes += len(f) }
-func (d *discard) Close(PeerID)                    { d.closes++ }
+func (d *discard) Record(p []byte) uint64 {
+	d.records++
+	d.recBytes += len(p)
+	return uint64(d.records)
+}
+func (d *discard) Send(_ PeerID, f []byte, _ Wait)       { d.frames++; d.frameBytes += len(f) }
+func (d *discard) SendTask(_ PeerID, f []byte, _ uint64) { d.frames++; d.frameBytes += len(f) }
+func (d *discard) Close(PeerID)                          { d.closes++ }
 
 var _ Effects = (*discard)(nil)
 

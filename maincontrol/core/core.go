@@ -76,6 +76,14 @@ type Core struct {
 	// grow a new slice by doubling each time.
 	depsBuf  []uint64
 	depMarks depMarks // deduplicates a long depends_on list (parseDeps)
+
+	// epoch is this run's (BeginEpoch); nextEpoch the one the next run
+	// takes, kept in snapshots.
+	epoch, nextEpoch uint64
+	// lastMark is the log position of the latest record (Effects.Record);
+	// stateMark that of the latest change to the shared state.
+	lastMark, stateMark uint64
+	gates               gates // what task frames wait for (gates.go)
 }
 
 type peerKind uint8

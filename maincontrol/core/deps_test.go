@@ -385,7 +385,7 @@ func TestCore_DependsOnLongListReleasedByTheLastToSucceed(t *testing.T) {
 			}
 			w := h.submit(cl, "task_type", "y", "depends_on", joinIDs(deps)+","+itoa(deps[0]))
 			ex := h.executor("e1", "x", n)
-			vers := map[uint64]uint32{}
+			vers := map[uint64]uint64{}
 			for range n {
 				id, v := h.task(ex)
 				h.start(ex, id, v)

@@ -87,8 +87,8 @@ func (c *Core) nextPending(tt *taskType) *task {
 	return nil
 }
 
-// dispatch sends pending task t to executor e. The record goes first, so the
-// task frame reaches e only once the dispatch is durable.
+// dispatch sends pending task t to executor e. Its task frame waits for the
+// records that made t dispatchable, not for the dispatch record (gates.go).
 func (c *Core) dispatch(t *task, e *executor) {
 	now := c.now()
 	pendingSince := t.updatedMs
@@ -97,9 +97,10 @@ func (c *Core) dispatch(t *task, e *executor) {
 		attempt = t.attempt // taken back before it started: no attempt used
 	}
 	r := c.newRecord(recDispatch)
-	r.id, r.version, r.attempt, r.exec, r.at = t.id, t.version+1, attempt, e.id, now
+	r.id, r.version, r.attempt, r.exec, r.at = t.id, c.nextVersion(t), attempt, e.id, now
 	r.execRef = e
 	r.due = now + c.cfg.StartTimeout.Milliseconds()
+	gate := c.dispatchGate(t, e)
 	if !c.commit(r) {
 		return
 	}
@@ -108,7 +109,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 	c.logTransition(t, Pending, Dispatched, "dispatch")
 	b := wire.Begin(c.frame[:0], "task")
 	b.UintK(kTaskID, t.id)
-	b.UintK(kVersion, uint64(t.version))
+	b.UintK(kVersion, t.version)
 	b.StrK(kTaskType, t.typ.name)
 	b.UintK(kAttempt, uint64(t.attempt))
 	b.UintK(kMaxAttempts, t.maxAttempts)
@@ -116,7 +117,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 	addTrace(&b, t)
 	b.UintK(kStateVersion, c.stateVer)
 	b.RawString(t.args, int(t.argKeys))
-	c.confirm(e.peer, &b)
+	c.sendTask(e.peer, &b, gate)
 }
 
 // logTransition logs a task transition with the fields the brief asks for.
@@ -130,7 +131,7 @@ func (c *Core) logTransition(t *task, from, to State, why string) {
 		fromName = "none" // created by this transition
 	}
 	c.log.Debug("task transition",
-		slog.Uint64("task_id", t.id), slog.Uint64("version", uint64(t.version)),
+		slog.Uint64("task_id", t.id), slog.Uint64("version", t.version),
 		slog.String("from", fromName), slog.String("to", to.String()),
 		slog.String("executor", t.execID), slog.String("trace_id", t.trace()),
 		slog.String("why", why))

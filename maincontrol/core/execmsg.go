@@ -41,7 +41,7 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 // token is a dispatch token, task_id.version.
 type token struct {
 	id  uint64
-	ver uint32
+	ver uint64
 }
 
 func compareTokens(a, b token) int {
@@ -52,17 +52,17 @@ func compareTokens(a, b token) int {
 }
 
 // parseToken parses task_id.version.
-func parseToken(s string) (uint64, uint32, bool) {
+func parseToken(s string) (uint64, uint64, bool) {
 	i := strings.IndexByte(s, '.')
 	if i < 0 {
 		return 0, 0, false
 	}
 	id, ok1 := wire.ParseUint(s[:i])
 	ver, ok2 := wire.ParseUint(s[i+1:])
-	if !ok1 || !ok2 || ver > 1<<32-1 {
+	if !ok1 || !ok2 {
 		return 0, 0, false
 	}
-	return id, uint32(ver), true
+	return id, ver, true
 }
 
 // reconcile compares the executor's running= list (in c.listed) with what
@@ -144,7 +144,7 @@ func (c *Core) startTask(t *task, now int64, why string) {
 
 // currentDispatch returns the task if (id, ver) from e is its current
 // dispatch.
-func (c *Core) currentDispatch(e *executor, id uint64, ver uint32) *task {
+func (c *Core) currentDispatch(e *executor, id uint64, ver uint64) *task {
 	t := c.tasks.get(id)
 	if t == nil || t.version != ver || t.execID != e.id || t.flags&flagTakenBack != 0 || ver == 0 {
 		return nil
@@ -155,7 +155,7 @@ func (c *Core) currentDispatch(e *executor, id uint64, ver uint32) *task {
 // parseDispatchToken reads task_id and version, the pair that names one
 // dispatch, in one pass over the fields: started and result are the two
 // most frequent messages, and each carries both.
-func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint32, bool) {
+func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint64, bool) {
 	var idText, verText string
 	var hasID, hasVer bool
 	for i := range m.Fields {
@@ -177,10 +177,7 @@ func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint32, boo
 		c.badRequest(p, "", err)
 		return 0, 0, false
 	}
-	if ver > 1<<32-1 {
-		ver = 0 // no dispatch ever had it; compares as stale
-	}
-	return id, uint32(ver), true
+	return id, ver, true
 }
 
 // tokenPart parses one half of a dispatch token as Message.Uint would.

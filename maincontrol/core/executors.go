@@ -10,6 +10,9 @@ type executor struct {
 	slots  int
 	peer   PeerID // 0 while disconnected
 	regSeq uint64 // registration order of the current connection; ties go to the lower
+	// regMark is the log position its registered frame waits for: no
+	// task frame may pass it.
+	regMark uint64
 	// load counts tasks dispatched or running on it; tasks holds them with
 	// the version of their dispatch.
 	load  int
@@ -25,7 +28,7 @@ type executor struct {
 // assignment is one dispatch held by an executor. Its fields are live only:
 // they are not in records and start afresh after a restart.
 type assignment struct {
-	ver uint32
+	ver uint64
 	// missed counts consecutive running= lists that left this running task
 	// out (the two-lists rule).
 	missed uint8

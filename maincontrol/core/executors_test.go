@@ -188,8 +188,12 @@ func TestCore_HeartbeatPong(t *testing.T) {
 	assert.Equal(t, "8", h.expect(ex, "pong").Value("seq"))
 	h.send(ex, "heartbeat", "seq", "1") // not checked
 	h.expect(ex, "pong")
+	// A version up to 2^64-1 is well formed: no such dispatch, so a cancel.
+	h.send(ex, "heartbeat", "seq", "2", "running", "1.18446744073709551615")
+	h.expect(ex, "pong")
+	assert.Equal(t, "18446744073709551615", h.expect(ex, "cancel").Value("version"))
 	for _, kv := range [][]string{{}, {"seq", "x"}, {"seq", "1", "running", "1"}, {"seq", "1", "running", "1.x"},
-		{"seq", "1", "running", "1.1,,2.1"}, {"seq", "1", "running", "1.4294967296"}} {
+		{"seq", "1", "running", "1.1,,2.1"}, {"seq", "1", "running", "1.18446744073709551616"}} {
 		h.send(ex, "heartbeat", kv...)
 		h.expectErr(ex, wire.CodeBadRequest)
 	}

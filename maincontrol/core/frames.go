@@ -11,6 +11,14 @@ func (c *Core) send(to PeerID, b *wire.Builder) { c.emit(to, b, WaitDurable) }
 // (see Wait) and hands it to Effects.
 func (c *Core) confirm(to PeerID, b *wire.Builder) { c.emit(to, b, WaitConfirm) }
 
+// sendTask finishes a task frame, which waits for the log up to gate only
+// (see Effects.SendTask), and hands it to Effects.
+func (c *Core) sendTask(to PeerID, b *wire.Builder, gate uint64) {
+	if frame, ok := c.finish(b); ok {
+		c.fx.SendTask(to, frame, gate)
+	}
+}
+
 // greet finishes a handshake frame, which shows no change (see Wait), and
 // hands it to Effects.
 func (c *Core) greet(to PeerID, b *wire.Builder) { c.emit(to, b, WaitNothing) }
@@ -19,13 +27,20 @@ func (c *Core) greet(to PeerID, b *wire.Builder) { c.emit(to, b, WaitNothing) }
 // own keys, or a value that was not checked), so it is logged and the
 // frame dropped rather than sent broken.
 func (c *Core) emit(to PeerID, b *wire.Builder, wait Wait) {
+	if frame, ok := c.finish(b); ok {
+		c.fx.Send(to, frame, wait)
+	}
+}
+
+// finish ends a frame, keeping its buffer for the next.
+func (c *Core) finish(b *wire.Builder) ([]byte, bool) {
 	frame, err := b.Finish()
 	c.frame = frame[:0]
 	if err != nil {
 		c.log.Error("cannot encode frame", "err", err)
-		return
+		return nil, false
 	}
-	c.fx.Send(to, frame, wait)
+	return frame, true
 }
 
 // begin starts a reply of type typ, with req when the request had one.
@@ -61,12 +76,12 @@ func (c *Core) closePeer(p *peer) {
 }
 
 // sendCancel tells an executor to stop one dispatch, if it is connected.
-func (c *Core) sendCancel(e *executor, id uint64, ver uint32) {
+func (c *Core) sendCancel(e *executor, id uint64, ver uint64) {
 	if e == nil || !e.connected() {
 		return
 	}
 	b := wire.Begin(c.frame[:0], "cancel")
 	b.UintK(kTaskID, id)
-	b.UintK(kVersion, uint64(ver))
+	b.UintK(kVersion, ver)
 	c.send(e.peer, &b)
 }

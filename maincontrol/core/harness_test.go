@@ -21,7 +21,10 @@ type recorder struct {
 	records [][]byte
 	frames  map[PeerID][]*wire.Message
 	// waits counts, by frame type, the frames sent with each Wait.
-	waits  map[string][3]int
+	waits map[string][3]int
+	// gates holds, for each task frame (SendTask) in order, the record it
+	// waits for: 1 is records[0].
+	gates  []uint64
 	closed map[PeerID]bool
 	dec    wire.Decoder
 }
@@ -30,17 +33,37 @@ func newRecorder() *recorder {
 	return &recorder{frames: map[PeerID][]*wire.Message{}, closed: map[PeerID]bool{}, waits: map[string][3]int{}}
 }
 
-func (r *recorder) Record(p []byte) { r.records = append(r.records, slices.Clone(p)) }
+func (r *recorder) Record(p []byte) uint64 {
+	r.records = append(r.records, slices.Clone(p))
+	return uint64(len(r.records))
+}
+
 func (r *recorder) Send(peer PeerID, frame []byte, wait Wait) {
+	owned := r.keep(peer, frame)
+	counts := r.waits[owned.Type()]
+	counts[wait]++
+	r.waits[owned.Type()] = counts
+}
+
+func (r *recorder) SendTask(peer PeerID, frame []byte, after uint64) {
+	if m := r.keep(peer, frame); m.Type() != "task" {
+		panic(fmt.Sprintf("SendTask with %s", m))
+	}
+	if after > uint64(len(r.records)) {
+		panic(fmt.Sprintf("task frame waits for record %d of %d", after, len(r.records)))
+	}
+	r.gates = append(r.gates, after)
+}
+
+// keep decodes and stores a frame sent to peer.
+func (r *recorder) keep(peer PeerID, frame []byte) *wire.Message {
 	m, n, err := r.dec.Decode(frame)
 	if err != nil || n != len(frame) {
 		panic(fmt.Sprintf("core sent a bad frame %q: %v", frame, err))
 	}
 	owned := m.Clone() // m borrows the core's frame buffer, which it reuses
 	r.frames[peer] = append(r.frames[peer], owned)
-	counts := r.waits[owned.Type()]
-	counts[wait]++
-	r.waits[owned.Type()] = counts
+	return owned
 }
 func (r *recorder) Close(peer PeerID) { r.closed[peer] = true }
 
@@ -157,8 +180,8 @@ func (h *harness) replayed() *Core {
 func dump(c *Core) string {
 	c.finishLoad()
 	var b strings.Builder
-	fmt.Fprintf(&b, "next=%d seq=%d statever=%d armed=%d counts=%v pending_bytes=%d retained_bytes=%d\n",
-		c.nextID, c.seq, c.stateVer, c.armed, c.counts, c.pendingBytes, c.retainedBytes)
+	fmt.Fprintf(&b, "next=%d seq=%d statever=%d armed=%d counts=%v pending_bytes=%d retained_bytes=%d next_epoch=%d\n",
+		c.nextID, c.seq, c.stateVer, c.armed, c.counts, c.pendingBytes, c.retainedBytes, c.nextEpoch)
 	keys := make([]string, 0, len(c.state))
 	for k := range c.state {
 		keys = append(keys, k)

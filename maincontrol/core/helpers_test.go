@@ -40,25 +40,25 @@ func (h *harness) types(p PeerID) []string {
 }
 
 // task pops a task frame for p and returns its token.
-func (h *harness) task(p PeerID) (uint64, uint32) {
+func (h *harness) task(p PeerID) (uint64, uint64) {
 	h.t.Helper()
 	m := h.expect(p, "task")
 	return tokenOf(h.t, m)
 }
 
-func tokenOf(t testing.TB, m *wire.Message) (uint64, uint32) {
+func tokenOf(t testing.TB, m *wire.Message) (uint64, uint64) {
 	t.Helper()
 	id, err := m.Uint("task_id")
 	require.NoError(t, err)
 	ver, err := m.Uint("version")
 	require.NoError(t, err)
-	return id, uint32(ver)
+	return id, ver
 }
 
 func itoa[T ~uint64 | ~uint32 | ~int](v T) string { return strconv.FormatUint(uint64(v), 10) }
 
 // start sends started for (id, ver).
-func (h *harness) start(p PeerID, id uint64, ver uint32) {
+func (h *harness) start(p PeerID, id uint64, ver uint64) {
 	h.t.Helper()
 	h.send(p, "started", "task_id", itoa(id), "version", itoa(ver))
 }
@@ -66,7 +66,7 @@ func (h *harness) start(p PeerID, id uint64, ver uint32) {
 // result sends a result for (id, ver) and returns its result_ack, which
 // must be the first frame for p after it (a task frame dispatched on the
 // freed slot may follow it).
-func (h *harness) result(p PeerID, id uint64, ver uint32, status string, kv ...string) *wire.Message {
+func (h *harness) result(p PeerID, id uint64, ver uint64, status string, kv ...string) *wire.Message {
 	h.t.Helper()
 	h.send(p, "result", append([]string{"task_id", itoa(id), "version", itoa(ver), "status", status}, kv...)...)
 	ack := h.expect(p, "result_ack")
@@ -76,7 +76,7 @@ func (h *harness) result(p PeerID, id uint64, ver uint32, status string, kv ...s
 }
 
 // accepted sends a result that must be accepted.
-func (h *harness) accepted(p PeerID, id uint64, ver uint32, status string, kv ...string) {
+func (h *harness) accepted(p PeerID, id uint64, ver uint64, status string, kv ...string) {
 	h.t.Helper()
 	ack := h.result(p, id, ver, status, kv...)
 	require.Equal(h.t, "true", ack.Value("accepted"), "ack %s", ack)
@@ -84,7 +84,7 @@ func (h *harness) accepted(p PeerID, id uint64, ver uint32, status string, kv ..
 }
 
 // refused sends a result that must be refused with reason.
-func (h *harness) refused(p PeerID, id uint64, ver uint32, reason wire.Reason, status string, kv ...string) {
+func (h *harness) refused(p PeerID, id uint64, ver uint64, reason wire.Reason, status string, kv ...string) {
 	h.t.Helper()
 	ack := h.result(p, id, ver, status, kv...)
 	require.Equal(h.t, "false", ack.Value("accepted"), "ack %s", ack)
@@ -161,6 +161,7 @@ func (h *harness) restart() {
 		require.NoError(h.t, c.ReplayRecord(r), "record %d", i)
 	}
 	c.Recovered()
+	require.NoError(h.t, c.BeginEpoch()) // as the server does before serving
 	h.c, h.fx = c, fx
 }
 
@@ -179,6 +180,7 @@ func (h *harness) restartFrom(entries [][]byte, snapRecords int) {
 		require.NoError(h.t, c.ReplayRecord(r), "record %d", snapRecords+i)
 	}
 	c.Recovered()
+	require.NoError(h.t, c.BeginEpoch()) // as the server does before serving
 	h.c, h.fx = c, fx
 }
 

@@ -33,20 +33,20 @@ type propExec struct {
 	peer  PeerID // 0 while not connected
 	// held: the dispatches it believes it runs (task frames received,
 	// minus results sent and cancels received), id -> version.
-	held map[uint64]uint32
+	held map[uint64]uint64
 	seen time.Time // last frame it sent
 }
 
 // seenTask is what the checks last saw of one task.
 type seenTask struct {
-	version  uint32
+	version  uint64
 	terminal State // 0 until seen terminal
 	dropped  bool
 }
 
 type tokenKey struct {
 	id  uint64
-	ver uint32
+	ver uint64
 }
 
 type prop struct {
@@ -57,7 +57,7 @@ type prop struct {
 	clients []PeerID
 	keys    []string
 
-	maxSent    map[uint64]uint32   // highest version in a task frame, per task
+	maxSent    map[uint64]uint64   // highest version in a task frame, per task
 	seen       []seenTask          // per task id, what the checks saw last
 	accepted   map[tokenKey]int    // accepted results per dispatch
 	succeeded  map[uint64]int      // accepted succeeded results per task
@@ -89,12 +89,12 @@ func newProp(t *testing.T, seed uint64) *prop {
 	})
 	h.fx.dec.MaxFrame = propMaxFrame // the core never sends a larger frame
 	p := &prop{t: t, h: h, rnd: rand.New(rand.NewPCG(seed, 77)),
-		maxSent: map[uint64]uint32{}, accepted: map[tokenKey]int{}, succeeded: map[uint64]int{},
+		maxSent: map[uint64]uint64{}, accepted: map[tokenKey]int{}, succeeded: map[uint64]int{},
 		sentStatus: map[tokenKey]string{}, waits: map[uint64]int{}, stats: map[string]int{}, loads: map[string]int{}}
 	typeSets := [][]string{{"a"}, {"a", "b"}, {"b", "c"}, {"c"}, {"a", "b", "c"}}
 	for i, ts := range typeSets {
 		p.execs = append(p.execs, &propExec{name: fmt.Sprintf("e%d", i), types: ts, slots: 1 + i%3,
-			held: map[uint64]uint32{}})
+			held: map[uint64]uint64{}})
 	}
 	for i := range 12 {
 		p.keys = append(p.keys, fmt.Sprintf("key%d", i))
@@ -271,7 +271,7 @@ func (p *prop) checkReplay() {
 }
 
 // expectedReason predicts the result_ack of a result from e for (id, ver).
-func (p *prop) expectedReason(e *propExec, id uint64, ver uint32) wire.Reason {
+func (p *prop) expectedReason(e *propExec, id uint64, ver uint64) wire.Reason {
 	c := p.h.c
 	tk := c.tasks.get(id)
 	switch {
@@ -402,7 +402,7 @@ func sentSubmitBytes(kv []string) int64 {
 
 // randomToken picks a dispatch for e to talk about: mostly one it holds,
 // sometimes an old or made-up one.
-func (p *prop) randomToken(e *propExec) (uint64, uint32) {
+func (p *prop) randomToken(e *propExec) (uint64, uint64) {
 	if len(e.held) > 0 && p.chance(85) {
 		ids := make([]uint64, 0, len(e.held))
 		for id := range e.held {
@@ -412,11 +412,11 @@ func (p *prop) randomToken(e *propExec) (uint64, uint32) {
 		id := ids[p.pick(len(ids))]
 		ver := e.held[id]
 		if p.chance(10) {
-			ver = uint32(p.pick(int(ver) + 2))
+			ver = uint64(p.pick(int(ver) + 2))
 		}
 		return id, ver
 	}
-	return 1 + p.rnd.Uint64N(p.h.c.nextID+2), uint32(p.pick(5))
+	return 1 + p.rnd.Uint64N(p.h.c.nextID+2), uint64(p.pick(5))
 }
 
 func (p *prop) doStarted(e *propExec) {

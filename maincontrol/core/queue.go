@@ -6,7 +6,7 @@ package core
 // which are skipped when popped and compacted when they pile up.
 type qent struct {
 	id  uint64
-	ver uint32
+	ver uint64
 }
 
 // fifo is a ring-buffer queue of entries. Its buffer's length is a power

@@ -18,7 +18,7 @@ func TestFifo_MatchesModel(t *testing.T) {
 	for step := range 200_000 {
 		switch op := rnd.IntN(10); {
 		case op < 5 || len(model) == 0:
-			e := qent{id: next, ver: uint32(step)}
+			e := qent{id: next, ver: uint64(step)}
 			next++
 			q.push(e)
 			model = append(model, e)

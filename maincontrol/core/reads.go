@@ -29,7 +29,7 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 	}
 	b := c.begin("task_state", req)
 	b.UintK(kTaskID, t.id)
-	b.UintK(kVersion, uint64(t.version))
+	b.UintK(kVersion, t.version)
 	b.StrK(kState, t.state.String())
 	b.UintK(kAttempt, uint64(t.attempt))
 	b.UintK(kMaxAttempts, t.maxAttempts)

@@ -46,10 +46,13 @@ const (
 	// have handed out (Core.SkipIDs). Kinds are stored numbers: new ones
 	// go last.
 	recSkipIDs
+	// recEpoch starts a run of the main control: its dispatch versions
+	// lie above every version of the runs before (Core.BeginEpoch).
+	recEpoch
 )
 
 var recNames = [...]string{"", "new", "dispatch", "start", "back", "retry", "arm", "ready", "end", "drop",
-	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids"}
+	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids", "epoch"}
 
 func (k recKind) String() string {
 	if int(k) < len(recNames) && k != 0 {
@@ -67,7 +70,7 @@ type kv struct{ k, v string }
 type record struct {
 	kind        recKind
 	id          uint64
-	version     uint32
+	version     uint64
 	attempt     uint32
 	at          int64
 	due         int64
@@ -96,6 +99,9 @@ type record struct {
 	stateVer    uint64
 	// snapMeta
 	nextID, seqCounter, regSeq uint64
+	// epoch: the run that starts (recEpoch); in snapMeta, the epoch the
+	// next start takes.
+	epoch uint64
 
 	// Resolved by the live decision that built the record, so that
 	// applying it need not look them up again by name; never encoded, nil
@@ -147,14 +153,14 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.s(r.args)
 	case recDispatch:
 		e.u(r.id)
-		e.u(uint64(r.version))
+		e.u(r.version)
 		e.u(uint64(r.attempt))
 		e.s(r.exec)
 		e.i(r.at)
 		e.i(r.due)
 	case recStart:
 		e.u(r.id)
-		e.u(uint64(r.version))
+		e.u(r.version)
 		e.i(r.at)
 		e.i(r.due)
 	case recBack:
@@ -204,11 +210,14 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.s(r.why)
 	case recSkipIDs:
 		e.u(r.nextID)
+	case recEpoch:
+		e.u(r.epoch)
 	case snapMeta:
 		e.u(r.nextID)
 		e.u(r.stateVer)
 		e.u(r.seqCounter)
 		e.u(r.regSeq)
+		e.u(r.epoch)
 	case snapState:
 		e.s(r.key)
 		e.s(r.args)
@@ -220,7 +229,7 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.i(r.at)
 		e.i(r.due)
 		e.u(r.seq)
-		e.u(uint64(r.version))
+		e.u(r.version)
 		e.u(uint64(r.attempt))
 		e.s(r.typ)
 		e.byte(uint8(r.state))
@@ -381,9 +390,9 @@ func decodeRecord(payload []byte, r *record) error {
 		r.deps = d.ids(r.deps)
 		r.argKeys, r.args = d.u16(), d.s()
 	case recDispatch:
-		r.id, r.version, r.attempt, r.exec, r.at, r.due = d.u(), d.u32(), d.u32(), d.s(), d.i(), d.i()
+		r.id, r.version, r.attempt, r.exec, r.at, r.due = d.u(), d.u(), d.u32(), d.s(), d.i(), d.i()
 	case recStart:
-		r.id, r.version, r.at, r.due = d.u(), d.u32(), d.i(), d.i()
+		r.id, r.version, r.at, r.due = d.u(), d.u(), d.i(), d.i()
 	case recBack:
 		r.id, r.at, r.why = d.u(), d.i(), d.s()
 	case recRetry:
@@ -420,14 +429,19 @@ func decodeRecord(payload []byte, r *record) error {
 		r.exec, r.why = d.s(), d.s()
 	case recSkipIDs:
 		r.nextID = d.u()
+	case recEpoch:
+		r.epoch = d.u()
 	case snapMeta:
 		r.nextID, r.stateVer, r.seqCounter, r.regSeq = d.u(), d.u(), d.u(), d.u()
+		if len(d.b) > 0 { // absent from snapshots written before epochs: 0
+			r.epoch = d.u()
+		}
 	case snapState:
 		r.key, r.args = d.s(), d.s()
 	case snapTask:
 		r.id, r.maxAttempts, r.timeoutMs = d.u(), d.u(), d.u()
 		r.created, r.at, r.due, r.seq = d.i(), d.i(), d.i(), d.u()
-		r.version, r.attempt, r.typ = d.u32(), d.u32(), d.s()
+		r.version, r.attempt, r.typ = d.u(), d.u32(), d.s()
 		r.state, r.priority, r.flags = d.state(), d.prio(), taskFlags(d.byte())
 		r.exec, r.trace, r.argKeys, r.args = d.s(), d.s(), d.u16(), d.s()
 		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()

@@ -18,7 +18,9 @@ func sampleRecords() []record {
 			argKeys: 2, args: "arg.a=1\narg.b=2"},
 		{kind: recNew, id: 2, typ: "x", state: Pending}, // empty strings and lists
 		{kind: recDispatch, id: 7, version: 1<<32 - 1, attempt: 3, exec: "e1", at: 99, due: 5099},
+		{kind: recDispatch, id: 7, version: 1<<64 - 1, attempt: 3, exec: "e1", at: 99, due: 5099},
 		{kind: recStart, id: 7, version: 2, at: 100, due: -1},
+		{kind: recStart, id: 7, version: 7<<32 | 1, at: 100, due: -1},
 		{kind: recBack, id: 7, at: 101, why: "start timeout"},
 		{kind: recRetry, id: 7, at: 102, due: 2000, errText: "boom", outKeys: 1<<16 - 1, out: "out.x=1"},
 		{kind: recArm, id: 7, at: 103, due: 4000},
@@ -30,8 +32,9 @@ func sampleRecords() []record {
 		{kind: recDrop, at: 107, ids: []uint64{1, 2, 1 << 62}},
 		{kind: recExecReg, exec: "e-1:x", types: []string{"a", "b", ""}, slots: 65536},
 		{kind: recExecGone, exec: "e-1:x", why: "bye"},
-		{kind: snapMeta, nextID: 1 << 45, stateVer: 9, seqCounter: 1 << 33, regSeq: 4},
+		{kind: snapMeta, nextID: 1 << 45, stateVer: 9, seqCounter: 1 << 33, regSeq: 4, epoch: 5},
 		{kind: recSkipIDs, nextID: 1 << 40},
+		{kind: recEpoch, epoch: 1<<32 - 1},
 		{kind: snapState, key: "k", args: "v\x00"},
 		{kind: snapTask, id: 9, maxAttempts: 5, timeoutMs: 6, created: 7, at: 8, due: 9, seq: 10, version: 11,
 			attempt: 12, typ: "t", state: Retrying, priority: 3, flags: flagArmed | flagTakenBack, exec: "e",
@@ -70,8 +73,12 @@ func TestRecord_RoundTrip(t *testing.T) {
 			b2 := appendRecord([]byte("prefix"), &want)
 			assert.Equal(t, b, b2[len("prefix"):])
 
-			// Every strict prefix is refused, never a panic.
+			// Every strict prefix is refused, never a panic, but for a
+			// meta entry without the epoch, as written before epochs.
 			for n := range len(b) {
+				if want.kind == snapMeta && n == len(b)-1 {
+					continue
+				}
 				require.ErrorIs(t, decodeRecord(b[:n], &r), ErrCorrupt, "prefix of %d bytes", n)
 			}
 			// Fields a newer binary appended are ignored.
@@ -80,7 +87,7 @@ func TestRecord_RoundTrip(t *testing.T) {
 			assert.Equal(t, normalized(want), normalized(r))
 		})
 	}
-	for k := recNew; k <= recSkipIDs; k++ {
+	for k := recNew; k <= recEpoch; k++ {
 		assert.True(t, kinds[k], "no sample of %s", k)
 	}
 	assert.Equal(t, "kind99", recKind(99).String())
@@ -100,7 +107,7 @@ func TestRecord_Invalid(t *testing.T) {
 	}
 	// Numbers out of range for their field.
 	d := appendRecord(nil, &record{kind: recDispatch, id: 1, version: 1})
-	d = append(d[:2], 0x80, 0x80, 0x80, 0x80, 0x10, 1, 0, 0, 0) // version 2^32
+	d = append(d[:3], 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0) // attempt 2^32
 	require.ErrorIs(t, decodeRecord(d, &r), ErrCorrupt)
 	// A list or string longer than what is left.
 	require.ErrorIs(t, decodeRecord([]byte{byte(recDrop), 0, 100, 1}, &r), ErrCorrupt)

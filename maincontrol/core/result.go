@@ -87,7 +87,7 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	c.confirm(p.id, &b)
 }
 
-func (c *Core) refuseResult(p *peer, id uint64, ver uint32, reason wire.Reason, key string) {
+func (c *Core) refuseResult(p *peer, id uint64, ver uint64, reason wire.Reason, key string) {
 	attrs := []any{"task_id", id, "version", ver, "executor", p.exec.id, "reason", string(reason)}
 	if key != "" { // the offending key of an illegal_value
 		attrs = append(attrs, "key", key)

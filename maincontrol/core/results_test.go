@@ -127,7 +127,7 @@ func (h *harness) stateOrStart(ex PeerID, id uint64) State {
 	for _, m := range h.fx.frames[ex] {
 		if m.Type() == "task" && m.Value("task_id") == itoa(id) {
 			v, _ := m.Uint("version")
-			h.start(ex, id, uint32(v))
+			h.start(ex, id, v)
 		}
 	}
 	return h.state(id)
@@ -154,7 +154,7 @@ func TestCore_SharedState(t *testing.T) {
 	h := newHarness(t)
 	cl := h.client()
 	ex := h.executor("e1", "x", 1)
-	run := func(kv ...string) (uint64, uint32) {
+	run := func(kv ...string) (uint64, uint64) {
 		id := h.submit(cl, "task_type", "x")
 		_, v := h.task(ex)
 		h.start(ex, id, v)
@@ -414,7 +414,7 @@ func TestCore_ResultReasons(t *testing.T) {
 		h      *harness
 		cl, ex PeerID
 		id     uint64
-		v      uint32
+		v      uint64
 	}
 	running := func(t *testing.T, mods ...func(*Config)) setup {
 		h := newHarness(t, mods...)
@@ -428,13 +428,13 @@ func TestCore_ResultReasons(t *testing.T) {
 	tests := []struct {
 		name   string
 		reason wire.Reason
-		run    func(t *testing.T) (setup, PeerID, uint64, uint32)
+		run    func(t *testing.T) (setup, PeerID, uint64, uint64)
 	}{
-		{"unknown task", wire.ReasonUnknownTask, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"unknown task", wire.ReasonUnknownTask, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			return s, s.ex, 99, 1
 		}},
-		{"dropped task", wire.ReasonUnknownTask, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"dropped task", wire.ReasonUnknownTask, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t, func(c *Config) { c.RetentionMax = 1 })
 			s.h.accepted(s.ex, s.id, s.v, "succeeded")
 			s.h.submit(s.cl, "task_type", "x")
@@ -444,20 +444,20 @@ func TestCore_ResultReasons(t *testing.T) {
 			s.h.advance(time.Millisecond)
 			return s, s.ex, s.id, s.v
 		}},
-		{"version ahead", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"version ahead", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			return s, s.ex, s.id, s.v + 1
 		}},
-		{"version 0", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"version 0", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			return s, s.ex, s.id, 0
 		}},
-		{"other executor", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"other executor", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			e2 := s.h.executor("e2", "x", 1)
 			return s, e2, s.id, s.v
 		}},
-		{"taken back by start timeout", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by start timeout", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t, func(c *Config) { c.StartTimeout = time.Second })
 			s.h.submit(s.cl, "task_type", "x")
 			e2 := s.h.executor("e2", "x", 1)
@@ -467,7 +467,7 @@ func TestCore_ResultReasons(t *testing.T) {
 			s.h.heartbeat(s.ex, itoa(s.id)+".1")
 			return s, e2, id, v
 		}},
-		{"taken back by task timeout", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by task timeout", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			h := newHarness(t)
 			cl := h.client()
 			ex := h.executor("e1", "x", 1)
@@ -479,20 +479,20 @@ func TestCore_ResultReasons(t *testing.T) {
 			require.Equal(t, Retrying, h.state(id))
 			return setup{h, cl, ex, id, v}, ex, id, v
 		}},
-		{"taken back by reconciliation", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by reconciliation", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.heartbeat(s.ex, "")
 			s.h.heartbeat(s.ex, "")
 			s.h.expect(s.ex, "cancel")
 			return s, s.ex, s.id, s.v
 		}},
-		{"taken back by loss", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by loss", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.advance(DefaultHeartbeatTimeout)
 			ex := s.h.executor("e1", "x", 1)
 			return s, ex, s.id, s.v
 		}},
-		{"taken back by task timeout, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by task timeout, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			h := newHarness(t)
 			cl := h.client()
 			ex := h.executor("e1", "x", 1)
@@ -504,7 +504,7 @@ func TestCore_ResultReasons(t *testing.T) {
 			require.Equal(t, Failed, h.state(id))
 			return setup{h, cl, ex, id, v}, ex, id, v
 		}},
-		{"taken back by reconciliation, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by reconciliation, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			h := newHarness(t)
 			cl := h.client()
 			ex := h.executor("e1", "x", 1)
@@ -517,7 +517,7 @@ func TestCore_ResultReasons(t *testing.T) {
 			require.Equal(t, Failed, h.state(id))
 			return setup{h, cl, ex, id, v}, ex, id, v
 		}},
-		{"taken back by loss, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by loss, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			h := newHarness(t)
 			cl := h.client()
 			ex := h.executor("e1", "x", 1)
@@ -529,7 +529,7 @@ func TestCore_ResultReasons(t *testing.T) {
 			ex = h.executor("e1", "x", 1)
 			return setup{h, cl, ex, id, v}, ex, id, v
 		}},
-		{"taken back by bye, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"taken back by bye, last attempt", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			h := newHarness(t)
 			cl := h.client()
 			ex := h.executor("e1", "x", 1)
@@ -541,31 +541,31 @@ func TestCore_ResultReasons(t *testing.T) {
 			ex = h.executor("e1", "x", 1)
 			return setup{h, cl, ex, id, v}, ex, id, v
 		}},
-		{"after a failed result", wire.ReasonIllegalTransition, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"after a failed result", wire.ReasonIllegalTransition, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.accepted(s.ex, s.id, s.v, "failed", "retryable", "false")
 			return s, s.ex, s.id, s.v
 		}},
-		{"after a retried result", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"after a retried result", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.accepted(s.ex, s.id, s.v, "failed")
 			return s, s.ex, s.id, s.v
 		}},
-		{"cancelled", wire.ReasonCancelled, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"cancelled", wire.ReasonCancelled, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.send(s.cl, "cancel", "req", "c", "task_id", itoa(s.id))
 			s.h.expect(s.cl, "cancelled")
 			s.h.expect(s.ex, "cancel")
 			return s, s.ex, s.id, s.v
 		}},
-		{"stale before cancelled", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"stale before cancelled", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.send(s.cl, "cancel", "req", "c", "task_id", itoa(s.id))
 			s.h.expect(s.cl, "cancelled")
 			s.h.expect(s.ex, "cancel")
 			return s, s.ex, s.id, s.v + 1
 		}},
-		{"before started", wire.ReasonIllegalTransition, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"before started", wire.ReasonIllegalTransition, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			h := newHarness(t)
 			cl := h.client()
 			ex := h.executor("e1", "x", 1)
@@ -573,12 +573,12 @@ func TestCore_ResultReasons(t *testing.T) {
 			_, v := h.task(ex)
 			return setup{h, cl, ex, id, v}, ex, id, v
 		}},
-		{"after success", wire.ReasonIllegalTransition, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"after success", wire.ReasonIllegalTransition, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.accepted(s.ex, s.id, s.v, "succeeded")
 			return s, s.ex, s.id, s.v
 		}},
-		{"stale before illegal_transition", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint32) {
+		{"stale before illegal_transition", wire.ReasonStale, func(t *testing.T) (setup, PeerID, uint64, uint64) {
 			s := running(t)
 			s.h.accepted(s.ex, s.id, s.v, "succeeded")
 			return s, s.ex, s.id, s.v + 1
@@ -914,7 +914,7 @@ func TestCore_DispatchTokenErrors(t *testing.T) {
 	}
 }
 
-// A version beyond uint32 was never given out: it is well formed, so the
+// A version no dispatch had, up to the uint64 maximum, is well formed: the
 // result is refused as stale rather than as a bad request.
 func TestCore_DispatchTokenHugeVersion(t *testing.T) {
 	h := newHarness(t)
@@ -923,11 +923,14 @@ func TestCore_DispatchTokenHugeVersion(t *testing.T) {
 	id := h.submit(cl, "task_type", "x")
 	_, ver := h.task(ex)
 	h.start(ex, id, ver)
-	h.send(ex, "result", "task_id", itoa(id), "version", "4294967297", "status", "succeeded")
-	ack := h.expect(ex, "result_ack")
-	assert.Equal(t, "false", ack.Value("accepted"))
-	assert.Equal(t, string(wire.ReasonStale), ack.Value("reason"))
-	assert.Equal(t, Running, h.state(id))
+	for _, v := range []string{"4294967297", "18446744073709551615"} {
+		h.send(ex, "result", "task_id", itoa(id), "version", v, "status", "succeeded")
+		ack := h.expect(ex, "result_ack")
+		assert.Equal(t, "false", ack.Value("accepted"))
+		assert.Equal(t, string(wire.ReasonStale), ack.Value("reason"))
+		assert.Equal(t, v, ack.Value("version"))
+		assert.Equal(t, Running, h.state(id))
+	}
 }
 
 // Outputs are also limited by keys: task_state carries 12 keys besides

@@ -177,6 +177,7 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		// reconciliation or timeout, and it gets no task until it is under.
 		c.log.Warn("executor holds more tasks than its new slots", "executor", e.id, "slots", e.slots, "tasks", e.load)
 	}
+	e.regMark = c.lastMark
 	b := wire.Begin(c.frame[:0], "registered")
 	b.StrK(kExecutorID, e.id)
 	b.UintK(kHeartbeatMs, uint64(c.cfg.HeartbeatInterval.Milliseconds()))

@@ -24,7 +24,8 @@ func (c *Core) Freeze() *Snapshot {
 	c.finishLoad()
 	s := &Snapshot{tasks: c.tasks.freeze(), state: c.state}
 	c.stateShared = true
-	s.meta = record{kind: snapMeta, nextID: c.nextID, stateVer: c.stateVer, seqCounter: c.seq, regSeq: c.regSeq}
+	s.meta = record{kind: snapMeta, nextID: c.nextID, stateVer: c.stateVer, seqCounter: c.seq, regSeq: c.regSeq,
+		epoch: c.nextEpoch}
 	names := make([]string, 0, len(c.execs))
 	for id := range c.execs {
 		names = append(names, id)
@@ -103,7 +104,7 @@ func (c *Core) LoadEntry(payload []byte) error {
 	switch r.kind {
 	case snapMeta:
 		c.nextID, c.stateVer, c.seq = r.nextID, r.stateVer, r.seqCounter
-		c.regSeq = r.regSeq
+		c.regSeq, c.nextEpoch = r.regSeq, r.epoch
 	case snapState:
 		c.state[r.key] = r.args
 	case recExecReg:

@@ -153,9 +153,6 @@ func TestCore_CheckRefuses(t *testing.T) {
 		state State
 		rec   func(h *harness) record
 	}{
-		{"dispatch version skips", Pending, func(h *harness) record {
-			return record{kind: recDispatch, id: 2, version: 2, attempt: 1, exec: "e1", at: h.c.now()}
-		}},
 		{"dispatch version repeats", Pending, func(h *harness) record {
 			return record{kind: recDispatch, id: 2, version: 0, attempt: 1, exec: "e1", at: h.c.now()}
 		}},

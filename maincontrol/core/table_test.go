@@ -113,7 +113,7 @@ func TestTable_FreezeIsolation(t *testing.T) {
 	assert.NotSame(t, frozen0, tb.chunks[0])
 	assert.Equal(t, Running, tb.get(1).state)
 	assert.Equal(t, Pending, frozen0.slots[1].state)
-	assert.Equal(t, uint32(0), frozen0.slots[1].version)
+	assert.Equal(t, uint64(0), frozen0.slots[1].version)
 	assert.Equal(t, int32(3), frozen0.states[Pending], "the frozen chunk's counts are unchanged")
 	assert.Equal(t, int32(2), tb.chunks[0].states[Pending])
 	// A second write to the same chunk does not copy again.
@@ -209,7 +209,7 @@ func TestTable_Scan(t *testing.T) {
 func TestTable_ReusesEmptiedChunk(t *testing.T) {
 	var tb table
 	for id := uint64(1); id < 2*chunkSize; id++ {
-		tb.insert(task{id: id, state: Pending, version: uint32(id)})
+		tb.insert(task{id: id, state: Pending, version: id})
 	}
 	first := tb.chunks[0]
 	for id := uint64(1); id < chunkSize; id++ {
@@ -235,7 +235,7 @@ func TestTable_ReusesEmptiedChunk(t *testing.T) {
 	assert.NotSame(t, frozen, tb.spare[0])
 	tb.insert(task{id: 4*chunkSize + 1, state: Pending})
 	assert.Equal(t, chunkSize+1, len(frozenIDs(f)), "the snapshot still sees every task it froze")
-	assert.Equal(t, uint32(chunkSize), frozen.slots[0].version)
+	assert.Equal(t, uint64(chunkSize), frozen.slots[0].version)
 	assert.Equal(t, []uint64{2*chunkSize + 7, 4*chunkSize + 1}, scanIDs(&tb, 0, 0))
 
 	// Many chunks emptied at once: only a few are kept.

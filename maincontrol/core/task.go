@@ -17,10 +17,12 @@ type task struct {
 	dueMs int64
 	// seq orders tasks in queues: when the task became pending (FIFO within
 	// a priority), or when it ended (retention, newest kept).
-	seq      uint64
-	version  uint32
-	attempt  uint32
+	seq uint64
+	// version is the latest dispatch's number: a run's epoch in the high
+	// 32 bits, so that no version repeats across a crash (spec section 7).
+	version  uint64
 	typ      *taskType
+	attempt  uint32
 	state    State
 	priority uint8
 	flags    taskFlags

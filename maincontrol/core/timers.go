@@ -12,7 +12,7 @@ const (
 type timer struct {
 	at   int64
 	id   uint64
-	ver  uint32
+	ver  uint64
 	kind timerKind
 }
 

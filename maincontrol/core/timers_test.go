@@ -16,7 +16,7 @@ func TestTimerHeap_Order(t *testing.T) {
 	var all []timer
 	for round := range 50 {
 		for range rnd.IntN(200) {
-			tm := timer{at: rnd.Int64N(1000), id: rnd.Uint64N(50), ver: uint32(round)}
+			tm := timer{at: rnd.Int64N(1000), id: rnd.Uint64N(50), ver: uint64(round)}
 			h.add(tm)
 			all = append(all, tm)
 		}

@@ -21,7 +21,7 @@ func TestCore_Unlogged(t *testing.T) {
 		d := h.submit(cl, "task_type", "x", "depends_on", itoa(a))
 		type token struct {
 			id uint64
-			v  uint32
+			v  uint64
 		}
 		var got []token
 		for range 2 {

@@ -14,7 +14,7 @@ type TaskInfo struct {
 	ID          uint64    `json:"task_id"`
 	MaxAttempts uint64    `json:"max_attempts"`
 	TimeoutMs   uint64    `json:"timeout_ms"`
-	Version     uint32    `json:"version"`
+	Version     uint64    `json:"version"`
 	Attempt     uint32    `json:"attempt"`
 	State       State     `json:"state"`
 	Priority    uint8     `json:"priority"`
@@ -199,8 +199,11 @@ func DescribeRecord(payload []byte) (Record, error) {
 	case snapMeta:
 		add("next_task_id", r.nextID)
 		add("state_version", r.stateVer)
+		add("next_epoch", r.epoch)
 	case recSkipIDs:
 		add("next_task_id", r.nextID)
+	case recEpoch:
+		add("epoch", r.epoch)
 	case snapState:
 		add(r.key, r.args)
 	case snapTask:
@@ -221,10 +224,13 @@ func DescribeRecord(payload []byte) (Record, error) {
 type Discard struct{}
 
 // Record drops the record.
-func (Discard) Record([]byte) {}
+func (Discard) Record([]byte) uint64 { return 0 }
 
 // Send drops the frame.
 func (Discard) Send(PeerID, []byte, Wait) {}
+
+// SendTask drops the frame.
+func (Discard) SendTask(PeerID, []byte, uint64) {}
 
 // Close does nothing.
 func (Discard) Close(PeerID) {}

@@ -10,10 +10,11 @@ import (
 )
 
 // TestCore_FrameWaits pins what each frame the core sends waits for
-// (Effects.Send): submitted, cancelled, done, result_ack and task confirm
-// a change, which the server holds while the log cannot be written;
-// welcome and hello_ok show none and are never held for the disk; every
-// other frame waits for the records before it.
+// (Effects.Send): submitted, cancelled, done and result_ack confirm a
+// change, which the server holds while the log cannot be written;
+// welcome and hello_ok show none and are never held for the disk; task
+// frames go through SendTask (gates_test.go); every other frame waits for
+// the records before it.
 func TestCore_FrameWaits(t *testing.T) {
 	h := newHarness(t)
 	cl := h.client()
@@ -36,9 +37,11 @@ func TestCore_FrameWaits(t *testing.T) {
 	h.send(ex, "heartbeat", "seq", "1")
 
 	want := map[string]Wait{
-		"submitted": WaitConfirm, "cancelled": WaitConfirm, "done": WaitConfirm, "result_ack": WaitConfirm, "task": WaitConfirm,
+		"submitted": WaitConfirm, "cancelled": WaitConfirm, "done": WaitConfirm, "result_ack": WaitConfirm,
 		"welcome": WaitNothing, "hello_ok": WaitNothing,
 	}
+	assert.Len(t, h.fx.gates, 1, "the task frame went through SendTask")
+	assert.Zero(t, h.fx.waits["task"], "no task frame went through Send")
 	for typ, w := range want {
 		assert.NotZero(t, h.fx.waits[typ][w], "%s sent with wait %d", typ, w)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Start runs a main control with cfg until the test ends (or stop is
-// called) and returns its address. An empty Listen gets a loopback port
+// called) and returns its address; cfg.OnReady, if set, runs first. An empty Listen gets a loopback port
 // that was free a moment ago; a nil Logger discards. The main control
 // must stop cleanly; stop may be called more than once.
 func Start(t testing.TB, cfg maincontrol.Config) (addr string, stop func()) {
@@ -32,7 +32,13 @@ func Start(t testing.TB, cfg maincontrol.Config) (addr string, stop func()) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ready := make(chan struct{})
-	cfg.OnReady = func(string) { close(ready) }
+	onReady := cfg.OnReady
+	cfg.OnReady = func(addr string) {
+		if onReady != nil {
+			onReady(addr)
+		}
+		close(ready)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- maincontrol.Run(ctx, cfg) }()
