@@ -175,7 +175,8 @@ func TestClient_Pipelined(t *testing.T) {
 			seen[reqs[i]] = true
 		}
 		for i := n - 1; i >= 0; i-- {
-			sc.send("task_state", "req", reqs[i], "task_id", ids[i], "version", "1", "state", "running",
+			// Versions are uint64: a restart epoch fills the high 32 bits.
+			sc.send("task_state", "req", reqs[i], "task_id", ids[i], "version", "18446744073709551615", "state", "running",
 				"attempt", "1", "max_attempts", "3", "task_type", "t"+ids[i], "executor_id", "w1",
 				"created_ms", "1700000000000", "updated_ms", "1700000000500", "trace_id", "tr", "out.x", ids[i])
 		}
@@ -188,7 +189,7 @@ func TestClient_Pipelined(t *testing.T) {
 				return
 			}
 			id := fmt.Sprint(i)
-			assert.Equal(t, client.TaskState{ID: uint64(i), Version: 1, State: "running", Attempt: 1, MaxAttempts: 3,
+			assert.Equal(t, client.TaskState{ID: uint64(i), Version: 1<<64 - 1, State: "running", Attempt: 1, MaxAttempts: 3,
 				Type: "t" + id, ExecutorID: "w1", Out: map[string]string{"x": id}, TraceID: "tr",
 				Created: time.UnixMilli(1700000000000), Updated: time.UnixMilli(1700000000500)}, ts)
 		})

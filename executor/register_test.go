@@ -454,3 +454,44 @@ func TestExecutor_BackoffGrowsWhileFlapping(t *testing.T) {
 	f.accept(t).registerQuiet()
 	assert.Less(t, time.Since(start), 200*time.Millisecond, "after a connection that held, the delay starts at BackoffMin again")
 }
+
+// Versions are uint64 (a restart epoch fills the high 32 bits): a task
+// whose version is past 2^32, up to 2^64-1, runs, is listed in running=
+// and answered under that version, and a cancel names it.
+func TestExecutor_VersionsUpToMaxUint64(t *testing.T) {
+	f := mustStartFakeMain(t)
+	release := make(chan struct{})
+	causes := make(chan error, 2)
+	mustRun(t, f, executor.Config{Slots: 2, Handlers: map[string]executor.Handler{
+		"block": blockHandler(release, causes)}})
+	c := f.accept(t)
+	c.register(20*time.Millisecond, time.Minute)
+	const epoch1, top = uint64(1)<<32 | 1, uint64(1<<64 - 1)
+	c.sendTask(7, epoch1, "block")
+	c.sendTask(8, top, "block")
+	started := map[string]string{}
+	for len(started) < 2 {
+		m, err := c.read(false, waitFor)
+		require.NoError(t, err)
+		require.Equal(t, "started", m.Type(), "frame %s", m)
+		started[m.Value("task_id")] = m.Value("version")
+	}
+	assert.Equal(t, map[string]string{"7": "4294967297", "8": "18446744073709551615"}, started)
+	for {
+		m, err := c.read(true, waitFor)
+		require.NoError(t, err)
+		if m.Type() == "heartbeat" && m.Value("running") != "" {
+			assert.ElementsMatch(t, []string{"7.4294967297", "8.18446744073709551615"}, strings.Split(m.Value("running"), ","))
+			break
+		}
+	}
+	c.send("cancel", "task_id", "8", "version", u(top))
+	select {
+	case cause := <-causes:
+		assert.ErrorIs(t, cause, executor.ErrCancelled, "the cancel named its dispatch")
+	case <-time.After(waitFor):
+		t.Fatal("handler not cancelled")
+	}
+	close(release)
+	assert.Equal(t, "succeeded", c.expectResult(7, epoch1).Value("status"))
+}
