@@ -433,9 +433,8 @@ func decodeRecord(payload []byte, r *record) error {
 		r.epoch = d.u()
 	case snapMeta:
 		r.nextID, r.stateVer, r.seqCounter, r.regSeq = d.u(), d.u(), d.u(), d.u()
-		if len(d.b) > 0 { // absent from snapshots written before epochs: 0
-			r.epoch = d.u()
-		}
+		r.epoch = d.optU() // absent before restart epochs: none begun
+
 	case snapState:
 		r.key, r.args = d.s(), d.s()
 	case snapTask:
