@@ -220,7 +220,7 @@ class _Backoff:
         self.lo, self.hi, self.cur = lo, hi, 0.0
 
     def next(self) -> float:
-        self.cur = self.lo if self.cur == 0 else min(self.cur * 2, self.hi)
+        self.cur = min(self.lo, self.hi) if self.cur == 0 else min(self.cur * 2, self.hi)
         return random.uniform(self.cur / 2, self.cur)
 
     def reset(self) -> None:

@@ -8,6 +8,7 @@ import os
 import socket
 import struct
 import threading
+import time
 import unittest
 
 from harness import BinaryTest, wait_until
@@ -183,6 +184,69 @@ class PythonOnly(BinaryTest):
         with Client(mc2.addr) as c:
             done = c.submit_wait("echo", {"b": "2"}, wait_timeout=WAIT)
             self.assertEqual((done.task_id, done.out), (2, {"b": "2"}))  # the data dir came back
+
+
+class ExecutorProtocol(BinaryTest):
+    def test_priority_orders_dispatch(self) -> None:
+        mc = self.main_control()
+        order: list[str] = []
+        with Client(mc.addr) as c:
+            low = c.submit("rec", {"name": "low"})
+            high = c.submit("rec", {"name": "high"}, priority=9)
+            ex = Executor(mc.addr, executor_id="py-prio", slots=1)
+            ex.add_handler("rec", lambda task: order.append(task.args["name"]))
+            start_executor(self, ex)
+            for t in (low, high):
+                wait_until(lambda: c.query(t.task_id).state == "succeeded", WAIT, "both tasks to run")
+        self.assertEqual(order, ["high", "low"])
+
+    def test_heartbeats_keep_a_long_task_and_handlers_read_state(self) -> None:
+        # Heartbeats every 0.5 s: a task missing from two running= lists
+        # would be taken back, and one attempt would then fail it.
+        mc = self.main_control("--heartbeat-timeout", "1500ms")
+        ex = Executor(mc.addr, executor_id="py-hb", slots=2)
+
+        @ex.handler("setter")
+        def setter(task):
+            return Result(set={"colour": task.args["c"]}, add={"n": 5})
+
+        @ex.handler("long")
+        def long(task):
+            task.cancelled.wait(4.0)  # several heartbeats
+            if task.cancelled.is_set():
+                raise Failure("cancelled: " + task.cancel_reason)
+            st = task.state_get("colour", "n")
+            return {"colour": st.values["colour"], "n": st.values["n"], "version": str(st.version)}
+
+        start_executor(self, ex)
+        with Client(mc.addr) as c:
+            self.assertTrue(c.submit_wait("setter", {"c": "blue"}, wait_timeout=WAIT).succeeded)
+            done = c.submit_wait("long", max_attempts=1, wait_timeout=WAIT)
+            self.assertEqual((done.state, done.out), ("succeeded", {"colour": "blue", "n": "5", "version": "1"}))
+            self.assertEqual(c.query(done.task_id).attempt, 1)
+
+    def test_running_task_survives_a_restart(self) -> None:
+        mc = self.main_control("--heartbeat-timeout", "3s")
+        release = threading.Event()
+        ex = Executor(mc.addr, executor_id="py-keep", backoff_min=0.05, backoff_max=1.0)
+        ex.add_handler("hold", lambda task: release.wait(WAIT) and {"held": "yes"})
+        start_executor(self, ex)
+        with Client(mc.addr) as c:
+            t = c.submit("hold", max_attempts=1)
+            wait_until(lambda: c.query(t.task_id).state == "running", WAIT, "the task to run")
+        mc.terminate()
+        mc2 = self.main_control("--heartbeat-timeout", "3s", addr=mc.addr)
+        wait_until(lambda: ex.registrations >= 2, WAIT, "the executor to register again")
+        with Client(mc2.addr) as c:
+            # A restored dispatch waits one timeout_ms (3 s) to be listed
+            # in running=; past that, unlisted, its only attempt would fail.
+            # Time must pass for this check: there is no event to wait on.
+            time.sleep(4.5)
+            self.assertEqual(c.query(t.task_id).state, "running")
+            release.set()
+            wait_until(lambda: c.query(t.task_id).state == "succeeded", WAIT, "the result")
+            st = c.query(t.task_id)
+            self.assertEqual((st.attempt, st.out), (1, {"held": "yes"}))
 
 
 class CrossLanguage(BinaryTest):
