@@ -14,6 +14,7 @@ with the same ``key`` to find out.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import math
 import threading
@@ -447,9 +448,9 @@ class AsyncClient:
             ids.append(n)
         return TaskPage(ids, m.uint("next") if "next" in m else None)
 
-    async def list_all(self, state: str, page: int = 1000) -> list[int]:
+    async def list_all(self, state: str, page: int = 1000) -> builtins.list[int]:
         """Every id in ``state``, following ``next`` page after page."""
-        ids: list[int] = []
+        ids: builtins.list[int] = []
         after = None
         while True:
             p = await self.list(state, page, after)
@@ -630,7 +631,7 @@ class Client:
     def list(self, state: str, limit: int | None = None, after: int | None = None) -> TaskPage:
         return self._run(self._a.list(state, limit, after))
 
-    def list_all(self, state: str, page: int = 1000) -> list[int]:
+    def list_all(self, state: str, page: int = 1000) -> builtins.list[int]:
         return self._run(self._a.list_all(state, page))
 
     def stats(self) -> Stats:

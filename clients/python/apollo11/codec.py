@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Union
+from typing import Any, Union
 
 from .errors import EncodeError, FrameTooLargeError, MalformedError, ReplyError
 
@@ -77,7 +77,7 @@ class Message:
     def __init__(
         self,
         type: str,
-        fields: Mapping[str, Value] | Iterable[tuple[str, Value]] | None = None,
+        fields: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     ) -> None:
         self._fields: dict[str, str] = {"type": type}
         if fields is not None:
@@ -212,7 +212,7 @@ def encode_frame(msg: Message, max_frame: int = DEFAULT_MAX_FRAME) -> bytes:
 
 def parse_header(header: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> int:
     """Read a 4-byte header: the payload size, checked against the limit."""
-    (size,) = _HEADER.unpack(header)
+    size: int = _HEADER.unpack(header)[0]
     if size == 0:
         raise MalformedError("zero-length frame", 0)
     if size > max_frame:

@@ -25,9 +25,10 @@ from apollo11 import (
     Message,
     Result,
     ServerError,
+    Task,
 )
 from apollo11.codec import encode_frame
-from apollo11.errors import MalformedError
+from apollo11.errors import EncodeError, FrameTooLargeError, MalformedError
 
 WAIT = 60.0  # generous: the CI machine is shared and often busy
 
@@ -157,9 +158,11 @@ class PythonOnly(BinaryTest):
     def test_bye_on_stop_gives_back_the_running_task(self) -> None:
         # The heartbeat timeout is long: only a bye can end the task quickly.
         mc = self.main_control("--heartbeat-timeout", "120s")
-        go = threading.Event()
         ex = Executor(mc.addr, executor_id="py-bye", drain_timeout=0.1)
-        ex.add_handler("hold", lambda task: task.cancelled.wait(WAIT) and None)
+
+        @ex.handler("hold")
+        def hold(task: Task) -> None:
+            task.cancelled.wait(WAIT)  # set by the stop
         ex.start()
         self.addCleanup(ex.stop, False, WAIT)
         self.assertTrue(ex.wait_registered(WAIT))
@@ -169,7 +172,6 @@ class PythonOnly(BinaryTest):
             ex.stop(drain=True, timeout=WAIT)
             # bye: the running task uses its only attempt and fails at once.
             wait_until(lambda: c.query(t.task_id).state == "failed", 20, "bye to end the task")
-        go.set()
 
     def test_executor_reconnects_after_restart(self) -> None:
         mc = self.main_control("--heartbeat-timeout", "3s")
@@ -229,7 +231,13 @@ class ExecutorProtocol(BinaryTest):
         mc = self.main_control("--heartbeat-timeout", "3s")
         release = threading.Event()
         ex = Executor(mc.addr, executor_id="py-keep", backoff_min=0.05, backoff_max=1.0)
-        ex.add_handler("hold", lambda task: release.wait(WAIT) and {"held": "yes"})
+
+        @ex.handler("hold")
+        def hold(task: Task) -> dict[str, str]:
+            if not release.wait(WAIT):
+                raise Failure("never released")
+            return {"held": "yes"}
+
         start_executor(self, ex)
         with Client(mc.addr) as c:
             t = c.submit("hold", max_attempts=1)
@@ -313,7 +321,35 @@ class RawFrames(BinaryTest):
             err = conn.recv(WAIT)
             self.assertEqual((err.type, err["code"]), ("error", "frame_too_large"))
 
+    def test_client_limits_and_backpressure(self) -> None:
+        mc = self.main_control("--max-frame", "4096", "--max-pending", "3")
+        with Client(mc.addr) as c:
+            self.assertEqual(c.max_frame, 4096)
+            with self.assertRaises(FrameTooLargeError):  # refused before sending
+                c.submit("x", {"big": "x" * 5000})
+            with self.assertRaises(EncodeError):
+                c.submit("x", {"Bad Key": "v"})
+            # Many threads share one connection; their requests pipeline.
+            results: list[int] = []
+            threads = [threading.Thread(target=lambda: results.append(c.submit("x").task_id)) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(WAIT)
+            self.assertEqual(sorted(results), [1, 2, 3])
+            with self.assertRaises(ServerError) as cm:
+                c.submit("x")
+            self.assertTrue(cm.exception.queue_full)
+            self.assertEqual(c.stats().tasks["pending"], 3)  # the connection stays open
+
+    def test_client_refuses_a_frame_too_large(self) -> None:
+        self._refused_by_client(struct.pack(">I", (1 << 20) + 1), "frame_too_large", FrameTooLargeError)
+
     def test_client_refuses_a_malformed_frame(self) -> None:
+        bad = b"type=a="  # a raw '=' in a value
+        self._refused_by_client(struct.pack(">I", len(bad)) + bad, "malformed", MalformedError)
+
+    def _refused_by_client(self, frame: bytes, code: str, exc: type) -> None:
         srv = socket.create_server(("127.0.0.1", 0))
         self.addCleanup(srv.close)
         got: list[bytes] = []
@@ -324,8 +360,7 @@ class RawFrames(BinaryTest):
                 s.sendall(encode_frame(Message("welcome", {"proto": 1, "nonce": "0" * 32, "auth": "none"})))
                 s.recv(4096)  # hello
                 s.sendall(encode_frame(Message("hello_ok", {"req": "0"})))
-                bad = b"type=a="  # a raw '=' in a value
-                s.sendall(struct.pack(">I", len(bad)) + bad)
+                s.sendall(frame)
                 s.settimeout(WAIT)
                 while data := s.recv(4096):
                     got.append(data)
@@ -336,9 +371,9 @@ class RawFrames(BinaryTest):
         self.addCleanup(c.close)
         with self.assertRaises(ConnectionLost) as cm:
             c.stats()
-        self.assertIsInstance(cm.exception.__cause__, MalformedError)
+        self.assertIsInstance(cm.exception.__cause__, exc)
         t.join(WAIT)
-        self.assertIn(b"code=malformed", b"".join(got))
+        self.assertIn(b"code=" + code.encode(), b"".join(got))
 
 
 if __name__ == "__main__":
