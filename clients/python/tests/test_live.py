@@ -203,9 +203,9 @@ class ExecutorProtocol(BinaryTest):
         self.assertEqual(order, ["high", "low"])
 
     def test_heartbeats_keep_a_long_task_and_handlers_read_state(self) -> None:
-        # Heartbeats every 0.5 s: a task missing from two running= lists
+        # Heartbeats every second: a task missing from two running= lists
         # would be taken back, and one attempt would then fail it.
-        mc = self.main_control("--heartbeat-timeout", "1500ms")
+        mc = self.main_control("--heartbeat-timeout", "3s")
         ex = Executor(mc.addr, executor_id="py-hb", slots=2)
 
         @ex.handler("setter")
@@ -214,7 +214,7 @@ class ExecutorProtocol(BinaryTest):
 
         @ex.handler("long")
         def long(task):
-            task.cancelled.wait(4.0)  # several heartbeats
+            task.cancelled.wait(5.0)  # several heartbeats
             if task.cancelled.is_set():
                 raise Failure("cancelled: " + task.cancel_reason)
             st = task.state_get("colour", "n")
@@ -228,7 +228,7 @@ class ExecutorProtocol(BinaryTest):
             self.assertEqual(c.query(done.task_id).attempt, 1)
 
     def test_running_task_survives_a_restart(self) -> None:
-        mc = self.main_control("--heartbeat-timeout", "3s")
+        mc = self.main_control("--heartbeat-timeout", "5s")
         release = threading.Event()
         ex = Executor(mc.addr, executor_id="py-keep", backoff_min=0.05, backoff_max=1.0)
 
@@ -243,13 +243,13 @@ class ExecutorProtocol(BinaryTest):
             t = c.submit("hold", max_attempts=1)
             wait_until(lambda: c.query(t.task_id).state == "running", WAIT, "the task to run")
         mc.terminate()
-        mc2 = self.main_control("--heartbeat-timeout", "3s", addr=mc.addr)
+        mc2 = self.main_control("--heartbeat-timeout", "5s", addr=mc.addr)
         wait_until(lambda: ex.registrations >= 2, WAIT, "the executor to register again")
         with Client(mc2.addr) as c:
-            # A restored dispatch waits one timeout_ms (3 s) to be listed
+            # A restored dispatch waits one timeout_ms (5 s) to be listed
             # in running=; past that, unlisted, its only attempt would fail.
             # Time must pass for this check: there is no event to wait on.
-            time.sleep(4.5)
+            time.sleep(6.0)
             self.assertEqual(c.query(t.task_id).state, "running")
             release.set()
             wait_until(lambda: c.query(t.task_id).state == "succeeded", WAIT, "the result")
