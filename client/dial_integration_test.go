@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 )
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // TestDial_ContextEndingAtHelloOK dials the real main control with
 // deadlines spread around the handshake's length. A Dial that returns no

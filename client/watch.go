@@ -120,9 +120,9 @@ func (w *Watch) outcome() (Done, error) {
 	return Done{}, w.over
 }
 
-// ended returns the task's `done` when it has already arrived, without
-// waiting.
-func (w *Watch) ended() (Done, bool, error) {
+// Ended returns the task's `done` when it has already arrived, without
+// waiting. Its bool says whether the watch is over.
+func (w *Watch) Ended() (Done, bool, error) {
 	w.mu.Lock()
 	if w.done != nil || w.over != nil {
 		defer w.mu.Unlock()

@@ -3,8 +3,9 @@
 // file (unknown steps, cycles with their path, bad values), fills in
 // ${var} templates, and plans the steps in an order that submits every
 // step after the steps it depends on, so that the main control's
-// depends_on can never see a cycle. Submitting a plan is the client
-// package's job (client.RunPipeline); this package does no I/O.
+// depends_on can never see a cycle. Parsing and planning do no I/O.
+// Submit, SubmitAndWait and Status send a plan through a client.Client.
+// The dependency points this way so client users never compile YAML.
 //
 // A file:
 //

@@ -86,7 +86,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	// Each submit gets --request-timeout, as every client request does:
 	// with none, a main control that never replied held the run for good.
-	run, pw, err := cl.SubmitPipelineEach(plan, *wait, func() (context.Context, context.CancelFunc) { return cf.ctxFrom(ctx) })
+	run, pw, err := pipeline.SubmitEach(cl, plan, *wait, func() (context.Context, context.CancelFunc) { return cf.ctxFrom(ctx) })
 	if *runFile == "" {
 		*runFile = defaultRunFile(plan.Name)
 	}
@@ -119,7 +119,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	if !cf.asJSON {
 		fmt.Fprintf(stderr, "pipeline %s submitted: %d steps; waiting for them to end\n", plan.Name, len(run.Steps))
 	}
-	werr := pw.Wait(ctx, func(s client.PipelineStep, d client.Done) {
+	werr := pw.Wait(ctx, func(s pipeline.RunStep, d client.Done) {
 		if d.State != "succeeded" {
 			report.Failed++
 		}
@@ -196,7 +196,7 @@ func planJSON(p *pipeline.Plan) any {
 	return map[string]any{"name": p.Name, "dry_run": true, "longest_chain": p.Longest, "steps": steps}
 }
 
-func writeRunFile(path string, run *client.PipelineRun) error {
+func writeRunFile(path string, run *pipeline.Run) error {
 	b, err := json.MarshalIndent(run, "", "  ")
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func writeRunFile(path string, run *client.PipelineRun) error {
 
 func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 	var runFile string
-	var run client.PipelineRun
+	var run pipeline.Run
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&runFile, "run-file", "", "the run recorded by `pipeline run` (default: the only *.run.json here)")
 	}
@@ -229,7 +229,7 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
 			ctx, cancel := cf.ctx()
 			defer cancel()
-			states, err := cl.PipelineStatus(ctx, &run)
+			states, err := pipeline.Status(ctx, cl, &run)
 			if err != nil {
 				return err
 			}
@@ -262,7 +262,7 @@ func findRunFile(given string) (string, error) {
 	return matches[0], nil
 }
 
-func readRunFile(path string, run *client.PipelineRun) error {
+func readRunFile(path string, run *pipeline.Run) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package client
+package pipeline
 
 import (
 	"cmp"
@@ -9,27 +9,27 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apollo11/apollo11/pipeline"
+	"github.com/apollo11/apollo11/client"
 )
 
-// PipelineRun records a submitted pipeline: the task of each step. It is
+// Run records a submitted pipeline: the task of each step. It is
 // what `apollo11 pipeline status` reads back (as JSON).
-type PipelineRun struct {
-	Name  string         `json:"name"`
-	Steps []PipelineStep `json:"steps"`
+type Run struct {
+	Name  string    `json:"name"`
+	Steps []RunStep `json:"steps"`
 }
 
-// PipelineStep is one submitted step.
-type PipelineStep struct {
+// RunStep is one submitted step.
+type RunStep struct {
 	ID        string   `json:"id"`
 	TaskID    uint64   `json:"task_id"`
 	DependsOn []string `json:"depends_on,omitempty"`
 }
 
-// RunPipeline submits the plan (see SubmitPipeline) and, with onDone set,
-// follows every step to its end (see PipelineWatch.Wait).
-func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone func(PipelineStep, Done)) (*PipelineRun, error) {
-	run, pw, err := c.SubmitPipeline(ctx, plan, onDone != nil)
+// SubmitAndWait submits the plan (see Submit) and, with onDone set,
+// follows every step to its end (see Watch.Wait).
+func SubmitAndWait(ctx context.Context, c *client.Client, plan *Plan, onDone func(RunStep, client.Done)) (*Run, error) {
+	run, pw, err := Submit(ctx, c, plan, onDone != nil)
 	if err != nil || pw == nil {
 		return run, err
 	}
@@ -37,7 +37,7 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 	return run, pw.Wait(ctx, onDone)
 }
 
-// SubmitPipeline submits the plan's steps in order, each with depends_on
+// Submit submits the plan's steps in order, each with depends_on
 // the task ids of the steps it depends on (so dependencies always exist
 // first and no cycle can reach the main control).
 //
@@ -52,42 +52,42 @@ func (c *Client) RunPipeline(ctx context.Context, plan *pipeline.Plan, onDone fu
 // never cancelled.
 //
 // With wait, every step is submitted with wait=true and the returned
-// PipelineWatch follows them; the caller can record the run (every task
+// Watch follows them; the caller can record the run (every task
 // id is known) before it waits.
 //
-// Every request is made under ctx: see SubmitPipelineEach for a timeout
+// Every request is made under ctx: see SubmitEach for a timeout
 // per request.
-func (c *Client) SubmitPipeline(ctx context.Context, plan *pipeline.Plan, wait bool) (*PipelineRun, *PipelineWatch, error) {
-	return c.SubmitPipelineEach(plan, wait, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+func Submit(ctx context.Context, c *client.Client, plan *Plan, wait bool) (*Run, *Watch, error) {
+	return SubmitEach(c, plan, wait, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
 }
 
-// SubmitPipelineEach is SubmitPipeline with each request (a step's submit,
+// SubmitEach is Submit with each request (a step's submit,
 // the cancel of a step made before a refusal) under a context of its own
 // from reqCtx: a timeout per request, say, as one timeout for a whole
 // plan would have to grow with it, and none at all let a main control
 // that never replies hold the caller for good.
-func (c *Client) SubmitPipelineEach(plan *pipeline.Plan, wait bool, reqCtx func() (context.Context, context.CancelFunc)) (*PipelineRun, *PipelineWatch, error) {
-	run := &PipelineRun{Name: plan.Name}
-	pw := &PipelineWatch{run: run}
+func SubmitEach(c *client.Client, plan *Plan, wait bool, reqCtx func() (context.Context, context.CancelFunc)) (*Run, *Watch, error) {
+	run := &Run{Name: plan.Name}
+	pw := &Watch{run: run}
 	ids := map[string]uint64{}
-	var made []PipelineStep // the steps whose task this run created: a key may return another run's
+	var made []RunStep // the steps whose task this run created: a key may return another run's
 	for _, s := range plan.Steps {
-		req := SubmitRequest{Type: s.Type, Args: s.Args, Priority: s.Priority, MaxAttempts: s.MaxAttempts,
+		req := client.SubmitRequest{Type: s.Type, Args: s.Args, Priority: s.Priority, MaxAttempts: s.MaxAttempts,
 			Timeout: s.Timeout, Delay: s.Delay, Key: s.Key}
 		for _, d := range s.DependsOn {
 			req.DependsOn = append(req.DependsOn, ids[d])
 		}
-		sub, err := c.submitStep(req, wait, pw, reqCtx)
+		sub, err := submitStep(c, req, wait, pw, reqCtx)
 		if err != nil {
 			pw.Close()
 			err = fmt.Errorf("pipeline %s: step %s: %w", plan.Name, s.ID, err)
 			if s.Key != "" {
 				return run, nil, keptSteps(err, made)
 			}
-			return run, nil, errors.Join(err, c.cancelSteps(reqCtx, made))
+			return run, nil, errors.Join(err, cancelSteps(c, reqCtx, made))
 		}
 		ids[s.ID] = sub.ID
-		step := PipelineStep{ID: s.ID, TaskID: sub.ID, DependsOn: s.DependsOn}
+		step := RunStep{ID: s.ID, TaskID: sub.ID, DependsOn: s.DependsOn}
 		run.Steps = append(run.Steps, step)
 		if !sub.Duplicate {
 			made = append(made, step)
@@ -99,7 +99,7 @@ func (c *Client) SubmitPipelineEach(plan *pipeline.Plan, wait bool, reqCtx func(
 			// with it. The run would be half old, half new, the new
 			// tasks depended on by nothing: take them back.
 			pw.Close()
-			cerr := c.cancelSteps(reqCtx, made)
+			cerr := cancelSteps(c, reqCtx, made)
 			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s is task %d of an earlier run with this key, "+
 				"but step %s of that run has been forgotten by the main control (retention) and was submitted again: "+
 				"give the run a new key to run it afresh", plan.Name, s.ID, sub.ID, d), cerr)
@@ -113,7 +113,7 @@ func (c *Client) SubmitPipelineEach(plan *pipeline.Plan, wait bool, reqCtx func(
 
 // submitStep submits one step under a context from reqCtx; with wait,
 // its watch joins pw.
-func (c *Client) submitStep(req SubmitRequest, wait bool, pw *PipelineWatch, reqCtx func() (context.Context, context.CancelFunc)) (Submitted, error) {
+func submitStep(c *client.Client, req client.SubmitRequest, wait bool, pw *Watch, reqCtx func() (context.Context, context.CancelFunc)) (client.Submitted, error) {
 	ctx, cancel := reqCtx()
 	defer cancel()
 	if !wait {
@@ -121,7 +121,7 @@ func (c *Client) submitStep(req SubmitRequest, wait bool, pw *PipelineWatch, req
 	}
 	w, err := c.SubmitWatch(ctx, req) // the watch outlives ctx, which bounds only `submitted`
 	if err != nil {
-		return Submitted{}, err
+		return client.Submitted{}, err
 	}
 	pw.watches = append(pw.watches, w)
 	return w.Submitted, nil
@@ -131,7 +131,7 @@ func (c *Client) submitStep(req SubmitRequest, wait bool, pw *PipelineWatch, req
 // made: kept, and how to finish or end them. Cancelling the made steps
 // that depend on no other made step ends them all, as a cancel cascades
 // to the steps waiting on it.
-func keptSteps(err error, made []PipelineStep) error {
+func keptSteps(err error, made []RunStep) error {
 	if len(made) == 0 {
 		return err
 	}
@@ -154,7 +154,7 @@ func keptSteps(err error, made []PipelineStep) error {
 }
 
 // madeDependency returns the first of deps that this run made anew, or "".
-func madeDependency(deps []string, made []PipelineStep) string {
+func madeDependency(deps []string, made []RunStep) string {
 	for _, d := range deps {
 		for _, m := range made {
 			if m.ID == d {
@@ -165,10 +165,10 @@ func madeDependency(deps []string, made []PipelineStep) string {
 	return ""
 }
 
-// PipelineWatch follows the steps of a pipeline submitted with wait.
-type PipelineWatch struct {
-	run     *PipelineRun
-	watches []*Watch
+// Watch follows the steps of a pipeline submitted with wait.
+type Watch struct {
+	run     *Run
+	watches []*client.Watch
 }
 
 // Wait returns when every step ended, calling onDone (from one goroutine
@@ -178,14 +178,14 @@ type PipelineWatch struct {
 // Steps that ended before Wait was called (a chain's first steps end
 // while its last ones are still being submitted) are reported first, in
 // the plan's order; the others as they end.
-func (pw *PipelineWatch) Wait(ctx context.Context, onDone func(PipelineStep, Done)) error {
+func (pw *Watch) Wait(ctx context.Context, onDone func(RunStep, client.Done)) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(pw.watches))
 	ended := make([]bool, len(pw.watches))
 	for i, w := range pw.watches {
-		var d Done
-		if d, ended[i], errs[i] = w.ended(); ended[i] && errs[i] == nil {
+		var d client.Done
+		if d, ended[i], errs[i] = w.Ended(); ended[i] && errs[i] == nil {
 			onDone(pw.run.Steps[i], d)
 		}
 	}
@@ -221,7 +221,7 @@ func (pw *PipelineWatch) Wait(ctx context.Context, onDone func(PipelineStep, Don
 }
 
 // Close stops following the steps: a Wait under way returns at once.
-func (pw *PipelineWatch) Close() {
+func (pw *Watch) Close() {
 	for _, w := range pw.watches {
 		w.Close()
 	}
@@ -230,13 +230,13 @@ func (pw *PipelineWatch) Close() {
 // cancelSteps cancels the tasks a run made before one of its submits
 // was refused. A step whose key returned an earlier run's task is not
 // among them: that run (say, the one a crashed client started) goes on.
-func (c *Client) cancelSteps(reqCtx func() (context.Context, context.CancelFunc), made []PipelineStep) error {
+func cancelSteps(c *client.Client, reqCtx func() (context.Context, context.CancelFunc), made []RunStep) error {
 	var errs []error
 	for _, s := range made {
 		ctx, cancel := cleanupCtx(reqCtx)
 		err := c.Cancel(ctx, s.TaskID)
 		cancel()
-		if err != nil && !IsCode(err, "illegal_transition") {
+		if err != nil && !client.IsCode(err, "illegal_transition") {
 			errs = append(errs, fmt.Errorf("cannot cancel step %s (task %d): %w", s.ID, s.TaskID, err))
 		}
 	}
@@ -258,16 +258,16 @@ func cleanupCtx(reqCtx func() (context.Context, context.CancelFunc)) (context.Co
 	return context.WithDeadline(context.WithoutCancel(ctx), d)
 }
 
-// PipelineStatus queries every step of a run. A step whose task the main
+// Status queries every step of a run. A step whose task the main
 // control no longer knows (ended long ago and dropped by retention) is in
 // state "unknown", with the reason in Error: the other steps are still
 // worth showing.
-func (c *Client) PipelineStatus(ctx context.Context, run *PipelineRun) ([]TaskState, error) {
-	out := make([]TaskState, len(run.Steps))
+func Status(ctx context.Context, c *client.Client, run *Run) ([]client.TaskState, error) {
+	out := make([]client.TaskState, len(run.Steps))
 	for i, s := range run.Steps {
 		st, err := c.Query(ctx, s.TaskID)
-		if IsCode(err, "unknown_task") {
-			st, err = TaskState{ID: s.TaskID, State: "unknown",
+		if client.IsCode(err, "unknown_task") {
+			st, err = client.TaskState{ID: s.TaskID, State: "unknown",
 				Error: "no longer known to the main control (ended and dropped by retention)"}, nil
 		}
 		if err != nil {

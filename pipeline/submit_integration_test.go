@@ -1,4 +1,4 @@
-package client_test
+package pipeline_test
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func runWait(t *testing.T, cl *client.Client, p *pipeline.Plan) map[string]clien
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	got := map[string]client.Done{}
-	_, err := cl.RunPipeline(ctx, p, func(s client.PipelineStep, d client.Done) { got[s.ID] = d })
+	_, err := pipeline.SubmitAndWait(ctx, cl, p, func(s pipeline.RunStep, d client.Done) { got[s.ID] = d })
 	require.NoError(t, err)
 	return got
 }
@@ -115,7 +115,7 @@ func doneID(d client.Done) uint64 { return d.ID }
 func TestPipeline_CancelPropagates(t *testing.T) {
 	cl := system(t, 1)
 	ctx := context.Background()
-	run, err := cl.RunPipeline(ctx, mustPlan(t, `
+	run, err := pipeline.SubmitAndWait(ctx, cl, mustPlan(t, `
 name: long
 steps:
   - {id: slow, type: sleep, args: {ms: "60000"}}
@@ -125,10 +125,10 @@ steps:
 	require.NoError(t, err)
 	require.NoError(t, cl.Cancel(ctx, run.Steps[0].TaskID))
 	require.Eventually(t, func() bool {
-		sts, err := cl.PipelineStatus(ctx, run)
+		sts, err := pipeline.Status(ctx, cl, run)
 		return err == nil && sts[1].State == "cancelled" && sts[2].State == "cancelled"
 	}, 5*time.Second, 10*time.Millisecond)
-	sts, err := cl.PipelineStatus(ctx, run)
+	sts, err := pipeline.Status(ctx, cl, run)
 	require.NoError(t, err)
 	assert.Equal(t, "cancelled", sts[0].State)
 	assert.Equal(t, fmt.Sprintf("dependency %d cancelled", run.Steps[1].TaskID), sts[2].Error)
@@ -181,7 +181,7 @@ func TestPipeline_EndedStepsInPlanOrder(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run, pw, err := cl.SubmitPipeline(ctx, mustPlan(t, b.String()), true)
+	run, pw, err := pipeline.Submit(ctx, cl, mustPlan(t, b.String()), true)
 	require.NoError(t, err)
 	defer pw.Close()
 	last := run.Steps[n-1].TaskID
@@ -190,7 +190,7 @@ func TestPipeline_EndedStepsInPlanOrder(t *testing.T) {
 		return err == nil && st.State == "succeeded"
 	}, 20*time.Second, 10*time.Millisecond, "the chain ends before anyone waits")
 	var order []string
-	require.NoError(t, pw.Wait(ctx, func(s client.PipelineStep, d client.Done) {
+	require.NoError(t, pw.Wait(ctx, func(s pipeline.RunStep, d client.Done) {
 		assert.Equal(t, "succeeded", d.State)
 		order = append(order, s.ID)
 	}))
@@ -215,7 +215,7 @@ steps:
   - {id: a, type: echo, delay: 1h}
   - {id: b, type: echo, depends_on: [a]}
 `
-	run1, err := cl.RunPipeline(ctx, mustPlan(t, first), nil)
+	run1, err := pipeline.SubmitAndWait(ctx, cl, mustPlan(t, first), nil)
 	require.NoError(t, err)
 	p := mustPlan(t, first+"  - {id: n, type: echo, delay: 1h}\n  - {id: c, type: echo, depends_on: [b]}\n")
 	require.Equal(t, "c", p.Steps[3].ID)
@@ -223,13 +223,13 @@ steps:
 	for i := range 1016 {
 		p.Steps[3].Args[fmt.Sprintf("a%d", i)] = "v"
 	}
-	run2, _, refusal := cl.SubmitPipeline(ctx, p, false)
+	run2, _, refusal := pipeline.Submit(ctx, cl, p, false)
 	require.Error(t, refusal)
 	assert.True(t, client.IsCode(refusal, "bad_request"), "%v", refusal)
 	require.Len(t, run2.Steps, 3)
 	assert.Equal(t, run1.Steps[0].TaskID, run2.Steps[0].TaskID, "a duplicate of the first run's a")
 
-	sts, err := cl.PipelineStatus(ctx, run1)
+	sts, err := pipeline.Status(ctx, cl, run1)
 	require.NoError(t, err)
 	assert.Equal(t, "pending", sts[0].State, "the first run's tasks are left alone")
 	assert.Equal(t, "waiting", sts[1].State)
@@ -268,7 +268,7 @@ func TestPipeline_RefusedUnkeyedRunIsCancelled(t *testing.T) {
 	_, cl := queueOfTwo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run, _, err := cl.SubmitPipeline(ctx, mustPlan(t, gated), false)
+	run, _, err := pipeline.Submit(ctx, cl, mustPlan(t, gated), false)
 	require.Error(t, err)
 	assert.True(t, client.IsQueueFull(err), "%v", err)
 	assert.NotContains(t, err.Error(), "kept")
@@ -276,14 +276,14 @@ func TestPipeline_RefusedUnkeyedRunIsCancelled(t *testing.T) {
 	assertAllCancelled(t, cl, run)
 }
 
-// SubmitPipelineEach makes every request, the submits and the cancels
+// SubmitEach makes every request, the submits and the cancels
 // of a refused run, under a context of its own, and ends each once its
-// request is done: a timeout per request, where SubmitPipeline's one ctx
+// request is done: a timeout per request, where Submit's one ctx
 // had none (`pipeline run` hung on a main control that never replied).
 func TestPipeline_EachRequestUnderItsOwnContext(t *testing.T) {
 	_, cl := queueOfTwo(t)
 	var ctxs []context.Context
-	run, _, err := cl.SubmitPipelineEach(mustPlan(t, gated), false, func() (context.Context, context.CancelFunc) {
+	run, _, err := pipeline.SubmitEach(cl, mustPlan(t, gated), false, func() (context.Context, context.CancelFunc) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		ctxs = append(ctxs, ctx)
 		return ctx, cancel
@@ -308,7 +308,7 @@ func TestPipeline_RefusedKeyedRunIsKeptAndARetryFinishesIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	plan := mustPlan(t, gated+"key: retry-me\n")
-	run1, _, err := cl.SubmitPipeline(ctx, plan, false)
+	run1, _, err := pipeline.Submit(ctx, cl, plan, false)
 	require.Error(t, err)
 	assert.True(t, client.IsQueueFull(err), "%v", err)
 	require.Len(t, run1.Steps, 2)
@@ -316,7 +316,7 @@ func TestPipeline_RefusedKeyedRunIsKeptAndARetryFinishesIt(t *testing.T) {
 	assert.Contains(t, err.Error(), fmt.Sprintf("the 2 steps this run submitted before it are kept: "+
 		"once the cause is gone (room in the queue, or a fixed step), run the pipeline again with the same key "+
 		"to submit the rest, or cancel task %d to end them", run1.Steps[0].TaskID))
-	sts, err := cl.PipelineStatus(ctx, run1)
+	sts, err := pipeline.Status(ctx, cl, run1)
 	require.NoError(t, err)
 	assert.Equal(t, "pending", sts[0].State)
 	assert.Equal(t, "waiting", sts[1].State)
@@ -329,7 +329,7 @@ func TestPipeline_RefusedKeyedRunIsKeptAndARetryFinishesIt(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 
 	got := map[string]client.Done{}
-	run2, err := cl.RunPipeline(ctx, plan, func(s client.PipelineStep, d client.Done) { got[s.ID] = d })
+	run2, err := pipeline.SubmitAndWait(ctx, cl, plan, func(s pipeline.RunStep, d client.Done) { got[s.ID] = d })
 	require.NoError(t, err)
 	require.Len(t, run2.Steps, 3)
 	assert.Equal(t, run1.Steps[0].TaskID, run2.Steps[0].TaskID, "a, by its key")
@@ -347,9 +347,9 @@ func TestPipeline_StatusWithForgottenStep(t *testing.T) {
 	defer cancel()
 	sub, err := cl.Submit(ctx, client.SubmitRequest{Type: "nobody-runs-this"})
 	require.NoError(t, err)
-	run := &client.PipelineRun{Name: "old", Steps: []client.PipelineStep{
+	run := &pipeline.Run{Name: "old", Steps: []pipeline.RunStep{
 		{ID: "gone", TaskID: 999999}, {ID: "here", TaskID: sub.ID}}}
-	states, err := cl.PipelineStatus(ctx, run)
+	states, err := pipeline.Status(ctx, cl, run)
 	require.NoError(t, err)
 	assert.Equal(t, "unknown", states[0].State)
 	assert.Contains(t, states[0].Error, "retention")
@@ -376,7 +376,7 @@ steps:
   - {id: second, type: hold, depends_on: [first]}
   - {id: third, type: hold, depends_on: [second]}
 `)
-	run, _, err := cl.SubmitPipeline(ctx, plan, false)
+	run, _, err := pipeline.Submit(ctx, cl, plan, false)
 	require.NoError(t, err)
 	// End the run (cancelling the first cancels the rest), then let
 	// retention (2 newest ended tasks) forget the first step's task.
@@ -386,7 +386,7 @@ steps:
 		return client.IsCode(err, "unknown_task")
 	}, 10*time.Second, 50*time.Millisecond, "retention forgets the first step")
 
-	again, _, err := cl.SubmitPipeline(ctx, plan, false)
+	again, _, err := pipeline.Submit(ctx, cl, plan, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "forgotten by the main control")
 	require.Len(t, again.Steps, 2)
@@ -404,7 +404,7 @@ func TestPipeline_InterruptedUnkeyedRunIsTakenBack(t *testing.T) {
 	parent, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	calls := 0
-	run, _, err := cl.SubmitPipelineEach(mustPlan(t, gated), false, func() (context.Context, context.CancelFunc) {
+	run, _, err := pipeline.SubmitEach(cl, mustPlan(t, gated), false, func() (context.Context, context.CancelFunc) {
 		if calls++; calls == 3 {
 			interrupt() // Ctrl-C before the third step's submit
 		}
@@ -419,11 +419,11 @@ func TestPipeline_InterruptedUnkeyedRunIsTakenBack(t *testing.T) {
 
 // assertAllCancelled checks that every step of run was cancelled: a run
 // taken back.
-func assertAllCancelled(t *testing.T, cl *client.Client, run *client.PipelineRun) {
+func assertAllCancelled(t *testing.T, cl *client.Client, run *pipeline.Run) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sts, err := cl.PipelineStatus(ctx, run)
+	sts, err := pipeline.Status(ctx, cl, run)
 	require.NoError(t, err)
 	for i, st := range sts {
 		assert.Equal(t, "cancelled", st.State, "step %s", run.Steps[i].ID)
