@@ -9,7 +9,10 @@ import (
 
 // The Server is the core's Effects. These methods run with s.mu held, on
 // whichever goroutine drives the core.
-var _ core.Effects = (*Server)(nil)
+var (
+	_ core.Effects = (*Server)(nil)
+	_ core.Backlog = (*Server)(nil)
+)
 
 // Record appends a change record to the log and returns its LSN.
 func (s *Server) Record(payload []byte) uint64 {

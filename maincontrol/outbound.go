@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
 )
 
 // Unsent output. A peer that does not read would make the server hold its
@@ -123,4 +125,18 @@ func (s *Server) wakeBlocked() {
 		delete(s.outBlocked, cn)
 		s.markDirty(cn)
 	}
+}
+
+// Backlogged tells the core (core.Backlog) that output it may hold back,
+// such as the done replies of a task with many waiters, should wait: the
+// peer holds more than a sixteenth of MaxOutbound unsent, or more than
+// MaxInflight frames awaiting disk, or all peers together hold more than
+// MaxOutboundTotal. Called with s.mu held, from the core.
+func (s *Server) Backlogged(peer core.PeerID) bool {
+	cn := s.lookup(peer)
+	if cn == nil {
+		return false
+	}
+	return len(cn.out)+cn.unsent > s.cfg.MaxOutbound/16 || cn.held > s.cfg.MaxInflight ||
+		s.unsentTotal > s.cfg.MaxOutboundTotal
 }

@@ -25,7 +25,7 @@ type maincontrolFlags struct {
 	startTimeout, retention, fsyncInterval, snapshotInterval  time.Duration
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
 	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
-	maxPendingBytes, retentionMaxBytes                        int
+	maxPendingBytes, retentionMaxBytes, maxWaits              int
 	recoverTruncate, lockLoops                                bool
 	httpListen                                                string
 	log                                                       logFlags
@@ -41,6 +41,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.startTimeout, "start-timeout", core.DefaultStartTimeout, "time a dispatched task has to start")
 	fs.IntVar(&f.maxPending, "max-pending", core.DefaultMaxPending, "tasks not yet ended before submit gets queue_full")
 	fs.IntVar(&f.maxPendingBytes, "max-pending-bytes", core.DefaultMaxPendingBytes, "bytes tasks not yet ended may hold (args, type name, key, trace_id, 24 per depends_on id, a failed attempt's outputs and error) before submit gets queue_full (-1: no cap)")
+	fs.IntVar(&f.maxWaits, "max-waits", core.DefaultMaxWaits, "wait=true submits waiting for their done over all connections (each connection at most 65,536) before such a submit gets unavailable")
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
 	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")
@@ -85,7 +86,7 @@ func (f *maincontrolFlags) checkPositive() error {
 		positive("max-pending", f.maxPending), positive("max-inflight", f.maxInflight),
 		positive("max-frame", f.maxFrame), positive("max-conns", f.maxConns),
 		positive("retention-max", f.retentionMax), positive("snapshot-every", f.snapshotEvery),
-		positive("event-loops", f.eventLoops),
+		positive("event-loops", f.eventLoops), positive("max-waits", f.maxWaits),
 		positiveMs("handshake-timeout", f.handshakeTimeout), positiveMs("heartbeat-timeout", f.heartbeatTimeout),
 		positiveMs("start-timeout", f.startTimeout), positiveMs("retention", f.retention),
 		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval))
@@ -124,7 +125,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 			HeartbeatTimeout: f.heartbeatTimeout, StartTimeout: f.startTimeout,
 			MaxPending: f.maxPending, Retention: f.retention, RetentionMax: f.retentionMax,
 			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, MaxPendingBytes: f.maxPendingBytes,
-			RetentionMaxBytes: f.retentionMaxBytes, Logger: logger,
+			RetentionMaxBytes: f.retentionMaxBytes, MaxWaits: f.maxWaits, Logger: logger,
 		},
 	}
 	return cfg, nil

@@ -23,6 +23,10 @@ const (
 	MinMaxFrame             = 1024
 )
 
+// DefaultMaxWaits caps the waits for done replies over all connections:
+// at about 200 bytes each, 262,144 hold about 50 MiB.
+const DefaultMaxWaits = 1 << 18
+
 // Config holds the core's settings. Zero values mean the spec's defaults.
 type Config struct {
 	Version           string        // announced as server=apollo11/<Version>
@@ -53,6 +57,10 @@ type Config struct {
 	// heldBytes): past it the oldest ended are forgotten, as past
 	// RetentionMax. Zero means DefaultRetentionMaxBytes, negative no cap.
 	RetentionMaxBytes int
+	// MaxWaits caps the wait=true submits waiting for their done over all
+	// connections; past it such a submit gets unavailable. Zero means
+	// DefaultMaxWaits.
+	MaxWaits int
 
 	Observer Observer // metrics; nil: none
 
@@ -113,7 +121,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RetentionMax == 0 {
 		c.RetentionMax = DefaultRetentionMax
 	}
-	if c.MaxPending < 0 || c.RetentionMax < 0 {
+	if c.MaxWaits == 0 {
+		c.MaxWaits = DefaultMaxWaits
+	}
+	if c.MaxPending < 0 || c.RetentionMax < 0 || c.MaxWaits < 0 {
 		return c, fmt.Errorf("%w: negative limit", ErrConfig)
 	}
 	if c.MaxRetrying == 0 {

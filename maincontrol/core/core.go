@@ -47,8 +47,11 @@ type Core struct {
 	// and the ended ones kept, hold (task.bytes).
 	pendingBytes, retainedBytes int64
 
-	execs    map[string]*executor
-	regSeq   uint64
+	execs  map[string]*executor
+	regSeq uint64
+	// execLog limits the logs a peer can cause at will: registrations,
+	// disconnects, losses, held-back cancels (loglimit.go).
+	execLog  logLimit
 	liveness livenessHeap
 	peers    map[PeerID]*peer
 	// lastPeer is the peer of the latest Handle: messages come in runs
@@ -56,6 +59,10 @@ type Core struct {
 	lastPeer *peer
 	hsQueue  []hsDeadline
 	waiters  waiterSet
+	// dones holds `done` replies left for later ticks; doneFrames and
+	// doneBytes are what this tick may still send (dones.go).
+	dones                 doneQueue
+	doneFrames, doneBytes int
 
 	startMs   int64
 	nowMs     int64 // the instant of the input being handled, when nowSet
@@ -141,6 +148,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		available: true,
 	}
 	c.startMs = c.now()
+	c.refillDones()
 	c.refreshDebug()
 	c.warnSmallByteCaps()
 	return c, nil
@@ -237,11 +245,11 @@ func (c *Core) Closed(id PeerID) {
 	if c.lastPeer == p {
 		c.lastPeer = nil
 	}
-	c.waiters.dropPeer(id, p.waits) // nobody left to tell: a task that never ends would keep them
+	c.waiters.dropPeer(p.waits) // nobody left to tell: a task that never ends would keep them
 	if e := p.exec; e != nil && e.peer == id {
 		e.peer = 0
 		c.refreshHeaps(e)
-		c.log.Info("executor disconnected", "executor", e.id, "tasks", e.tasks.len())
+		c.logLimited(slog.LevelInfo, "executor disconnected", "executor", e.id, "tasks", e.tasks.len())
 	}
 }
 
@@ -278,6 +286,8 @@ func (c *Core) Tick() {
 	}
 	now := c.now()
 	c.refreshDebug()
+	c.refillDones()
+	c.flushDones()
 	c.expireHandshakes(now)
 	c.fireTimers(now)
 	c.checkLiveness(now)

@@ -126,26 +126,6 @@ func (c *Core) depsSucceeded(t *task) bool {
 // whole, each time, with no bookkeeping.
 const shortDeps = 16
 
-// notifyDone sends `done` to everyone waiting for t.
-func (c *Core) notifyDone(t *task) {
-	c.waiters.take(t.id, func(w waiter) { c.sendDone(w, t) })
-}
-
-func (c *Core) sendDone(w waiter, t *task) {
-	if c.peers[w.peer] == nil {
-		return
-	}
-	b := c.begin("done", w.req)
-	b.UintK(kTaskID, t.id)
-	b.StrK(kState, t.state.String())
-	out, n := t.out()
-	b.RawString(out, n)
-	if e := t.errText(); e != "" {
-		b.StrK(kError, e)
-	}
-	c.confirm(w.peer, &b)
-}
-
 // failAttempt ends a running task's attempt that did not succeed: retrying
 // while attempts remain and the failure is retryable, else failed. The
 // attempt's error and outputs stay visible until the next attempt.

@@ -2,7 +2,9 @@ package core
 
 import (
 	"cmp"
+	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apollo11/apollo11/wire"
@@ -18,8 +20,13 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 	}
 	e := p.exec
 	c.listed = c.listed[:0]
-	bad := false
+	bad, long := false, false
+	limit := runningLimit(e)
 	ok := wire.ForEachItem(m.Value("running"), func(item string) bool {
+		if len(c.listed) == limit {
+			long = true
+			return false
+		}
 		id, ver, good := parseToken(item)
 		if !good {
 			bad = true
@@ -28,6 +35,12 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 		c.listed = append(c.listed, token{id, ver})
 		return true
 	})
+	if long {
+		c.badRequest(p, "", &wire.ValueError{Key: "running", Reason: "more than " + strconv.Itoa(limit) +
+			" dispatches listed; an executor with " + strconv.Itoa(e.slots) + " slots lists at most " +
+			"twice its slots (or the dispatches it holds) plus " + strconv.Itoa(runningSlack)})
+		return
+	}
 	if !ok || bad {
 		c.badRequest(p, "", &wire.ValueError{Key: "running", Reason: "must be a list of task_id.version"})
 		return
@@ -37,6 +50,22 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 	c.send(p.id, &b)
 	c.reconcile(e)
 }
+
+// runningSlack is what a running= list may hold beyond twice the larger
+// of the executor's slots and its dispatches: old dispatches still
+// finishing after a cancel or a reconnect.
+const runningSlack = 64
+
+// runningLimit bounds a heartbeat's running= list. A longer one is
+// bad_request: each entry may cost a cancel frame, so it would let one
+// heartbeat ask for megabytes of replies.
+func runningLimit(e *executor) int { return 2*max(e.slots, e.load) + runningSlack }
+
+// maxUnknownCancels bounds the cancels one heartbeat gets for dispatches
+// that are not this executor's: an entry of a few bytes costs a cancel of
+// about forty, so a list of made-up tokens made replies 2.6 times the
+// heartbeat. Dispatches left out are listed again, and cancelled then.
+const maxUnknownCancels = 1024
 
 // token is a dispatch token, task_id.version.
 type token struct {
@@ -77,11 +106,24 @@ func (c *Core) reconcile(e *executor) {
 	// and a token listed twice is handled once.
 	slices.SortFunc(c.listed, compareTokens)
 	c.listed = slices.Compact(c.listed)
+	// Cancels for dispatches the core does not hold here are bounded, and
+	// wait while the executor has not read what it was sent: it lists them
+	// again while they run.
+	unknown := maxUnknownCancels
+	if c.backlogged(e.peer) {
+		unknown = 0
+	}
+	skipped := 0
 	for _, tk := range c.listed {
 		id, ver := tk.id, tk.ver
 		a := e.tasks.ref(id)
 		t := c.tasks.get(id)
 		if a == nil || a.ver != ver || t == nil || t.version != ver {
+			if unknown == 0 {
+				skipped++
+				continue
+			}
+			unknown--
 			c.sendCancel(e, id, ver) // not dispatched or running here
 			continue
 		}
@@ -102,6 +144,10 @@ func (c *Core) reconcile(e *executor) {
 			mt.dueMs = addMs(now, t.timeoutMs)
 			c.addTimer(timer{at: mt.dueMs, id: id, ver: ver, kind: timerDue})
 		}
+	}
+	if skipped > 0 {
+		c.logLimited(slog.LevelInfo, "cancels held back: the heartbeat lists more dispatches unknown here than one heartbeat answers, "+
+			"or the executor has not read its output", "executor", e.id, "held_back", skipped)
 	}
 	lost := c.lostBuf[:0]
 	for id, a := range e.tasks.all() {

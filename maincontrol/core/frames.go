@@ -9,7 +9,7 @@ func (c *Core) send(to PeerID, b *wire.Builder) { c.emit(to, b, WaitDurable) }
 
 // confirm finishes a frame that confirms a change or dispatches a task
 // (see Wait) and hands it to Effects.
-func (c *Core) confirm(to PeerID, b *wire.Builder) { c.emit(to, b, WaitConfirm) }
+func (c *Core) confirm(to PeerID, b *wire.Builder) int { return c.emit(to, b, WaitConfirm) }
 
 // sendTask finishes a task frame, which waits for the log up to gate only
 // (see Effects.SendTask), and hands it to Effects.
@@ -26,10 +26,14 @@ func (c *Core) greet(to PeerID, b *wire.Builder) { c.emit(to, b, WaitNothing) }
 // emit finishes a frame. A builder error here is a bug in the core (its
 // own keys, or a value that was not checked), so it is logged and the
 // frame dropped rather than sent broken.
-func (c *Core) emit(to PeerID, b *wire.Builder, wait Wait) {
-	if frame, ok := c.finish(b); ok {
-		c.fx.Send(to, frame, wait)
+// It returns the frame's size (0 when dropped).
+func (c *Core) emit(to PeerID, b *wire.Builder, wait Wait) int {
+	frame, ok := c.finish(b)
+	if !ok {
+		return 0
 	}
+	c.fx.Send(to, frame, wait)
+	return len(frame)
 }
 
 // finish ends a frame, keeping its buffer for the next.

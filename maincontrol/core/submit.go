@@ -227,9 +227,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
 		return
 	}
-	if limit := min(c.cfg.MaxPending, maxWaitsPerConn); s.wait && p.waits != nil && p.waits.n >= limit {
-		c.sendError(p, req, wire.CodeBadRequest, "wait=true: this connection already waits for "+
-			strconv.Itoa(limit)+" done replies, its limit; wait for some to come first, or submit without wait")
+	if s.wait && !c.waitRoom(p, req) {
 		return
 	}
 	if s.hasKey {
@@ -302,7 +300,8 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 		return
 	}
 	if t := c.tasks.get(id); t.state.Terminal() {
-		c.sendDone(waiter{peer: p.id, req: req}, t)
+		job := jobOf(t)
+		c.sendDone(p.id, req, &job)
 		return
 	}
 	c.waitFor(p, id, req)
@@ -362,5 +361,24 @@ func (c *Core) waitFor(p *peer, id uint64, req string) {
 	if p.waits == nil {
 		p.waits = &peerWaits{}
 	}
-	c.waiters.add(id, waiter{peer: p.id, req: strings.Clone(req), pw: p.waits})
+	c.waiters.add(id, p.id, p.waits, strings.Clone(req))
+}
+
+// waitRoom reports whether p may wait for one more done, and answers the
+// submit when it may not: past its connection's cap (bad_request, as
+// before: that connection asks too much), or past --max-waits over all
+// connections (unavailable: a duplicate submit is never queue_full, and
+// the cause is others' waits, gone when their tasks end).
+func (c *Core) waitRoom(p *peer, req string) bool {
+	if limit := min(c.cfg.MaxPending, maxWaitsPerConn); p.waits != nil && p.waits.n >= limit {
+		c.sendError(p, req, wire.CodeBadRequest, "wait=true: this connection already waits for "+
+			strconv.Itoa(limit)+" done replies, its limit; wait for some to come first, or submit without wait")
+		return false
+	}
+	if c.waiters.total >= c.cfg.MaxWaits {
+		c.sendError(p, req, wire.CodeUnavailable, "wait=true: all connections together wait for "+
+			strconv.Itoa(c.waiters.total)+" done replies, --max-waits; nothing was submitted; retry later, or submit without wait")
+		return false
+	}
+	return true
 }

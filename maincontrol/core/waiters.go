@@ -1,158 +1,194 @@
 package core
 
-import "slices"
-
-// waiter is a peer waiting for a task's `done`, with the req of its
-// submit, and the peer's count of waits.
-type waiter struct {
-	peer PeerID
-	req  string
-	pw   *peerWaits
-}
-
-// waiterSet holds who waits for each task's `done`. Nearly every task
-// waited for has one waiter, its submitter; that one is kept in a map of
-// values, and only later ones (duplicate submits with wait=true) in a
-// second map of slices, so the common case allocates no slice per task.
+// waitEntry is one connection's waits for one task's `done`: the reqs of
+// its wait=true submits of that task, in order. A connection that waits
+// for the same task again (a keyed duplicate) adds a req to its entry, so
+// every entry is one (connection, task) pair, and each req still gets its
+// own `done` (spec section 3: `done` carries its submit's req).
 //
-// Each peer's waits are also counted, with the tasks they wait on (in the
-// peer's peerWaits, reached from the waiter and the peer without a map),
-// so that a closed connection's waiters are dropped at once (a task that
-// never ends would otherwise keep them forever) and a peer's waits can be
-// capped.
-type waiterSet struct {
-	first map[uint64]waiter
-	more  map[uint64][]waiter
+// An entry is linked in its task's list while the task runs, and in its
+// peer's list from its first wait until its last `done` is sent: either
+// end, or the peer closing, unlinks it at a cost that does not depend on
+// what other peers wait for.
+type waitEntry struct {
+	task uint64
+	peer PeerID
+	pw   *peerWaits
+	req  string   // the first req
+	more []string // later reqs of the same connection
+	next int      // reqs already answered (0: none), while being sent
+	dead bool     // its peer closed: nothing more to send
+
+	tprev, tnext *waitEntry // the task's waiters, in order of first wait
+	pprev, pnext *waitEntry // the peer's entries, in no order
 }
 
-// maxWaitsPerConn caps one connection's waits, below --max-pending (one
-// million by default): waits are about 120 bytes each, and nothing else
-// bounds them when a connection waits for the same task again and again
-// through its key. Ending a task then sent every wait its `done` in one
-// go: four connections with a million waits each held the loop for over
-// a second, and were closed as not reading while they read. 65,536 is far
-// more than a client keeps in flight (the bench keeps 1,024 a producer),
-// holds about 8 MiB, and makes the `done` replies one connection gets
-// when a task ends about 3 MB when the task has no outputs.
+// reqs counts the entry's waits.
+func (e *waitEntry) reqs() int { return 1 + len(e.more) }
+
+// reqAt returns its i-th req.
+func (e *waitEntry) reqAt(i int) string {
+	if i == 0 {
+		return e.req
+	}
+	return e.more[i-1]
+}
+
+// waitKey names the entry of one connection for one task.
+type waitKey struct {
+	task uint64
+	peer PeerID
+}
+
+// taskWaiters is the list of a task's entries.
+type taskWaiters struct{ head, tail *waitEntry }
+
+// waiterSet holds who waits for each task's `done`, each wait counted
+// against its peer's cap and the global one (Config.MaxWaits).
+type waiterSet struct {
+	byTask map[uint64]taskWaiters
+	byKey  map[waitKey]*waitEntry
+	total  int // waits (reqs) held, in entries waiting or being sent
+}
+
+// maxWaitsPerConn caps one connection's waits, below --max-pending and
+// --max-waits. Waits are about 200 bytes each, and the same task can be
+// waited for again and again through its key. 65,536 is far more than a
+// client keeps in flight (the bench keeps 1,024 a producer).
 const maxWaitsPerConn = 1 << 16
 
-// peerWaits is one peer's share of a waiterSet. ids may hold tasks whose
-// waiter was taken since: it is filtered when it grows past four times n,
-// and emptied when n reaches 0.
+// peerWaits is one peer's share of a waiterSet: its waits, and its
+// entries, linked through pprev and pnext.
 type peerWaits struct {
-	n   int
-	ids []uint64
+	n    int
+	head *waitEntry
 }
 
 func newWaiterSet() waiterSet {
-	return waiterSet{first: make(map[uint64]waiter), more: make(map[uint64][]waiter)}
+	return waiterSet{byTask: make(map[uint64]taskWaiters), byKey: make(map[waitKey]*waitEntry)}
 }
 
-// add appends w, whose pw is its peer's, to the waiters of task id.
-func (ws *waiterSet) add(id uint64, w waiter) {
-	if _, ok := ws.first[id]; !ok {
-		ws.first[id] = w
-	} else {
-		ws.more[id] = append(ws.more[id], w)
-	}
-	pw := w.pw
+// add makes peer, whose waits are pw, wait for task id's `done` with req.
+// A second wait of the same peer for the same task joins its entry.
+func (ws *waiterSet) add(id uint64, peer PeerID, pw *peerWaits, req string) {
 	pw.n++
-	if len(pw.ids) >= 4*pw.n+256 {
-		// Sorted, so that each task is checked once: waits scans the
-		// task's later waiters, which may be many (duplicate submits
-		// with wait=true). Every 3n+256 adds: a few lookups per add.
-		slices.Sort(pw.ids)
-		live := pw.ids[:0]
-		for i, x := range pw.ids {
-			if (i == 0 || x != pw.ids[i-1]) && ws.waits(x, w.peer) {
-				live = append(live, x)
-			}
-		}
-		pw.ids = live
+	ws.total++
+	k := waitKey{id, peer}
+	if e := ws.byKey[k]; e != nil {
+		e.more = append(e.more, req)
+		return
 	}
-	pw.ids = append(pw.ids, id)
+	e := &waitEntry{task: id, peer: peer, pw: pw, req: req}
+	ws.byKey[k] = e
+	l := ws.byTask[id]
+	if l.tail == nil {
+		l.head = e
+	} else {
+		l.tail.tnext, e.tprev = e, l.tail
+	}
+	l.tail = e
+	ws.byTask[id] = l
+	e.pnext = pw.head
+	if pw.head != nil {
+		pw.head.pprev = e
+	}
+	pw.head = e
 }
 
 // waits reports whether peer waits for task id.
-func (ws *waiterSet) waits(id uint64, peer PeerID) bool {
-	if w, ok := ws.first[id]; !ok {
-		return false
-	} else if w.peer == peer {
-		return true
-	}
-	for _, w := range ws.more[id] {
-		if w.peer == peer {
-			return true
-		}
-	}
-	return false
-}
+func (ws *waiterSet) waits(id uint64, peer PeerID) bool { return ws.byKey[waitKey{id, peer}] != nil }
 
-// release counts one waiter of w's peer gone.
-func (w *waiter) release() {
-	if w.pw.n--; w.pw.n <= 0 {
-		w.pw.n, w.pw.ids = 0, w.pw.ids[:0]
+// take removes the entries of task id from its list and returns the first
+// (the rest follow through tnext). They stay counted, and in their peers'
+// lists, until release: their `done` replies are yet to be sent.
+func (ws *waiterSet) take(id uint64) *waitEntry {
+	if len(ws.byTask) == 0 {
+		return nil
 	}
-}
-
-// take removes the waiters of task id and calls fn for each, in the order
-// they were added.
-func (ws *waiterSet) take(id uint64, fn func(waiter)) {
-	if len(ws.first) == 0 {
-		return
-	}
-	w, ok := ws.first[id]
+	l, ok := ws.byTask[id]
 	if !ok {
+		return nil
+	}
+	delete(ws.byTask, id)
+	for e := l.head; e != nil; e = e.tnext {
+		delete(ws.byKey, waitKey{id, e.peer})
+	}
+	return l.head
+}
+
+// release forgets entry e, taken, once its replies are sent or no longer
+// can be: what it still counted goes back to its peer and the total.
+func (ws *waiterSet) release(e *waitEntry) {
+	if e.dead {
 		return
 	}
-	delete(ws.first, id)
-	w.release()
-	fn(w)
-	if len(ws.more) == 0 {
-		return
+	ws.unlinkPeer(e, e.reqs()-e.next)
+	e.dead = true
+}
+
+// answered counts one more of e's reqs answered.
+func (ws *waiterSet) answered(e *waitEntry) {
+	e.next++
+	e.pw.n--
+	ws.total--
+}
+
+func (ws *waiterSet) unlinkPeer(e *waitEntry, n int) {
+	pw := e.pw
+	pw.n -= n
+	ws.total -= n
+	if e.pprev != nil {
+		e.pprev.pnext = e.pnext
+	} else if pw.head == e {
+		pw.head = e.pnext
 	}
-	rest := ws.more[id]
-	delete(ws.more, id)
-	for _, w := range rest {
-		w.release()
-		fn(w)
+	if e.pnext != nil {
+		e.pnext.pprev = e.pprev
+	}
+	e.pprev, e.pnext = nil, nil
+}
+
+// drop forgets the waiters of task id, without replies.
+func (ws *waiterSet) drop(id uint64) {
+	for e := ws.take(id); e != nil; e = e.tnext {
+		ws.release(e)
 	}
 }
 
-// drop forgets the waiters of task id.
-func (ws *waiterSet) drop(id uint64) { ws.take(id, func(waiter) {}) }
-
-// dropPeer forgets every waiter of peer, whose waits are pw, keeping the
-// others in order.
-func (ws *waiterSet) dropPeer(peer PeerID, pw *peerWaits) {
-	if pw == nil || pw.n == 0 {
+// dropPeer forgets every wait of peer, whose waits are pw: those of its
+// entries still waiting, and those of entries being sent. It costs the
+// peer's own entries, whatever other peers wait for.
+func (ws *waiterSet) dropPeer(pw *peerWaits) {
+	if pw == nil {
 		return
 	}
-	for _, id := range pw.ids {
-		first, ok := ws.first[id]
-		if !ok {
-			continue
-		}
-		rest := ws.more[id]
-		kept := rest[:0]
-		for _, w := range rest {
-			if w.peer != peer {
-				kept = append(kept, w)
-			}
-		}
-		clear(rest[len(kept):]) // no stale req strings behind the kept ones
-		if first.peer == peer {
-			if len(kept) == 0 {
-				delete(ws.first, id)
+	for e := pw.head; e != nil; {
+		next := e.pnext
+		if l, ok := ws.byTask[e.task]; ok && ws.byKey[waitKey{e.task, e.peer}] == e {
+			// Still waiting: out of its task's list too.
+			delete(ws.byKey, waitKey{e.task, e.peer})
+			if e.tprev != nil {
+				e.tprev.tnext = e.tnext
 			} else {
-				ws.first[id], kept = kept[0], kept[1:]
+				l.head = e.tnext
+			}
+			if e.tnext != nil {
+				e.tnext.tprev = e.tprev
+			} else {
+				l.tail = e.tprev
+			}
+			if l.head == nil {
+				delete(ws.byTask, e.task)
+			} else {
+				ws.byTask[e.task] = l
 			}
 		}
-		if len(kept) == 0 {
-			delete(ws.more, id)
-		} else {
-			ws.more[id] = kept
-		}
+		n := e.reqs() - e.next
+		pw.n -= n
+		ws.total -= n
+		e.pprev, e.pnext, e.dead = nil, nil, true
+		e = next
 	}
-	pw.n, pw.ids = 0, nil
+	pw.head = nil
+	pw.n = 0
 }

@@ -8,171 +8,112 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// peerWaiters makes waiters of a few peers, each peer with its own count.
-type peerWaiters map[PeerID]*peerWaits
-
-func (pws peerWaiters) w(peer PeerID, req string) waiter {
-	if pws[peer] == nil {
-		pws[peer] = &peerWaits{}
+// reqsOf lists the reqs of the entries taken for a task, in order.
+func reqsOf(ws *waiterSet, id uint64) []string {
+	var got []string
+	for e := ws.take(id); e != nil; e = e.tnext {
+		for i := range e.reqs() {
+			got = append(got, e.reqAt(i))
+			ws.answered(e)
+		}
+		ws.release(e)
 	}
-	return waiter{peer: peer, req: req, pw: pws[peer]}
+	return got
 }
 
 func TestWaiterSet(t *testing.T) {
-	taken := func(ws *waiterSet, id uint64) []string {
-		var got []string
-		ws.take(id, func(w waiter) { got = append(got, w.req) })
-		return got
-	}
-	pws := peerWaiters{}
-	a, b, c := pws.w(1, "a"), pws.w(2, "b"), pws.w(1, "c")
+	pws := map[PeerID]*peerWaits{1: {}, 2: {}, 9: {}}
 	tests := []struct {
 		name string
-		add  []waiter
+		add  [][2]string // peer, req
 		drop bool
 		want []string
 	}{
 		{name: "none"},
-		{name: "one", add: []waiter{a}, want: []string{"a"}},
-		{name: "several, in order", add: []waiter{a, b, c}, want: []string{"a", "b", "c"}},
-		{name: "dropped", add: []waiter{a, b}, drop: true},
+		{name: "one", add: [][2]string{{"1", "a"}}, want: []string{"a"}},
+		{name: "several; a peer's own waits together", add: [][2]string{{"1", "a"}, {"2", "b"}, {"1", "c"}},
+			want: []string{"a", "c", "b"}},
+		{name: "dropped", add: [][2]string{{"1", "a"}, {"2", "b"}}, drop: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := newWaiterSet()
-			ws.add(99, pws.w(9, "other task"))
-			for _, w := range tt.add {
-				ws.add(7, w)
+			ws.add(99, 9, pws[9], "other task")
+			for _, a := range tt.add {
+				p, _ := strconv.Atoi(a[0])
+				ws.add(7, PeerID(p), pws[PeerID(p)], a[1])
 			}
 			if tt.drop {
 				ws.drop(7)
 			}
-			assert.Equal(t, tt.want, taken(&ws, 7))
-			assert.Empty(t, taken(&ws, 7), "taken once")
-			assert.Equal(t, []string{"other task"}, taken(&ws, 99), "other tasks untouched")
-			assert.Empty(t, ws.first)
-			assert.Empty(t, ws.more)
+			assert.Equal(t, tt.want, reqsOf(&ws, 7))
+			assert.Empty(t, reqsOf(&ws, 7), "taken once")
+			assert.Equal(t, []string{"other task"}, reqsOf(&ws, 99), "other tasks untouched")
+			assert.Empty(t, ws.byTask)
+			assert.Empty(t, ws.byKey)
+			assert.Zero(t, ws.total)
 			for peer, pw := range pws {
 				assert.Zero(t, pw.n, "peer %d: every count back to nothing", peer)
+				assert.Nil(t, pw.head, "peer %d: no entry left", peer)
 			}
 		})
 	}
 }
 
-// dropPeer forgets one peer's waiters, keeps the others in order, and
-// leaves no count behind.
+// dropPeer forgets one peer's waits, keeps the others in order, and
+// leaves no count behind, for entries waiting and entries being sent.
 func TestWaiterSet_DropPeer(t *testing.T) {
 	ws := newWaiterSet()
-	pws := peerWaiters{}
-	a1, b, a2, c := pws.w(1, "a1"), pws.w(2, "b"), pws.w(1, "a2"), pws.w(3, "c")
-	for _, w := range []waiter{a1, b, a2, c} {
-		ws.add(7, w)
-	}
-	ws.add(8, a1)
-	ws.add(9, b)
-	assert.Equal(t, 3, pws[1].n)
-	ws.dropPeer(1, pws[1])
+	pws := map[PeerID]*peerWaits{1: {}, 2: {}, 3: {}}
+	ws.add(7, 1, pws[1], "a1")
+	ws.add(7, 2, pws[2], "b")
+	ws.add(7, 1, pws[1], "a2")
+	ws.add(7, 3, pws[3], "c")
+	ws.add(8, 1, pws[1], "a1")
+	ws.add(9, 2, pws[2], "b")
+	ws.add(10, 1, pws[1], "sending")
+	sending := ws.take(10)
+	assert.Equal(t, 4, pws[1].n)
+	assert.Equal(t, 7, ws.total)
+	ws.dropPeer(pws[1])
 	assert.Zero(t, pws[1].n)
-	var got []string
-	ws.take(7, func(w waiter) { got = append(got, w.req) })
-	assert.Equal(t, []string{"b", "c"}, got, "the others, in order; the first one replaced")
-	_, ok := ws.first[8]
+	assert.True(t, sending.dead, "an entry being sent is dropped too")
+	assert.Equal(t, []string{"b", "c"}, reqsOf(&ws, 7), "the others, in order")
+	_, ok := ws.byTask[8]
 	assert.False(t, ok, "a task only peer 1 waited for has no entry left")
 	assert.Equal(t, 1, pws[2].n)
 	ws.drop(9)
 	for peer, pw := range pws {
 		assert.Zero(t, pw.n, "peer %d: every count back to nothing", peer)
 	}
-	assert.Empty(t, ws.first)
-	assert.Empty(t, ws.more)
+	assert.Empty(t, ws.byTask)
+	assert.Empty(t, ws.byKey)
+	assert.Zero(t, ws.total)
 }
 
-// A peer that keeps some waits open while many end does not grow its list
-// of tasks without bound.
-func TestWaiterSet_PeerListStaysBounded(t *testing.T) {
+// One connection waiting for one task many times holds one entry, and
+// closing it touches only its own entries: before, every close rescanned
+// the other connections' waits once per wait of its own, and four
+// connections with 65,536 waits each on one task froze the loop for
+// seconds when they closed.
+func TestWaiterSet_OneEntryPerConnectionAndTask(t *testing.T) {
 	ws := newWaiterSet()
-	pws := peerWaiters{}
-	ws.add(1, pws.w(5, "long"))
-	for id := uint64(2); id < 100_000; id++ {
-		ws.add(id, pws.w(5, "r"))
-		ws.take(id, func(waiter) {})
+	pws := []*peerWaits{{}, {}, {}, {}}
+	for i := range 4 * 65_536 {
+		p := i % 4
+		ws.add(7, PeerID(p+1), pws[p], "r")
 	}
-	assert.Equal(t, 1, pws[5].n)
-	assert.Less(t, len(pws[5].ids), 200)
-	ws.dropPeer(5, pws[5])
-	assert.Empty(t, ws.first)
-}
-
-// The waiters of a connection that closes are dropped: a task that never
-// ends does not keep them. A connection's waits are capped at
-// --max-pending, however often it waits for the same task.
-func TestCore_WaitersOfClosedPeerDropped(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxPending = 5 })
-	owner := h.client()
-	id := h.submit(owner, "task_type", "nobody", "key", "K")
-	cl := h.client()
-	for i := range 5 {
-		h.send(cl, "submit", "req", "w"+strconv.Itoa(i), "task_type", "nobody", "key", "K", "wait", "true")
-		assert.Equal(t, "true", h.expect(cl, "submitted").Value("duplicate"))
+	assert.Len(t, ws.byKey, 4)
+	assert.Equal(t, 4*65_536, ws.total)
+	for p, pw := range pws {
+		assert.Equal(t, 65_536, pw.n)
+		require.NotNil(t, pw.head)
+		assert.Nil(t, pw.head.pnext, "peer %d: one entry", p+1)
+		assert.Len(t, pw.head.more, 65_535)
 	}
-	h.send(cl, "submit", "req", "over", "task_type", "nobody", "key", "K", "wait", "true")
-	e := h.expect(cl, "error")
-	assert.Equal(t, "bad_request", e.Value("code"))
-	assert.Contains(t, e.Value("message"), "already waits for 5 done replies")
-	pw := h.c.peers[cl].waits
-	assert.Equal(t, 5, pw.n)
-	h.c.Closed(cl)
-	assert.Zero(t, pw.n)
-	assert.Empty(t, h.c.waiters.first)
-	assert.Empty(t, h.c.waiters.more)
-
-	h.send(owner, "submit", "req", "again", "task_type", "nobody", "key", "K", "wait", "true")
-	h.expect(owner, "submitted")
-	h.send(owner, "cancel", "req", "c", "task_id", strconv.FormatUint(id, 10))
-	assert.Equal(t, "cancelled", h.expect(owner, "done").Value("state"), "other peers still told")
-	h.expect(owner, "cancelled")
-}
-
-// A connection's waits are capped at 65,536, or --max-pending when lower,
-// however often it waits for the same task (docs/protocol.md appendix,
-// "Waits per connection"); a refused wait changes nothing.
-func TestCore_WaitsPerConnectionCapped(t *testing.T) {
-	for _, tc := range []struct {
-		maxPending int // 0: the default, a million
-		want       int
-	}{
-		{maxPending: 0, want: 65_536},
-		{maxPending: 5, want: 5},
-		{maxPending: 65_537, want: 65_536},
-	} {
-		t.Run("max_pending="+strconv.Itoa(tc.maxPending), func(t *testing.T) {
-			h := newHarness(t, func(c *Config) { c.MaxPending = tc.maxPending; c.Unlogged = true })
-			owner := h.client()
-			id := h.submit(owner, "task_type", "nobody", "key", "K")
-			cl := h.client()
-			wait := msg("submit", "req", "w", "task_type", "nobody", "key", "K", "wait", "true")
-			for i := range tc.want {
-				h.c.Handle(cl, wait)
-				if i%4096 == 0 {
-					h.fx.frames[cl] = nil // the replies are the harness's memory
-				}
-			}
-			h.fx.frames[cl] = nil
-			require.Equal(t, tc.want, h.c.peers[cl].waits.n)
-			h.send(cl, "submit", "req", "over", "task_type", "nobody", "key", "K", "wait", "true")
-			e := h.expect(cl, "error")
-			assert.Equal(t, "bad_request", e.Value("code"))
-			assert.Equal(t, "over", e.Value("req"))
-			assert.Contains(t, e.Value("message"), "already waits for "+strconv.Itoa(tc.want)+" done replies")
-			assert.Equal(t, tc.want, h.c.peers[cl].waits.n, "a refused wait changes nothing")
-
-			// Another connection has its own count, and every wait is
-			// answered when the task ends.
-			h.send(owner, "submit", "req", "again", "task_type", "nobody", "key", "K", "wait", "true")
-			h.expect(owner, "submitted")
-			h.send(owner, "cancel", "req", "c", "task_id", strconv.FormatUint(id, 10))
-			assert.Len(t, h.fx.frames[cl], tc.want)
-			assert.Equal(t, "done", h.fx.frames[cl][tc.want-1].Type())
-		})
-	}
+	ws.dropPeer(pws[0])
+	assert.Equal(t, 3*65_536, ws.total)
+	assert.Len(t, ws.byKey, 3)
+	got := reqsOf(&ws, 7)
+	assert.Len(t, got, 3*65_536, "every other wait still answered")
 }
