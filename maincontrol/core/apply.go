@@ -199,6 +199,7 @@ func (c *Core) mutate(r *record) {
 		for _, tt := range e.types {
 			c.releaseType(tt)
 		}
+		c.regBytes -= e.regBytes
 		delete(c.execs, r.exec)
 	}
 }
@@ -513,6 +514,15 @@ func (c *Core) applyExecReg(r *record) {
 	for i := range e.entries {
 		e.entries[i] = heapEntry{e: e, idx: -1}
 	}
+	c.regBytes -= e.regBytes
+	e.regBytes = regBytes(e.id, func(yield func(string) bool) {
+		for _, tt := range e.types {
+			if !yield(tt.name) {
+				return
+			}
+		}
+	})
+	c.regBytes += e.regBytes
 	e.slots = int(r.slots)
 	c.regSeq++
 	e.regSeq = c.regSeq

@@ -51,9 +51,15 @@ type Core struct {
 	regSeq uint64
 	// execLog limits the logs a peer can cause at will: registrations,
 	// disconnects, losses, held-back cancels (loglimit.go).
-	execLog  logLimit
-	liveness livenessHeap
-	peers    map[PeerID]*peer
+	execLog logLimit
+	// liveExecs counts executors with a connection; regBytes sums
+	// executor.regBytes; kept queues the disconnected ones (kept.go).
+	liveExecs int
+	regBytes  int
+	kept      []keptRef
+	keptHead  int
+	liveness  livenessHeap
+	peers     map[PeerID]*peer
 	// lastPeer is the peer of the latest Handle: messages come in runs
 	// from one connection (the server hands over a whole read at once).
 	lastPeer *peer
@@ -248,8 +254,10 @@ func (c *Core) Closed(id PeerID) {
 	c.waiters.dropPeer(p.waits) // nobody left to tell: a task that never ends would keep them
 	if e := p.exec; e != nil && e.peer == id {
 		e.peer = 0
+		c.liveExecs--
 		c.refreshHeaps(e)
 		c.logLimited(slog.LevelInfo, "executor disconnected", "executor", e.id, "tasks", e.tasks.len())
+		c.keepDisconnected(e)
 	}
 }
 

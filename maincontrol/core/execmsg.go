@@ -284,7 +284,7 @@ func (c *Core) progress(p *peer, m *wire.Message) {
 // ones use an attempt and retry at once (or fail).
 func (c *Core) bye(p *peer, m *wire.Message) {
 	e := p.exec
-	c.log.Info("executor leaves", "executor", e.id, "reason", m.Value("reason"), "tasks", e.tasks.len())
+	c.logLimited(slog.LevelInfo, "executor leaves", "executor", e.id, "reason", clipText(m.Value("reason")), "tasks", e.tasks.len())
 	c.takeBackAll(e, true, "executor left (bye)")
 	b := wire.Begin(c.frame[:0], "bye_ack")
 	c.send(p.id, &b)

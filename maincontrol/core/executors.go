@@ -23,6 +23,10 @@ type executor struct {
 	lastSeen int64
 	hbCount  uint64 // heartbeats on this connection
 	watched  bool   // has an entry in the liveness heap
+	// regBytes is what its registration counts (kept.go); keptGen counts
+	// its disconnections, for Core.kept.
+	regBytes int
+	keptGen  uint64
 }
 
 // assignment is one dispatch held by an executor. Its fields are live only:

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -147,6 +148,9 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.sendError(p, "", wire.CodeDuplicateExecutor, "executor "+id+" is already connected")
 		return
 	}
+	if !c.regRoom(p, id, types) {
+		return
+	}
 	// The message borrows from the read buffer: copy what is kept.
 	r := c.newRecord(recExecReg)
 	r.exec = strings.Clone(id)
@@ -164,13 +168,15 @@ func (c *Core) register(p *peer, m *wire.Message) {
 	c.commit(r)
 	e := c.execs[id]
 	e.peer = p.id
+	c.liveExecs++
 	e.lastSeen = c.now()
 	e.hbCount = 0
 	p.kind = peerExecutor
 	p.exec = e
 	c.refreshHeaps(e)
 	c.watchLiveness(e)
-	c.log.Info("executor registered", "executor", e.id, "task_types", types, "slots", slots, "tasks", e.tasks.len())
+	c.logLimited(slog.LevelInfo, "executor registered", "executor", e.id, "task_types", clipTypes(types), "slots", slots,
+		"tasks", e.tasks.len())
 	if e.load > e.slots {
 		// Back with fewer slots than the dispatches it still holds (a
 		// restart with a new --slots): those end as usual, by result,
@@ -295,4 +301,13 @@ func distinct(list []string) int {
 		seen[s] = struct{}{}
 	}
 	return len(seen)
+}
+
+// clipTypes bounds the task types a log record lists: a register may name
+// 1,024 of them.
+func clipTypes(types []string) []string {
+	if len(types) > 16 {
+		return append(types[:16:16], "... "+strconv.Itoa(len(types)-16)+" more")
+	}
+	return types
 }

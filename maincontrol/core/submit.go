@@ -251,6 +251,11 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	if !c.pendingRoom(p, req, submitBytes(&s, f.args)) {
 		return
 	}
+	if len(c.types) >= maxTaskTypes && c.types[s.typ] == nil {
+		c.sendError(p, req, wire.CodeQueueFull, "queue full: "+strconv.Itoa(len(c.types))+
+			" task types are known, the most; a task of a new type waits until some are forgotten; retry later")
+		return
+	}
 	now := c.now()
 	r := c.newRecord(recNew)
 	r.id, r.priority = c.nextID, uint8(s.priority)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"container/heap"
+	"log/slog"
 	"strconv"
 	"time"
 )
@@ -151,7 +152,7 @@ func (c *Core) Stalled(d time.Duration) {
 
 func (c *Core) loseExecutor(e *executor) {
 	c.obs.ExecutorLost()
-	c.log.Warn("executor lost: nothing arrived within the heartbeat timeout", "executor", e.id,
+	c.logLimited(slog.LevelWarn, "executor lost: nothing arrived within the heartbeat timeout", "executor", e.id,
 		"timeout", c.cfg.HeartbeatTimeout, "tasks", e.tasks.len())
 	c.takeBackAll(e, false, "executor "+e.id+" lost")
 	if p := c.peers[e.peer]; p != nil {
