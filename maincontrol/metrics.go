@@ -81,7 +81,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 		defer s.mu.Unlock()
 		return float64(s.core.StateBytes())
 	})
-	r.GaugeFunc("apollo11_pending_bytes", "Bytes held by tasks not yet ended, as --max-pending-bytes counts them: args, type name, key, trace_id, 24 per depends_on id, and a failed attempt's outputs and error.", func() float64 {
+	r.GaugeFunc("apollo11_pending_bytes", "Bytes held by tasks not yet ended, as --max-pending-bytes counts them: args, type name, key, trace_id, 48 per depends_on id, and a failed attempt's outputs and error.", func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return float64(s.core.PendingBytes())

@@ -40,7 +40,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.heartbeatTimeout, "heartbeat-timeout", core.DefaultHeartbeatTimeout, "executor silence after which it is lost")
 	durationVar(fs, &f.startTimeout, "start-timeout", core.DefaultStartTimeout, "time a dispatched task has to start")
 	fs.IntVar(&f.maxPending, "max-pending", core.DefaultMaxPending, "tasks not yet ended before submit gets queue_full")
-	fs.IntVar(&f.maxPendingBytes, "max-pending-bytes", core.DefaultMaxPendingBytes, "bytes tasks not yet ended may hold (args, type name, key, trace_id, 24 per depends_on id, a failed attempt's outputs and error) before submit gets queue_full (-1: no cap)")
+	fs.IntVar(&f.maxPendingBytes, "max-pending-bytes", core.DefaultMaxPendingBytes, "bytes tasks not yet ended may hold (args, type name, key, trace_id, 48 per depends_on id, a failed attempt's outputs and error) before submit gets queue_full (-1: no cap)")
 	fs.IntVar(&f.maxWaits, "max-waits", core.DefaultMaxWaits, "wait=true submits waiting for their done over all connections (each connection at most 65,536) before such a submit gets unavailable")
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")

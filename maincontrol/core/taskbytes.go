@@ -20,18 +20,16 @@ const (
 	// DefaultRetentionMaxBytes is the default cap on the bytes held by the
 	// ended tasks kept.
 	DefaultRetentionMaxBytes = 256 << 20
-	// DepBytes is what each depends_on id counts: an estimate, not a
-	// bound, of what it holds while its task waits. The task's own list
-	// takes one to three bytes of it (depIDs, ten at most), and the
-	// dependency's dependents eight for the first task waiting on it (its
-	// head); from the second the head becomes a list (16 bytes, plus 32
-	// in the index of lists) that grows by doubling, about 8 to 16 bytes
-	// a waiting task. With dependencies scattered over the id space a
-	// dependent can also cost an 8 KiB block of heads (dependents says
-	// why that stays a fraction of the task table). It was set when both
-	// lists kept 8-byte ids, and is kept: the caps' answers do not change
-	// with the layout.
-	DepBytes = 24
+	// DepBytes is what each depends_on id counts, so that the cap bounds
+	// what it holds while its task waits. The task's own list takes one
+	// to three bytes of it (depIDs, ten at most), and the dependency's
+	// dependents eight for the first task waiting on it (its head); from
+	// the second the head becomes a list (16 bytes, plus 32 in the index
+	// of lists) that grows by doubling and is compacted at half stale:
+	// up to about 50 bytes an id in all. With dependencies scattered over
+	// the id space a dependent can also cost an 8 KiB block of heads
+	// (dependents says why that stays a fraction of the task table).
+	DepBytes = 48
 )
 
 // heldBytes is the rule of what a task counts toward the caps, in one

@@ -66,9 +66,9 @@ func TestTaskBytes_Rule(t *testing.T) {
 func TestCore_PendingBytesCap(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxPendingBytes = 100 })
 	cl := h.client()
-	a := h.submit(cl, "task_type", "x", "key", "k1", "arg.a", strings.Repeat("v", 41)) // 1 + 2 + 6 + 41
-	require.Equal(t, int64(50), h.c.PendingBytes())
-	b := h.submit(cl, "task_type", "x", "depends_on", itoa(a), "trace_id", "t", "arg.b", strings.Repeat("v", 41-DepBytes)) // 1 + DepBytes + 1 + 6 + 41-DepBytes
+	a := h.submit(cl, "task_type", "x", "key", "k1", "arg.a", strings.Repeat("v", 82-DepBytes)) // 1 + 2 + 6 + 82-DepBytes
+	require.Equal(t, int64(91-DepBytes), h.c.PendingBytes())
+	b := h.submit(cl, "task_type", "x", "depends_on", itoa(a), "trace_id", "t", "arg.b", "") // 1 + DepBytes + 1 + 6
 	require.Equal(t, Waiting, h.state(b))
 	require.Equal(t, int64(99), h.c.PendingBytes())
 
