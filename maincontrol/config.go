@@ -72,9 +72,17 @@ type Config struct {
 	OutboundGrace time.Duration
 	// MaxPausedInbound is what one connection may send while its reading
 	// is paused (more than MaxInflight replies awaiting disk) before it is
-	// refused and closed; default max(16 MiB, 2*MaxFrame). All paused
-	// connections together may hold eight times as much.
+	// refused and closed; default max(16 MiB, 2*MaxFrame).
 	MaxPausedInbound int
+	// MaxPausedTotal is what all paused connections together may hold;
+	// default 8*MaxPausedInbound.
+	MaxPausedTotal int
+	// MaxBuffers, when set, is what all connections' buffers together
+	// may hold (--max-buffers): it gives MaxOutboundTotal and
+	// MaxPausedTotal two fifths each, and MaxPartialTotal one, where those
+	// are not set. Zero keeps their own defaults (320 MiB in all at the
+	// default max frame).
+	MaxBuffers int
 	// FrameStallTimeout is how long a connection may leave a frame
 	// incomplete without sending another byte of it before it is cut off:
 	// gnet holds the partial frame, up to the max frame, for as long as
@@ -149,6 +157,19 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxPausedInbound == 0 {
 		c.MaxPausedInbound = max(16<<20, 2*c.Core.MaxFrame)
 	}
+	if c.MaxBuffers > 0 {
+		share := func(v *int, fifths int) {
+			if *v == 0 {
+				*v = max(1, c.MaxBuffers/5*fifths)
+			}
+		}
+		share(&c.MaxOutboundTotal, 2)
+		share(&c.MaxPausedTotal, 2)
+		share(&c.MaxPartialTotal, 1)
+	}
+	if c.MaxPausedTotal == 0 {
+		c.MaxPausedTotal = 8 * c.MaxPausedInbound
+	}
 	if c.FrameStallTimeout == 0 {
 		c.FrameStallTimeout = DefaultFrameStallTimeout
 	}
@@ -190,7 +211,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

@@ -403,7 +403,7 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 			}
 			cn.paused = true
 			s.notePaused(cn, gc.InboundBuffered())
-			if cn.pausedBytes > s.cfg.MaxPausedInbound || s.pausedBytes > 8*s.cfg.MaxPausedInbound {
+			if cn.pausedBytes > s.cfg.MaxPausedInbound || s.pausedBytes > s.cfg.MaxPausedTotal {
 				s.log.Warn("peer sent too much while paused: connection closed", "peer", cn.id,
 					"buffered", cn.pausedBytes, "all_paused", s.pausedBytes)
 				s.cutOff(cn, gc, "too many requests awaiting disk")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/maincontrol"
-	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -97,50 +96,4 @@ func TestUnits_Limits(t *testing.T) {
 	drain, err := time.ParseDuration(unitValue(t, []byte(strings.ReplaceAll(string(env), "#APOLLO11_", "APOLLO11_")), "APOLLO11_DRAIN_TIMEOUT"))
 	require.NoError(t, err)
 	require.Less(t, drain, stop, "the env example's drain fits TimeoutStopSec")
-}
-
-// The main control's caps keep what it can hold under GOMEMLIMIT, and
-// that under MemoryMax: past MemoryMax the kernel kills it, and a restart
-// replays the same tasks, so a filling queue would crash it in a loop
-// instead of being answered queue_full. The per-task costs are measured
-// (README "Sizing"; a main control filled to these caps, 500,000 tasks
-// holding 128 MiB of args and 64 MiB of kept outputs peaked at 319 MiB,
-// VmHWM; the shared state was empty).
-func TestUnits_MemoryBudget(t *testing.T) {
-	const pendingTask, endedTask = 270, 300 // bytes of overhead per task
-	main, err := os.ReadFile("apollo11-maincontrol.service")
-	require.NoError(t, err)
-	env := map[string]string{}
-	for _, line := range strings.Split(string(main), "\n") {
-		if kv, ok := strings.CutPrefix(line, "Environment="); ok {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
-		}
-	}
-	num := func(key string) int64 {
-		t.Helper()
-		v, ok := env[key]
-		require.True(t, ok, "the unit sets %s: the default does not fit MemoryMax", key)
-		n, err := strconv.ParseInt(v, 10, 64)
-		require.NoError(t, err, key)
-		return n
-	}
-	live := num("APOLLO11_MAX_PENDING")*pendingTask + num("APOLLO11_MAX_PENDING_BYTES") +
-		core.DefaultRetentionMax*endedTask + num("APOLLO11_RETENTION_MAX_BYTES") +
-		num("APOLLO11_MAX_STATE_BYTES")
-	_, setsRetentionMax := env["APOLLO11_RETENTION_MAX"]
-	require.False(t, setsRetentionMax, "update this sum to read it")
-
-	limit, ok := strings.CutSuffix(env["GOMEMLIMIT"], "MiB")
-	require.True(t, ok, "GOMEMLIMIT in MiB: %q", env["GOMEMLIMIT"])
-	mib, err := strconv.ParseInt(limit, 10, 64)
-	require.NoError(t, err)
-	memLimit := mib << 20
-	max, ok := strings.CutSuffix(unitValue(t, main, "MemoryMax"), "M")
-	require.True(t, ok, "MemoryMax in M")
-	maxMiB, err := strconv.ParseInt(max, 10, 64)
-	require.NoError(t, err)
-
-	require.Less(t, live, memLimit, "what the caps allow fits GOMEMLIMIT")
-	require.LessOrEqual(t, memLimit, maxMiB<<20*7/8, "GOMEMLIMIT leaves MemoryMax room for stacks, buffers and the runtime")
 }

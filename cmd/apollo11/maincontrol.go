@@ -25,7 +25,7 @@ type maincontrolFlags struct {
 	startTimeout, retention, fsyncInterval, snapshotInterval  time.Duration
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
 	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
-	maxPendingBytes, retentionMaxBytes, maxWaits              int
+	maxPendingBytes, retentionMaxBytes, maxWaits, maxBuffers  int
 	recoverTruncate, lockLoops                                bool
 	httpListen                                                string
 	log                                                       logFlags
@@ -45,6 +45,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
 	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")
+	fs.IntVar(&f.maxBuffers, "max-buffers", 0, "bytes all connections' buffers may hold together: two fifths unsent output, two fifths input held while paused, one fifth incomplete frames (0: each its own default, 320 MiB in all at the default --max-frame)")
 	durationVar(fs, &f.retention, "retention", core.DefaultRetention, "how long ended tasks are kept")
 	fs.IntVar(&f.retentionMax, "retention-max", core.DefaultRetentionMax, "how many ended tasks are kept (newest)")
 	fs.IntVar(&f.retentionMaxBytes, "retention-max-bytes", core.DefaultRetentionMaxBytes, "bytes the ended tasks kept may hold, counted as for --max-pending-bytes with their outputs and error; past it the oldest ended are forgotten (-1: no cap)")
@@ -82,6 +83,9 @@ func (f *maincontrolFlags) checkPositive() error {
 			return fmt.Errorf("--%s %d: want -1 (no cap) or more than 0", c.name, c.v)
 		}
 	}
+	if f.maxBuffers < 0 {
+		return fmt.Errorf("--max-buffers %d: want 0 (the default) or more", f.maxBuffers)
+	}
 	return firstErr(
 		positive("max-pending", f.maxPending), positive("max-inflight", f.maxInflight),
 		positive("max-frame", f.maxFrame), positive("max-conns", f.maxConns),
@@ -117,7 +121,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 	cfg = maincontrol.Config{
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
-		MaxConns: f.maxConns, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
+		MaxConns: f.maxConns, MaxBuffers: f.maxBuffers, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
 		HTTPListen: f.httpListen,
 		Core: core.Config{
 			Version: version, MaxFrame: f.maxFrame, Token: token,

@@ -1,0 +1,35 @@
+package maincontrol
+
+import (
+	"strconv"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
+)
+
+// ConnCost is what an open connection costs besides its buffers: the
+// server's and the core's records of it and gnet's (an estimate).
+const ConnCost = 2 << 10
+
+// MemoryBudget lists what peers can make the main control hold under cfg
+// (zero values: the defaults): the core's caps, then the connections and
+// their buffers. The unit's values must add up to less than its
+// GOMEMLIMIT, and the defaults to less than README's figure
+// (systemd/units_test.go).
+func MemoryBudget(cfg Config) ([]core.BudgetItem, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	items, err := core.MemoryBudget(cfg.Core)
+	if err != nil {
+		return nil, err
+	}
+	return append(items,
+		core.BudgetItem{What: "connections: --max-conns " + strconv.Itoa(cfg.MaxConns) + " x " + strconv.Itoa(ConnCost) + " B",
+			Bytes: int64(cfg.MaxConns) * ConnCost},
+		core.BudgetItem{What: "unsent output: all connections, and one connection's round past its cap",
+			Bytes: int64(cfg.MaxOutboundTotal + cfg.MaxOutbound)},
+		core.BudgetItem{What: "input of paused connections", Bytes: int64(cfg.MaxPausedTotal)},
+		core.BudgetItem{What: "incomplete frames", Bytes: int64(cfg.MaxPartialTotal)},
+	), nil
+}

@@ -1,0 +1,54 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Memory each item costs the core besides the bytes the caps count,
+// measured as live heap after a collection (README "Sizing").
+const (
+	PendingTaskCost  = 270   // a task not yet ended
+	EndedTaskCost    = 300   // an ended task kept
+	WaitCost         = 288   // a wait for done: its entry, map slots and a 64-byte req (263 measured)
+	TaskTypeCost     = 1_100 // a task type name known, with its queues (TestCore_MemoryPerTaskType)
+	KeptExecutorCost = 512   // a disconnected executor kept, besides its registration
+)
+
+// BudgetItem is one thing peers can make the main control hold, and the
+// most memory the caps let it take.
+type BudgetItem struct {
+	What  string
+	Bytes int64
+}
+
+// MemoryBudget lists what the core's caps let peers make it hold under
+// cfg (zero values: the defaults). A byte cap of -1 (none) bounds
+// nothing, and is an error here.
+func MemoryBudget(cfg Config) ([]BudgetItem, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	for name, v := range map[string]int{"--max-pending-bytes": cfg.MaxPendingBytes,
+		"--retention-max-bytes": cfg.RetentionMaxBytes, "--max-state-bytes": cfg.MaxStateBytes} {
+		if v < 0 {
+			return nil, fmt.Errorf("%s -1: no cap, no memory bound", name)
+		}
+	}
+	n := func(v int) string { return strconv.Itoa(v) }
+	return []BudgetItem{
+		{"tasks not yet ended: --max-pending " + n(cfg.MaxPending) + " x " + n(PendingTaskCost) + " B",
+			int64(cfg.MaxPending) * PendingTaskCost},
+		{"what they carry, depends_on ids included: --max-pending-bytes", int64(cfg.MaxPendingBytes)},
+		{"ended tasks kept: --retention-max " + n(cfg.RetentionMax) + " x " + n(EndedTaskCost) + " B",
+			int64(cfg.RetentionMax) * EndedTaskCost},
+		{"what those carry: --retention-max-bytes", int64(cfg.RetentionMaxBytes)},
+		{"shared state: --max-state-bytes", int64(cfg.MaxStateBytes)},
+		{"waits for done: --max-waits " + n(cfg.MaxWaits) + " x " + n(WaitCost) + " B", int64(cfg.MaxWaits) * WaitCost},
+		{"task types known: " + n(maxTaskTypes) + " x " + n(TaskTypeCost) + " B", maxTaskTypes * TaskTypeCost},
+		{"registrations: " + n(maxRegBytes>>20) + " MiB counted, twice that in memory", 2 * maxRegBytes},
+		{"disconnected executors kept: " + n(maxKeptExecutors) + " x " + n(KeptExecutorCost) + " B",
+			maxKeptExecutors * KeptExecutorCost},
+	}, nil
+}
