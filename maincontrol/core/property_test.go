@@ -338,6 +338,7 @@ func (p *prop) doSubmit() {
 	}
 	dupOf, isDup := c.keys[key]
 	full := c.nonTerminal() >= c.cfg.MaxPending
+	tooBig := !full && sentSubmitBytes(kv) > propMaxPendingBytes // a long depends_on alone
 	fullBytes := !full && c.pendingBytes+sentSubmitBytes(kv) > propMaxPendingBytes
 	h.send(cl, "submit", kv...)
 	fs := h.fx.frames[cl]
@@ -358,6 +359,10 @@ func (p *prop) doSubmit() {
 		require.Equal(p.t, "queue_full", m.Value("code"), "%s", m)
 		require.Contains(p.t, m.Value("message"), "tasks not yet ended;")
 		p.stats["full:count"]++
+	case tooBig:
+		require.Equal(p.t, "bad_request", m.Value("code"), "%s", m)
+		require.Contains(p.t, m.Value("message"), "more than --max-pending-bytes")
+		p.stats["too_big"]++
 	case fullBytes:
 		require.Equal(p.t, "queue_full", m.Value("code"), "%s", m)
 		require.Contains(p.t, m.Value("message"), "--max-pending-bytes")

@@ -17,20 +17,22 @@ type countFx struct {
 	frames  map[PeerID]int
 	bytes   map[PeerID]int
 	blocked map[PeerID]bool
+	lsn     uint64
 }
 
 func newCountFx() *countFx {
 	return &countFx{frames: map[PeerID]int{}, bytes: map[PeerID]int{}, blocked: map[PeerID]bool{}}
 }
 
-func (f *countFx) Record([]byte) {}
+func (f *countFx) Record([]byte) uint64 { f.lsn++; return f.lsn }
 func (f *countFx) Send(peer PeerID, frame []byte, _ Wait) {
 	f.frames[peer]++
 	f.bytes[peer] += len(frame)
 }
-func (f *countFx) Close(PeerID)                {}
-func (f *countFx) Backlogged(peer PeerID) bool { return f.blocked[peer] }
-func (f *countFx) reset()                      { clear(f.frames); clear(f.bytes) }
+func (f *countFx) SendTask(peer PeerID, frame []byte, _ uint64) { f.Send(peer, frame, WaitConfirm) }
+func (f *countFx) Close(PeerID)                                 {}
+func (f *countFx) Backlogged(peer PeerID) bool                  { return f.blocked[peer] }
+func (f *countFx) reset()                                       { clear(f.frames); clear(f.bytes) }
 func newCountCore(t testing.TB, fx *countFx, mods ...func(*Config)) *Core {
 	cfg := Config{Unlogged: true, Logger: quietLogger(), Clock: &ManualClock{T: time.UnixMilli(1_700_000_000_000)},
 		Nonce: func() string { return "0123456789abcdef0123456789abcdef" }}
