@@ -70,18 +70,23 @@ func (c *Core) isKept(k keptRef) bool {
 // forgetOldestKept forgets the executor disconnected longest, unless it is
 // the one named spare, and reports whether it forgot one.
 func (c *Core) forgetOldestKept(spare string) bool {
+	spared := false
 	for c.keptHead < len(c.kept) {
 		k := c.kept[c.keptHead]
+		c.kept[c.keptHead] = keptRef{}
+		c.keptHead++
 		if !c.isKept(k) {
-			c.kept[c.keptHead] = keptRef{}
-			c.keptHead++
 			continue
 		}
 		if k.e.id == spare {
-			return false
+			if spared {
+				c.kept = append(c.kept, k)
+				return false // only the spared one is left
+			}
+			spared = true
+			c.kept = append(c.kept, k) // stays kept, now last
+			continue
 		}
-		c.kept[c.keptHead] = keptRef{}
-		c.keptHead++
 		c.forgetExecutor(k.e)
 		return true
 	}

@@ -107,3 +107,21 @@ func TestCore_RegistrationRefusedPastTypeCap(t *testing.T) {
 	h.expectErr(cl, wire.CodeQueueFull)
 	h.submit(cl, "task_type", "t0-1")
 }
+
+// An executor coming back is not forgotten to make room for itself: the
+// ones disconnected after it are, though it left first.
+func TestCore_RegistrationComingBackSparedItself(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Unlogged = true })
+	back := h.executor("back", "b", 1)
+	h.c.Closed(back)
+	for i := range maxTaskTypes/1024 - 1 {
+		p := h.executor(fmt.Sprintf("gone-%d", i), typeList(fmt.Sprintf("t%d-", i), 1024), 1)
+		h.c.Closed(p)
+	}
+	p := h.open()
+	h.send(p, "register", "executor_id", "back", "task_types", typeList("new-", 1024), "slots", "1")
+	h.expect(p, "registered")
+	require.NotNil(t, h.c.execs["back"])
+	assert.Nil(t, h.c.execs["gone-0"], "the one disconnected next was forgotten for room")
+	assert.LessOrEqual(t, len(h.c.types), maxTaskTypes)
+}
