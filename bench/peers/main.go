@@ -7,6 +7,12 @@
 //	go run ./bench/peers --system beanstalkd --tasks 500000
 //	go run ./bench/peers --system beanstalkd --fsync always --tasks 100000
 //	go run ./bench/peers --system gearmand --tasks 500000
+//	go run ./bench/peers --regime one-at-a-time --system beanstalkd --fsync always --tasks 30000
+//
+// Two regimes: throughput (the defaults: a few workers holding many jobs
+// each) and one-at-a-time (8 workers x 1 job, 4 producers with 64 jobs in
+// flight each, 100-byte payloads), where each worker's next job waits on
+// the server's durability path.
 //
 // beanstalkd has no completion notice to the producer: its equivalent of
 // apollo11's submit-to-done is not measured, and the apollo11 run to
@@ -58,13 +64,42 @@ func main() {
 	flag.IntVar(&c.window, "window", 1024, "submits in flight per producer")
 	flag.IntVar(&c.payload, "payload", 16, "payload bytes per job")
 	flag.IntVar(&c.threads, "threads", 4, "gearmand I/O threads")
+	regime := flag.String("regime", "throughput", "throughput (the flags' defaults) or one-at-a-time (sets -workers 8 -slots 1 -producers 4 -window 64 -payload 100 unless given)")
 	flag.Parse()
+	if err := applyRegime(&c, *regime); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, c); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
 		os.Exit(1)
 	}
+}
+
+// applyRegime presets the load of a regime; flags given explicitly win.
+func applyRegime(c *config, regime string) error {
+	switch regime {
+	case "throughput":
+		return nil
+	case "one-at-a-time":
+	default:
+		return fmt.Errorf("--regime %q: want throughput or one-at-a-time", regime)
+	}
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	preset := func(name string, dst *int, v int) {
+		if !set[name] {
+			*dst = v
+		}
+	}
+	preset("workers", &c.workers, 8)
+	preset("slots", &c.slots, 1)
+	preset("producers", &c.producers, 4)
+	preset("window", &c.window, 64)
+	preset("payload", &c.payload, 100)
+	return nil
 }
 
 // daemon is the peer server child process.
