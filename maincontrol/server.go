@@ -178,7 +178,7 @@ func (s *Server) recover() error {
 // for their dispatch records, so a version of a lost dispatch must never
 // be handed out again (spec section 7).
 func (s *Server) beginEpoch() error {
-	if err := s.core.BeginEpoch(); err != nil {
+	if err := s.core.BeginEpoch(s.store.Lost()); err != nil {
 		return err
 	}
 	if err := s.store.Sync(); err != nil {

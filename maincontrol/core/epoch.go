@@ -14,17 +14,22 @@ const maxEpoch = 1<<32 - 1
 
 // BeginEpoch records the start of a new run, after recovery and before
 // anything is served: 0 in a new data dir, then one more at each start.
-// The caller makes its record durable, whatever the fsync mode, before
+// lost counts the records --recover-truncate dropped (Store.Lost): each
+// may have begun an epoch, so as many are skipped (up to the last). The
+// caller makes the record durable, whatever the fsync mode, before
 // serving.
-func (c *Core) BeginEpoch() error {
+func (c *Core) BeginEpoch(lost uint64) error {
 	c.finishLoad()
 	if c.nextEpoch > maxEpoch {
 		return fmt.Errorf("every restart epoch is used (%d starts): versions would repeat", c.nextEpoch)
 	}
 	r := c.newRecord(recEpoch)
-	r.epoch = c.nextEpoch
+	r.epoch = c.nextEpoch + min(lost, maxEpoch-c.nextEpoch)
 	if !c.commit(r) {
 		return fmt.Errorf("epoch %d refused", r.epoch)
+	}
+	if lost > 0 {
+		c.log.Warn("epochs skipped: records were lost", "epoch", c.epoch, "lost_records", lost)
 	}
 	c.log.Info("epoch begun", "epoch", c.epoch)
 	return nil

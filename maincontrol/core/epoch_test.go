@@ -14,7 +14,7 @@ import (
 // one, and replay takes the jump.
 func TestEpoch_VersionsJumpAtEachStart(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.c.BeginEpoch())
+	require.NoError(t, h.c.BeginEpoch(0))
 	assert.Equal(t, uint64(0), h.c.Epoch())
 	cl := h.client()
 	id := h.submit(cl, "task_type", "x")
@@ -47,7 +47,7 @@ func TestEpoch_VersionsJumpAtEachStart(t *testing.T) {
 // as none begun.
 func TestEpoch_SnapshotKeepsIt(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.c.BeginEpoch())
+	require.NoError(t, h.c.BeginEpoch(0))
 	h.restart()
 	h.restart()
 	require.Equal(t, uint64(2), h.c.Epoch())
@@ -64,15 +64,15 @@ func TestEpoch_SnapshotKeepsIt(t *testing.T) {
 	assert.Equal(t, uint64(0), meta.epoch)
 	c := h.loaded([][]byte{old}, nil)
 	c.Recovered()
-	require.NoError(t, c.BeginEpoch())
+	require.NoError(t, c.BeginEpoch(0))
 	assert.Equal(t, uint64(0), c.Epoch())
 }
 
 // Replay refuses an epoch that does not move on: versions could repeat.
 func TestEpoch_ReplayRefusesGoingBack(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.c.BeginEpoch())
-	require.NoError(t, h.c.BeginEpoch())
+	require.NoError(t, h.c.BeginEpoch(0))
+	require.NoError(t, h.c.BeginEpoch(0))
 	c := h.replayed()
 	for _, e := range []uint64{0, 1} {
 		err := c.ReplayRecord(appendRecord(nil, &record{kind: recEpoch, epoch: e}))
@@ -81,7 +81,7 @@ func TestEpoch_ReplayRefusesGoingBack(t *testing.T) {
 	require.NoError(t, c.ReplayRecord(appendRecord(nil, &record{kind: recEpoch, epoch: 5})))
 	require.Error(t, c.ReplayRecord(appendRecord(nil, &record{kind: recEpoch, epoch: maxEpoch + 1})))
 	c.nextEpoch = maxEpoch + 1
-	require.Error(t, c.BeginEpoch(), "every epoch used")
+	require.Error(t, c.BeginEpoch(0), "every epoch used")
 }
 
 // A dispatch lost in a crash (its record never reached the disk, though
@@ -90,7 +90,7 @@ func TestEpoch_ReplayRefusesGoingBack(t *testing.T) {
 // the task runs again under a version never handed out before.
 func TestEpoch_LostDispatchRefused(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.c.BeginEpoch())
+	require.NoError(t, h.c.BeginEpoch(0))
 	cl := h.client()
 	ex := h.executor("e1", "x", 2)
 	id := h.submit(cl, "task_type", "x")
@@ -113,4 +113,17 @@ func TestEpoch_LostDispatchRefused(t *testing.T) {
 	h.start(ex, id, v)
 	h.accepted(ex, id, v, "succeeded")
 	h.checkReplay()
+}
+
+// Records --recover-truncate dropped may have begun epochs: as many are
+// skipped, so that no version of theirs comes again; never past the last.
+func TestEpoch_LostRecordsSkipEpochs(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.c.BeginEpoch(0))
+	require.NoError(t, h.c.BeginEpoch(3))
+	assert.Equal(t, uint64(4), h.c.Epoch(), "epochs 1 to 3 may have been lost")
+	require.NoError(t, h.c.BeginEpoch(1<<48))
+	assert.Equal(t, uint64(maxEpoch), h.c.Epoch())
+	h.checkReplay()
+	require.Error(t, h.c.BeginEpoch(0), "every epoch used")
 }

@@ -161,7 +161,7 @@ func (h *harness) restart() {
 		require.NoError(h.t, c.ReplayRecord(r), "record %d", i)
 	}
 	c.Recovered()
-	require.NoError(h.t, c.BeginEpoch()) // as the server does before serving
+	require.NoError(h.t, c.BeginEpoch(0)) // as the server does before serving
 	h.c, h.fx = c, fx
 }
 
@@ -180,7 +180,7 @@ func (h *harness) restartFrom(entries [][]byte, snapRecords int) {
 		require.NoError(h.t, c.ReplayRecord(r), "record %d", snapRecords+i)
 	}
 	c.Recovered()
-	require.NoError(h.t, c.BeginEpoch()) // as the server does before serving
+	require.NoError(h.t, c.BeginEpoch(0)) // as the server does before serving
 	h.c, h.fx = c, fx
 }
 
