@@ -19,6 +19,7 @@ type attackRow struct {
 	memoryMax     int64
 	witness       []time.Duration // round trips, failed ones too
 	witnessFailed int
+	witnessRun    int // most failed in a row
 	witnessErr    error
 	ended         string        // why the process went down; "": it stayed up
 	honest        time.Duration // from the attack's end to an honest peer's done

@@ -15,8 +15,8 @@ import (
 const witnessTimeout = 5 * time.Second
 
 // healthzTimeout bounds a /healthz probe, as an orchestrator's probe
-// timeout does: past it the service is counted unhealthy.
-const healthzTimeout = 2 * time.Second
+// timeout does (Kubernetes' default): past it the probe failed.
+const healthzTimeout = time.Second
 
 // witnessKind says what the witness asks during an attack.
 type witnessKind struct {
@@ -37,6 +37,8 @@ type witness struct {
 	mu     sync.Mutex
 	lat    []time.Duration
 	failed int
+	inRow  int // failures in a row, now
+	rowMax int // and at most
 	err    error
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -68,10 +70,14 @@ func (w *witness) run() {
 		d := time.Since(start)
 		w.mu.Lock()
 		w.lat = append(w.lat, d)
-		if err != nil {
+		w.inRow++
+		if err == nil {
+			w.inRow = 0
+		} else {
 			w.failed++
 			w.err = err
 		}
+		w.rowMax = max(w.rowMax, w.inRow)
 		w.mu.Unlock()
 		if err != nil {
 			time.Sleep(50 * time.Millisecond) // a refused peer does not retry in a hot loop
@@ -80,14 +86,14 @@ func (w *witness) run() {
 	}
 }
 
-// stop ends the witness and returns its round trips, how many failed and
-// the last error.
-func (w *witness) stop() ([]time.Duration, int, error) {
+// stop ends the witness and returns its round trips, how many failed,
+// the most that failed in a row and the last error.
+func (w *witness) stop() ([]time.Duration, int, int, error) {
 	close(w.done)
 	w.wg.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.lat, w.failed, w.err
+	return w.lat, w.failed, w.rowMax, w.err
 }
 
 func (w *witness) request(i int) error {
