@@ -24,7 +24,7 @@ const (
 )
 
 // DefaultMaxWaits caps the waits for done replies over all connections:
-// at about 200 bytes each, 262,144 hold about 50 MiB.
+// at about 260 bytes each (WaitCost), 262,144 hold about 72 MiB.
 const DefaultMaxWaits = 1 << 18
 
 // Config holds the core's settings. Zero values mean the spec's defaults.

@@ -52,7 +52,7 @@ type waiterSet struct {
 }
 
 // maxWaitsPerConn caps one connection's waits, below --max-pending and
-// --max-waits. Waits are about 200 bytes each, and the same task can be
+// --max-waits. Waits are about 260 bytes each, and the same task can be
 // waited for again and again through its key. 65,536 is far more than a
 // client keeps in flight (the bench keeps 1,024 a producer).
 const maxWaitsPerConn = 1 << 16
