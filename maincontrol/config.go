@@ -22,6 +22,7 @@ const (
 	DefaultSnapshotEvery     = 100
 	DefaultSnapshotInterval  = 30 * time.Second
 	DefaultTickInterval      = 20 * time.Millisecond
+	DefaultIdleTick          = time.Second
 	DefaultFrameStallTimeout = 30 * time.Second
 	DefaultReadBudget        = 5 * time.Millisecond
 	// DefaultReadChunk is Config.ReadChunk's default. gnet's own, 64 KiB,
@@ -109,9 +110,13 @@ type Config struct {
 	// instead of keeping one (gnet's LockOSThread; see server.go): less
 	// CPU at low and moderate rates, a longer tail where the host moves
 	// busy threads between cores.
-	UnlockLoops  bool
-	EventLoops   int
+	UnlockLoops bool
+	EventLoops  int
+	// TickInterval is how often the timers run while work is waiting
+	// on them (blocked output, a snapshot); IdleTick is the longest they
+	// sleep otherwise, between the deadlines the core has.
 	TickInterval time.Duration
+	IdleTick     time.Duration
 	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
 
 	Core   core.Config
@@ -181,6 +186,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.TickInterval == 0 {
 		c.TickInterval = DefaultTickInterval
+	}
+	if c.IdleTick == 0 {
+		c.IdleTick = DefaultIdleTick
 	}
 	if c.Core.MaxFrame == 0 {
 		c.Core.MaxFrame = 1 << 20

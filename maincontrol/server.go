@@ -63,8 +63,14 @@ type Server struct {
 	loops    *gnet.Client
 	acceptor *acceptor
 	ticks    atomic.Uint64 // OnTick calls, for watchTicks
-	metrics  *serverMetrics
-	http     *http.Server
+	// wakeups counts the times the server's timers woke it: ticks, early
+	// ticks and rounds of watchTicks (apollo11_timer_wakeups_total).
+	wakeups atomic.Uint64
+	tickAt  time.Time   // when gnet's ticker calls OnTick next; under mu
+	earlyAt time.Time   // when early fires, zero if not armed; under mu
+	early   *time.Timer // a tick before gnet's next (wantTick); under mu
+	metrics *serverMetrics
+	http    *http.Server
 }
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
@@ -241,7 +247,7 @@ func (s *Server) serve(ctx context.Context) error {
 	}
 	s.loops = loops
 	go s.acceptor.run()
-	loopDied := s.watchTicks(max(time.Second, 2*s.cfg.TickInterval))
+	loopDied := s.watchTicks(s.cfg.watchEvery())
 	if err := s.startHTTP(); err != nil {
 		s.stopAccepting()
 		s.stopLoops()
@@ -289,6 +295,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	s.conns[cn.id] = cn
 	gc.SetContext(cn)
 	s.core.OpenFrom(cn.id, remoteString(gc))
+	s.wantTick()
 	out, _ := s.takeOutput(cn)
 	wakes := s.takeWakes(cn)
 	s.mu.Unlock()
@@ -314,6 +321,7 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 		s.lastConn = nil
 	}
 	s.core.Closed(cn.id)
+	s.wantTick()
 	wakes := s.takeWakes(nil)
 	s.mu.Unlock()
 	wake(wakes)
@@ -350,6 +358,7 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		cn.spare = out[:0] // reuse the buffer: gnet copied what it could not send
 	}
 	cut := s.noteUnsent(cn, gc.OutboundBuffered(), len(out))
+	s.wantTick() // after the frames and the output: both may bring a deadline
 	s.mu.Unlock()
 	if closeNow {
 		return gnet.Close
@@ -508,32 +517,6 @@ func wake(cs []*conn) {
 	}
 }
 
-// OnTick runs the core's timers and starts snapshots when due.
-func (s *Server) OnTick() (time.Duration, gnet.Action) {
-	s.ticks.Add(1)
-	s.mu.Lock()
-	if s.stopping {
-		// No input is read during a stop: the executors' heartbeats wait
-		// unread, and timers run on would declare them lost (and retry
-		// their running tasks) while they are healthy. Nothing moves now.
-		s.mu.Unlock()
-		return s.cfg.TickInterval, gnet.None
-	}
-	s.noteStall()
-	s.relieveOutbound()
-	s.wakeBlocked()
-	s.checkPartials()
-	s.core.Tick()
-	s.maybeSnapshot()
-	wakes := s.takeWakes(nil)
-	s.mu.Unlock()
-	wake(wakes)
-	if s.cfg.OnTick != nil {
-		s.cfg.OnTick()
-	}
-	return s.cfg.TickInterval, gnet.None
-}
-
 // onDurable runs on the log's writer goroutine.
 func (s *Server) onDurable(lsn uint64) {
 	s.mu.Lock()
@@ -553,6 +536,7 @@ func (s *Server) onHealth(err error) {
 	if err != nil {
 		s.releaseUnconfirming()
 	}
+	s.wantTick()
 	wakes := s.takeWakes(nil)
 	s.mu.Unlock()
 	wake(wakes)

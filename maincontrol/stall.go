@@ -2,24 +2,28 @@ package maincontrol
 
 import "time"
 
-// stallGap is the time between two ticks past which the core is told it
-// could not run (core.Core.Stalled). Ticks come every TickInterval (20 ms
-// by default); a gap this long means the loop, or the whole process, was
-// held up: a long frame, a host that took the CPU away, a debugger.
+// stallGap is how late a tick may come before the core is told it could
+// not run (core.Core.Stalled). A tick this late means the loop, or the
+// whole process, was held up: a long frame, a host that took the CPU
+// away, a debugger.
 const stallGap = time.Second
 
-// noteStall tells the core how long it could not run since the last tick,
-// if that was long: executors whose heartbeats waited unread meanwhile
-// were not silent. Called with s.mu held, at the start of a tick.
-func (s *Server) noteStall() {
+// noteStall tells the core how long it could not run, if a tick came
+// long after it was planned: executors whose heartbeats waited unread
+// meanwhile were not silent. They get the whole time since the last tick
+// back: more than the stall by at most one idle sleep, which only delays
+// noticing an executor that died just then. Called with s.mu held, at
+// the start of a tick planned for planned.
+func (s *Server) noteStall(planned time.Time) {
 	now := s.now()
 	last := s.lastTick
 	s.lastTick = now
-	if last.IsZero() {
+	if last.IsZero() || planned.IsZero() {
 		return
 	}
-	if gap := now.Sub(last); gap > stallGap {
-		s.log.Warn("main control stalled: executors get the time back", "for", gap.Round(time.Millisecond))
-		s.core.Stalled(gap - s.cfg.TickInterval)
+	if late := now.Sub(planned); late > stallGap {
+		gap := now.Sub(last)
+		s.log.Warn("main control stalled: executors get the time back", "for", late.Round(time.Millisecond))
+		s.core.Stalled(gap)
 	}
 }

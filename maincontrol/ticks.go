@@ -1,12 +1,146 @@
 package maincontrol
 
-import "time"
+import (
+	"math"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
 
 // tickMisses is how many watchTicks rounds in a row may pass without a
-// tick before the event loops count as gone. Rounds, not a duration: a
-// process stopped for a minute (SIGSTOP, a debugger) wakes to one round
-// without a tick, not to a minute of them.
-const tickMisses = 10
+// tick before the event loops count as gone: 10 s with the default idle
+// tick. Rounds, not a duration: a process stopped for a minute (SIGSTOP,
+// a debugger) wakes to one round without a tick, not to a minute of them.
+const tickMisses = 2
+
+// OnTick runs the core's timers and starts snapshots when due. gnet's
+// ticker calls it, then sleeps for the delay it returns: until the next
+// deadline the server or the core has, at most the idle tick. A deadline
+// that an input brings sooner gets an early tick of its own (wantTick).
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	s.ticks.Add(1)
+	s.wakeups.Add(1)
+	s.mu.Lock()
+	if s.stopping {
+		// No input is read during a stop: the executors' heartbeats wait
+		// unread, and timers run on would declare them lost (and retry
+		// their running tasks) while they are healthy. Nothing moves now.
+		s.mu.Unlock()
+		return s.cfg.TickInterval, gnet.None
+	}
+	planned := s.tickAt
+	wakes := s.tick(planned)
+	now := s.now()
+	d := s.untilDue(now)
+	s.tickAt = now.Add(d)
+	if !s.earlyAt.IsZero() && !s.earlyAt.Before(s.tickAt) {
+		s.early.Stop() // this tick did its work
+		s.earlyAt = time.Time{}
+	}
+	s.mu.Unlock()
+	wake(wakes)
+	if s.cfg.OnTick != nil {
+		s.cfg.OnTick()
+	}
+	return d, gnet.None
+}
+
+// tick is one round of the server's and the core's timed work; planned
+// is when it was due. Called with s.mu held; it returns the connections
+// to wake once the lock is released.
+func (s *Server) tick(planned time.Time) []*conn {
+	s.noteStall(planned)
+	s.relieveOutbound()
+	s.wakeBlocked()
+	s.checkPartials()
+	s.core.Tick()
+	s.maybeSnapshot()
+	return s.takeWakes(nil)
+}
+
+// earlyTick is the tick wantTick arms for a deadline before gnet's next.
+func (s *Server) earlyTick() {
+	s.wakeups.Add(1)
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return
+	}
+	planned := s.earlyAt
+	s.earlyAt = time.Time{}
+	wakes := s.tick(planned)
+	s.wantTick()
+	s.mu.Unlock()
+	wake(wakes)
+}
+
+// wantTick arms an early tick when the next deadline comes before gnet's
+// next tick: an input may have brought one (a short delay or timeout, an
+// output left blocked). Cheap when it does not: no clock is read. Called
+// with s.mu held, after every input.
+func (s *Server) wantTick() {
+	due := s.dueAt()
+	if !due.Before(s.tickAt) || !s.earlyAt.IsZero() && !due.Before(s.earlyAt) {
+		return
+	}
+	if s.early == nil {
+		s.early = time.AfterFunc(time.Hour, s.earlyTick)
+	}
+	s.earlyAt = due
+	s.early.Reset(max(due.Sub(s.now()), 0))
+}
+
+// untilDue is how long gnet's ticker sleeps after a tick that ends at
+// now: until the next deadline, at most the idle tick. Work that was due
+// when the tick began and is due still (a condition the tick did not
+// clear) is looked at again after TickInterval, as before, rather than
+// in a loop. Called with s.mu held.
+func (s *Server) untilDue(now time.Time) time.Duration {
+	idle := max(s.cfg.IdleTick, s.cfg.TickInterval)
+	due := s.dueAt()
+	switch {
+	case !due.After(s.lastTick):
+		return min(s.cfg.TickInterval, idle)
+	case due.Sub(now) < time.Millisecond:
+		return time.Millisecond
+	}
+	return min(due.Sub(now), idle)
+}
+
+// dueAt is when a tick next has work. While outputs are blocked or
+// judged, incomplete frames crowd, or a snapshot runs or is owed by the
+// count, that is TickInterval after the last tick, as it always was;
+// otherwise the earliest of the core's next deadline, the look at
+// incomplete frames and the snapshot interval. Far in the future when
+// nothing is due. Called with s.mu held.
+func (s *Server) dueAt() time.Time {
+	crowded := s.partialTotal > s.cfg.MaxPartialTotal
+	if len(s.outBlocked) > 0 || len(s.watched) > 0 || s.unsentTotal > s.cfg.MaxOutboundTotal ||
+		crowded || s.snapRunning || s.store != nil && s.sinceSnapshot >= s.cfg.SnapshotEvery {
+		return s.lastTick.Add(s.cfg.TickInterval)
+	}
+	due := time.Unix(0, math.MaxInt64)
+	if at, ok := s.core.NextTickAt(); ok {
+		if at == math.MinInt64 {
+			return time.Time{}
+		}
+		due = time.UnixMilli(at)
+	}
+	if len(s.partials) > 0 {
+		due = minTime(due, s.partialsSeen.Add(min(time.Second, s.cfg.FrameStallTimeout/4)))
+	}
+	if s.store != nil && s.sinceSnapshot > 0 {
+		due = minTime(due, s.firstUnsnapped.Add(s.cfg.SnapshotInterval))
+	}
+	return due
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
 
 // watchTicks returns a channel closed when gnet's ticker stops calling
 // OnTick while this process runs, looking every so often; it stops
@@ -27,6 +161,7 @@ func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 				return
 			case <-t.C:
 			}
+			s.wakeups.Add(1)
 			now := s.ticks.Load()
 			if now != last {
 				last, misses = now, 0
@@ -40,4 +175,13 @@ func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 		}
 	}()
 	return died
+}
+
+// watchEvery is the watch's round: five idle ticks, so that the watch
+// wakes the process far less often than the ticks do. (A timer pushed
+// back at every tick would not: the runtime still wakes at the time it
+// was first due.)
+func (c *Config) watchEvery() time.Duration {
+	idle := max(c.IdleTick, c.TickInterval)
+	return 5 * idle
 }

@@ -34,9 +34,9 @@ func TestWatchTicks_NoTicks(t *testing.T) {
 // While OnTick runs, the watch stays quiet, and it ends with the acceptor.
 func TestWatchTicks_Ticking(t *testing.T) {
 	s := tickServer(t)
-	// Rounds of 50 ms: the ticking goroutine would have to starve for
-	// half a second to be missed ten rounds in a row.
-	const every = 50 * time.Millisecond
+	// Rounds of 300 ms: the ticking goroutine would have to starve for
+	// 600 ms to be missed two rounds in a row.
+	const every = 300 * time.Millisecond
 	died := s.watchTicks(every)
 	deadline := time.Now().Add(2 * tickMisses * every)
 	for time.Now().Before(deadline) {

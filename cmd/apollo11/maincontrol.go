@@ -152,6 +152,11 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 	notifier := systemd.FromEnv()
 	cfg.OnReady = func(string) { logNotifyErr(cfg, notifier.Ready()) }
 	cfg.OnTick = func() { logNotifyErr(cfg, notifier.Watchdog(time.Now())) }
+	if w := notifier.WatchdogInterval(); w > 0 {
+		// The pings ride on the ticks: an idle main control must tick
+		// well within the interval systemd waits for one.
+		cfg.IdleTick = min(maincontrol.DefaultIdleTick, w/2)
+	}
 	cfg.OnStopping = func() { logNotifyErr(cfg, notifier.Stopping()) }
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()

@@ -3,6 +3,7 @@ package core
 import (
 	"container/heap"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 )
@@ -200,4 +201,37 @@ func (c *Core) applyRetention(now int64) {
 		c.commit(r)
 		terminal -= n
 	}
+}
+
+// NextTickAt returns when Tick next has work, in ms of the core's clock,
+// so that an idle server sleeps until then: the earliest timer (delay,
+// retry, start or task timeout, restored dispatch), liveness check,
+// handshake deadline or retention expiry. It returns math.MinInt64 when
+// retention has work already (over its count or bytes), and ok false
+// when nothing is scheduled: only an input can give Tick work then. It
+// reads no clock, so that a server may ask after every input.
+func (c *Core) NextTickAt() (at int64, ok bool) {
+	at = math.MaxInt64
+	take := func(t int64) {
+		at, ok = min(at, t), true
+	}
+	if len(c.timers) > 0 {
+		take(c.timers[0].at) // a stale entry costs one idle tick
+	}
+	if len(c.liveness) > 0 {
+		take(c.liveness[0].at)
+	}
+	if len(c.hsQueue) > 0 {
+		take(c.hsQueue[0].at)
+	}
+	if c.retention.len() > 0 {
+		t := c.tasks.get(c.retention.peek().id)
+		terminal := c.terminal()
+		if t == nil || !t.state.Terminal() || terminal > c.cfg.RetentionMax || terminal > 1 && c.retainedOver(0) {
+			take(math.MinInt64)
+		} else {
+			take(t.updatedMs + c.cfg.Retention.Milliseconds())
+		}
+	}
+	return at, ok
 }
