@@ -7,6 +7,7 @@
 //	apollo11 submit|status|cancel|list|stats|state|debug ...
 //	apollo11 state [KEY ...]       the shared state, or only these keys
 //	apollo11 inspect --data-dir DIR [TASK_ID]
+//	apollo11 backup --data-dir DIR DEST
 //
 // Every flag can also be set with an APOLLO11_* environment variable
 // (--max-frame is APOLLO11_MAX_FRAME); a flag on the command line wins.
@@ -43,6 +44,7 @@ func init() {
 		"dev":         {"run a main control and two local executors: the quick start", runDev},
 		"pipeline":    {"run a pipeline file (steps with dependencies), or show a run's steps", runPipeline},
 		"inspect":     {"show a data dir offline: files, counts, one task's history", runInspect},
+		"backup":      {"copy a data dir, live or stopped, into a new directory", runBackup},
 		"submit":      {"submit a task (--wait: follow it to the end)", runSubmit},
 		"status":      {"show one task", runStatus},
 		"cancel":      {"cancel a task", runCancel},

@@ -19,7 +19,7 @@ var updateReadme = flag.Bool("update", false, "rewrite the flag tables of README
 // argument lists that print their help.
 var documented = [][]string{
 	{"maincontrol"}, {"executor"}, {"dev"}, {"submit"}, {"status"}, {"cancel"}, {"list"},
-	{"stats"}, {"state"}, {"debug"}, {"inspect"}, {"pipeline", "run", "x.yaml"}, {"pipeline", "status"},
+	{"stats"}, {"state"}, {"debug"}, {"inspect"}, {"backup"}, {"pipeline", "run", "x.yaml"}, {"pipeline", "status"},
 	{"bench"},
 }
 

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// backupAttempts bounds the copies of a live data dir that the server's
+// own clean-up may spoil (a file gone between the listing and the copy).
+const backupAttempts = 5
+
+// errChanged marks a copy spoiled by the live server: worth another try.
+var errChanged = errors.New("the data dir changed under the copy")
+
+func runBackup(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("backup", "backup --data-dir DIR DEST", stdout)
+	dir := fs.String("data-dir", "apollo-data", "data directory to copy, live or stopped (read only: its lock is not taken)")
+	if err := parseFlagsOperands(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError(fmt.Errorf("want one DEST, the new directory to copy into"))
+	}
+	dest := filepath.Clean(fs.Arg(0))
+	if err := checkBackupDest(dest); err != nil {
+		return usageError(err)
+	}
+	if _, err := os.Stat(*dir); err != nil {
+		return fmt.Errorf("cannot read data dir: %w", err)
+	}
+	rep, err := backupDir(*dir, dest)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backup of %s in %s: %d files, %s; a main control started on it loads %q, then the log up to lsn %d (next task id %d)\n",
+		*dir, dest, rep.files, size(rep.bytes), rep.info.Dir.LoadSnapshot, rep.info.Dir.LastLSN, rep.info.NextTaskID)
+	return nil
+}
+
+// checkBackupDest refuses a DEST that holds anything: a backup is a
+// whole data dir, never merged into another.
+func checkBackupDest(dest string) error {
+	ents, err := os.ReadDir(dest)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cannot read DEST: %w", err)
+	case len(ents) > 0:
+		return fmt.Errorf("DEST %s is not empty: a backup goes into a new directory", dest)
+	}
+	return nil
+}
+
+// backupReport is what a finished backup holds.
+type backupReport struct {
+	files int
+	bytes int64
+	info  *inspectReport
+}
+
+// backupDir copies the data dir src into the new directory dest while a
+// main control may serve on src, without its lock. The copy is made in a
+// temporary directory beside dest, checked as a start would load it, and
+// renamed to dest once whole; a copy the live server spoiled is made
+// again, at most backupAttempts times.
+func backupDir(src, dest string) (*backupReport, error) {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create the parent of DEST: %w", err)
+	}
+	var last error
+	for range backupAttempts {
+		tmp, err := os.MkdirTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".backup-")
+		if err != nil {
+			return nil, fmt.Errorf("cannot create a directory beside DEST: %w", err)
+		}
+		rep, err := backupOnce(src, tmp)
+		if err == nil {
+			err = publishBackup(tmp, dest)
+		}
+		if err == nil {
+			return rep, nil
+		}
+		_ = os.RemoveAll(tmp)
+		if !errors.Is(err, errChanged) {
+			return nil, err
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("no copy that loads in %d attempts (%w): a busy main control may spoil every copy, so try again, or copy the dir stopped; `apollo11 inspect --data-dir %q` tells whether the dir itself loads",
+		backupAttempts, last, src)
+}
+
+// backupFiles lists what a copy takes, in the order it takes it: the
+// snapshot files and the other small files first (each written whole
+// and never changed), then the log segments, which only grow. The log
+// copied after a snapshot holds every record the snapshot lacks, unless
+// the server dropped part of it meanwhile: the check finds that gap.
+// The lock and temporary files are left out.
+func backupFiles(src string) (first, logs []string, err error) {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read data dir: %w", err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case !e.Type().IsRegular(), name == "lock", strings.HasPrefix(name, "."), strings.HasSuffix(name, ".tmp"):
+		case strings.HasSuffix(name, ".log"):
+			logs = append(logs, name)
+		default:
+			first = append(first, name)
+		}
+	}
+	slices.Sort(first)
+	slices.Sort(logs)
+	return first, logs, nil
+}
+
+// backupOnce makes one copy of src in the empty directory tmp, fsyncs it
+// and checks that a main control would start on it.
+func backupOnce(src, tmp string) (*backupReport, error) {
+	first, logs, err := backupFiles(src)
+	if err != nil {
+		return nil, err
+	}
+	rep := &backupReport{}
+	for _, group := range []struct {
+		what  string
+		names []string
+	}{{"snapshots", first}, {"log", logs}} {
+		for _, name := range group.names {
+			n, err := copyFile(filepath.Join(src, name), filepath.Join(tmp, name), !strings.HasSuffix(name, ".log"))
+			if errors.Is(err, fs.ErrNotExist) {
+				// Removed by the server since the listing: an old
+				// snapshot, or segments a newer snapshot holds. The check
+				// below tells whether the copy still loads without it.
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			rep.files++
+			rep.bytes += n
+		}
+		backupHook(group.what)
+	}
+	if err := syncDir(tmp); err != nil {
+		return nil, err
+	}
+	rep.info, err = inspectDir(tmp, 0)
+	if err == nil && rep.info.Dir.OpenError != "" {
+		err = errors.New(rep.info.Dir.OpenError)
+	}
+	if err != nil {
+		// The files were copied whole, so a copy that would not load was
+		// spoiled by the server (a segment dropped after a newer
+		// snapshot): never published, tried again.
+		return nil, fmt.Errorf("%w: the copy would not load: %v", errChanged, err)
+	}
+	return rep, nil
+}
+
+// backupHook runs after each group of files ("snapshots", "log") is
+// copied; tests make the live server's clean-up happen there.
+var backupHook = func(copied string) {}
+
+// copyFile copies src to dst and fsyncs dst. A fixed file (a snapshot,
+// written whole) whose size changed, or a segment that shrank, is
+// errChanged; a file that is gone is fs.ErrNotExist.
+func copyFile(src, dst string, fixed bool) (int64, error) {
+	in, err := os.Open(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot read %s: %w", src, err)
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("cannot read %s: %w", src, err)
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("cannot create %s: %w", dst, err)
+	}
+	n, err := io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cannot copy %s: %w", src, err)
+	}
+	if fixed && n != st.Size() || n < st.Size() {
+		return 0, fmt.Errorf("%w: %s changed size while copied (%d bytes, then %d)", errChanged, filepath.Base(src), st.Size(), n)
+	}
+	return n, nil
+}
+
+// publishBackup renames the checked copy to dest (an empty directory is
+// replaced) and makes the rename durable.
+func publishBackup(tmp, dest string) error {
+	if err := checkBackupDest(dest); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		return fmt.Errorf("cannot move the copy to %s: %w", dest, err)
+	}
+	return syncDir(filepath.Dir(dest))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cannot open %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("cannot fsync %s: %w", dir, err)
+	}
+	return nil
+}
