@@ -79,7 +79,7 @@ func (s *Server) earlyTick() {
 // output left blocked). Cheap when it does not: no clock is read. Called
 // with s.mu held, after every input.
 func (s *Server) wantTick() {
-	due := s.dueAt()
+	due := s.nextDue()
 	if !due.Before(s.tickAt) || !s.earlyAt.IsZero() && !due.Before(s.earlyAt) {
 		return
 	}
@@ -91,20 +91,23 @@ func (s *Server) wantTick() {
 }
 
 // untilDue is how long gnet's ticker sleeps after a tick that ends at
-// now: until the next deadline, at most the idle tick. Work that was due
-// when the tick began and is due still (a condition the tick did not
-// clear) is looked at again after TickInterval, as before, rather than
-// in a loop. Called with s.mu held.
+// now: until the next deadline, at most the idle tick. Called with s.mu
+// held.
 func (s *Server) untilDue(now time.Time) time.Duration {
 	idle := max(s.cfg.IdleTick, s.cfg.TickInterval)
+	return min(max(s.nextDue().Sub(now), time.Millisecond), idle)
+}
+
+// nextDue is dueAt, except that work that was due when the last tick
+// began and is due still (a condition the tick did not clear) is looked
+// at again TickInterval later, as before, rather than in a loop. Called
+// with s.mu held.
+func (s *Server) nextDue() time.Time {
 	due := s.dueAt()
-	switch {
-	case !due.After(s.lastTick):
-		return min(s.cfg.TickInterval, idle)
-	case due.Sub(now) < time.Millisecond:
-		return time.Millisecond
+	if !due.After(s.lastTick) {
+		return s.lastTick.Add(s.cfg.TickInterval)
 	}
-	return min(due.Sub(now), idle)
+	return due
 }
 
 // dueAt is when a tick next has work. While outputs are blocked or
