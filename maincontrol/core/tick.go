@@ -207,13 +207,17 @@ func (c *Core) applyRetention(now int64) {
 // so that an idle server sleeps until then: the earliest timer (delay,
 // retry, start or task timeout, restored dispatch), liveness check,
 // handshake deadline or retention expiry. It returns math.MinInt64 when
-// retention has work already (over its count or bytes), and ok false
+// work waits already (done replies queued for the next ticks' budgets,
+// retention over its count or bytes), and ok false
 // when nothing is scheduled: only an input can give Tick work then. It
 // reads no clock, so that a server may ask after every input.
 func (c *Core) NextTickAt() (at int64, ok bool) {
 	at = math.MaxInt64
 	take := func(t int64) {
 		at, ok = min(at, t), true
+	}
+	if c.dones.len() > 0 {
+		return math.MinInt64, true
 	}
 	if len(c.timers) > 0 {
 		take(c.timers[0].at) // a stale entry costs one idle tick
