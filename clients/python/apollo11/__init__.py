@@ -7,18 +7,7 @@
 - :class:`Executor` / :class:`AsyncExecutor`: run tasks by type.
 """
 
-from .client import (
-    AsyncClient,
-    AsyncWatch,
-    Client,
-    Done,
-    SharedState,
-    Stats,
-    Submitted,
-    TaskPage,
-    TaskState,
-    Watch,
-)
+from .client import AsyncClient, AsyncWatch, Client, Watch
 from .codec import DEFAULT_MAX_FRAME, FrameReader, Message, decode_frame, decode_payload, encode_frame, encode_payload
 from .connection import AsyncConnection, Connection, Welcome, load_token, sign
 from .errors import (
@@ -34,6 +23,7 @@ from .errors import (
     ServerError,
 )
 from .executor import AsyncExecutor, Executor, Failure, Result, Task
+from .replies import Done, SharedState, Stats, Submitted, TaskPage, TaskState
 
 __all__ = [
     "AsyncClient", "AsyncConnection", "AsyncExecutor", "AsyncWatch", "Apollo11Error", "AuthRequired",
