@@ -22,8 +22,9 @@ from .errors import (
     ReplyError,
     ServerError,
 )
-from .executor import AsyncExecutor, Executor, Failure, Result, Task
+from .executor import AsyncExecutor, Executor
 from .replies import Done, SharedState, Stats, Submitted, TaskPage, TaskState
+from .task import Failure, Result, Task
 
 __all__ = [
     "AsyncClient", "AsyncConnection", "AsyncExecutor", "AsyncWatch", "Apollo11Error", "AuthRequired",
