@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import os
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +36,27 @@ DEFAULT_ADDR = "127.0.0.1:1969"
 MAX_FRAME_LIMIT = (1 << 31) - 1
 
 
+MAX_TOKEN_FILE = 4096  # a token is one short line: 4 KiB leaves room for any
+
+
 def load_token(path: str | Path) -> bytes:
-    """Read a token file: its bytes without trailing CR and LF; empty is an error."""
-    token = Path(path).read_bytes().rstrip(b"\r\n")
+    """Read a token file: its bytes without trailing CR and LF. An empty
+    token, a file that is not a regular file, and one larger than
+    ``MAX_TOKEN_FILE`` bytes raise ValueError; an unreadable file OSError."""
+    # Non-blocking, so that a FIFO named by mistake is refused, not waited on.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"token file {path} is not a regular file: give a file holding the token")
+        # One byte past the bound tells a file at the bound from a larger one.
+        data = b""
+        while len(data) <= MAX_TOKEN_FILE and (chunk := os.read(fd, MAX_TOKEN_FILE + 1 - len(data))):
+            data += chunk
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TOKEN_FILE:
+        raise ValueError(f"token file {path} is larger than {MAX_TOKEN_FILE} bytes: a token is one short line")
+    token = data.rstrip(b"\r\n")
     if not token:
         raise ValueError(f"token file {path}: token is empty")
     return token
