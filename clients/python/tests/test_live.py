@@ -8,7 +8,6 @@ import os
 import socket
 import struct
 import threading
-import time
 import unittest
 
 from harness import BinaryTest, wait_until
@@ -28,6 +27,7 @@ from apollo11 import (
     Task,
 )
 from apollo11.codec import encode_frame
+from apollo11.connection import register_message
 from apollo11.errors import EncodeError, FrameTooLargeError, MalformedError
 
 WAIT = 60.0  # generous: the CI machine is shared and often busy
@@ -228,6 +228,8 @@ class ExecutorProtocol(BinaryTest):
             self.assertEqual(c.query(done.task_id).attempt, 1)
 
     def test_running_task_survives_a_restart(self) -> None:
+        # After a restart a restored dispatch waits one heartbeat timeout to
+        # be listed in running=; unlisted, its only attempt fails then.
         mc = self.main_control("--heartbeat-timeout", "5s")
         release = threading.Event()
         ex = Executor(mc.addr, executor_id="py-keep", backoff_min=0.05, backoff_max=1.0)
@@ -239,17 +241,28 @@ class ExecutorProtocol(BinaryTest):
             return {"held": "yes"}
 
         start_executor(self, ex)
+        # A witness: a raw executor that starts a task and never comes back.
+        # Its task's restored timer is due with the held one's, so its end
+        # shows that the main control has judged the held task too.
+        gone = Connection.connect(mc.addr)
+        self.addCleanup(gone.close)
+        gone.send(register_message(gone.welcome, "py-gone", ["gone"], 1, None))
+        self.assertEqual(gone.recv(WAIT).type, "registered")
         with Client(mc.addr) as c:
             t = c.submit("hold", max_attempts=1)
-            wait_until(lambda: c.query(t.task_id).state == "running", WAIT, "the task to run")
+            w = c.submit("gone", max_attempts=1)
+            task = gone.recv(WAIT)
+            self.assertEqual((task.type, task["task_id"]), ("task", str(w.task_id)))
+            gone.send(Message("started", {"task_id": task["task_id"], "version": task["version"]}))
+            for i in (t, w):
+                wait_until(lambda: c.query(i.task_id).state == "running", WAIT, "both tasks to run")
         mc.terminate()
+        gone.close()
         mc2 = self.main_control("--heartbeat-timeout", "5s", addr=mc.addr)
         wait_until(lambda: ex.registrations >= 2, WAIT, "the executor to register again")
         with Client(mc2.addr) as c:
-            # A restored dispatch waits one timeout_ms (5 s) to be listed
-            # in running=; past that, unlisted, its only attempt would fail.
-            # Time must pass for this check: there is no event to wait on.
-            time.sleep(6.0)
+            wait_until(lambda: c.query(w.task_id).state != "running", WAIT, "the witness's restored timer")
+            self.assertEqual(c.query(w.task_id).state, "failed")
             self.assertEqual(c.query(t.task_id).state, "running")
             release.set()
             wait_until(lambda: c.query(t.task_id).state == "succeeded", WAIT, "the result")
