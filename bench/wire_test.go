@@ -14,6 +14,7 @@ import (
 
 	"github.com/apollo11/apollo11/bench"
 	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -21,10 +22,11 @@ import (
 // Our main control answers every probe as wire-v1 says, and survives.
 func TestRunWire_AgainstMainControl(t *testing.T) {
 	addr := startMainControl(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience.Scale(30*time.Second))
 	defer cancel()
+	// Timeouts scale: a busy machine answers, and closes, late but not wrongly.
 	rep, err := bench.RunWire(ctx, bench.WireConfig{Addr: addr, Rate: 400, Duration: 1500 * time.Millisecond,
-		Seed: 7, Probe: -1, Timeout: time.Second, Linger: 100 * time.Millisecond})
+		Seed: 7, Probe: -1, Timeout: patience.Scale(time.Second), Linger: patience.Scale(100 * time.Millisecond)})
 	require.NoError(t, err)
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))

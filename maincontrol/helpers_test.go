@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 	"github.com/apollo11/apollo11/wire"
@@ -57,7 +58,7 @@ type rawPeer struct {
 
 func dialRaw(t testing.TB, addr string) *rawPeer {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, patience.Scale(5*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	p := &rawPeer{t: t, c: c, r: wire.NewReader(c, 0), w: wire.NewWriter(c, 0)}
@@ -77,7 +78,7 @@ func (p *rawPeer) send(typ string, kv ...string) {
 
 func (p *rawPeer) recv() *wire.Message {
 	p.t.Helper()
-	require.NoError(p.t, p.c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(p.t, p.c.SetReadDeadline(time.Now().Add(patience.Scale(5*time.Second))))
 	m, err := p.r.ReadMessage()
 	require.NoError(p.t, err)
 	return m
@@ -93,7 +94,7 @@ func (p *rawPeer) expect(typ string) *wire.Message {
 // expectClosed reads until the server closes the connection.
 func (p *rawPeer) expectClosed() {
 	p.t.Helper()
-	require.NoError(p.t, p.c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(p.t, p.c.SetReadDeadline(time.Now().Add(patience.Scale(5*time.Second))))
 	for {
 		_, err := p.r.ReadMessage()
 		if err != nil {

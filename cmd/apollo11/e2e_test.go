@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/internal/fakemain"
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/internal/testbin"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -50,7 +51,7 @@ func startExecutor(t *testing.T, bin, addr string, args ...string) *testbin.Proc
 // waitState polls `status --json` until the task is in state.
 func waitState(t *testing.T, bin, addr string, id uint64, state string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience.Scale(10 * time.Second))
 	var last map[string]any
 	for time.Now().Before(deadline) {
 		out, _, code := cli(t, bin, addr, "status", "--json", strconv.FormatUint(id, 10))
@@ -368,12 +369,20 @@ func TestCLI_RequestTimeoutNamed(t *testing.T) {
 func TestExecutorDaemon_DrainThenBye(t *testing.T) {
 	bin := testbin.Build(t)
 	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "", "--heartbeat-timeout", "30s")
-	ex := startExecutor(t, bin, mc.Addr, "--id", "drain-1", "--types", "sleep", "--drain-timeout", "400ms")
-	short := submitID(t, bin, mc.Addr, "--type", "sleep", "--arg", "ms=300")
+	// The first task runs until the test opens its gate, after the drain
+	// began. A timed task could end before the signal on a busy machine.
+	gate := filepath.Join(t.TempDir(), "gate")
+	ex := startExecutor(t, bin, mc.Addr, "--id", "drain-1", "--types", "exec",
+		"--allow-exec", "--exec-allow", "/bin/sh", "--drain-timeout", "10m")
+	short := submitID(t, bin, mc.Addr, "--type", "exec", "--arg", "argv.0=/bin/sh", "--arg", "argv.1=-c",
+		"--arg", "argv.2=until [ -e "+gate+" ]; do sleep 0.02; done")
 	waitState(t, bin, mc.Addr, short, "running")
 	ex.Signal(syscall.SIGTERM)
+	require.Eventually(t, func() bool { return strings.Contains(ex.Output(), "msg=draining") },
+		patience.Scale(10*time.Second), 10*time.Millisecond, "no drain began\n%s", ex.Output())
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 	waitState(t, bin, mc.Addr, short, "succeeded") // finished within the drain
-	require.NoError(t, ex.Wait(10*time.Second), "graceful stop exits 0\n%s", ex.Output())
+	require.NoError(t, ex.Wait(patience.Scale(10*time.Second)), "graceful stop exits 0\n%s", ex.Output())
 	assert.Contains(t, ex.Output(), "bye")
 
 	// A task longer than the drain: cancelled by the executor, then bye,
@@ -382,7 +391,7 @@ func TestExecutorDaemon_DrainThenBye(t *testing.T) {
 	long := submitID(t, bin, mc.Addr, "--type", "sleep", "--arg", "ms=60000")
 	waitState(t, bin, mc.Addr, long, "running")
 	ex.Signal(syscall.SIGTERM)
-	require.NoError(t, ex.Wait(10*time.Second), "%s", ex.Output())
+	require.NoError(t, ex.Wait(patience.Scale(10*time.Second)), "%s", ex.Output())
 	st := waitState(t, bin, mc.Addr, long, "pending")
 	assert.EqualValues(t, 1, st["attempt"], "bye used the attempt")
 }
