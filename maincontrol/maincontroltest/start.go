@@ -4,6 +4,8 @@ package maincontroltest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -20,10 +22,26 @@ import (
 // must stop cleanly; stop may be called more than once.
 func Start(t testing.TB, cfg maincontrol.Config) (addr string, stop func()) {
 	t.Helper()
+	addr, stopErr, err := Launch(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = sync.OnceFunc(func() {
+		if err := stopErr(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(stop)
+	return addr, stop
+}
+
+// Launch is Start without a test: for Example functions, which have none.
+// The caller must call stop, which may be called more than once.
+func Launch(cfg maincontrol.Config) (addr string, stop func() error, err error) {
 	if cfg.Listen == "" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return "", nil, err
 		}
 		cfg.Listen = ln.Addr().String()
 		ln.Close()
@@ -46,25 +64,26 @@ func Start(t testing.TB, cfg maincontrol.Config) (addr string, stop func()) {
 	case <-ready:
 	case err := <-done:
 		cancel()
-		t.Fatalf("main control did not start: %v", err)
+		return "", nil, fmt.Errorf("main control did not start: %v", err)
 	case <-time.After(10 * time.Second):
 		cancel()
-		t.Fatal("main control did not start in 10 s")
+		return "", nil, errors.New("main control did not start in 10 s")
 	}
 	var once sync.Once
-	stop = func() {
+	var stopErr error
+	stop = func() error {
 		once.Do(func() {
 			cancel()
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("main control stopped with %v", err)
+					stopErr = fmt.Errorf("main control stopped with %v", err)
 				}
 			case <-time.After(20 * time.Second):
-				t.Error("main control did not stop in 20 s")
+				stopErr = errors.New("main control did not stop in 20 s")
 			}
 		})
+		return stopErr
 	}
-	t.Cleanup(stop)
-	return cfg.Listen, stop
+	return cfg.Listen, stop, nil
 }
