@@ -13,7 +13,7 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-const waitFor = fakemain.WaitFor
+var waitFor = fakemain.WaitFor
 
 // fakeServer is a scripted main control (see internal/fakemain): it sends
 // `welcome` on each connection and hands the connection to the test.

@@ -24,7 +24,7 @@ import (
 )
 
 // waitFor bounds every wait in these tests.
-const waitFor = fakemain.WaitFor
+var waitFor = fakemain.WaitFor
 
 // fakeMain is a scripted main control (see internal/fakemain); the tests
 // drive each connection by hand.

@@ -17,11 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/wire"
 )
 
-// WaitFor bounds every wait of the fake.
-const WaitFor = 5 * time.Second
+// WaitFor bounds every wait of the fake. It scales with the machine's
+// load, so that a busy host is slow, not failing.
+var WaitFor = patience.Scale(5 * time.Second)
 
 // Server is the fake main control.
 type Server struct {
