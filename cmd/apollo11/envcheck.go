@@ -12,7 +12,9 @@ import (
 
 // notFlagVars are APOLLO11_* variables that are not flags but are read
 // on purpose (by tests), so not misspellings.
-var notFlagVars = map[string]bool{"APOLLO11_TEST_LOG": true, "APOLLO11_BUILTIN_TEST_EXEC": true}
+// The daemons run under tests that set them, and must not warn then.
+var notFlagVars = map[string]bool{"APOLLO11_TEST_LOG": true, "APOLLO11_BUILTIN_TEST_EXEC": true,
+	"APOLLO11_TEST_SCALE": true, "APOLLO11_LOAD_TESTS": true}
 
 // collectFlagSets, when set, receives every flag set newFlagSetEnv makes
 // (see knownEnvVars).
