@@ -16,7 +16,7 @@ const httpMaxConns = 32
 // being read, the lock files, the HTTP port's connections, stdio and the
 // Go runtime's own, and the connections being handed to an event loop
 // with their duplicates (accept.go).
-func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 2*maxHandOvers }
+func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 1 + 2*maxHandOvers }
 
 // fitMaxConns lowers maxConns so that every connection it allows, and the
 // descriptors the main control needs besides, fit in the open-file limit

@@ -7,8 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
+)
+
+// A probe or a scrape is one small request: a peer slower than these is
+// not one, and holds a descriptor the main port may need. The reply may
+// take longer: /metrics waits for the server's lock, which a busy event
+// loop holds for a while on a loaded host.
+const (
+	httpReadTimeout  = 3 * time.Second
+	httpWriteTimeout = 10 * time.Second
+	httpIdleTimeout  = 15 * time.Second
 )
 
 // startHTTP serves /metrics and /healthz on cfg.HTTPListen. It is off
@@ -37,13 +46,15 @@ func (s *Server) startHTTP() error {
 		}
 	})
 	// Every connection is a file descriptor the main port may need, so
-	// idle and slow ones are closed and at most httpMaxConns are served
-	// (a scraper needs one); more wait in the kernel's accept queue.
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
+	// at most httpMaxConns are served (a scraper needs one), and slow ones
+	// are cut short. A newcomer at the cap replaces an idle one
+	// (httplimit.go): probes must get through whoever holds the port.
+	lim := newLimitListener(ln, httpMaxConns)
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: httpReadTimeout, ReadTimeout: httpReadTimeout,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, ConnState: lim.connState,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	go func() {
-		if err := s.http.Serve(newLimitListener(ln, httpMaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("HTTP server stopped", "err", err)
 		}
 	}()
@@ -51,61 +62,6 @@ func (s *Server) startHTTP() error {
 	if beyondLoopback(s.cfg.HTTPListen) {
 		s.log.Warn("metrics port listening beyond loopback: /metrics and /healthz have no auth and show queue depths, executors and disk latency to anyone who reaches it",
 			"http_listen", s.cfg.HTTPListen)
-	}
-	return nil
-}
-
-// limitListener accepts a connection only while fewer than its capacity
-// are open; the others wait in the listen backlog, taking no descriptor.
-type limitListener struct {
-	net.Listener
-	slots     chan struct{}
-	done      chan struct{} // closed by Close: a full listener stops waiting
-	closeOnce sync.Once
-}
-
-func newLimitListener(ln net.Listener, n int) net.Listener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-// limitedConn gives its slot back once, at its first Close.
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
-
-// CloseWrite lets net/http half-close before its lingering close after an
-// error reply, as it does on a bare TCP connection, so that the client
-// reads the reply rather than a reset.
-func (c *limitedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
 	}
 	return nil
 }
