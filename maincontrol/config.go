@@ -18,6 +18,7 @@ const MaxEventLoops = 256
 const (
 	DefaultListen            = "127.0.0.1:1969"
 	DefaultMaxConns          = 65536
+	DefaultMaxUnauthConns    = 1024
 	DefaultMaxInflight       = 4096
 	DefaultSnapshotEvery     = 100
 	DefaultSnapshotInterval  = 30 * time.Second
@@ -56,8 +57,12 @@ type Config struct {
 	// file system. Tests inject disk-full and I/O errors through it.
 	FS snapshot.FS
 
-	MaxConns    int
-	MaxInflight int // replies awaiting disk per connection before reading pauses
+	MaxConns int
+	// MaxUnauthConns bounds the connections not yet through their
+	// handshake; at it, or at MaxConns, a newcomer closes the oldest of
+	// them (unauth.go). Default DefaultMaxUnauthConns, at most MaxConns.
+	MaxUnauthConns int
+	MaxInflight    int // replies awaiting disk per connection before reading pauses
 	// MaxOutbound is the unsent output one connection may hold before it
 	// is watched, and cut off unless it reads some within OutboundGrace
 	// (four times as much cuts it at once); default max(16 MiB,
@@ -153,6 +158,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
 	}
+	if c.MaxUnauthConns == 0 {
+		c.MaxUnauthConns = DefaultMaxUnauthConns
+	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight
 	}
@@ -219,7 +227,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxUnauthConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

@@ -26,6 +26,11 @@ type conn struct {
 	// counted in Server.pausedBytes until it resumes or closes.
 	pausedBytes int
 	dead        bool // gnet closed it
+	// awaiting: in Server.unauth, not yet through its handshake, linked
+	// to its neighbours there by prevNew and nextNew. evicted: closed to
+	// make room for a newcomer, counted in Server.evicting (unauth.go).
+	awaiting, evicted bool
+	prevNew, nextNew  *conn
 	// unsent is gnet's unsent output for it when last looked at (after
 	// its last write), counted in Server.unsentTotal.
 	unsent int

@@ -59,6 +59,8 @@ type Server struct {
 	watched        map[*conn]struct{} // judged for their unsent output after OutboundGrace (outbound.go)
 	partialsSeen   time.Time          // when checkPartials last looked
 	refusals       refusalLog
+	unauth         unauthQueue // connections awaiting their handshake (unauth.go)
+	evicting       int         // connections evicted from unauth, not yet closed
 
 	loops    *gnet.Client
 	acceptor *acceptor
@@ -202,6 +204,7 @@ func (s *Server) serve(ctx context.Context) error {
 		return err
 	}
 	s.cfg.MaxConns = maxConns
+	s.cfg.MaxUnauthConns = min(s.cfg.MaxUnauthConns, maxConns)
 	ln, err := listen(s.cfg.Listen)
 	if err != nil {
 		s.closeStore()
@@ -285,7 +288,7 @@ func (s *Server) serve(ctx context.Context) error {
 // OnOpen registers the connection with the core, which says welcome.
 func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	s.mu.Lock()
-	if s.stopping || len(s.conns) >= s.cfg.MaxConns {
+	if s.stopping || !s.makeRoom() {
 		frame := s.refuseConn(gc)
 		s.mu.Unlock()
 		return frame, gnet.Close
@@ -293,6 +296,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	s.nextPeer++
 	cn := &conn{id: s.nextPeer, gc: gc}
 	s.conns[cn.id] = cn
+	s.unauth.push(cn)
 	gc.SetContext(cn)
 	s.core.OpenFrom(cn.id, remoteString(gc))
 	s.wantTick()
@@ -317,6 +321,10 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	delete(s.outBlocked, cn)
 	delete(s.watched, cn)
 	delete(s.conns, cn.id)
+	s.unauth.remove(cn)
+	if cn.evicted {
+		s.evicting--
+	}
 	if s.lastConn == cn {
 		s.lastConn = nil
 	}
@@ -448,6 +456,9 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 			s.logFrame("in", cn, frame[wire.HeaderLen:])
 		}
 		s.core.Handle(cn.id, m)
+		if cn.awaiting {
+			s.noteGreeted(cn)
+		}
 		cn.consumed += n
 		_, _ = gc.Discard(n)
 	}

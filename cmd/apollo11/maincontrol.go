@@ -26,6 +26,7 @@ type maincontrolFlags struct {
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
 	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
 	maxPendingBytes, retentionMaxBytes, maxWaits, maxBuffers  int
+	maxUnauthConns                                            int
 	recoverTruncate, lockLoops                                bool
 	httpListen                                                string
 	log                                                       logFlags
@@ -45,6 +46,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
 	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")
+	fs.IntVar(&f.maxUnauthConns, "max-unauth-conns", maincontrol.DefaultMaxUnauthConns, "most connections at once not yet through their handshake (hello or register); past it, or at --max-conns, a newcomer closes the oldest of them")
 	fs.IntVar(&f.maxBuffers, "max-buffers", 0, "bytes all connections' buffers may hold together: two fifths unsent output, two fifths input held while paused, one fifth incomplete frames (0: each its own default, 320 MiB in all at the default --max-frame)")
 	durationVar(fs, &f.retention, "retention", core.DefaultRetention, "how long ended tasks are kept")
 	fs.IntVar(&f.retentionMax, "retention-max", core.DefaultRetentionMax, "how many ended tasks are kept (newest)")
@@ -88,7 +90,7 @@ func (f *maincontrolFlags) checkPositive() error {
 	}
 	return firstErr(
 		positive("max-pending", f.maxPending), positive("max-inflight", f.maxInflight),
-		positive("max-frame", f.maxFrame), positive("max-conns", f.maxConns),
+		positive("max-frame", f.maxFrame), positive("max-conns", f.maxConns), positive("max-unauth-conns", f.maxUnauthConns),
 		positive("retention-max", f.retentionMax), positive("snapshot-every", f.snapshotEvery),
 		positive("event-loops", f.eventLoops), positive("max-waits", f.maxWaits),
 		positiveMs("handshake-timeout", f.handshakeTimeout), positiveMs("heartbeat-timeout", f.heartbeatTimeout),
@@ -121,7 +123,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 	cfg = maincontrol.Config{
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
-		MaxConns: f.maxConns, MaxBuffers: f.maxBuffers, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
+		MaxConns: f.maxConns, MaxUnauthConns: f.maxUnauthConns, MaxBuffers: f.maxBuffers, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
 		HTTPListen: f.httpListen,
 		Core: core.Config{
 			Version: version, MaxFrame: f.maxFrame, Token: token,

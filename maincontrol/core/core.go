@@ -306,6 +306,13 @@ func (c *Core) Tick() {
 // PeerCount returns the number of open connections.
 func (c *Core) PeerCount() int { return len(c.peers) }
 
+// Greeted reports whether a peer is through its handshake: it said hello
+// or registered, with the token's MAC when one is set.
+func (c *Core) Greeted(id PeerID) bool {
+	p := c.peers[id]
+	return p != nil && p.kind != peerNew
+}
+
 func (c *Core) debugEnabled() bool { return c.debugLog }
 
 // refreshDebug rereads whether the logger takes debug records. Asking it

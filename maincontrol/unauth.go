@@ -1,0 +1,93 @@
+package maincontrol
+
+import (
+	"github.com/apollo11/apollo11/wire"
+)
+
+// Connections not yet through their handshake (hello or register, with
+// the token's MAC when one is set) have a cap of their own,
+// --max-unauth-conns, and never crowd out those that are through: at that
+// cap, or at --max-conns, a newcomer takes the place of the one that has
+// waited longest. A peer without the token can then hold at most that
+// many descriptors, each for at most the handshake timeout, and a newcomer
+// is refused only when every connection has passed its handshake. A
+// newcomer is pushed out only by as many others arriving after it, and an
+// honest handshake takes one round trip.
+
+// unauthQueue lists the connections awaiting their handshake, oldest
+// first, linked through conn.prevNew and conn.nextNew: adding, removing
+// and taking the oldest cost the same however many there are.
+type unauthQueue struct {
+	head, tail *conn
+	n          int
+}
+
+func (q *unauthQueue) push(cn *conn) {
+	cn.prevNew, cn.nextNew, cn.awaiting = q.tail, nil, true
+	if q.tail != nil {
+		q.tail.nextNew = cn
+	} else {
+		q.head = cn
+	}
+	q.tail = cn
+	q.n++
+}
+
+func (q *unauthQueue) remove(cn *conn) {
+	if !cn.awaiting {
+		return
+	}
+	if cn.prevNew != nil {
+		cn.prevNew.nextNew = cn.nextNew
+	} else {
+		q.head = cn.nextNew
+	}
+	if cn.nextNew != nil {
+		cn.nextNew.prevNew = cn.prevNew
+	} else {
+		q.tail = cn.prevNew
+	}
+	cn.prevNew, cn.nextNew, cn.awaiting = nil, nil, false
+	q.n--
+}
+
+// makeRoom reports whether a newcomer may be taken in, first closing the
+// connection longest in its handshake when either cap is reached. Called
+// with s.mu held.
+func (s *Server) makeRoom() bool {
+	full := len(s.conns)-s.evicting >= s.cfg.MaxConns
+	if !full && s.unauth.n < s.cfg.MaxUnauthConns {
+		return true
+	}
+	victim := s.unauth.head
+	if victim == nil {
+		return false // every connection is through its handshake
+	}
+	s.evict(victim)
+	return true
+}
+
+// evict closes a connection still in its handshake, telling it why. It
+// may be on another event loop: it is woken to close, its input left
+// unread. Until it is gone it does not count against --max-conns.
+func (s *Server) evict(cn *conn) {
+	s.unauth.remove(cn)
+	cn.evicted = true
+	s.evicting++
+	if !cn.closing {
+		cn.out = append(cn.out, wire.ErrorFrame(wire.CodeUnavailable,
+			"too many connections awaiting their handshake (--max-unauth-conns); try again")...)
+	}
+	cn.closing, cn.closeAfter = true, true
+	s.notePaused(cn, 0)
+	s.markDirty(cn)
+	s.core.Closed(cn.id)
+}
+
+// noteGreeted takes cn off the handshake queue once the core has let it
+// in. Called with s.mu held, after each frame of a connection on it.
+func (s *Server) noteGreeted(cn *conn) {
+	if s.core.Greeted(cn.id) {
+		s.unauth.remove(cn)
+	}
+}
