@@ -12,7 +12,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
+	"syscall"
 )
 
 // ErrEmptyToken is returned for a token file that holds nothing but line
@@ -25,12 +28,37 @@ const NonceLen = 16
 // MACLen is the length of a signature in hex characters.
 const MACLen = 2 * sha256.Size
 
+// MaxTokenFileBytes bounds what LoadToken reads: a token is one short
+// line, and a path such as /dev/zero must not fill memory.
+const MaxTokenFileBytes = 4096
+
 // LoadToken reads a token file: its content with all trailing CR and LF
-// bytes removed. An empty token is an error.
+// bytes removed. It refuses an empty token, a file that is not a regular
+// file or is larger than MaxTokenFileBytes, and one that users other than
+// its owner and group may read or write (see checkTokenMode).
 func LoadToken(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	// Non-blocking, so that a FIFO named by mistake is refused, not waited on.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read token file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read token file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("token file %s is not a regular file (%s): give a file holding the token", path, st.Mode().Type())
+	}
+	if err := checkTokenMode(path, st.Mode()); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxTokenFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read token file: %w", err)
+	}
+	if len(b) > MaxTokenFileBytes {
+		return nil, fmt.Errorf("token file %s is larger than %d bytes: a token is one short line", path, MaxTokenFileBytes)
 	}
 	tok := bytes.TrimRight(b, "\r\n")
 	if len(tok) == 0 {
@@ -39,16 +67,29 @@ func LoadToken(path string) ([]byte, error) {
 	return tok, nil
 }
 
+// ErrTokenFileMode is returned for a token file any user may read or
+// write: the token is the one secret that admits peers, so anyone on the
+// host could act as a client or an executor, or change the token.
+var ErrTokenFileMode = errors.New("token file is readable or writable by every user")
+
+// checkTokenMode refuses a token file open to others. Windows has no
+// such mode bits: Go reports every file there as 0666 or 0444.
+func checkTokenMode(path string, mode os.FileMode) error {
+	if runtime.GOOS == "windows" || mode.Perm()&0o006 == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (mode %04o): chmod 600 it", ErrTokenFileMode, path, mode.Perm())
+}
+
 // MinTokenLen is the shortest token TokenFileWarnings takes without a
 // warning: 16 bytes (a random 32-byte token, base64, is 44).
 const MinTokenLen = 16
 
 // TokenFileWarnings returns what is weak about a token file that
 // LoadToken read as tok, for the daemon to log at start-up: a file that
-// users other than its owner can read (the token is the one secret of
-// the system; ssh refuses such key files), and a token shorter than
-// MinTokenLen. It reads only the file's mode, never the token into a
-// message.
+// its group can read or write (others are refused by LoadToken), and a
+// token shorter than MinTokenLen. It reads only the file's mode, never
+// the token into a message.
 func TokenFileWarnings(path string, tok []byte) []string {
 	var warns []string
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {

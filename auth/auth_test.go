@@ -1,9 +1,11 @@
 package auth_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/apollo11/apollo11/auth"
@@ -43,6 +45,44 @@ func TestLoadToken(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// A token file is read with a bound, and only a regular file: /dev/zero
+// was read until memory ran out. A file any user may read or write is
+// refused: the token admits whoever holds it.
+func TestLoadToken_Refuses(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("x"), 1<<20), 0o600))
+	_, err := auth.LoadToken(big)
+	require.Error(t, err, "a 1 MiB token file") // before /dev/zero: unbounded, it would fill memory
+	assert.Contains(t, err.Error(), "larger than 4096 bytes")
+
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	for _, p := range []string{"/dev/zero", fifo, dir} {
+		_, err := auth.LoadToken(p)
+		require.Error(t, err, p)
+		assert.Contains(t, err.Error(), "is not a regular file", p)
+	}
+
+	for _, tc := range []struct {
+		mode  os.FileMode
+		taken bool
+	}{{0o600, true}, {0o400, true}, {0o640, true}, {0o660, true}, {0o644, false}, {0o604, false}, {0o602, false}, {0o666, false}} {
+		p := filepath.Join(dir, "mode")
+		require.NoError(t, os.WriteFile(p, []byte("0123456789abcdef\n"), 0o600))
+		require.NoError(t, os.Chmod(p, tc.mode))
+		tok, err := auth.LoadToken(p)
+		if tc.taken {
+			require.NoError(t, err, "mode %04o", tc.mode)
+			assert.Equal(t, "0123456789abcdef", string(tok))
+			continue
+		}
+		require.ErrorIs(t, err, auth.ErrTokenFileMode, "mode %04o", tc.mode)
+		assert.Contains(t, err.Error(), "chmod 600")
+		assert.NotContains(t, err.Error(), "0123456789abcdef", "the token is never in a message")
+	}
+}
+
 func TestSign_KnownVector(t *testing.T) {
 	// RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
 	got := auth.Sign([]byte("Jefe"), "what do ya want for nothing?")
@@ -66,7 +106,7 @@ func TestVerify(t *testing.T) {
 	assert.NotEqual(t, nonce, other, "a new nonce on every call")
 }
 
-// A token file others can read, or a short token, is taken (the daemon
+// A token file its group can read, or a short token, is taken (the daemon
 // logs these warnings); a 0600 file with 16 bytes or more gets none.
 func TestTokenFileWarnings(t *testing.T) {
 	for _, tc := range []struct {
@@ -77,10 +117,9 @@ func TestTokenFileWarnings(t *testing.T) {
 	}{
 		{"private and long", 0o600, "0123456789abcdef", nil},
 		{"owner read-only", 0o400, "0123456789abcdef0123", nil},
-		{"world-readable", 0o644, "0123456789abcdef", []string{"is accessible by group or others (mode 0644): chmod 600 it"}},
-		{"group-readable", 0o640, "0123456789abcdef", []string{"(mode 0640)"}},
+		{"group-readable", 0o640, "0123456789abcdef", []string{"is accessible by group or others (mode 0640): chmod 600 it"}},
 		{"short", 0o600, "short", []string{"is 5 bytes: use 16 or more random bytes"}},
-		{"both", 0o604, "short", []string{"(mode 0604)", "is 5 bytes"}},
+		{"both", 0o660, "short", []string{"(mode 0660)", "is 5 bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "token")

@@ -123,6 +123,9 @@ func (s *Server) recover() error {
 		s.core.Recovered()
 		return nil
 	}
+	if err := checkDataDir(s.cfg.DataDir); err != nil {
+		return err
+	}
 	start := time.Now()
 	st, err := snapshot.Open(snapshot.Options{Dir: s.cfg.DataDir, FS: s.cfg.FS, Fsync: s.cfg.Fsync,
 		FsyncInterval: s.cfg.FsyncInterval, SegmentBytes: s.cfg.SegmentBytes,

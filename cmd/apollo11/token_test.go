@@ -11,20 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The daemons warn at start-up about a token file others can read and a
-// short token (a 6-byte, 0644 token file was taken without a word).
+// The daemons warn at start-up about a token file its group can read and
+// a short token (a 6-byte, 0644 token file was taken without a word; one
+// that others can read is now refused: auth.LoadToken).
 func TestDaemonFlags_TokenWarnings(t *testing.T) {
 	dir := t.TempDir()
 	weak := filepath.Join(dir, "weak")
-	require.NoError(t, os.WriteFile(weak, []byte("short\n"), 0o644))
-	require.NoError(t, os.Chmod(weak, 0o644))
+	require.NoError(t, os.WriteFile(weak, []byte("short\n"), 0o640))
+	require.NoError(t, os.Chmod(weak, 0o640))
 	good := filepath.Join(dir, "good")
 	require.NoError(t, os.WriteFile(good, []byte("0123456789abcdef0123\n"), 0o600))
 	for _, tc := range []struct {
 		file  string
 		warns []string
 	}{
-		{weak, []string{"is accessible by group or others (mode 0644)", "is 5 bytes: use 16 or more"}},
+		{weak, []string{"is accessible by group or others (mode 0640)", "is 5 bytes: use 16 or more"}},
 		{good, nil},
 	} {
 		var mcErr bytes.Buffer
@@ -56,4 +57,29 @@ func TestDaemonFlags_TokenWarnings(t *testing.T) {
 			assert.NotContains(t, out, "short", "the token is never logged")
 		}
 	}
+}
+
+// Both daemons refuse, with the reason, a token file every user may read.
+func TestDaemonFlags_TokenFileOpenToOthers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(p, []byte("0123456789abcdef0123\n"), 0o600))
+	require.NoError(t, os.Chmod(p, 0o644))
+	var f maincontrolFlags
+	fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+	f.register(fs)
+	require.NoError(t, parseFlags(fs, []string{"--token-file", p}))
+	_, err := f.config(io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "readable or writable by every user")
+	assert.Contains(t, err.Error(), "(mode 0644): chmod 600 it")
+
+	var ef executorFlags
+	fs = newFlagSet("executor", "executor", io.Discard)
+	ef.register(fs)
+	require.NoError(t, parseFlags(fs, []string{"--token-file", p}))
+	l, err := ef.log.logger(io.Discard)
+	require.NoError(t, err)
+	_, err = ef.config(l)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "readable or writable by every user")
 }
