@@ -26,7 +26,7 @@ func TestDataDir_WorldWritableRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "is writable by every user (mode 0777)")
 	assert.Contains(t, err.Error(), "chmod o-w")
 
-	require.NoError(t, os.Chmod(dir, 0o1777)) // the sticky bit does not stop new files
+	require.NoError(t, os.Chmod(dir, os.ModeSticky|0o777)) // the sticky bit does not stop new files
 	require.Error(t, maincontrol.Run(ctx, maincontrol.Config{DataDir: dir, Listen: freeAddr(t), Logger: testLogger()}))
 
 	require.NoError(t, os.Chmod(dir, 0o775))

@@ -173,9 +173,9 @@ func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
 	hard()
 }
 
-// checkPrograms refuses an --exec-allow entry that can never run: a
+// checkPrograms refuses an --exec-allow entry that can never run (a
 // missing file or a directory was taken without a word, and every exec
-// task naming it failed.
+// task naming it failed), and one that other users could replace.
 func checkPrograms(allow []string) error {
 	for _, p := range allow {
 		st, err := os.Stat(p)
@@ -188,6 +188,9 @@ func checkPrograms(allow []string) error {
 			return fmt.Errorf("--exec-allow: %s is a directory, not a program", p)
 		case st.Mode()&0o111 == 0:
 			return fmt.Errorf("--exec-allow: %s is not executable", p)
+		}
+		if err := builtin.CheckProgram(p); err != nil {
+			return fmt.Errorf("--exec-allow: %w", err)
 		}
 	}
 	return nil

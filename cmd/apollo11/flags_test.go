@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -393,4 +394,33 @@ func TestMaincontrolFlags_LockLoops(t *testing.T) {
 			assert.Equal(t, tc.unlocked, cfg.UnlockLoops)
 		})
 	}
+}
+
+// The executor refuses at start an allowed program that other users could
+// replace: every exec task would run the replacement as its user.
+func TestExecutorFlags_ExecAllowWorldWritable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bin")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	prog := filepath.Join(dir, "job")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755))
+	config := func() error {
+		var f executorFlags
+		fs := newFlagSet("executor", "executor", io.Discard)
+		f.register(fs)
+		require.NoError(t, parseFlags(fs, []string{"--types", "exec", "--allow-exec", "--exec-allow", prog}))
+		l, err := f.log.logger(io.Discard)
+		require.NoError(t, err)
+		_, err = f.config(l)
+		return err
+	}
+	require.NoError(t, config())
+	require.NoError(t, os.Chmod(dir, 0o777))
+	err := config()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--exec-allow: "+prog+" is in "+dir+", which every user may write to (mode 0777)")
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chmod(prog, 0o777))
+	err = config()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is writable by every user (mode 0777)")
 }

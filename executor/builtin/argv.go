@@ -8,7 +8,7 @@ import (
 )
 
 // argvOf reads the command line from a task's args: arg.argv.0, arg.argv.1,
-// ... when arg.argv.0 is present, else arg.argv split on white space.
+// ... when arg.argv.0 is present, else arg.argv split on ASCII white space.
 func argvOf(args map[string]string) ([]string, error) {
 	if _, ok := args["argv.0"]; ok {
 		var argv []string
@@ -25,7 +25,7 @@ func argvOf(args map[string]string) ([]string, error) {
 		return argv, nil
 	}
 	if line, ok := args["argv"]; ok {
-		if argv := strings.Fields(line); len(argv) > 0 {
+		if argv := strings.FieldsFunc(line, asciiSpace); len(argv) > 0 {
 			return argv, nil
 		}
 		return nil, errors.New("exec: arg.argv is empty")
@@ -42,4 +42,15 @@ func countIndexed(args map[string]string) int {
 		}
 	}
 	return n
+}
+
+// asciiSpace is the white space arg.argv splits on: space, tab, LF, VT, FF
+// and CR. A no-break or other Unicode space is part of an argument, as a
+// shell would take it: strings.Fields split a file name on U+00A0.
+func asciiSpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\v', '\f', '\r':
+		return true
+	}
+	return false
 }

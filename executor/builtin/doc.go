@@ -16,8 +16,9 @@
 //   - arg.argv.0, arg.argv.1, ... : one argument per key, exactly as given
 //     (spaces, quotes and empty strings included). The keys must run from
 //     argv.0 without gaps. This form wins when arg.argv.0 is present.
-//   - arg.argv : the whole command line, split on white space
-//     (strings.Fields); no quoting of any kind.
+//   - arg.argv : the whole command line, split on ASCII white space
+//     (space, tab, LF, VT, FF, CR; a no-break or other Unicode space stays
+//     in its argument); no quoting of any kind.
 //
 // Optional arg.stdin is written to the program's standard input (otherwise
 // it reads /dev/null).

@@ -57,6 +57,11 @@ func TestExec(t *testing.T) {
 			out:  map[string]string{"stdout": "hello world\n", "stderr": "", "exit_code": "0"},
 		},
 		{
+			name: "argv not split on Unicode spaces",
+			args: map[string]string{"argv": "/bin/echo a\u00a0b\u2003c\u3000d\ve"},
+			out:  map[string]string{"stdout": "a\u00a0b\u2003c\u3000d e\n", "stderr": "", "exit_code": "0"},
+		},
+		{
 			name: "argv.0 wins over argv",
 			args: map[string]string{"argv.0": "/bin/echo", "argv.1": "from argv.N", "argv": "/bin/false"},
 			out:  map[string]string{"stdout": "from argv.N\n", "stderr": "", "exit_code": "0"},
