@@ -144,6 +144,13 @@ func runExecutor(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Handlers["exec"] != nil {
+		// What a killed guard leaves behind comes here, to die when its
+		// task ends (executor/builtin/guard_linux.go).
+		if err := builtin.BecomeSubreaper(); err != nil {
+			logger.Warn("exec: programs whose guard is killed may outlive their task", "err", err)
+		}
+	}
 	ex, err := executor.New(cfg)
 	if badSettings(err) {
 		return usageError(err)

@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/apollo11/apollo11/executor/builtin"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -81,6 +83,7 @@ func (e exitError) Error() string {
 }
 
 func main() {
+	builtin.GuardMain() // before anything: this binary also guards exec's programs
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

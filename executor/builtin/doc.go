@@ -35,19 +35,27 @@
 // ExecConfig.Env), in the executor's working directory. The whole group is
 // killed with SIGKILL when the task is cancelled or times out, and again
 // once the program exits, so that what it started in the background dies
-// with it. On Linux the program is also killed (SIGKILL, Pdeathsig) when
-// the executor dies, even by kill -9 or the OOM killer. That is not full
-// containment: a process that leaves the group (setsid, setpgid) escapes
-// the group kill and outlives its task, and when the executor dies only
-// the program it started gets the signal, not that program's children.
-// For full containment run the executor as a systemd service, whose
-// cgroup holds everything its programs start, escaped or not: with
-// KillMode=control-group (systemd's default) or mixed, systemd kills every
-// process left in it when the service stops or its executor dies.
-// systemd/apollo11-executor@.service uses mixed, which sends SIGTERM to
-// the executor alone, so that running programs get the drain, and SIGKILL
-// to what is left once the executor has exited; control-group sends
-// SIGTERM to every program at once.
+// with it.
+//
+// On Linux, in a binary that calls GuardMain (the apollo11 daemon does),
+// containment is full. Each program runs under a guard, this binary
+// re-executed: a child subreaper, so that every descendant whose parent
+// dies is handed to it, even one that left the group (setsid, setpgid).
+// The guard gets SIGTERM when the executor dies, even by kill -9 or the
+// OOM killer (its parent-death signal), and the program gets SIGKILL when
+// the guard dies. When the program ends, the task is cancelled or the
+// executor dies, the guard kills the program's group and every descendant
+// handed to it, so that a task dispatched again elsewhere never runs twice
+// at once. The parent-death signal follows the thread that started the
+// process, not the process (prctl(2)), so that thread is held (see
+// lockThread) until the wait. The executor, a child subreaper too
+// (BecomeSubreaper), kills at the end of each task whatever a guard killed
+// outright left to it. Elsewhere, or without GuardMain, the program starts
+// directly; on Linux it still gets SIGKILL when the executor dies, but its
+// own children do not. A systemd unit's cgroup holds everything either way:
+// systemd/apollo11-executor@.service's KillMode=mixed sends SIGTERM to the
+// executor alone, so that running programs get the drain, and SIGKILL to
+// what is left once the executor has exited.
 //
 // Trust: Exec runs what the main control sends, and the executor trusts
 // whoever answers at its address. Wire v1's auth is one-way: the token

@@ -113,19 +113,23 @@ func (x *execHandler) run(ctx context.Context, t *executor.Task, argv []string, 
 	}
 	unlock := lockThread()
 	defer unlock() // after the wait: see lockThread
-	if err := cmd.Start(); err != nil {
-		err = fmt.Errorf("exec: cannot start %s: %w", argv[0], err)
-		if errors.Is(err, syscall.E2BIG) {
-			return executor.Result{}, executor.Permanent(err) // the same arguments, the same refusal
-		}
-		// A missing or non-executable program on the allow list may be
-		// being deployed: retried, as the package documentation says.
-		return executor.Result{}, err
+	var g *guard
+	if guardsOn.Load() {
+		g, err = startGuarded(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return executor.Result{}, startFailed(argv[0], err)
 	}
 	p.closeChildEnds()
 	pgid := cmd.Process.Pid
 	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
-	stopWatch := context.AfterFunc(ctx, killGroup)
+	stop := killGroup
+	if g != nil {
+		stop = g.stop // the program has a group of its own, which the guard kills
+	}
+	stopWatch := context.AfterFunc(ctx, stop)
 
 	copied := p.copyOut(stdout, stderr)
 	if hasStdin {
@@ -136,29 +140,65 @@ func (x *execHandler) run(ctx context.Context, t *executor.Task, argv []string, 
 	}
 	waitErr := cmd.Wait()
 	stopWatch()
-	killGroup() // whatever the program left behind dies with it
+	var oc outcome
+	if g != nil {
+		oc = g.finish(argv[0], waitErr) // it killed what the program left behind
+	} else {
+		killGroup() // whatever the program left behind dies with it
+		oc = directOutcome(argv[0], cmd, waitErr)
+	}
 	select {
 	case <-copied:
 	case <-time.After(pipeDrain):
 		p.closeReadEnds() // someone outside the group holds the pipes
 		<-copied
 	}
-	return result(ctx, t, argv[0], cmd, waitErr, stdout, stderr)
+	if oc.startErr != nil {
+		return executor.Result{}, startFailed(argv[0], oc.startErr)
+	}
+	return result(ctx, t, argv[0], oc, stdout, stderr)
+}
+
+// startFailed is the handler's error for a program that did not start.
+func startFailed(prog string, err error) error {
+	err = fmt.Errorf("exec: cannot start %s: %w", prog, err)
+	if errors.Is(err, syscall.E2BIG) {
+		return executor.Permanent(err) // the same arguments, the same refusal
+	}
+	// A missing or non-executable program on the allow list may be
+	// being deployed: retried, as the package documentation says.
+	return err
+}
+
+// directOutcome is the outcome of a program started without a guard.
+func directOutcome(prog string, cmd *exec.Cmd, waitErr error) outcome {
+	var oc outcome
+	if ps := cmd.ProcessState; ps != nil {
+		oc.ws, oc.known = ps.Sys().(syscall.WaitStatus)
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(waitErr, &ee):
+		oc.err = errors.New(ee.Error()) // "exit status N" or "signal: ..."
+	case waitErr != nil:
+		oc.err = fmt.Errorf("exec: %s: %w", prog, waitErr)
+	}
+	return oc
 }
 
 // result builds the handler's outcome from the finished command. The
 // outputs are cut to fit the main control's max_frame: a result too large
 // would be replaced with a permanent "result too large", losing the exit
 // code and the status of a program that ran.
-func result(ctx context.Context, t *executor.Task, prog string, cmd *exec.Cmd, waitErr error, stdout, stderr *cappedBuffer) (executor.Result, error) {
+func result(ctx context.Context, t *executor.Task, prog string, oc outcome, stdout, stderr *cappedBuffer) (executor.Result, error) {
 	out := map[string]string{}
-	if ps := cmd.ProcessState; ps != nil {
-		out["exit_code"] = strconv.Itoa(ps.ExitCode())
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			out["signal"] = ws.Signal().String()
+	if oc.known {
+		out["exit_code"] = strconv.Itoa(oc.ws.ExitStatus()) // -1 when a signal ended it
+		if oc.ws.Signaled() {
+			out["signal"] = oc.ws.Signal().String()
 		}
 	}
-	err := runErr(ctx, prog, waitErr)
+	err := runErr(ctx, prog, oc.err)
 	room := outputRoom(t, out, err)
 	outText, outCapped := stdout.text()
 	errText, errCapped := stderr.text()
@@ -173,22 +213,16 @@ func result(ctx context.Context, t *executor.Task, prog string, cmd *exec.Cmd, w
 	return executor.Result{Out: out}, err
 }
 
-// runErr is the handler's error for a finished command.
-func runErr(ctx context.Context, prog string, waitErr error) error {
-	if err := ctx.Err(); err != nil {
-		if cause := context.Cause(ctx); cause != nil && cause != err {
-			return fmt.Errorf("exec: %s killed: %w (%w)", prog, err, cause)
+// runErr is the handler's error for a finished command whose own error
+// (exit status, signal) is err.
+func runErr(ctx context.Context, prog string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != cerr {
+			return fmt.Errorf("exec: %s killed: %w (%w)", prog, cerr, cause)
 		}
-		return fmt.Errorf("exec: %s killed: %w", prog, err)
+		return fmt.Errorf("exec: %s killed: %w", prog, cerr)
 	}
-	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
-		return errors.New(ee.Error()) // "exit status N" or "signal: ..."
-	}
-	if waitErr != nil {
-		return fmt.Errorf("exec: %s: %w", prog, waitErr)
-	}
-	return nil
+	return err
 }
 
 // pipes are the program's stdio pipes; the parent keeps the read ends of

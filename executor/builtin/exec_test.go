@@ -282,8 +282,10 @@ func TestExec_CancelKillsProcessGroup(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("handler did not return after cancel")
 	}
-	assert.Less(t, time.Since(start), time.Second)
-	eventuallyGone(t, grandchild, time.Second)
+	// Promptly, not after the program's 30 s: the guard, another process,
+	// kills the group, which on a loaded host may take a second or two.
+	assert.Less(t, time.Since(start), 10*time.Second)
+	eventuallyGone(t, grandchild, 5*time.Second)
 }
 
 func TestExec_TimeoutKillsProcessGroup(t *testing.T) {
@@ -307,6 +309,6 @@ func TestExec_LeaderExitKillsGroup(t *testing.T) {
 		"argv.2": "sleep 30 & echo $! > " + pidFile + "; echo leader done"})
 	require.NoError(t, err)
 	assert.Equal(t, "leader done\n", res.Out["stdout"])
-	assert.Less(t, time.Since(start), 5*time.Second)
-	eventuallyGone(t, readPID(t, pidFile), time.Second)
+	assert.Less(t, time.Since(start), 20*time.Second, "it waited for the background sleep") // 30 s
+	eventuallyGone(t, readPID(t, pidFile), 5*time.Second)
 }

@@ -17,7 +17,11 @@ import (
 const helperEnv = "APOLLO11_BUILTIN_TEST_EXEC"
 
 func TestMain(m *testing.M) {
+	builtin.GuardMain() // as the daemon does: Exec runs programs under a guard
 	if os.Getenv(helperEnv) != "" {
+		if err := builtin.BecomeSubreaper(); err != nil {
+			panic(err)
+		}
 		args := map[string]string{}
 		for i, a := range os.Args[slices.Index(os.Args, "--")+1:] {
 			args["argv."+strconv.Itoa(i)] = a
