@@ -1,0 +1,126 @@
+package maincontrol
+
+import (
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// readFrames handles whole frames until only a partial frame is left. It
+// stops early once this round's replies and what gnet still holds unsent
+// pass the connection's share (overShare): a burst of small requests with
+// large replies must not make one call buffer unbounded output (and stall
+// the loop), nor pile a round's worth on top of a full buffer. It also
+// stops after Config.ReadBudget, so that one connection's pipelined burst
+// cannot hold the core (and the ticker, and every other connection) for
+// seconds: an executor whose heartbeats wait unread behind it would be
+// declared lost. It returns true when it is to read on once its replies
+// are written, false when only the peer's reading can let it go on (the
+// tick looks again) or nothing whole is left.
+func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
+	s.core.HoldClock()
+	defer s.core.ReleaseClock()
+	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
+	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
+		if s.overShare(cn, len(cn.out)+gc.OutboundBuffered()) {
+			if len(cn.out) == 0 {
+				// Only the peer's reading can change this, and gnet
+				// says nothing when it reads: look again at the next
+				// tick rather than wake at once, in a loop.
+				s.outBlocked[cn] = struct{}{}
+				return false
+			}
+			return true // write this round's replies first
+		}
+		if n%readBudgetCheck == 0 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > s.cfg.ReadBudget {
+				return true
+			}
+		}
+		if cn.held > s.cfg.MaxInflight {
+			if !cn.paused {
+				s.log.Debug("reading paused: replies awaiting disk", "peer", cn.id, "held", cn.held)
+			}
+			cn.paused = true
+			s.notePaused(cn, gc.InboundBuffered())
+			if cn.pausedBytes > s.cfg.MaxPausedInbound || s.pausedBytes > s.cfg.MaxPausedTotal {
+				s.log.Warn("peer sent too much while paused: connection closed", "peer", cn.id,
+					"buffered", cn.pausedBytes, "all_paused", s.pausedBytes)
+				s.cutOff(cn, gc, "too many requests awaiting disk")
+			}
+			return false
+		}
+		if cn.paused {
+			s.notePaused(cn, 0)
+		}
+		cn.paused = false
+		hdr, err := gc.Peek(wire.HeaderLen)
+		if err != nil {
+			return false // fewer than 4 bytes
+		}
+		size, _, err := s.dec.Header(hdr)
+		if err != nil {
+			s.refuseDecode(cn, gc, err)
+			return false
+		}
+		if gc.InboundBuffered() < wire.HeaderLen+size {
+			return false
+		}
+		frame, err := gc.Peek(wire.HeaderLen + size)
+		if err != nil {
+			return false
+		}
+		m, n, err := s.dec.Decode(frame)
+		if err != nil {
+			s.refuseDecode(cn, gc, err)
+			return false
+		}
+		if s.core.Debug() {
+			s.logFrame("in", cn, frame[wire.HeaderLen:])
+		}
+		s.core.Handle(cn.id, m)
+		if cn.awaiting {
+			s.noteGreeted(cn)
+		}
+		cn.consumed += n
+		_, _ = gc.Discard(n)
+	}
+	return false
+}
+
+// refuseDecode answers a framing or payload error and closes: the peer's
+// framing can no longer be trusted (spec section 2).
+func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
+	s.log.Info("protocol error: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(), "err", err)
+	frame, _ := wire.Refusal(err)
+	s.closeWith(cn, gc, frame)
+}
+
+// cutOff closes a connection now, with an error frame after what was
+// already released to it, not behind its replies awaiting disk: those wait
+// for the disk, which may be the very thing that stalled, while gnet goes
+// on buffering what the peer sends. Its unconfirmed replies are dropped
+// (docs/protocol.md, "Bounded buffers").
+func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
+	cn.out = append(cn.out, wire.ErrorFrame(wire.CodeBadRequest, msg)...)
+	cn.closing, cn.closeAfter = true, true
+	s.notePaused(cn, 0)
+	s.markDirty(cn)
+	s.core.Closed(cn.id)
+	_, _ = gc.Discard(gc.InboundBuffered())
+}
+
+// closeWith sends a last frame (when not nil) and closes the connection.
+func (s *Server) closeWith(cn *conn, gc gnet.Conn, last []byte) {
+	if last != nil {
+		s.Send(cn.id, last, core.WaitDurable)
+	}
+	s.Close(cn.id)
+	s.core.Closed(cn.id)
+	_, _ = gc.Discard(gc.InboundBuffered())
+}
