@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/maincontrol/core"
 )
 
 // shutdownGrace bounds each step of a graceful stop.
@@ -27,6 +27,7 @@ func (s *Server) maybeSnapshot() {
 // s.mu held.
 func (s *Server) startSnapshot(duty float64) {
 	snap := s.core.Freeze()
+	src := snap.Since(s.lastSnap, s.lastSnapLSN)
 	lsn := s.lastLSN
 	s.sinceSnapshot = 0
 	s.snapRunning = true
@@ -49,14 +50,12 @@ func (s *Server) startSnapshot(duty float64) {
 			time.Sleep(time.Millisecond)
 		}
 		pace := newPacer(duty, 1024, &s.hurry)
-		err := s.store.WriteSnapshot(lsn, func(w *snapshot.SnapshotWriter) error {
-			return snap.WriteTo(func(p []byte) error {
-				pace.step()
-				return w.Add(p)
-			})
-		})
+		err := s.store.WriteIncremental(lsn, pacedSource{Changes: src, pace: pace})
 		s.mu.Lock()
 		s.snapRunning = false
+		if err == nil {
+			s.lastSnap, s.lastSnapLSN = snap, lsn
+		}
 		s.mu.Unlock()
 		s.metrics.SnapshotDone(err)
 		if err != nil {
@@ -65,6 +64,19 @@ func (s *Server) startSnapshot(duty float64) {
 		}
 		s.log.Debug("snapshot written", "lsn", lsn, "tasks", snap.Tasks(), "took", time.Since(start).Round(time.Millisecond))
 	}()
+}
+
+// pacedSource paces the task entries of a snapshot (see pacer).
+type pacedSource struct {
+	*core.Changes
+	pace *pacer
+}
+
+func (p pacedSource) WriteRange(r uint64, full bool, put func(uint64, []byte) error, drop func(uint64) error) error {
+	return p.Changes.WriteRange(r, full, func(k uint64, b []byte) error {
+		p.pace.step()
+		return put(k, b)
+	}, drop)
 }
 
 // shutdown stops gracefully: no new connections or requests, replies

@@ -49,18 +49,22 @@ type Server struct {
 	sinceSnapshot  int
 	firstUnsnapped time.Time
 	snapDone       chan struct{}
-	hurry          atomic.Bool        // stopping: snapshots run unpaced
-	lastTick       time.Time          // when OnTick last had the core
-	pausedBytes    int                // unread input of paused connections (conn.pausedBytes)
-	unsentTotal    int                // gnet's unsent output over all connections (conn.unsent)
-	partials       map[*conn]struct{} // connections holding an incomplete frame (conn.partial)
-	partialTotal   int                // bytes of incomplete frames over all connections
-	outBlocked     map[*conn]struct{} // not read for their unsent output (readFrames)
-	watched        map[*conn]struct{} // judged for their unsent output after OutboundGrace (outbound.go)
-	partialsSeen   time.Time          // when checkPartials last looked
-	refusals       refusalLog
-	unauth         unauthQueue // connections awaiting their handshake (unauth.go)
-	evicting       int         // connections evicted from unauth, not yet closed
+	// lastSnap is the state of the newest snapshot written or loaded, at
+	// lastSnapLSN: the next snapshot writes what changed since.
+	lastSnap     *core.Snapshot
+	lastSnapLSN  uint64
+	hurry        atomic.Bool        // stopping: snapshots run unpaced
+	lastTick     time.Time          // when OnTick last had the core
+	pausedBytes  int                // unread input of paused connections (conn.pausedBytes)
+	unsentTotal  int                // gnet's unsent output over all connections (conn.unsent)
+	partials     map[*conn]struct{} // connections holding an incomplete frame (conn.partial)
+	partialTotal int                // bytes of incomplete frames over all connections
+	outBlocked   map[*conn]struct{} // not read for their unsent output (readFrames)
+	watched      map[*conn]struct{} // judged for their unsent output after OutboundGrace (outbound.go)
+	partialsSeen time.Time          // when checkPartials last looked
+	refusals     refusalLog
+	unauth       unauthQueue // connections awaiting their handshake (unauth.go)
+	evicting     int         // connections evicted from unauth, not yet closed
 
 	loops    *gnet.Client
 	acceptor *acceptor
@@ -133,11 +137,24 @@ func (s *Server) recover() error {
 	if err != nil {
 		return err
 	}
-	snapLSN, err := st.Replay(s.core.LoadEntry, func(_ uint64, p []byte) error { return s.core.ReplayRecord(p) })
+	// The state as the snapshot left it, before the log's records, is
+	// what the next snapshot writes its changes against.
+	var loaded *core.Snapshot
+	snapLSN, err := st.ReplayWith(snapshot.Loader{Entry: s.core.LoadEntry, Put: s.core.LoadTask, Drop: s.core.DropTask},
+		func(_ uint64, p []byte) error {
+			if loaded == nil {
+				loaded = s.core.Freeze()
+			}
+			return s.core.ReplayRecord(p)
+		})
 	if err != nil {
 		_ = st.Close()
 		return fmt.Errorf("cannot recover %s: %w", s.cfg.DataDir, err)
 	}
+	if loaded == nil {
+		loaded = s.core.Freeze()
+	}
+	s.lastSnap, s.lastSnapLSN = loaded, snapLSN
 	s.store = st
 	s.lastLSN, s.durableLSN = st.LastLSN(), st.LastLSN()
 	if s.lastLSN > snapLSN {

@@ -11,7 +11,10 @@ type DirInfo struct {
 	Snapshots []SnapshotInfo `json:"snapshots"`            // in LSN order
 	Segments  []SegmentInfo  `json:"segments"`             // in LSN order
 	TempFiles []string       `json:"temp_files,omitempty"` // leftover temporary files (Open removes them)
-	Problems  []Problem      `json:"problems,omitempty"`   // torn tails and corruption found in the log
+	// UnusedParts are snapshot parts no valid manifest uses (Open
+	// removes them).
+	UnusedParts []string  `json:"unused_parts,omitempty"`
+	Problems    []Problem `json:"problems,omitempty"` // torn tails and corruption found in the log
 
 	// What Open and Replay would do with the same Options.
 	LoadSnapshot string `json:"load_snapshot"`        // the snapshot they would load; "" if none
@@ -35,14 +38,29 @@ type RecoverInfo struct {
 	OpenError string `json:"open_error,omitempty"` // why Open or Replay would still fail
 }
 
-// SnapshotInfo describes one snapshot file.
+// SnapshotInfo describes one snapshot file: a whole snapshot (format
+// 1) or a manifest (format 2) with the parts it uses.
 type SnapshotInfo struct {
+	Name    string     `json:"name"`
+	LSN     uint64     `json:"lsn"`
+	Format  uint32     `json:"format,omitempty"`
+	Size    int64      `json:"size"`
+	Entries uint64     `json:"entries"` // entries read (all of them if Valid)
+	Valid   bool       `json:"valid"`
+	Error   string     `json:"error,omitempty"` // why it is invalid
+	Parts   []PartInfo `json:"parts,omitempty"`
+	// Ranges is how many id ranges the manifest gives a base.
+	Ranges int `json:"ranges,omitempty"`
+}
+
+// PartInfo describes one part of a manifest.
+type PartInfo struct {
 	Name    string `json:"name"`
-	LSN     uint64 `json:"lsn"`
+	Kind    string `json:"kind"` // tasks or state
 	Size    int64  `json:"size"`
-	Entries uint64 `json:"entries"` // entries read (all of them if Valid)
+	Entries uint64 `json:"entries"`
 	Valid   bool   `json:"valid"`
-	Error   string `json:"error,omitempty"` // why it is invalid
+	Error   string `json:"error,omitempty"`
 }
 
 // SegmentInfo describes one log segment file.
@@ -67,13 +85,39 @@ func Inspect(opts Options) (*DirInfo, error) {
 		return nil, err
 	}
 	info := &DirInfo{Dir: o.Dir, TempFiles: l.temps}
+	r := &recovery{opts: o}
+	cache := map[string]*partCheck{}
+	used := map[string]bool{}
 	for _, sf := range l.snaps {
-		entries, size, err := walkSnapshot(o.FS, joinDir(o.Dir, sf.name), sf.lsn, nil)
-		si := SnapshotInfo{Name: sf.name, LSN: sf.lsn, Size: size, Entries: entries, Valid: err == nil}
+		version, idx, entries, size, err := readManifest(o.FS, joinDir(o.Dir, sf.name), sf.lsn, nil)
+		si := SnapshotInfo{Name: sf.name, LSN: sf.lsn, Format: version, Size: size, Entries: entries, Valid: err == nil}
+		if idx != nil {
+			si.Ranges = len(idx.ranges)
+			for _, p := range idx.parts {
+				c := r.checkPart(cache, p, idx.rangeBits)
+				pi := PartInfo{Name: p.name(), Kind: partKindName(p.kind), Size: p.size, Entries: p.entries, Valid: c.err == nil}
+				if c.err != nil {
+					pi.Error = c.err.Error()
+					if si.Valid {
+						si.Valid, err = false, fmt.Errorf("part %s: %w", p.name(), c.err)
+					}
+				}
+				si.Parts = append(si.Parts, pi)
+			}
+		}
 		if err != nil {
 			si.Error = err.Error()
+		} else {
+			for _, p := range si.Parts {
+				used[p.Name] = true
+			}
 		}
 		info.Snapshots = append(info.Snapshots, si)
+	}
+	for _, p := range l.parts {
+		if !used[p] {
+			info.UnusedParts = append(info.UnusedParts, p)
+		}
 	}
 	var prev *SegmentInfo
 	for i, name := range l.segments {

@@ -37,7 +37,7 @@ func TestInspect(t *testing.T) {
 	assert.Equal(t, before, files(t, dir), "Inspect changes nothing")
 
 	require.Len(t, info.Snapshots, 2)
-	assert.Equal(t, snapshot.SnapshotInfo{Name: snapFile(10), LSN: 10, Size: info.Snapshots[0].Size, Entries: 1, Valid: true}, info.Snapshots[0])
+	assert.Equal(t, snapshot.SnapshotInfo{Name: snapFile(10), LSN: 10, Format: 1, Size: info.Snapshots[0].Size, Entries: 1, Valid: true}, info.Snapshots[0])
 	assert.False(t, info.Snapshots[1].Valid)
 	assert.Contains(t, info.Snapshots[1].Error, "checksum mismatch")
 	assert.Equal(t, []string{"snapshot-00000000000000000025.tmp"}, info.TempFiles)

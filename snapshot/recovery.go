@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +18,8 @@ type snapFile struct {
 	size    int64
 	entries uint64
 	state   snapState
+	version uint32   // 1: whole; 2: a manifest (manifest.go)
+	parts   []string // the parts a manifest uses
 }
 
 type snapState int
@@ -33,6 +34,7 @@ const (
 type dirList struct {
 	segments []string
 	snaps    []*snapFile
+	parts    []string // parts of incremental snapshots (part.go)
 	temps    []string
 }
 
@@ -53,6 +55,8 @@ func listDir(fsys FS, dir string) (dirList, error) {
 			l.segments = append(l.segments, name)
 		} else if lsn, ok := parseSnapName(name); ok {
 			l.snaps = append(l.snaps, &snapFile{name: name, lsn: lsn})
+		} else if _, _, ok := parsePartName(name); ok {
+			l.parts = append(l.parts, name)
 		}
 	}
 	slices.Sort(l.segments)
@@ -84,6 +88,8 @@ type recovery struct {
 	segs      []*segment
 	snaps     []*snapFile
 	base      *snapFile // snapshot Replay loads; nil: replay the log from LSN 1
+	baseIdx   *manifestIndex
+	incr      *incrState // base's structure when it is a manifest
 	lastLSN   uint64
 	problems  []Problem
 	replayErr error // the records Replay needs are missing
@@ -577,25 +583,3 @@ func (r *recovery) remove(name string) error {
 	return nil
 }
 
-// chooseSnapshot validates snapshots from the newest down and picks the
-// first valid one as the base. One of a newer format stops Open: the
-// older ones may lack records the log no longer holds.
-func (r *recovery) chooseSnapshot() error {
-	for i := len(r.snaps) - 1; i >= 0; i-- {
-		sf := r.snaps[i]
-		entries, size, err := walkSnapshot(r.opts.FS, r.path(sf.name), sf.lsn, nil)
-		sf.size, sf.entries = size, entries
-		if errors.Is(err, ErrNewerFormat) {
-			return err
-		}
-		if err != nil {
-			sf.state = snapInvalid
-			r.log.Warn("snapshot is invalid; falling back to the previous one", "file", sf.name, "err", err)
-			continue
-		}
-		sf.state = snapValid
-		r.base = sf
-		return nil
-	}
-	return nil
-}

@@ -17,6 +17,32 @@ import (
 // An error from a callback stops Replay and is returned wrapped. Either
 // callback may be nil. Replay must be called once, before Start.
 func (s *Store) Replay(entry func(payload []byte) error, record func(lsn uint64, payload []byte) error) (snapLSN uint64, err error) {
+	return s.ReplayWith(Loader{Entry: entry}, record)
+}
+
+// Loader takes a snapshot's entries during Replay. Entry gets the
+// unkeyed ones: a whole snapshot's, a manifest's head entries and the
+// state. Put gets a keyed entry of a part, replacing any entry loaded
+// before with the same key; Drop says the key is gone. A nil Put hands
+// the payload to Entry; a nil Drop makes a tombstone an error.
+type Loader struct {
+	Entry func(payload []byte) error
+	Put   func(key uint64, payload []byte) error
+	Drop  func(key uint64) error
+}
+
+// ReplayWith is Replay with a Loader, for snapshots written by
+// WriteIncremental.
+func (s *Store) ReplayWith(l Loader, record func(lsn uint64, payload []byte) error) (snapLSN uint64, err error) {
+	if l.Entry == nil {
+		l.Entry = func([]byte) error { return nil }
+	}
+	if l.Put == nil {
+		l.Put = func(_ uint64, p []byte) error { return l.Entry(p) }
+	}
+	if l.Drop == nil {
+		l.Drop = func(key uint64) error { return fmt.Errorf("tombstone of key %d: the caller keeps no keys", key) }
+	}
 	s.mu.Lock()
 	if s.replayed || s.started {
 		s.mu.Unlock()
@@ -29,7 +55,11 @@ func (s *Store) Replay(entry func(payload []byte) error, record func(lsn uint64,
 	}
 	if b := s.base; b != nil {
 		snapLSN = b.lsn
-		if _, _, err := walkSnapshot(s.fsys, filepath.Join(s.dir, b.name), b.lsn, entry); err != nil {
+		if s.baseIdx != nil {
+			if err := s.replayManifest(b, s.baseIdx, l); err != nil {
+				return 0, err
+			}
+		} else if _, _, err := walkSnapshot(s.fsys, filepath.Join(s.dir, b.name), b.lsn, l.Entry); err != nil {
 			return 0, fmt.Errorf("cannot load snapshot %s: %w", b.name, err)
 		}
 	}

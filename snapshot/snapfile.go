@@ -40,11 +40,15 @@ type SnapshotWriter struct {
 	lenb  [4]byte // scratch for entry lengths (a local would escape)
 }
 
-func newSnapshotWriter(dst io.Writer, lsn uint64) *SnapshotWriter {
-	w := &SnapshotWriter{w: bufio.NewWriterSize(dst, snapBufSize)}
+func newSnapshotWriter(dst io.Writer, lsn uint64, version uint32) *SnapshotWriter {
+	size := snapBufSize
+	if version == manifestVersion {
+		size = partBufSize // a manifest is small
+	}
+	w := &SnapshotWriter{w: bufio.NewWriterSize(dst, size)}
 	var h [snapHeaderSize]byte
 	copy(h[:], snapMagic)
-	binary.BigEndian.PutUint32(h[8:12], snapVersion)
+	binary.BigEndian.PutUint32(h[8:12], version)
 	binary.BigEndian.PutUint64(h[12:20], lsn)
 	w.write(h[:])
 	return w
@@ -102,36 +106,48 @@ func (w *SnapshotWriter) finish() error {
 // for each entry, in order, before the checksum is known: callers validate
 // first with fn == nil. Errors about the file's content wrap ErrBadSnapshot.
 func walkSnapshot(fsys FS, path string, lsn uint64, fn func(payload []byte) error) (entries uint64, size int64, err error) {
+	var vfn func(uint32, []byte) error
+	if fn != nil {
+		vfn = func(_ uint32, p []byte) error { return fn(p) }
+	}
+	_, entries, size, err = walkSnap(fsys, path, lsn, vfn)
+	return entries, size, err
+}
+
+// walkSnap is walkSnapshot that also returns the file's format version:
+// 1 for a whole snapshot, 2 for a manifest (manifest.go).
+func walkSnap(fsys FS, path string, lsn uint64, fn func(version uint32, payload []byte) error) (version uint32, entries uint64, size int64, err error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	size = st.Size()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadSnapshot, fmt.Sprintf(format, args...))
 	}
 	if size < int64(snapHeaderSize+snapTrailerSize) {
-		return 0, size, bad("file of %d bytes is too short", size)
+		return 0, 0, size, bad("file of %d bytes is too short", size)
 	}
-	r := bufio.NewReaderSize(f, snapBufSize)
+	r := bufio.NewReaderSize(f, int(min(size, snapBufSize)))
 	var h [snapHeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, size, readErr(err)
+		return 0, 0, size, readErr(err)
 	}
+	version = binary.BigEndian.Uint32(h[8:12])
 	switch {
 	case string(h[:8]) != snapMagic:
-		return 0, size, bad("bad magic")
-	case binary.BigEndian.Uint32(h[8:12]) > snapVersion:
-		return 0, size, checkFormat(filepath.Base(path), binary.BigEndian.Uint32(h[8:12]), snapVersion)
-	case binary.BigEndian.Uint32(h[8:12]) == 0:
-		return 0, size, bad("format version 0")
+		return 0, 0, size, bad("bad magic")
+	case version > manifestVersion:
+		return 0, 0, size, checkFormat(filepath.Base(path), version, manifestVersion)
+	case version < snapVersion:
+		return 0, 0, size, bad("format version %d", version)
 	case binary.BigEndian.Uint64(h[12:20]) != lsn:
-		return 0, size, bad("header LSN %d does not match the file name", binary.BigEndian.Uint64(h[12:20]))
+		return 0, 0, size, bad("header LSN %d does not match the file name", binary.BigEndian.Uint64(h[12:20]))
 	}
 	crc := crc32.Update(0, castagnoli, h[:])
 	body := size - int64(snapHeaderSize+snapTrailerSize)
@@ -139,38 +155,38 @@ func walkSnapshot(fsys FS, path string, lsn uint64, fn func(payload []byte) erro
 	var buf []byte
 	for body > 0 {
 		if body < 4 {
-			return entries, size, bad("entry %d: incomplete length", entries)
+			return version, entries, size, bad("entry %d: incomplete length", entries)
 		}
 		if _, err := io.ReadFull(r, lb[:]); err != nil {
-			return entries, size, readErr(err)
+			return version, entries, size, readErr(err)
 		}
 		n := int64(binary.BigEndian.Uint32(lb[:]))
 		if n > body-4 {
-			return entries, size, bad("entry %d of %d bytes runs into the trailer", entries, n)
+			return version, entries, size, bad("entry %d of %d bytes runs into the trailer", entries, n)
 		}
 		buf = slices.Grow(buf[:0], int(n))[:n]
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return entries, size, readErr(err)
+			return version, entries, size, readErr(err)
 		}
 		crc = crc32.Update(crc32.Update(crc, castagnoli, lb[:]), castagnoli, buf)
 		body -= 4 + n
 		if fn != nil {
-			if err := fn(buf); err != nil {
-				return entries, size, fmt.Errorf("snapshot entry %d: %w", entries, err)
+			if err := fn(version, buf); err != nil {
+				return version, entries, size, fmt.Errorf("snapshot entry %d: %w", entries, err)
 			}
 		}
 		entries++
 	}
 	var t [snapTrailerSize]byte
 	if _, err := io.ReadFull(r, t[:]); err != nil {
-		return entries, size, readErr(err)
+		return version, entries, size, readErr(err)
 	}
 	crc = crc32.Update(crc, castagnoli, t[0:8])
 	if got := binary.BigEndian.Uint64(t[0:8]); got != entries {
-		return entries, size, bad("trailer counts %d entries, file holds %d", got, entries)
+		return version, entries, size, bad("trailer counts %d entries, file holds %d", got, entries)
 	}
 	if got := binary.BigEndian.Uint32(t[8:12]); got != crc {
-		return entries, size, bad("checksum mismatch")
+		return version, entries, size, bad("checksum mismatch")
 	}
-	return entries, size, nil
+	return version, entries, size, nil
 }

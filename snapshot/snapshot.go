@@ -49,7 +49,9 @@ func (s *Store) WriteSnapshot(lsn uint64, fill func(w *SnapshotWriter) error) er
 	d := now().Sub(start)
 	s.stats.snapshot(lsn, size, d)
 	s.log.Info("snapshot written", "file", name, "entries", entries, "bytes", size, "duration", d)
-	s.retain(&snapFile{name: name, lsn: lsn, size: size, entries: entries, state: snapValid})
+	s.stats.snapshotWrote(size)
+	s.incr = nil // the newest snapshot is whole: the next incremental one starts over
+	s.retain(&snapFile{name: name, lsn: lsn, size: size, entries: entries, state: snapValid, version: snapVersion})
 	return nil
 }
 
@@ -58,7 +60,7 @@ func (s *Store) writeSnapshotFile(name string, lsn uint64, fill func(w *Snapshot
 	if err != nil {
 		return 0, 0, fmt.Errorf("cannot create snapshot %s: %w", name, err)
 	}
-	sw := newSnapshotWriter(af, lsn)
+	sw := newSnapshotWriter(af, lsn, snapVersion)
 	if err := fill(sw); err != nil {
 		sw.done = true
 		af.Abort()
@@ -91,7 +93,10 @@ func (s *Store) newestSnapshot() (uint64, bool) {
 	return 0, false
 }
 
-// retain applies the retention rule after the snapshot ns was written.
+// retain applies the retention rule after the snapshot ns was written:
+// it keeps ns and the previous valid snapshot, with the parts either
+// uses, and removes older snapshots first, then the parts no kept one
+// uses (ns and the directory are already fsynced).
 func (s *Store) retain(ns *snapFile) {
 	s.filesMu.Lock()
 	var prev *snapFile
@@ -100,14 +105,31 @@ func (s *Store) retain(ns *snapFile) {
 			prev = sf // snaps are sorted: the last match is the newest
 		}
 	}
-	var drop []string
+	var drop, dropParts []string
 	keep := make([]*snapFile, 0, 2)
+	used := map[string]bool{}
+	for _, p := range ns.parts {
+		used[p] = true
+	}
+	if prev != nil {
+		for _, p := range prev.parts {
+			used[p] = true
+		}
+	}
 	for _, sf := range s.snaps {
 		switch {
 		case sf == prev:
 			keep = append(keep, sf)
 		case sf.lsn != ns.lsn: // same LSN: replaced by the rename
 			drop = append(drop, sf.name)
+		}
+		if sf != prev {
+			for _, p := range sf.parts {
+				if !used[p] {
+					used[p] = true // once
+					dropParts = append(dropParts, p)
+				}
+			}
 		}
 	}
 	s.snaps = append(keep, ns)
@@ -120,7 +142,7 @@ func (s *Store) retain(ns *snapFile) {
 		s.segs = append([]*segment(nil), s.segs[i:]...)
 	}
 	s.filesMu.Unlock()
-	for _, name := range drop {
+	for _, name := range append(drop, dropParts...) {
 		if err := s.fsys.Remove(filepath.Join(s.dir, name)); err != nil {
 			s.log.Warn("cannot remove old file", "file", name, "err", err)
 			continue

@@ -44,6 +44,9 @@ type Stats struct {
 	SnapshotLSN      uint64        // LSN of the newest snapshot (loaded or written)
 	SnapshotBytes    int64         // its size
 	SnapshotDuration time.Duration // time the last WriteSnapshot took
+	// SnapshotWritten counts the bytes of every snapshot file written
+	// (manifests and parts), the disk cost of snapshots.
+	SnapshotWritten uint64
 
 	Segments int   // log segments
 	LogBytes int64 // bytes in them
@@ -66,6 +69,7 @@ type statsState struct {
 	snapLSN      uint64
 	snapBytes    int64
 	snapDuration time.Duration
+	snapWritten  uint64
 }
 
 func (st *statsState) appended(n int) {
@@ -103,6 +107,12 @@ func (st *statsState) snapshot(lsn uint64, size int64, d time.Duration) {
 	st.mu.Unlock()
 }
 
+func (st *statsState) snapshotWrote(n int64) {
+	st.mu.Lock()
+	st.snapWritten += uint64(max(n, 0))
+	st.mu.Unlock()
+}
+
 // Stats returns a copy of the counters.
 func (s *Store) Stats() Stats {
 	st := &s.stats
@@ -118,6 +128,7 @@ func (s *Store) Stats() Stats {
 	out.Fsyncs, out.FsyncTotal, out.FsyncMax, out.FsyncHist = st.fsyncs, st.fsyncTotal, st.fsyncMax, st.hist
 	out.WriteErrs, out.LastError = st.writeErrs, st.lastErr
 	out.Snapshots, out.SnapshotLSN, out.SnapshotBytes, out.SnapshotDuration = st.snapshots, st.snapLSN, st.snapBytes, st.snapDuration
+	out.SnapshotWritten = st.snapWritten
 	st.mu.Unlock()
 	s.filesMu.Lock()
 	out.Segments = len(s.segs)

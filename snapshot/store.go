@@ -60,11 +60,16 @@ type Store struct {
 	snaps   []*snapFile
 
 	base      *snapFile // snapshot Replay loads
+	baseIdx   *manifestIndex
 	replayErr error
 	problems  []Problem // what Open found in the log (see Problems)
 
 	snapBusy atomic.Bool
-	stats    statsState
+	// incr is the structure of the newest snapshot when it is a
+	// manifest: what WriteIncremental builds on. Only the snapshot
+	// writer (snapBusy) and Open touch it.
+	incr  *incrState
+	stats statsState
 }
 
 // Open scans opts.Dir (creating it unless ReadOnly), sweeps leftover
@@ -124,7 +129,7 @@ func Open(opts Options) (*Store, error) {
 		closedCh: make(chan struct{}),
 		durCh:    make(chan struct{}),
 		segs:     r.segs, snaps: r.snaps,
-		base: r.base, replayErr: r.replayErr, lost: r.lost, problems: r.problems,
+		base: r.base, baseIdx: r.baseIdx, incr: r.incr, replayErr: r.replayErr, lost: r.lost, problems: r.problems,
 		lock: lock,
 	}
 	s.lastLSN.Store(r.lastLSN)
@@ -170,6 +175,9 @@ func recoverDir(o Options) (*recovery, error) {
 	}
 	if err := r.checkCoverage(); err != nil {
 		return nil, err
+	}
+	if r.replayErr == nil {
+		r.sweepParts(l.parts)
 	}
 	return r, nil
 }

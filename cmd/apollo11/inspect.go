@@ -100,10 +100,13 @@ func inspectDir(dir string, taskID uint64) (*inspectReport, error) {
 			rep.History = append(rep.History, inspectHistoryLine{Where: where, Kind: d.Kind, Text: d.Text})
 		}
 	}
-	_, err = st.Replay(func(p []byte) error {
+	_, err = st.ReplayWith(snapshot.Loader{Entry: func(p []byte) error {
 		note("snapshot", p)
 		return c.LoadEntry(p)
-	}, func(_ uint64, p []byte) error {
+	}, Put: func(id uint64, p []byte) error {
+		note("snapshot", p)
+		return c.LoadTask(id, p)
+	}, Drop: c.DropTask}, func(_ uint64, p []byte) error {
 		return c.ReplayRecord(p)
 	})
 	if err != nil {
@@ -148,7 +151,22 @@ func printInspect(w io.Writer, rep *inspectReport, taskID uint64) {
 		if !s.Valid {
 			status = "INVALID: " + s.Error
 		}
-		fmt.Fprintf(w, "  snapshot %s  lsn %d  %s  %d entries  %s\n", s.Name, s.LSN, size(s.Size), s.Entries, status)
+		if s.Format < 2 {
+			fmt.Fprintf(w, "  snapshot %s  lsn %d  %s  %d entries  %s\n", s.Name, s.LSN, size(s.Size), s.Entries, status)
+			continue
+		}
+		fmt.Fprintf(w, "  snapshot %s  lsn %d  manifest %s  %d head entries  %d parts  %d range bases  %s\n",
+			s.Name, s.LSN, size(s.Size), max(s.Entries, 1)-1, len(s.Parts), s.Ranges, status)
+		for _, p := range s.Parts {
+			pstatus := "valid"
+			if !p.Valid {
+				pstatus = "INVALID: " + p.Error
+			}
+			fmt.Fprintf(w, "    part   %s  %s  %s  %d entries  %s\n", p.Name, p.Kind, size(p.Size), p.Entries, pstatus)
+		}
+	}
+	for _, p := range d.UnusedParts {
+		fmt.Fprintf(w, "  unused   %s (no valid snapshot uses it; removed at the next start)\n", p)
 	}
 	for _, s := range d.Segments {
 		fmt.Fprintf(w, "  segment  %s  lsn %d-%d  %s  %d records\n", s.Name, s.FirstLSN, s.LastLSN, size(s.Size), s.Records)

@@ -12,17 +12,22 @@ import (
 // the core's goroutine (Freeze copies the chunk directory and marks the
 // shared-state map shared) and written from any goroutine with WriteTo.
 type Snapshot struct {
-	tasks frozenTable
-	state map[string]string
-	meta  record
-	execs []record
+	tasks    frozenTable
+	state    map[string]string
+	stateGen uint64
+	meta     record
+	execs    []record
+	nextID   uint64
 }
 
 // Freeze captures the durable state. The core goes on changing; the
 // snapshot does not see it.
 func (c *Core) Freeze() *Snapshot {
 	c.finishLoad()
-	s := &Snapshot{tasks: c.tasks.freeze(), state: c.state}
+	if !c.stateShared {
+		c.stateGen++
+	}
+	s := &Snapshot{tasks: c.tasks.freeze(), state: c.state, stateGen: c.stateGen, nextID: c.nextID}
 	c.stateShared = true
 	s.meta = record{kind: snapMeta, nextID: c.nextID, stateVer: c.stateVer, seqCounter: c.seq, regSeq: c.regSeq,
 		epoch: c.nextEpoch}
@@ -100,6 +105,11 @@ func (c *Core) LoadEntry(payload []byte) error {
 	if err := decodeRecord(payload, &r); err != nil {
 		return err
 	}
+	return c.loadRecord(&r)
+}
+
+// loadRecord loads one decoded snapshot entry (see LoadEntry).
+func (c *Core) loadRecord(r *record) error {
 	c.loading = true
 	switch r.kind {
 	case snapMeta:
@@ -109,7 +119,7 @@ func (c *Core) LoadEntry(payload []byte) error {
 		c.state[r.key] = r.args
 	case recExecReg:
 		seq := c.regSeq
-		c.applyExecReg(&r)
+		c.applyExecReg(r)
 		c.regSeq = seq // restore the counter from meta; order is kept by entry order
 		c.execs[r.exec].regSeq = uint64(len(c.execs))
 	case snapTask:

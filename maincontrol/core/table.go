@@ -205,17 +205,22 @@ func (tb *table) remove(id uint64) {
 	}
 }
 
-// frozenTable is a read-only view of the table at one instant.
+// frozenTable is a read-only view of the table at one instant. nums
+// holds the chunk number (id >> chunkBits) of each chunk. A chunk that
+// changed after a freeze is a new pointer (copy-on-write), so comparing
+// two views' pointers finds the chunks changed between them.
 type frozenTable struct {
 	chunks []*chunk
+	nums   []uint64
 }
 
 // freeze returns a view that later changes do not affect.
 func (tb *table) freeze() frozenTable {
-	f := frozenTable{chunks: make([]*chunk, 0, len(tb.chunks))}
-	for _, ch := range tb.chunks {
+	f := frozenTable{chunks: make([]*chunk, 0, len(tb.chunks)), nums: make([]uint64, 0, len(tb.chunks))}
+	for i, ch := range tb.chunks {
 		if ch != nil {
 			f.chunks = append(f.chunks, ch)
+			f.nums = append(f.nums, tb.first+uint64(i))
 		}
 	}
 	tb.gen++

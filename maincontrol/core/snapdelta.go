@@ -1,0 +1,160 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Changes is a snapshot seen as what changed since an earlier one, for an
+// incremental snapshot: the store asks which ranges of ids (chunks)
+// changed and writes only those tasks. Both snapshots are frozen, so this
+// runs on any goroutine. It implements snapshot.Source.
+type Changes struct {
+	cur, prev *Snapshot
+	base      uint64
+}
+
+// Since returns s as changes since prev, the snapshot written (or loaded)
+// at LSN base. A nil prev makes every range changed.
+func (s *Snapshot) Since(prev *Snapshot, base uint64) *Changes {
+	if prev == nil {
+		base = 0
+	}
+	return &Changes{cur: s, prev: prev, base: base}
+}
+
+// BaseLSN is the LSN of the snapshot the changes are relative to.
+func (d *Changes) BaseLSN() uint64 { return d.base }
+
+// RangeBits is the ids per range: one chunk of the task table.
+func (d *Changes) RangeBits() uint { return chunkBits }
+
+// Head streams the entries kept whole in every snapshot: meta and the
+// executors.
+func (d *Changes) Head(add func(p []byte) error) error {
+	var buf []byte
+	buf = appendRecord(buf, &d.cur.meta)
+	if err := add(buf); err != nil {
+		return err
+	}
+	for i := range d.cur.execs {
+		buf = appendRecord(buf[:0], &d.cur.execs[i])
+		if err := add(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StateChanged reports whether the shared state changed since prev.
+func (d *Changes) StateChanged() bool { return d.prev == nil || d.prev.stateGen != d.cur.stateGen }
+
+// State streams the shared state, in key order.
+func (d *Changes) State(add func(p []byte) error) error {
+	var buf []byte
+	for _, k := range slices.Sorted(maps.Keys(d.cur.state)) {
+		buf = appendRecord(buf[:0], &record{kind: snapState, key: k, args: d.cur.state[k]})
+		if err := add(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Ranges calls fn for every chunk in either snapshot, in id order. A
+// chunk changed when its pointer did: chunks are copied on write.
+func (d *Changes) Ranges(fn func(r uint64, live int, changed, settled bool)) {
+	cur := d.cur.tasks
+	var prev frozenTable
+	if d.prev != nil {
+		prev = d.prev.tasks
+	}
+	settled := func(r uint64) bool { return (r+1)<<chunkBits <= d.cur.nextID }
+	i, j := 0, 0
+	for i < len(cur.nums) || j < len(prev.nums) {
+		switch {
+		case j == len(prev.nums) || (i < len(cur.nums) && cur.nums[i] < prev.nums[j]):
+			fn(cur.nums[i], int(cur.chunks[i].live), true, settled(cur.nums[i]))
+			i++
+		case i == len(cur.nums) || prev.nums[j] < cur.nums[i]:
+			fn(prev.nums[j], 0, true, settled(prev.nums[j]))
+			j++
+		default:
+			fn(cur.nums[i], int(cur.chunks[i].live), cur.chunks[i] != prev.chunks[j], settled(cur.nums[i]))
+			i++
+			j++
+		}
+	}
+}
+
+// WriteRange streams chunk r: every task when full, else the tasks that
+// differ from prev's and the ids prev had and s has not.
+func (d *Changes) WriteRange(r uint64, full bool, put func(key uint64, p []byte) error, drop func(key uint64) error) error {
+	now := findChunk(d.cur.tasks, r)
+	var was *chunk
+	if !full && d.prev != nil {
+		was = findChunk(d.prev.tasks, r)
+	}
+	var buf []byte
+	var rec record
+	for i := range chunkSize {
+		var t, o *task
+		if now != nil && now.slots[i].id != 0 {
+			t = &now.slots[i]
+		}
+		if was != nil && was.slots[i].id != 0 {
+			o = &was.slots[i]
+		}
+		switch {
+		case t != nil && (full || o == nil || *o != *t):
+			taskEntry(t, &rec)
+			buf = appendRecord(buf[:0], &rec)
+			if err := put(t.id, buf); err != nil {
+				return err
+			}
+		case t == nil && o != nil && !full:
+			if err := drop(o.id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func findChunk(f frozenTable, r uint64) *chunk {
+	if i, ok := slices.BinarySearch(f.nums, r); ok {
+		return f.chunks[i]
+	}
+	return nil
+}
+
+// LoadTask loads a task entry of an incremental snapshot's part,
+// replacing the task with the same id loaded from an older part.
+func (c *Core) LoadTask(id uint64, payload []byte) error {
+	var r record
+	if err := decodeRecord(payload, &r); err != nil {
+		return err
+	}
+	if r.kind != snapTask || r.id != id {
+		return fmt.Errorf("%w: %s entry for task %d in a snapshot part, keyed %d", ErrCorrupt, r.kind, r.id, id)
+	}
+	if err := c.DropTask(id); err != nil {
+		return err
+	}
+	return c.loadRecord(&r)
+}
+
+// DropTask forgets a task loaded from an older part of an incremental
+// snapshot: a newer part says it is gone.
+func (c *Core) DropTask(id uint64) error {
+	c.loading = true
+	t := c.tasks.get(id)
+	if t == nil {
+		return nil
+	}
+	c.counts[t.state]--
+	c.releaseType(t.typ)
+	c.tasks.remove(id)
+	return nil
+}

@@ -1,0 +1,188 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+)
+
+// partCheck is the validation of one part, shared by the manifests that
+// use it.
+type partCheck struct {
+	sum partSummary
+	err error
+}
+
+// checkPart validates the part p names against what the manifest says
+// of it.
+func (r *recovery) checkPart(cache map[string]*partCheck, p partRef, bits uint) *partCheck {
+	name := p.name()
+	if c := cache[name]; c != nil {
+		return c
+	}
+	if p.kind == partState {
+		bits = 0
+	}
+	sum, err := walkPart(r.opts.FS, r.path(name), p.lsn, p.kind, bits, nil)
+	if err == nil && (sum.size != p.size || sum.entries != p.entries || sum.crc != p.crc) {
+		err = fmt.Errorf("%w: part of %d bytes, %d entries, checksum %08x; the manifest says %d bytes, %d entries, checksum %08x",
+			ErrBadSnapshot, sum.size, sum.entries, sum.crc, p.size, p.entries, p.crc)
+	}
+	c := &partCheck{sum: sum, err: err}
+	cache[name] = c
+	return c
+}
+
+// chooseSnapshot validates snapshots from the newest down and picks the
+// first valid one as the base. A manifest is valid when it and every part
+// it uses are. The manifests older than the base are read too (not their
+// parts), so that their parts are kept while they are fallbacks. A
+// corrupt part that every valid manifest uses is an error naming it.
+func (r *recovery) chooseSnapshot() error {
+	cache := map[string]*partCheck{}
+	var badPart string
+	var badErr error
+	for i := len(r.snaps) - 1; i >= 0; i-- {
+		sf := r.snaps[i]
+		version, idx, entries, size, err := readManifest(r.opts.FS, r.path(sf.name), sf.lsn, nil)
+		sf.size, sf.entries, sf.version = size, entries, version
+		if errors.Is(err, ErrNewerFormat) {
+			// The older ones may lack records the log no longer holds.
+			return err
+		}
+		if err != nil {
+			sf.state = snapInvalid
+			r.log.Warn("snapshot is invalid; falling back to the previous one", "file", sf.name, "err", err)
+			continue
+		}
+		if idx != nil {
+			sf.parts = sf.parts[:0]
+			for _, p := range idx.parts {
+				sf.parts = append(sf.parts, p.name())
+			}
+		}
+		if r.base != nil {
+			continue // an older fallback: its parts are kept, not read
+		}
+		if idx != nil {
+			bad := false
+			for _, p := range idx.parts {
+				c := r.checkPart(cache, p, idx.rangeBits)
+				if errors.Is(c.err, ErrNewerFormat) {
+					return c.err
+				}
+				if c.err != nil {
+					r.log.Warn("snapshot uses an invalid part; falling back to the previous one",
+						"file", sf.name, "part", p.name(), "err", c.err)
+					if badPart == "" {
+						badPart, badErr = p.name(), c.err
+					}
+					bad = true
+					break
+				}
+			}
+			if bad {
+				sf.state = snapInvalid
+				continue
+			}
+		}
+		sf.state = snapValid
+		r.base, r.baseIdx = sf, idx
+		if idx != nil {
+			r.incr = buildIncr(sf.lsn, idx, cache)
+		}
+	}
+	if r.base == nil && badPart != "" {
+		return fmt.Errorf("snapshot part %s, used by every snapshot that could be loaded, is invalid: %w", badPart, badErr)
+	}
+	return nil
+}
+
+// buildIncr rebuilds the structure of a valid manifest from its index and
+// its parts' summaries.
+func buildIncr(lsn uint64, idx *manifestIndex, cache map[string]*partCheck) *incrState {
+	st := &incrState{lsn: lsn, rangeBits: idx.rangeBits, ranges: map[uint64]*rangeState{}}
+	for _, rr := range idx.ranges {
+		st.ranges[rr.r] = &rangeState{base: rr.base}
+	}
+	for _, p := range idx.parts {
+		pm := &partMeta{ref: p}
+		if p.kind == partState {
+			st.state = pm
+			continue
+		}
+		pm.perRange = cache[p.name()].sum.perRange
+		st.parts = append(st.parts, pm)
+	}
+	st.settle()
+	return st
+}
+
+// sweepParts removes the parts that no snapshot startup could load uses:
+// those of invalid manifests and those a crash left before their
+// manifest was published (spec section 7).
+func (r *recovery) sweepParts(parts []string) {
+	used := map[string]bool{}
+	for _, sf := range r.snaps {
+		if sf.state != snapInvalid {
+			for _, p := range sf.parts {
+				used[p] = true
+			}
+		}
+	}
+	for _, name := range parts {
+		if used[name] {
+			continue
+		}
+		if r.opts.ReadOnly {
+			r.log.Warn("snapshot part no snapshot uses (read-only: kept)", "file", name)
+			continue
+		}
+		if err := r.opts.FS.Remove(r.path(name)); err != nil {
+			r.log.Warn("cannot remove a snapshot part no snapshot uses", "file", name, "err", err)
+			continue
+		}
+		r.changed = true
+		r.log.Info("removed a snapshot part no snapshot uses", "file", name)
+	}
+}
+
+// replayManifest loads the snapshot the manifest idx describes: its head
+// entries, the state part, then the task parts in LSN order, each entry
+// of a range only from its base on.
+func (s *Store) replayManifest(b *snapFile, idx *manifestIndex, l Loader) error {
+	if _, _, _, _, err := readManifest(s.fsys, joinDir(s.dir, b.name), b.lsn, l.Entry); err != nil {
+		return fmt.Errorf("cannot load snapshot %s: %w", b.name, err)
+	}
+	for _, p := range idx.parts {
+		if p.kind != partState {
+			continue
+		}
+		if _, err := walkPart(s.fsys, joinDir(s.dir, p.name()), p.lsn, p.kind, 0, func(e partEntry) error {
+			return l.Entry(e.payload)
+		}); err != nil {
+			return fmt.Errorf("cannot load snapshot part %s: %w", p.name(), err)
+		}
+	}
+	bits := idx.rangeBits
+	for _, p := range idx.parts {
+		if p.kind != partTasks {
+			continue
+		}
+		lastR, lastBase := ^uint64(0), uint64(0)
+		if _, err := walkPart(s.fsys, joinDir(s.dir, p.name()), p.lsn, p.kind, bits, func(e partEntry) error {
+			if r := e.key >> bits; r != lastR {
+				lastR, lastBase = r, idx.baseOf(r)
+			}
+			if p.lsn < lastBase {
+				return nil // void: the range has a newer base
+			}
+			if e.payload == nil {
+				return l.Drop(e.key)
+			}
+			return l.Put(e.key, e.payload)
+		}); err != nil {
+			return fmt.Errorf("cannot load snapshot part %s: %w", p.name(), err)
+		}
+	}
+	return nil
+}

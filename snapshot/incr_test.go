@@ -1,0 +1,211 @@
+package snapshot_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/snapshot/snapshottest"
+)
+
+// incrWriter writes incremental snapshots of a kvState into a Store, as
+// the main control does: each against the state last written.
+type incrWriter struct {
+	tb   testing.TB
+	opts snapshot.Options
+	s    *snapshot.Store
+	prev *kvState
+	base uint64
+}
+
+func startIncr(tb testing.TB, opts snapshot.Options) *incrWriter {
+	tb.Helper()
+	w := &incrWriter{tb: tb, opts: opts}
+	w.open()
+	return w
+}
+
+// open opens the store and takes what it loads as the state written.
+func (w *incrWriter) open() {
+	w.tb.Helper()
+	s, err := snapshot.Open(w.opts)
+	require.NoError(w.tb, err)
+	got := newKV(0)
+	lsn, err := s.ReplayWith(snapshot.Loader{
+		Put:  func(k uint64, p []byte) error { got.entries[k] = string(p); return nil },
+		Drop: func(k uint64) error { delete(got.entries, k); return nil },
+		Entry: func(p []byte) error {
+			if v, ok := strings.CutPrefix(string(p), "state "); ok {
+				k, val, _ := strings.Cut(v, "=")
+				got.state[k] = val
+			} else if h, ok := strings.CutPrefix(string(p), "head "); ok {
+				got.head = h
+			}
+			return nil
+		},
+	}, nil)
+	require.NoError(w.tb, err)
+	s.Start(nil, nil)
+	w.s, w.prev, w.base = s, got, lsn
+}
+
+func (w *incrWriter) close() { _ = w.s.Close() }
+
+// write appends a record (a snapshot needs one after the last) and writes
+// the snapshot of cur.
+func (w *incrWriter) write(cur *kvState) error {
+	w.tb.Helper()
+	lsn := appendN(w.tb, w.s, 1)
+	waitDurable(w.tb, w.s, lsn)
+	prev := w.prev
+	if prev != nil {
+		prev.bits = cur.bits
+	}
+	err := w.s.WriteIncremental(lsn, &kvSource{cur: cur, prev: prev, base: w.base})
+	if err == nil {
+		w.prev, w.base = cur.clone(), lsn
+	}
+	return err
+}
+
+func writtenBytes(s *snapshot.Store) uint64 { return s.Stats().SnapshotWritten }
+
+// TestIncremental_Equivalence: what a data dir loads from its manifest and
+// parts is the state written, after every snapshot of a random workload
+// (new keys, changes, retention, scattered changes and removals, state
+// changes), across reopens; the parts kept stay bounded.
+func TestIncremental_Equivalence(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		dir := t.TempDir()
+		opts, _ := testOptions(dir)
+		opts.FS, opts.Fsync = noSyncFS{snapshot.OS}, snapshot.FsyncNever
+		rnd := rand.New(rand.NewPCG(seed, 9))
+		cur := newKV(3) // 8 keys a range: many ranges, many rewrites
+		w := startIncr(t, opts)
+		for round := range 200 {
+			cur.mutate(rnd, 1+rnd.IntN(30))
+			require.NoError(t, w.write(cur), "round %d", round)
+			got, _ := loadKV(t, opts)
+			require.Equal(t, cur.want(), got, "seed %d round %d", seed, round)
+			if rnd.IntN(20) == 0 {
+				w.close()
+				w.open()
+			}
+		}
+		w.close()
+		parts, _ := filepath.Glob(filepath.Join(dir, "snapshot-*-*"))
+		assert.Less(t, len(parts), 2*130+len(cur.entries)/8+4, "parts kept")
+	}
+}
+
+// TestIncremental_CostFollowsChange: a snapshot after a few changes to a
+// large state writes a few entries, not the state.
+func TestIncremental_CostFollowsChange(t *testing.T) {
+	opts, _ := testOptions(t.TempDir())
+	cur := newKV(10)
+	for range 100_000 {
+		cur.entries[cur.nextKey] = strings.Repeat("x", 100)
+		cur.nextKey++
+	}
+	w := startIncr(t, opts)
+	defer w.close()
+	require.NoError(t, w.write(cur))
+	full := writtenBytes(w.s)
+	require.Greater(t, full, uint64(100_000*100))
+	for round := range 20 {
+		before := writtenBytes(w.s)
+		for range 10 { // FIFO: the oldest goes, a new one comes, one changes
+			delete(cur.entries, cur.nextKey-100_000)
+			cur.entries[cur.nextKey] = strings.Repeat("y", 100)
+			cur.entries[cur.nextKey-50] = strings.Repeat("z", 100)
+			cur.nextKey++
+		}
+		require.NoError(t, w.write(cur))
+		assert.Less(t, writtenBytes(w.s)-before, uint64(64<<10), "round %d", round)
+	}
+	got, _ := loadKV(t, opts)
+	require.Equal(t, cur.want(), got)
+}
+
+// TestIncremental_KillAtEveryStep: a kill at any step of writing a
+// snapshot (every create, write, fsync, rename, removal) leaves a dir that
+// loads the snapshot before it or the new one, never anything else; the
+// next start removes what the kill left and snapshots go on.
+func TestIncremental_KillAtEveryStep(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 3))
+	for step := 0; ; step++ {
+		dir := t.TempDir()
+		opts, _ := testOptions(dir)
+		cfs := snapshottest.NewCrashFS(-1)
+		opts.FS = cfs
+		cur := newKV(3)
+		w := startIncr(t, opts)
+		var states []string
+		for range 3 { // a previous snapshot and one before it, sharing parts
+			cur.mutate(rnd, 40)
+			require.NoError(t, w.write(cur))
+			states = append(states, cur.want())
+		}
+		old := states[len(states)-1]
+		cur.mutate(rnd, 40)
+		cur.state["new"] = "1"
+		lsn := appendN(t, w.s, 1)
+		waitDurable(t, w.s, lsn)
+		before := cfs.Steps()
+		cfs.CrashAfter(step)
+		err := w.s.WriteIncremental(lsn, &kvSource{cur: cur, prev: w.prev, base: w.base})
+		taken := cfs.Steps() - before
+		w.close()
+		cfs.CrashAfter(-1)
+		opts.FS = snapshot.OS
+		got, _ := loadKV(t, opts) // read-only: as the kill left it
+		if err != nil {
+			require.ErrorIs(t, err, snapshottest.ErrCrashed)
+			require.Contains(t, []string{old, cur.want()}, got, "kill after %d steps: %v", step, cfs.Ops()[before:])
+		} else {
+			require.Equal(t, cur.want(), got)
+		}
+		// A start cleans up; the next snapshot builds on what it loads.
+		w2 := startIncr(t, opts)
+		require.Equal(t, got, w2.prev.want())
+		assertNoUnusedParts(t, dir)
+		cur2 := w2.prev.clone()
+		cur2.bits, cur2.nextKey = 3, cur.nextKey
+		cur2.mutate(rnd, 20)
+		require.NoError(t, w2.write(cur2))
+		w2.close()
+		got2, _ := loadKV(t, opts)
+		require.Equal(t, cur2.want(), got2)
+		if err == nil {
+			t.Logf("a snapshot takes %d steps; killed after each of them", taken)
+			return
+		}
+	}
+}
+
+// assertNoUnusedParts checks that every part in dir is used by a manifest.
+func assertNoUnusedParts(t *testing.T, dir string) {
+	t.Helper()
+	info, err := snapshot.Inspect(snapshot.Options{Dir: dir})
+	require.NoError(t, err)
+	assert.Empty(t, info.UnusedParts)
+	for _, e := range mustReadDir(t, dir) {
+		assert.False(t, strings.HasSuffix(e, ".tmp"), e)
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []string {
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}

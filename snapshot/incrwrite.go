@@ -1,0 +1,212 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+)
+
+// WriteIncremental writes the snapshot at lsn from src, at the cost of
+// what changed since the Store's newest snapshot rather than of the whole
+// state (spec section 7): one part with the changed entries of each range
+// (and the ranges it rewrites whole, see incrState.plan), a state part
+// when the state changed, then the manifest snapshot-<lsn> that lists the
+// parts it uses. Each file is published atomically; the manifest, last,
+// only once every record up to lsn is durable. A part is never changed
+// once published.
+//
+// Retention is WriteSnapshot's: the new snapshot and the previous valid
+// one are kept with every part either uses; older manifests go first,
+// then the parts no kept snapshot uses. A crash at any step leaves the
+// previous snapshots whole; startup removes the parts no loadable
+// snapshot uses.
+//
+// When the Store's newest snapshot is not the one src.BaseLSN names (a
+// whole snapshot, none, or a failed write in between) every range is
+// written whole. Errors and concurrency are as for WriteSnapshot.
+func (s *Store) WriteIncremental(lsn uint64, src Source) error {
+	if s.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if !s.snapBusy.CompareAndSwap(false, true) {
+		return ErrSnapshotBusy
+	}
+	defer s.snapBusy.Store(false)
+	if s.isClosed() {
+		return ErrClosed
+	}
+	if last := s.LastLSN(); lsn > last {
+		return fmt.Errorf("%w: snapshot LSN %d, last LSN %d", ErrSnapshotAhead, lsn, last)
+	}
+	if newest, ok := s.newestSnapshot(); ok && lsn <= newest {
+		return fmt.Errorf("%w: snapshot LSN %d, newest snapshot LSN %d", ErrStaleSnapshot, lsn, newest)
+	}
+	start := now()
+	cur := s.incr
+	full := cur == nil || cur.lsn != src.BaseLSN() || cur.rangeBits != src.RangeBits()
+	var next *incrState
+	if full {
+		next = &incrState{rangeBits: src.RangeBits(), ranges: map[uint64]*rangeState{}}
+	} else {
+		next = cur.clone()
+		if !src.StateChanged() {
+			next.state = cur.state
+		}
+	}
+	acts := next.plan(src, lsn, full)
+	var written []string // parts of this attempt, removed if it fails
+	fail := func(err error) error {
+		for _, name := range written {
+			_ = s.fsys.Remove(filepath.Join(s.dir, name))
+		}
+		return err
+	}
+	var bytes int64
+	tp, err := s.writeTaskPart(lsn, next.rangeBits, acts, src)
+	if err != nil {
+		return fail(err)
+	}
+	if tp != nil {
+		written = append(written, tp.ref.name())
+		bytes += tp.ref.size
+		next.parts = append(next.parts, tp)
+	}
+	for r, a := range acts {
+		if a == actFull || a == actEmpty {
+			rs := next.ranges[r]
+			if rs == nil {
+				rs = &rangeState{}
+				next.ranges[r] = rs
+			}
+			rs.base = lsn
+		}
+	}
+	if full || src.StateChanged() {
+		sp, err := s.writeStatePart(lsn, src)
+		if err != nil {
+			return fail(err)
+		}
+		next.state = sp
+		if sp != nil {
+			written = append(written, sp.ref.name())
+			bytes += sp.ref.size
+		}
+	}
+	next.lsn = lsn
+	next.settle()
+	name := snapName(lsn)
+	size, entries, err := s.writeManifest(name, lsn, next.index(), src)
+	if err != nil {
+		if size < 0 { // the manifest may be published: keep its parts
+			return err
+		}
+		return fail(err)
+	}
+	bytes += size
+	d := now().Sub(start)
+	s.stats.snapshot(lsn, size, d)
+	s.stats.snapshotWrote(bytes)
+	s.log.Info("snapshot written", "file", name, "entries", entries, "parts", len(next.parts), "written_bytes", bytes, "duration", d)
+	s.incr = next
+	s.retain(&snapFile{name: name, lsn: lsn, size: size, entries: entries, state: snapValid, version: manifestVersion, parts: next.partNames()})
+	return nil
+}
+
+// writeTaskPart writes the entries acts asks for into the part
+// snapshot-<lsn>-tasks; nil when there is none.
+func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, src Source) (*partMeta, error) {
+	var rs []uint64
+	for r, a := range acts {
+		if a == actFull || a == actDelta {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	slices.Sort(rs)
+	name := partName(lsn, partTasks)
+	pw, err := newPartWriter(s.fsys, filepath.Join(s.dir, name), lsn, partTasks, bits)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create snapshot part %s: %w", name, err)
+	}
+	put := pw.put
+	drop := func(key uint64) error { return pw.put(key, nil) }
+	for _, r := range rs {
+		if err := src.WriteRange(r, acts[r] == actFull, put, drop); err != nil {
+			pw.abort()
+			return nil, fmt.Errorf("cannot fill snapshot part %s: %w", name, err)
+		}
+	}
+	if pw.count == 0 {
+		pw.abort()
+		return nil, nil
+	}
+	crc, err := pw.finish()
+	if err != nil {
+		return nil, fmt.Errorf("cannot write snapshot part %s: %w", name, err)
+	}
+	return &partMeta{ref: partRef{kind: partTasks, lsn: lsn, size: pw.size, entries: pw.count, crc: crc},
+		perRange: pw.perRange}, nil
+}
+
+// writeStatePart writes the whole state into snapshot-<lsn>-state; nil
+// when the state is empty.
+func (s *Store) writeStatePart(lsn uint64, src Source) (*partMeta, error) {
+	name := partName(lsn, partState)
+	pw, err := newPartWriter(s.fsys, filepath.Join(s.dir, name), lsn, partState, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create snapshot part %s: %w", name, err)
+	}
+	if err := src.State(func(p []byte) error {
+		if len(p) == 0 {
+			return fmt.Errorf("empty state entry")
+		}
+		return pw.put(0, p)
+	}); err != nil {
+		pw.abort()
+		return nil, fmt.Errorf("cannot fill snapshot part %s: %w", name, err)
+	}
+	if pw.count == 0 {
+		pw.abort()
+		return nil, nil
+	}
+	crc, err := pw.finish()
+	if err != nil {
+		return nil, fmt.Errorf("cannot write snapshot part %s: %w", name, err)
+	}
+	return &partMeta{ref: partRef{kind: partState, lsn: lsn, size: pw.size, entries: pw.count, crc: crc}}, nil
+}
+
+// writeManifest publishes the manifest once every record up to lsn is
+// durable. A size of -1 with an error says the manifest may have been
+// published (the error came after its rename).
+func (s *Store) writeManifest(name string, lsn uint64, idx *manifestIndex, src Source) (int64, uint64, error) {
+	af, err := createAtomic(s.fsys, filepath.Join(s.dir, name))
+	if err != nil {
+		return 0, 0, fmt.Errorf("cannot create snapshot %s: %w", name, err)
+	}
+	sw := newSnapshotWriter(af, lsn, manifestVersion)
+	err = sw.Add(idx.encode())
+	if err == nil {
+		err = src.Head(sw.Add)
+	}
+	sw.done = true
+	if err != nil {
+		af.Abort()
+		return 0, 0, fmt.Errorf("cannot fill snapshot %s: %w", name, err)
+	}
+	if err := sw.finish(); err != nil {
+		af.Abort()
+		return 0, 0, fmt.Errorf("cannot write snapshot %s: %w", name, err)
+	}
+	if err := s.WaitDurable(context.Background(), lsn); err != nil {
+		af.Abort()
+		return 0, 0, fmt.Errorf("cannot publish snapshot %s: %w", name, err)
+	}
+	if err := af.Commit(); err != nil {
+		return -1, 0, fmt.Errorf("cannot write snapshot %s: %w", name, err)
+	}
+	return sw.size, sw.count, nil
+}

@@ -1,0 +1,169 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// A manifest is snapshot-<lsn> in format version 2: the framing of a
+// whole snapshot (snapfile.go), whose first entry is the index below and
+// whose other entries are the caller's head entries (small state kept
+// whole in every snapshot). The index lists the parts the snapshot uses
+// and, per key range, the LSN of the part holding its base: entries of
+// that range in older parts are void.
+//
+//	index: uvarint rangeBits
+//	       uvarint parts, then per part:
+//	           kind byte | uvarint lsn | uvarint size | uvarint entries | crc uint32
+//	       uvarint ranges, then per range, ascending:
+//	           uvarint range minus the previous one | uvarint base LSN
+const manifestVersion = 2
+
+// partRef is a part as a manifest lists it.
+type partRef struct {
+	kind    byte
+	lsn     uint64
+	size    int64
+	entries uint64
+	crc     uint32
+}
+
+func (p partRef) name() string { return partName(p.lsn, p.kind) }
+
+// rangeRec says that range r's entries in parts older than base are void.
+type rangeRec struct{ r, base uint64 }
+
+type manifestIndex struct {
+	rangeBits uint
+	parts     []partRef // ascending by LSN; state parts too
+	ranges    []rangeRec
+}
+
+func (m *manifestIndex) encode() []byte {
+	b := binary.AppendUvarint(nil, uint64(m.rangeBits))
+	b = binary.AppendUvarint(b, uint64(len(m.parts)))
+	for _, p := range m.parts {
+		b = append(b, p.kind)
+		b = binary.AppendUvarint(b, p.lsn)
+		b = binary.AppendUvarint(b, uint64(p.size))
+		b = binary.AppendUvarint(b, p.entries)
+		b = binary.BigEndian.AppendUint32(b, p.crc)
+	}
+	b = binary.AppendUvarint(b, uint64(len(m.ranges)))
+	var prev uint64
+	for _, r := range m.ranges {
+		b = binary.AppendUvarint(b, r.r-prev)
+		b = binary.AppendUvarint(b, r.base)
+		prev = r.r
+	}
+	return b
+}
+
+var errBadIndex = errors.New("malformed manifest index")
+
+func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
+	m := &manifestIndex{}
+	uv := func() uint64 {
+		if b == nil {
+			return 0
+		}
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			b = nil
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	bits := uv()
+	if bits > 63 {
+		return nil, fmt.Errorf("%w: range bits %d", errBadIndex, bits)
+	}
+	m.rangeBits = uint(bits)
+	n := uv()
+	if b == nil || n > uint64(len(b)) { // a part takes several bytes
+		return nil, errBadIndex
+	}
+	for range n {
+		if len(b) < 1 {
+			return nil, errBadIndex
+		}
+		p := partRef{kind: b[0]}
+		b = b[1:]
+		p.lsn, p.size, p.entries = uv(), int64(uv()), uv()
+		if b == nil || len(b) < 4 || p.size < 0 {
+			return nil, errBadIndex
+		}
+		p.crc = binary.BigEndian.Uint32(b)
+		b = b[4:]
+		if p.kind != partTasks && p.kind != partState || p.lsn > lsn {
+			return nil, fmt.Errorf("%w: part %s", errBadIndex, p.name())
+		}
+		if k := len(m.parts); k > 0 && m.parts[k-1].lsn > p.lsn {
+			return nil, fmt.Errorf("%w: parts out of order", errBadIndex)
+		}
+		m.parts = append(m.parts, p)
+	}
+	n = uv()
+	if b == nil || n > uint64(len(b)) {
+		return nil, errBadIndex
+	}
+	var prev uint64
+	for i := range n {
+		d, base := uv(), uv()
+		if b == nil || (i > 0 && d == 0) || base > lsn {
+			return nil, errBadIndex
+		}
+		prev += d
+		m.ranges = append(m.ranges, rangeRec{r: prev, base: base})
+	}
+	if b == nil || len(b) != 0 {
+		return nil, errBadIndex
+	}
+	return m, nil
+}
+
+// baseOf returns the base LSN of range r (0: every entry counts).
+func (m *manifestIndex) baseOf(r uint64) uint64 {
+	i, ok := slices.BinarySearchFunc(m.ranges, r, func(x rangeRec, r uint64) int {
+		switch {
+		case x.r < r:
+			return -1
+		case x.r > r:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return 0
+	}
+	return m.ranges[i].base
+}
+
+// readManifest reads snapshot file name: its format version and, for a
+// manifest, its index. head, if not nil, gets the head entries (for a
+// whole snapshot, every entry). Errors about the content wrap
+// ErrBadSnapshot.
+func readManifest(fsys FS, path string, lsn uint64, head func(p []byte) error) (version uint32, idx *manifestIndex, entries uint64, size int64, err error) {
+	first := true
+	version, entries, size, err = walkSnap(fsys, path, lsn, func(v uint32, p []byte) error {
+		if first && v == manifestVersion {
+			first = false
+			var ierr error
+			if idx, ierr = decodeIndex(p, lsn); ierr != nil {
+				return fmt.Errorf("%w: %w", ErrBadSnapshot, ierr)
+			}
+			return nil
+		}
+		if head == nil {
+			return nil
+		}
+		return head(p)
+	})
+	if err == nil && version == manifestVersion && idx == nil {
+		err = fmt.Errorf("%w: manifest without an index", ErrBadSnapshot)
+	}
+	return version, idx, entries, size, err
+}
