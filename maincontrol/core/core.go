@@ -41,9 +41,10 @@ type Core struct {
 	state           map[string]string
 	stateVer        uint64
 	stateShared     bool // a snapshot holds c.state: copy before writing
-	// stateGen counts the state maps frozen: it moves when the state
-	// changed between two Freezes, so snapshots rewrite it only then.
-	stateGen uint64
+	// stateTok is new at each Freeze after the state changed: two
+	// snapshots, even of different cores, hold the same state when they
+	// hold the same token, and snapshots rewrite the state only then.
+	stateTok *uint64
 	// stateBytes is the shared state's size as the cap counts it.
 	stateBytes int64
 	// pendingBytes and retainedBytes are what the tasks not yet ended,

@@ -67,6 +67,7 @@ type prop struct {
 	restarted  bool
 	lastSnap   [][]byte
 	lastSnapN  int
+	incr       *incrCheck
 	step       int
 	stats      map[string]int
 	loads      map[string]int // executors' loads at the last check
@@ -659,6 +660,7 @@ func (p *prop) stepOnce() {
 		p.lastSnap = snapshotEntries(p.t, c)
 		p.lastSnapN = len(h.fx.records)
 		require.Equal(p.t, dump(c), dump(h.loaded(p.lastSnap, nil)), "step %d: snapshot", p.step)
+		p.writeIncremental()
 		p.stats["snapshot"]++
 	case r < 995:
 		p.doRestart()

@@ -13,6 +13,9 @@ import (
 type Changes struct {
 	cur, prev *Snapshot
 	base      uint64
+	// bits is log2 of the ids per range: chunkBits, or fewer in tests
+	// that want many ranges from few tasks.
+	bits uint
 }
 
 // Since returns s as changes since prev, the snapshot written (or loaded)
@@ -21,14 +24,14 @@ func (s *Snapshot) Since(prev *Snapshot, base uint64) *Changes {
 	if prev == nil {
 		base = 0
 	}
-	return &Changes{cur: s, prev: prev, base: base}
+	return &Changes{cur: s, prev: prev, base: base, bits: chunkBits}
 }
 
 // BaseLSN is the LSN of the snapshot the changes are relative to.
 func (d *Changes) BaseLSN() uint64 { return d.base }
 
 // RangeBits is the ids per range: one chunk of the task table.
-func (d *Changes) RangeBits() uint { return chunkBits }
+func (d *Changes) RangeBits() uint { return d.bits }
 
 // Head streams the entries kept whole in every snapshot: meta and the
 // executors.
@@ -48,7 +51,7 @@ func (d *Changes) Head(add func(p []byte) error) error {
 }
 
 // StateChanged reports whether the shared state changed since prev.
-func (d *Changes) StateChanged() bool { return d.prev == nil || d.prev.stateGen != d.cur.stateGen }
+func (d *Changes) StateChanged() bool { return d.prev == nil || d.prev.stateTok != d.cur.stateTok }
 
 // State streams the shared state, in key order.
 func (d *Changes) State(add func(p []byte) error) error {
@@ -62,7 +65,7 @@ func (d *Changes) State(add func(p []byte) error) error {
 	return nil
 }
 
-// Ranges calls fn for every chunk in either snapshot, in id order. A
+// Ranges calls fn for every range in either snapshot, in id order. A
 // chunk changed when its pointer did: chunks are copied on write.
 func (d *Changes) Ranges(fn func(r uint64, live int, changed, settled bool)) {
 	cur := d.cur.tasks
@@ -70,35 +73,72 @@ func (d *Changes) Ranges(fn func(r uint64, live int, changed, settled bool)) {
 	if d.prev != nil {
 		prev = d.prev.tasks
 	}
-	settled := func(r uint64) bool { return (r+1)<<chunkBits <= d.cur.nextID }
 	i, j := 0, 0
 	for i < len(cur.nums) || j < len(prev.nums) {
 		switch {
 		case j == len(prev.nums) || (i < len(cur.nums) && cur.nums[i] < prev.nums[j]):
-			fn(cur.nums[i], int(cur.chunks[i].live), true, settled(cur.nums[i]))
+			d.chunkRanges(cur.nums[i], cur.chunks[i], nil, fn)
 			i++
 		case i == len(cur.nums) || prev.nums[j] < cur.nums[i]:
-			fn(prev.nums[j], 0, true, settled(prev.nums[j]))
+			d.chunkRanges(prev.nums[j], nil, prev.chunks[j], fn)
 			j++
 		default:
-			fn(cur.nums[i], int(cur.chunks[i].live), cur.chunks[i] != prev.chunks[j], settled(cur.nums[i]))
+			d.chunkRanges(cur.nums[i], cur.chunks[i], prev.chunks[j], fn)
 			i++
 			j++
 		}
 	}
 }
 
-// WriteRange streams chunk r: every task when full, else the tasks that
+// chunkRanges reports the ranges of chunk n, now and was (either nil).
+func (d *Changes) chunkRanges(n uint64, now, was *chunk, fn func(r uint64, live int, changed, settled bool)) {
+	settled := func(r uint64) bool { return (r+1)<<d.bits <= d.cur.nextID }
+	if d.bits == chunkBits {
+		live := 0
+		if now != nil {
+			live = int(now.live)
+		}
+		fn(n, live, now != was, settled(n))
+		return
+	}
+	per := uint64(1) << d.bits
+	for k := range uint64(chunkSize) / per {
+		r := n<<(chunkBits-d.bits) + k
+		live, had, changed := 0, false, false
+		for i := k * per; i < (k+1)*per; i++ {
+			var t, o task
+			if now != nil {
+				t = now.slots[i]
+			}
+			if was != nil {
+				o = was.slots[i]
+			}
+			if t.id != 0 {
+				live++
+			}
+			had = had || o.id != 0
+			changed = changed || t != o
+		}
+		if live > 0 || had {
+			fn(r, live, changed, settled(r))
+		}
+	}
+}
+
+// WriteRange streams range r: every task when full, else the tasks that
 // differ from prev's and the ids prev had and s has not.
 func (d *Changes) WriteRange(r uint64, full bool, put func(key uint64, p []byte) error, drop func(key uint64) error) error {
-	now := findChunk(d.cur.tasks, r)
+	shift := chunkBits - d.bits
+	now := findChunk(d.cur.tasks, r>>shift)
 	var was *chunk
 	if !full && d.prev != nil {
-		was = findChunk(d.prev.tasks, r)
+		was = findChunk(d.prev.tasks, r>>shift)
 	}
 	var buf []byte
 	var rec record
-	for i := range chunkSize {
+	per := uint64(1) << d.bits
+	lo := (r & (1<<shift - 1)) * per
+	for i := lo; i < lo+per; i++ {
 		var t, o *task
 		if now != nil && now.slots[i].id != 0 {
 			t = &now.slots[i]

@@ -14,7 +14,7 @@ import (
 type Snapshot struct {
 	tasks    frozenTable
 	state    map[string]string
-	stateGen uint64
+	stateTok *uint64
 	meta     record
 	execs    []record
 	nextID   uint64
@@ -24,10 +24,10 @@ type Snapshot struct {
 // snapshot does not see it.
 func (c *Core) Freeze() *Snapshot {
 	c.finishLoad()
-	if !c.stateShared {
-		c.stateGen++
+	if !c.stateShared || c.stateTok == nil {
+		c.stateTok = new(uint64)
 	}
-	s := &Snapshot{tasks: c.tasks.freeze(), state: c.state, stateGen: c.stateGen, nextID: c.nextID}
+	s := &Snapshot{tasks: c.tasks.freeze(), state: c.state, stateTok: c.stateTok, nextID: c.nextID}
 	c.stateShared = true
 	s.meta = record{kind: snapMeta, nextID: c.nextID, stateVer: c.stateVer, seqCounter: c.seq, regSeq: c.regSeq,
 		epoch: c.nextEpoch}
