@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -208,4 +209,151 @@ func mustReadDir(t *testing.T, dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// twoSnapshots writes three incremental snapshots, so that the newest two
+// are kept, and returns the states of the newest two.
+func twoSnapshots(t *testing.T, opts snapshot.Options) (prev, newest *kvState, w *incrWriter) {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(5, 5))
+	cur := newKV(3)
+	w = startIncr(t, opts)
+	for i := range 3 {
+		cur.mutate(rnd, 60)
+		cur.state["n"] = fmt.Sprint(i)
+		require.NoError(t, w.write(cur))
+		if i == 1 {
+			prev = cur.clone()
+		}
+	}
+	return prev, cur, w
+}
+
+func manifests(t *testing.T, dir string) []snapshot.SnapshotInfo {
+	t.Helper()
+	info, err := snapshot.Inspect(snapshot.Options{Dir: dir})
+	require.NoError(t, err)
+	return info.Snapshots
+}
+
+// partsOnlyIn returns the parts the newer manifest uses and the older not.
+func partsOnlyIn(newer, older snapshot.SnapshotInfo) (only, shared []string) {
+	in := map[string]bool{}
+	for _, p := range older.Parts {
+		in[p.Name] = true
+	}
+	for _, p := range newer.Parts {
+		if in[p.Name] {
+			shared = append(shared, p.Name)
+		} else {
+			only = append(only, p.Name)
+		}
+	}
+	return only, shared
+}
+
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	modifyFile(t, path, func(b []byte) []byte {
+		b[len(b)/2] ^= 0x40
+		return b
+	})
+}
+
+// TestIncremental_CorruptPartFallsBack: a corrupt part that only the newest
+// snapshot uses makes startup load the previous one, and replay the log
+// from it.
+func TestIncremental_CorruptPartFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	opts, logs := testOptions(dir)
+	prev, _, w := twoSnapshots(t, opts)
+	w.close()
+	ms := manifests(t, dir)
+	require.Len(t, ms, 2)
+	only, _ := partsOnlyIn(ms[1], ms[0])
+	require.NotEmpty(t, only)
+	flipByte(t, filepath.Join(dir, only[0]))
+	got, lsn := loadKV(t, opts)
+	require.Equal(t, prev.want(), got)
+	require.Equal(t, ms[0].LSN, lsn)
+	require.Contains(t, logs.String(), "snapshot uses an invalid part")
+	s, r := MustStart(t, opts)
+	require.Equal(t, ms[0].LSN, r.SnapLSN)
+	require.NotEmpty(t, r.Records, "the log after the previous snapshot is replayed")
+	require.NoError(t, s.Close())
+}
+
+// TestIncremental_CorruptSharedPartStops: a corrupt part that every
+// loadable snapshot uses stops startup with an error naming it.
+func TestIncremental_CorruptSharedPartStops(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOptions(dir)
+	_, _, w := twoSnapshots(t, opts)
+	w.close()
+	ms := manifests(t, dir)
+	_, shared := partsOnlyIn(ms[1], ms[0])
+	require.NotEmpty(t, shared)
+	flipByte(t, filepath.Join(dir, shared[0]))
+	before := mustReadDir(t, dir)
+	_, err := snapshot.Open(opts)
+	require.ErrorIs(t, err, snapshot.ErrBadSnapshot)
+	require.ErrorContains(t, err, shared[0])
+	require.Equal(t, before, mustReadDir(t, dir), "a refused start removes nothing")
+	info, err := snapshot.Inspect(opts)
+	require.NoError(t, err)
+	require.Contains(t, info.OpenError, shared[0])
+}
+
+// TestIncremental_CorruptManifestFallsBack: a corrupt manifest makes
+// startup load the previous snapshot.
+func TestIncremental_CorruptManifestFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOptions(dir)
+	prev, _, w := twoSnapshots(t, opts)
+	w.close()
+	ms := manifests(t, dir)
+	flipByte(t, filepath.Join(dir, ms[1].Name))
+	got, lsn := loadKV(t, opts)
+	require.Equal(t, prev.want(), got)
+	require.Equal(t, ms[0].LSN, lsn)
+	// The next snapshot builds on the one loaded.
+	w2 := startIncr(t, opts)
+	defer w2.close()
+	cur := w2.prev.clone()
+	cur.bits, cur.nextKey = 3, 1000
+	cur.entries[999] = "new"
+	require.NoError(t, w2.write(cur))
+	got, _ = loadKV(t, opts)
+	require.Equal(t, cur.want(), got)
+	assertNoUnusedParts(t, dir)
+}
+
+// TestIncremental_AfterWholeSnapshot: a data dir whose newest snapshot is
+// whole (format 1, as older releases wrote) loads, and the first
+// incremental snapshot after it writes every range; the whole one is kept
+// as the fallback until the next.
+func TestIncremental_AfterWholeSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOptions(dir)
+	s, _ := MustStart(t, opts)
+	lsn := appendN(t, s, 3)
+	waitDurable(t, s, lsn)
+	require.NoError(t, s.WriteSnapshot(lsn, fill("head h0")))
+	require.NoError(t, s.Close())
+	w := startIncr(t, opts)
+	defer w.close()
+	require.Equal(t, "h0", w.prev.head)
+	cur := newKV(3)
+	cur.head = "h1"
+	for k := uint64(1); k < 40; k++ {
+		cur.entries[k] = fmt.Sprint("v", k)
+	}
+	cur.nextKey = 40
+	require.NoError(t, w.write(cur))
+	got, _ := loadKV(t, opts)
+	require.Equal(t, cur.want(), got)
+	ms := manifests(t, dir)
+	require.Len(t, ms, 2)
+	require.Equal(t, uint32(1), ms[0].Format)
+	require.Equal(t, uint32(2), ms[1].Format)
 }
