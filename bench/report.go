@@ -52,6 +52,9 @@ type Report struct {
 	ConnError  string `json:"connection_error,omitempty"`
 
 	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown or it exited
+	// Disk is what the main control wrote to disk; nil when its pid is
+	// unknown or /proc/PID/io cannot be read.
+	Disk *DiskReport `json:"disk,omitempty"`
 	// MainControlNote says why MainControl is nil when a pid was known.
 	MainControlNote string `json:"main_control_note,omitempty"`
 	// CPUInterval is the wall time every CPU figure is taken over: from
@@ -236,6 +239,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			row.s.P99, row.s.P999, row.s.Max, row.s.Mean, group(float64(row.s.Count)))
 	}
 	b.WriteString("\n")
+	b.WriteString(r.diskLine())
 	if mc := r.MainControl; mc != nil {
 		fmt.Fprintf(&b, "  main control  cpu %.2f s = %.0f%% of one core; rss %s, peak rss %s\n",
 			mc.CPUSeconds, 100*mc.CoreShare, mib(mc.RSS), mib(mc.PeakRSS))

@@ -306,6 +306,7 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	// over the run, the machine's over the run and the drain) contradicted
 	// each other.
 	mc0 := sampleProc(t.pid)
+	disk0 := markDisk(t)
 	self0 := SelfCPU()
 	busy0, all0, _ := MachineCPU()
 	fleet0 := fl.cpu()
@@ -344,6 +345,7 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	end := wait.end(start)
 	self1 := SelfCPU()
 	mc1 := sampleProc(t.pid)
+	disk1 := markDisk(t)
 	busy1, all1, _ := MachineCPU()
 	fleet1 := fl.cpu()
 	cpu1 := time.Now()
@@ -360,6 +362,7 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	rep.CPUInterval = cpu1.Sub(cpu0).Seconds()
 	rep.Conns = nConns
 	rep.setCPU(mc0, mc1, self1-self0)
+	rep.setDisk(disk0, disk1)
 	if rep.MainControl == nil && t.pid > 0 {
 		if t.mc != nil {
 			rep.MainControlNote = fmt.Sprintf("the main control the harness started (pid %d) exited during the run", t.pid)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,8 @@ type MainControlOptions struct {
 type MainControl struct {
 	Addr    string
 	DataDir string // "" when persistence is off
+	// HTTP is its /metrics address, "" when the extra flags set their own.
+	HTTP string
 
 	opts    MainControlOptions
 	ownDir  bool
@@ -111,6 +114,16 @@ func (m *MainControl) Start(ctx context.Context) (time.Duration, error) {
 	}
 	args := append([]string{"maincontrol", "--listen", m.Addr, "--data-dir", m.DataDir, "--fsync", fsync,
 		"--log-level", "warn"}, m.opts.Args...)
+	if m.HTTP == "" && !slices.ContainsFunc(m.opts.Args, func(a string) bool { return strings.HasPrefix(a, "--http-listen") }) {
+		addr, err := FreeAddr()
+		if err != nil {
+			return 0, err
+		}
+		m.HTTP = addr
+	}
+	if m.HTTP != "" {
+		args = append(args, "--http-listen", m.HTTP)
+	}
 	cmd := exec.Command(m.opts.Binary, args...)
 	cmd.Env = childEnv()
 	m.stderr = &tailBuffer{max: 64 << 10}

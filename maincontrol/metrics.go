@@ -135,7 +135,8 @@ func (m *serverMetrics) addStoreMetrics(stats func() snapshot.Stats) {
 	})
 	r.CounterFunc("apollo11_snapshots_total", "Snapshots written.", func() float64 { return float64(stats().Snapshots) })
 	r.GaugeFunc("apollo11_snapshot_duration_seconds", "Time the last snapshot took.", func() float64 { return stats().SnapshotDuration.Seconds() })
-	r.GaugeFunc("apollo11_snapshot_bytes", "Size of the newest snapshot.", func() float64 { return float64(stats().SnapshotBytes) })
+	r.GaugeFunc("apollo11_snapshot_bytes", "Size of the newest snapshot (its manifest, when incremental).", func() float64 { return float64(stats().SnapshotBytes) })
+	r.CounterFunc("apollo11_snapshot_written_bytes_total", "Bytes of snapshot files written: manifests and parts.", func() float64 { return float64(stats().SnapshotWritten) })
 	m.snapFailures = r.Counter("apollo11_snapshot_failures_total", "Snapshots that failed (the log keeps every change meanwhile, and grows).")
 	r.GaugeFunc("apollo11_snapshot_failing", "1 while the latest snapshot failed.", func() float64 {
 		if m.snapFailing.Load() {

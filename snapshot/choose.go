@@ -112,6 +112,13 @@ func buildIncr(lsn uint64, idx *manifestIndex, cache map[string]*partCheck) *inc
 		}
 		pm.perRange = cache[p.name()].sum.perRange
 		st.parts = append(st.parts, pm)
+		// A range the index leaves out has no older part: its oldest
+		// part is its base, as when it was written.
+		for r := range pm.perRange {
+			if st.ranges[r] == nil {
+				st.ranges[r] = &rangeState{base: p.lsn}
+			}
+		}
 	}
 	st.settle()
 	return st

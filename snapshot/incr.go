@@ -44,7 +44,12 @@ const (
 	// it the ranges holding the oldest are rewritten. It bounds the
 	// manifest and the files startup reads.
 	maxDeltaParts = 128
+	// minTombRebase is the fewest tombstones that make a range rewritten
+	// once they outnumber its entries left.
+	minTombRebase = 64
 )
+
+func tombs(rs *rangeState) int { return rs.deltaN - rs.deltaImg }
 
 // partMeta is a part of the newest snapshot, as the Store keeps it.
 type partMeta struct {
@@ -211,6 +216,10 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 				acts[r] = actFull
 			case rs.deltaN > rs.baseN+live:
 				acts[r] = actFull
+			case tombs(rs) >= max(live, minTombRebase):
+				// Mostly expired: the few left cost less than the parts
+				// its tombstones hold.
+				acts[r] = actFull
 			default:
 				acts[r] = actDelta
 			}
@@ -272,7 +281,7 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 			break
 		}
 		for r := range held[0].perRange {
-			if tentBase(r) <= held[0].ref.lsn {
+			if tentBase(r) < held[0].ref.lsn { // its bases hold it no longer than they must
 				rebase(r)
 			}
 		}
