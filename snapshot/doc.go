@@ -17,11 +17,19 @@
 //     previous one is fsynced, and the directory is fsynced after the
 //     creation.
 //   - snapshot-<LSN, 20 digits>: a snapshot of the caller's state as of
-//     that LSN: header (magic, format version 1, LSN), entries
+//     that LSN: header (magic, format version, LSN), entries
 //     (`len uint32 | payload`) and a trailer (entry count, CRC32C of every
-//     byte before it). Written atomically with renameio (temp file in
-//     the data dir, fsync, rename), then the directory is fsynced; see
-//     atomic.go. The newest two are kept.
+//     byte before it). Format 1 holds the whole state (WriteSnapshot);
+//     format 2 is a manifest (WriteIncremental, manifest.go): its first
+//     entry lists the parts it uses and the base of each key range, the
+//     others are head entries. Written atomically with renameio (temp
+//     file in the data dir, fsync, rename), then the directory is
+//     fsynced; see atomic.go. The newest two are kept, with every part
+//     either uses.
+//   - snapshot-<LSN>-tasks, snapshot-<LSN>-state: parts (part.go), written
+//     by the snapshot at LSN and never changed: keyed entries and
+//     tombstones, or the unkeyed state. A part is removed once no kept
+//     snapshot uses it; Open removes the parts no loadable snapshot uses.
 //   - .<name><digits> (renameio's) and *.tmp (older binaries'):
 //     temporary files, swept (with a warning) by Open.
 //
