@@ -582,4 +582,3 @@ func (r *recovery) remove(name string) error {
 	r.changed = true
 	return nil
 }
-
