@@ -102,7 +102,7 @@ func (r *recovery) chooseSnapshot() error {
 func buildIncr(lsn uint64, idx *manifestIndex, cache map[string]*partCheck) *incrState {
 	st := &incrState{lsn: lsn, rangeBits: idx.rangeBits, ranges: map[uint64]*rangeState{}}
 	for _, rr := range idx.ranges {
-		st.ranges[rr.r] = &rangeState{base: rr.base}
+		st.ranges[rr.r] = &rangeState{base: rr.base, floor: rr.floor}
 	}
 	for _, p := range idx.parts {
 		pm := &partMeta{ref: p}
@@ -175,13 +175,13 @@ func (s *Store) replayManifest(b *snapFile, idx *manifestIndex, l Loader) error 
 		if p.kind != partTasks {
 			continue
 		}
-		lastR, lastBase := ^uint64(0), uint64(0)
+		last := rangeRec{r: ^uint64(0)}
 		if _, err := walkPart(s.fsys, joinDir(s.dir, p.name()), p.lsn, p.kind, bits, func(e partEntry) error {
-			if r := e.key >> bits; r != lastR {
-				lastR, lastBase = r, idx.baseOf(r)
+			if r := e.key >> bits; r != last.r {
+				last = idx.rangeOf(r)
 			}
-			if p.lsn < lastBase {
-				return nil // void: the range has a newer base
+			if p.lsn < last.base || e.key < last.floor {
+				return nil // void: the range has a newer base, or the key is gone
 			}
 			if e.payload == nil {
 				return l.Drop(e.key)

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -123,21 +124,21 @@ func TestOpen_RefusesNewerFormat(t *testing.T) {
 		segs := segments(t, dir)
 		name := segs[1]
 		modifyFile(t, filepath.Join(dir, name), func(b []byte) []byte { return append(segHeaderBytes(2), b[segHeader:]...) })
-		checkNewer(t, dir, name)
+		checkNewer(t, dir, name, 2, 1)
 	})
 	t.Run("snapshot", func(t *testing.T) {
 		dir := t.TempDir()
 		snappedLog(t, dir, 40, 0, 20, 30)
 		name := snapFile(30)
 		modifyFile(t, filepath.Join(dir, name), func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[8:12], 2)
+			binary.BigEndian.PutUint32(b[8:12], 3) // 2 is an incremental snapshot's manifest
 			return b
 		})
-		checkNewer(t, dir, name)
+		checkNewer(t, dir, name, 3, 2)
 	})
 }
 
-func checkNewer(t *testing.T, dir, name string) {
+func checkNewer(t *testing.T, dir, name string, version, known uint32) {
 	t.Helper()
 	for _, truncate := range []bool{false, true} {
 		opts, _ := testOptions(dir)
@@ -146,7 +147,7 @@ func checkNewer(t *testing.T, dir, name string) {
 		require.ErrorIs(t, err, snapshot.ErrNewerFormat)
 		var fe *snapshot.FormatError
 		require.True(t, errors.As(err, &fe))
-		assert.Equal(t, snapshot.FormatError{File: name, Version: 2, Known: 1}, *fe)
-		assert.Contains(t, err.Error(), name+" has format version 2, and this binary reads up to version 1")
+		assert.Equal(t, snapshot.FormatError{File: name, Version: version, Known: known}, *fe)
+		assert.Contains(t, err.Error(), fmt.Sprintf("%s has format version %d, and this binary reads up to version %d", name, version, known))
 	}
 }

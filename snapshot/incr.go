@@ -24,6 +24,9 @@ type Source interface {
 	// BaseLSN; State streams all of it.
 	StateChanged() bool
 	State(add func(p []byte) error) error
+	// Floor returns the lowest key range r holds now: every key below it
+	// in the range is gone, and needs no tombstone.
+	Floor(r uint64) uint64
 	// Ranges calls fn, in ascending order, for every range that holds
 	// entries now or held some at BaseLSN: live is how many it holds now,
 	// changed whether any of them changed (or went) since BaseLSN, settled
@@ -63,6 +66,10 @@ type rangeState struct {
 	baseN    int    // entries in its base
 	deltaN   int    // entries in parts after its base
 	deltaImg int    // images (not tombstones) among them
+	// floor is the range's lowest key left (0: none gone): entries of
+	// keys below it are void, so that a range expiring in key order
+	// writes no tombstones.
+	floor uint64
 }
 
 // incrState is the structure of the newest snapshot: its parts and the
@@ -134,13 +141,14 @@ func (st *incrState) settle() {
 	}
 }
 
-// neededRecords returns the ranges whose base must be in the manifest:
-// a kept part older than the base holds entries of them.
+// neededRecords returns the ranges whose record must be in the manifest:
+// a kept part older than the base holds entries of them, or a kept part
+// holds entries its floor voids.
 func (st *incrState) neededRecords() map[uint64]bool {
 	need := map[uint64]bool{}
 	for _, p := range st.parts {
 		for r := range p.perRange {
-			if b := st.baseOf(r); b > p.ref.lsn {
+			if rs := st.ranges[r]; rs != nil && (rs.base > p.ref.lsn || rs.floor > 0) {
 				need[r] = true
 			}
 		}
@@ -168,7 +176,7 @@ func (st *incrState) index() *manifestIndex {
 	}
 	need := st.neededRecords()
 	for _, r := range slices.Sorted(maps.Keys(need)) {
-		m.ranges = append(m.ranges, rangeRec{r: r, base: st.ranges[r].base})
+		m.ranges = append(m.ranges, rangeRec{r: r, base: st.ranges[r].base, floor: st.ranges[r].floor})
 	}
 	return m
 }
@@ -214,7 +222,7 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 			switch {
 			case rs == nil || rs.baseN+rs.deltaN == 0:
 				acts[r] = actFull
-			case rs.deltaN > rs.baseN+live:
+			case rs.deltaN > 2*(rs.baseN+live):
 				acts[r] = actFull
 			case tombs(rs) >= max(live, minTombRebase):
 				// Mostly expired: the few left cost less than the parts

@@ -56,6 +56,16 @@ func (k *kvSource) State(add func(p []byte) error) error {
 	return nil
 }
 
+func (k *kvSource) Floor(r uint64) uint64 {
+	f := (r + 1) << k.cur.bits
+	for key := range k.cur.entries {
+		if key>>k.cur.bits == r {
+			f = min(f, key)
+		}
+	}
+	return f
+}
+
 func (k *kvSource) prevEntries() map[uint64]string {
 	if k.prev == nil {
 		return nil

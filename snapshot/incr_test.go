@@ -361,3 +361,23 @@ func TestIncremental_AfterWholeSnapshot(t *testing.T) {
 	require.Equal(t, uint32(1), ms[0].Format)
 	require.Equal(t, uint32(2), ms[1].Format)
 }
+
+// TestIncremental_NewerPartRefused: a part of a newer format stops startup
+// with an error naming it and both versions, rather than a fallback that
+// may miss records.
+func TestIncremental_NewerPartRefused(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOptions(dir)
+	_, _, w := twoSnapshots(t, opts)
+	w.close()
+	ms := manifests(t, dir)
+	only, _ := partsOnlyIn(ms[1], ms[0])
+	require.NotEmpty(t, only)
+	modifyFile(t, filepath.Join(dir, only[0]), func(b []byte) []byte {
+		b[11] = 9 // the version's low byte
+		return b
+	})
+	_, err := snapshot.Open(opts)
+	require.ErrorIs(t, err, snapshot.ErrNewerFormat)
+	require.ErrorContains(t, err, only[0]+" has format version 9, and this binary reads up to version 1")
+}

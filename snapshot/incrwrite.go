@@ -63,7 +63,15 @@ func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 		return err
 	}
 	var bytes int64
-	tp, err := s.writeTaskPart(lsn, next.rangeBits, acts, src)
+	floors := map[uint64]uint64{}
+	for r, a := range acts {
+		if a == actDelta {
+			if f := src.Floor(r); f > r<<next.rangeBits {
+				floors[r] = max(f, next.ranges[r].floor)
+			}
+		}
+	}
+	tp, err := s.writeTaskPart(lsn, next.rangeBits, acts, floors, src)
 	if err != nil {
 		return fail(err)
 	}
@@ -73,13 +81,16 @@ func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 		next.parts = append(next.parts, tp)
 	}
 	for r, a := range acts {
-		if a == actFull || a == actEmpty {
-			rs := next.ranges[r]
-			if rs == nil {
-				rs = &rangeState{}
-				next.ranges[r] = rs
-			}
-			rs.base = lsn
+		rs := next.ranges[r]
+		if rs == nil {
+			rs = &rangeState{}
+			next.ranges[r] = rs
+		}
+		switch a {
+		case actFull, actEmpty:
+			rs.base, rs.floor = lsn, 0 // the new base holds no key gone
+		case actDelta:
+			rs.floor = floors[r]
 		}
 	}
 	if full || src.StateChanged() {
@@ -115,7 +126,7 @@ func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 
 // writeTaskPart writes the entries acts asks for into the part
 // snapshot-<lsn>-tasks; nil when there is none.
-func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, src Source) (*partMeta, error) {
+func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, floors map[uint64]uint64, src Source) (*partMeta, error) {
 	var rs []uint64
 	for r, a := range acts {
 		if a == actFull || a == actDelta {
@@ -132,8 +143,15 @@ func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, src So
 		return nil, fmt.Errorf("cannot create snapshot part %s: %w", name, err)
 	}
 	put := pw.put
-	drop := func(key uint64) error { return pw.put(key, nil) }
+	var floor uint64
+	drop := func(key uint64) error {
+		if key < floor {
+			return nil // the range's floor says it is gone
+		}
+		return pw.put(key, nil)
+	}
 	for _, r := range rs {
+		floor = floors[r]
 		if err := src.WriteRange(r, acts[r] == actFull, put, drop); err != nil {
 			pw.abort()
 			return nil, fmt.Errorf("cannot fill snapshot part %s: %w", name, err)

@@ -18,7 +18,9 @@ import (
 //	       uvarint parts, then per part:
 //	           kind byte | uvarint lsn | uvarint size | uvarint entries | crc uint32
 //	       uvarint ranges, then per range, ascending:
-//	           uvarint range minus the previous one | uvarint base LSN
+//	           uvarint range minus the previous one | uvarint base LSN |
+//	           uvarint floor (0: none; else the range's lowest key left,
+//	           minus the range's first key, plus 1)
 const manifestVersion = 2
 
 // partRef is a part as a manifest lists it.
@@ -32,8 +34,9 @@ type partRef struct {
 
 func (p partRef) name() string { return partName(p.lsn, p.kind) }
 
-// rangeRec says that range r's entries in parts older than base are void.
-type rangeRec struct{ r, base uint64 }
+// rangeRec says that range r's entries in parts older than base are
+// void, and so are those of keys below floor (0: none), all gone.
+type rangeRec struct{ r, base, floor uint64 }
 
 type manifestIndex struct {
 	rangeBits uint
@@ -56,6 +59,11 @@ func (m *manifestIndex) encode() []byte {
 	for _, r := range m.ranges {
 		b = binary.AppendUvarint(b, r.r-prev)
 		b = binary.AppendUvarint(b, r.base)
+		var off uint64
+		if r.floor > 0 {
+			off = r.floor - r.r<<m.rangeBits + 1
+		}
+		b = binary.AppendUvarint(b, off)
 		prev = r.r
 	}
 	return b
@@ -112,12 +120,16 @@ func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
 	}
 	var prev uint64
 	for i := range n {
-		d, base := uv(), uv()
-		if b == nil || (i > 0 && d == 0) || base > lsn {
+		d, base, off := uv(), uv(), uv()
+		if b == nil || (i > 0 && d == 0) || base > lsn || off > 1<<m.rangeBits {
 			return nil, errBadIndex
 		}
 		prev += d
-		m.ranges = append(m.ranges, rangeRec{r: prev, base: base})
+		rr := rangeRec{r: prev, base: base}
+		if off > 0 {
+			rr.floor = prev<<m.rangeBits + off - 1
+		}
+		m.ranges = append(m.ranges, rr)
 	}
 	if b == nil || len(b) != 0 {
 		return nil, errBadIndex
@@ -125,8 +137,8 @@ func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
 	return m, nil
 }
 
-// baseOf returns the base LSN of range r (0: every entry counts).
-func (m *manifestIndex) baseOf(r uint64) uint64 {
+// rangeOf returns the record of range r (zero: every entry counts).
+func (m *manifestIndex) rangeOf(r uint64) rangeRec {
 	i, ok := slices.BinarySearchFunc(m.ranges, r, func(x rangeRec, r uint64) int {
 		switch {
 		case x.r < r:
@@ -137,9 +149,9 @@ func (m *manifestIndex) baseOf(r uint64) uint64 {
 		return 0
 	})
 	if !ok {
-		return 0
+		return rangeRec{r: r}
 	}
-	return m.ranges[i].base
+	return m.ranges[i]
 }
 
 // readManifest reads snapshot file name: its format version and, for a

@@ -74,9 +74,8 @@ func (p *prop) writeIncremental() {
 func TestSnapshot_ChangesFindWhatChanged(t *testing.T) {
 	h := newHarness(t)
 	cl := h.client()
-	var ids []uint64
 	for range 3000 {
-		ids = append(ids, h.submit(cl, "task_type", "a"))
+		h.submit(cl, "task_type", "a")
 	}
 	first := h.c.Freeze()
 	h.send(cl, "cancel", "req", "c", "task_id", "2500")
@@ -97,6 +96,9 @@ func TestSnapshot_ChangesFindWhatChanged(t *testing.T) {
 		func(k uint64) error { dropped = append(dropped, k); return nil }))
 	require.Equal(t, []uint64{2500}, put)
 	require.Empty(t, dropped)
+	require.Equal(t, uint64(1024), ch.Floor(1), "range 1 holds ids 1024 on")
+	require.Equal(t, uint64(1), ch.Floor(0), "no task has id 0")
+	require.Equal(t, uint64(4096), ch.Floor(3), "an empty range's floor is its end")
 	require.False(t, ch.StateChanged())
 	require.True(t, first.Since(nil, 7).StateChanged())
 	require.Zero(t, first.Since(nil, 7).BaseLSN())

@@ -162,6 +162,21 @@ func (d *Changes) WriteRange(r uint64, full bool, put func(key uint64, p []byte)
 	return nil
 }
 
+// Floor returns the lowest id range r holds (its end when none).
+func (d *Changes) Floor(r uint64) uint64 {
+	shift := chunkBits - d.bits
+	per := uint64(1) << d.bits
+	lo := (r & (1<<shift - 1)) * per
+	if ch := findChunk(d.cur.tasks, r>>shift); ch != nil {
+		for i := lo; i < lo+per; i++ {
+			if id := ch.slots[i].id; id != 0 {
+				return id
+			}
+		}
+	}
+	return (r + 1) << d.bits
+}
+
 func findChunk(f frozenTable, r uint64) *chunk {
 	if i, ok := slices.BinarySearch(f.nums, r); ok {
 		return f.chunks[i]
