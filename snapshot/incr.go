@@ -48,7 +48,7 @@ const (
 	// manifest and the files startup reads.
 	maxDeltaParts = 128
 	// minTombRebase is the fewest tombstones that make a range rewritten
-	// once they outnumber its entries left.
+	// once they are three times its entries left.
 	minTombRebase = 64
 )
 
@@ -224,7 +224,7 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 				acts[r] = actFull
 			case rs.deltaN > 2*(rs.baseN+live):
 				acts[r] = actFull
-			case tombs(rs) >= max(live, minTombRebase):
+			case tombs(rs) >= max(3*live, minTombRebase):
 				// Mostly expired: the few left cost less than the parts
 				// its tombstones hold.
 				acts[r] = actFull
@@ -255,7 +255,8 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 		return st.baseOf(r)
 	}
 	// A part holding bases mostly void (superseded or expired) has the
-	// rest of them rewritten: the rewrite costs less than what it frees.
+	// rest of them rewritten: at three quarters void, the rewrite costs a
+	// third of what it frees.
 	for _, p := range st.parts {
 		var void uint64
 		var bases []uint64
@@ -267,7 +268,7 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 				bases = append(bases, r)
 			}
 		}
-		if len(bases) > 0 && 2*void > p.ref.entries {
+		if len(bases) > 0 && 4*void > 3*p.ref.entries {
 			for _, r := range bases {
 				rebase(r)
 			}

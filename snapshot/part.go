@@ -219,7 +219,8 @@ func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn fu
 	body := sum.size - int64(partHeaderSize+snapTrailerSize)
 	var eh [partEntryHeader]byte
 	var buf []byte
-	var lastKey uint64
+	var lastKey, curR uint64
+	var cur rangeCount
 	for body > 0 {
 		if body < partEntryHeader {
 			return sum, bad("entry %d: incomplete header", sum.entries)
@@ -243,12 +244,16 @@ func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn fu
 		crc = crc32.Update(crc32.Update(crc, castagnoli, eh[:]), castagnoli, buf)
 		body -= partEntryHeader + n
 		if sum.perRange != nil {
-			rc := sum.perRange[key>>rangeBits]
-			rc.n++
-			if n > 0 {
-				rc.images++
+			if r := key >> rangeBits; r != curR || sum.entries == 0 {
+				if sum.entries > 0 {
+					sum.perRange[curR] = cur
+				}
+				curR, cur = r, sum.perRange[r]
 			}
-			sum.perRange[key>>rangeBits] = rc
+			cur.n++
+			if n > 0 {
+				cur.images++
+			}
 		}
 		if fn != nil {
 			e := partEntry{key: key, payload: buf}
@@ -260,6 +265,9 @@ func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn fu
 			}
 		}
 		sum.entries++
+	}
+	if sum.perRange != nil && sum.entries > 0 {
+		sum.perRange[curR] = cur // keys ascend: each range is one run
 	}
 	var t [snapTrailerSize]byte
 	if _, err := io.ReadFull(r, t[:]); err != nil {
