@@ -16,6 +16,7 @@ import (
 
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/internal/patience"
 )
 
 // wrongAuth returns the auth value of attempt i on a connection whose
@@ -131,8 +132,10 @@ func TestAuth_WrongAttempts(t *testing.T) {
 	p50, p99, maxd := percentiles(during)
 	// p90, not the maximum: a shared host stalls now and then, and the
 	// promise after the fault is checked by the probe below.
-	if p90 := percentile(during, 90); p90 > probeLimit {
-		t.Errorf("honest client during the attack: p90 %v over %v", p90, probeLimit)
+	// The limit stretches with the load: a busy host is slow for every
+	// client, and this checks what the attack adds.
+	if p90, limit := percentile(during, 90), patience.Scale(probeLimit); p90 > limit {
+		t.Errorf("honest client during the attack: p90 %v over %v", p90, limit)
 	}
 	fig.probed(probe(t, mc.Addr, token, true))
 	bg.stop(t, mc.Addr, fig)
