@@ -294,6 +294,15 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 			return nil, fmt.Errorf("producer %d: %w", i, err)
 		}
 	}
+	// Every CPU figure, the machine's included, is taken over one interval,
+	// cpu0 to cpu1, so that the shares agree. It is sampled before the start
+	// so that it holds the run however slow the samples are.
+	mc0 := sampleProc(t.pid)
+	disk0 := markDisk(t)
+	self0 := SelfCPU()
+	busy0, all0, _ := MachineCPU()
+	fleet0 := fl.cpu()
+	cpu0 := time.Now()
 	start := time.Now().Add(10 * time.Millisecond)
 	total := cfg.total()
 	for i := range prods {
@@ -301,16 +310,6 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	}
 	lost := newConnLoss()
 	fl.run(ctx, start, lost)
-	// Every CPU figure, the machine's included, is taken over this one
-	// interval, cpu0 to cpu1: shares over different spans (the harness's
-	// over the run, the machine's over the run and the drain) contradicted
-	// each other.
-	mc0 := sampleProc(t.pid)
-	disk0 := markDisk(t)
-	self0 := SelfCPU()
-	busy0, all0, _ := MachineCPU()
-	fleet0 := fl.cpu()
-	cpu0 := time.Now()
 
 	var readers, writers sync.WaitGroup
 	wctx, stopWriters := context.WithCancel(ctx)
