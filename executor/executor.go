@@ -218,6 +218,13 @@ func (e *Executor) leave() {
 	case <-s.byeAck:
 		e.log.Info("bye acknowledged")
 	case <-s.done:
+		// The main control closes right after bye_ack: both may be ready,
+		// and select picks either.
+		select {
+		case <-s.byeAck:
+			e.log.Info("bye acknowledged")
+		default:
+		}
 	case <-t.C:
 		e.log.Warn("no bye_ack", "waited", byeWait)
 	case <-e.hardCtx.Done():
