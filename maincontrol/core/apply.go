@@ -373,6 +373,7 @@ func (c *Core) detach(id uint64) {
 	if e.tasks.del(id) {
 		e.load--
 		c.refreshHeaps(e)
+		c.queueIdle(e)
 	}
 }
 

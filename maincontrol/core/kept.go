@@ -2,28 +2,28 @@ package core
 
 import (
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apollo11/apollo11/wire"
 )
 
-// Bounds of what registrations make the core hold. An executor that
-// disconnects is kept until its heartbeat timeout (it may come back and
-// carry on), and every registration is durable, written whole by every
-// snapshot. A peer registering fresh ids with 1,024 types each and
-// leaving held 400 MB within seconds and wrote snapshots of 18 MB.
+// Bounds of what registrations make the core hold. A disconnected executor
+// is kept until its heartbeat timeout, and snapshots write every registration.
 const (
 	// maxKeptExecutors caps the disconnected executors kept; past it the
-	// one disconnected longest is forgotten, as at its timeout.
+	// idle one disconnected longest is forgotten. One holding tasks is
+	// never forgotten early: a register of a fresh id gets unavailable.
 	maxKeptExecutors = 4096
 	// maxRegBytes caps the registrations of all known executors, counted
-	// as regBytes: past it the oldest disconnected are forgotten, and if
-	// that is not enough a register gets unavailable.
+	// as regBytes: past it the oldest idle disconnected are forgotten, and
+	// if that is not enough a register gets unavailable.
 	maxRegBytes = 8 << 20
 	// maxTaskTypes caps the distinct task type names known, by tasks and
 	// registrations together: past it a register naming a new one gets
-	// unavailable (after forgetting disconnected executors), and a submit
-	// of a new one queue_full.
+	// unavailable (after forgetting idle disconnected executors), and a
+	// submit of a new one queue_full.
 	maxTaskTypes = 16_384
 )
 
@@ -37,18 +37,19 @@ func regBytes(id string, names func(yield func(string) bool)) int {
 	return n
 }
 
-// keptRef is a disconnected executor in the order of disconnection; gen
-// tells a stale entry (it came back, or left again) from a current one.
+// keptRef is a disconnected executor without tasks, in the order it
+// became so; gen tells a stale entry (it came back, left again, or was
+// queued again) from a current one.
 type keptRef struct {
 	e   *executor
 	gen uint64
 }
 
-// keepDisconnected queues e, just disconnected, to be forgotten first
-// when too many are kept.
+// keepDisconnected notes e just disconnected, and forgets the idle ones
+// disconnected longest while too many are kept.
 func (c *Core) keepDisconnected(e *executor) {
-	e.keptGen++
-	c.kept = append(c.kept, keptRef{e, e.keptGen})
+	e.keptGen++ // its older entries are stale
+	c.queueIdle(e)
 	for len(c.execs)-c.liveExecs > maxKeptExecutors && c.forgetOldestKept("") {
 	}
 	if n := len(c.kept) - c.keptHead; n > 64 && n > 4*(len(c.execs)-c.liveExecs) {
@@ -63,12 +64,38 @@ func (c *Core) keepDisconnected(e *executor) {
 	}
 }
 
-func (c *Core) isKept(k keptRef) bool {
-	return c.execs[k.e.id] == k.e && !k.e.connected() && k.e.keptGen == k.gen
+// queueIdle queues e, disconnected, to be forgotten first once it holds
+// no task. One holding tasks is queued when its last task leaves it.
+func (c *Core) queueIdle(e *executor) {
+	if e.connected() || e.tasks.len() != 0 || c.execs[e.id] != e {
+		return
+	}
+	e.keptGen++
+	c.kept = append(c.kept, keptRef{e, e.keptGen})
 }
 
-// forgetOldestKept forgets the executor disconnected longest, unless it is
-// the one named spare, and reports whether it forgot one.
+// queueIdleAll queues the executors recovery found without tasks,
+// by id so that the order does not depend on map iteration.
+func (c *Core) queueIdleAll() {
+	c.kept, c.keptHead = c.kept[:0], 0
+	var idle []*executor
+	for _, e := range c.execs {
+		if !e.connected() && e.tasks.len() == 0 {
+			idle = append(idle, e)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *executor) int { return strings.Compare(a.id, b.id) })
+	for _, e := range idle {
+		c.queueIdle(e)
+	}
+}
+
+func (c *Core) isKept(k keptRef) bool {
+	return c.execs[k.e.id] == k.e && !k.e.connected() && k.e.keptGen == k.gen && k.e.tasks.len() == 0
+}
+
+// forgetOldestKept forgets the idle executor disconnected longest, unless
+// it is the one named spare, and reports whether it forgot one.
 func (c *Core) forgetOldestKept(spare string) bool {
 	spared := false
 	for c.keptHead < len(c.kept) {
@@ -94,22 +121,30 @@ func (c *Core) forgetOldestKept(spare string) bool {
 	return false
 }
 
-// forgetExecutor forgets a disconnected executor before its timeout, as
-// its timeout would: its dispatched tasks go back to pending, its running
-// ones are retried.
+// forgetExecutor forgets a disconnected executor that holds no task
+// before its timeout, as its timeout would.
 func (c *Core) forgetExecutor(e *executor) {
-	c.logLimited(slog.LevelWarn, "disconnected executor forgotten before its timeout: too many kept", "executor", e.id,
-		"tasks", e.tasks.len())
-	c.takeBackAll(e, false, "executor "+e.id+" forgotten: too many disconnected executors")
+	c.logLimited(slog.LevelWarn, "idle disconnected executor forgotten before its timeout: too many kept", "executor", e.id)
 	r := c.newRecord(recExecGone)
 	r.exec, r.why = e.id, "forgotten"
 	c.commit(r)
 }
 
 // regRoom reports whether a register of id with these types fits the
-// bounds above, forgetting the executors disconnected longest to make
-// room, and answers the register with unavailable when it does not.
+// bounds above, forgetting the idle executors disconnected longest to
+// make room, and answers the register with unavailable when it does not.
 func (c *Core) regRoom(p *peer, id string, types []string) bool {
+	if c.execs[id] == nil {
+		// A fresh id may disconnect later: room for it is made now.
+		for len(c.execs)-c.liveExecs >= maxKeptExecutors && c.forgetOldestKept("") {
+		}
+		if n := len(c.execs) - c.liveExecs; n >= maxKeptExecutors {
+			c.sendError(p, "", wire.CodeUnavailable, "register refused: "+strconv.Itoa(n)+
+				" disconnected executors are kept (at most "+strconv.Itoa(maxKeptExecutors)+
+				") and all hold tasks until their heartbeat timeout; retry later")
+			return false
+		}
+	}
 	seen := make(map[string]struct{}, min(len(types), wire.MaxExecutorTypes))
 	newNames := 0
 	for _, t := range types {

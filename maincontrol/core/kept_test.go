@@ -29,12 +29,10 @@ func snapshotSize(t testing.TB, c *Core) int {
 	return n
 }
 
-// A peer that registers fresh executor ids, each naming 1,024 new task
-// types, and disconnects, held 321-409 MB within 20 s, logged each one
-// and wrote snapshots of up to 18 MB. Now the disconnected executors
-// kept, the bytes of all registrations and the task types known are
-// capped (the one disconnected longest forgotten first), and the logs of
-// registrations are rate-limited.
+// A peer registering fresh ids with many new types, then leaving, is
+// bounded: the disconnected executors kept, the bytes of registrations and
+// the task types known are capped (the idle one disconnected longest
+// forgotten first), and the logs of registrations are rate-limited.
 func TestCore_RegistrationChurnBounded(t *testing.T) {
 	var buf syncbuf.Buffer
 	h := newHarness(t, withLog(&buf), func(c *Config) { c.Unlogged = true })
@@ -43,7 +41,7 @@ func TestCore_RegistrationChurnBounded(t *testing.T) {
 	ex := h.executor("first", "f0", 1)
 	id, _ := h.task(ex)
 	require.Equal(t, first, id)
-	h.c.Closed(ex) // disconnected with a dispatch: the oldest kept
+	h.c.Closed(ex) // disconnected with a dispatch: kept, though the oldest
 
 	const fresh = 100 // more than maxTaskTypes / 1,024
 	for i := range fresh {
@@ -53,8 +51,8 @@ func TestCore_RegistrationChurnBounded(t *testing.T) {
 		h.c.Closed(p)
 		require.LessOrEqual(t, len(h.c.types), maxTaskTypes, "register %d", i)
 	}
-	assert.Nil(t, h.c.execs["first"], "the one disconnected longest was forgotten")
-	assert.Equal(t, Pending, h.state(first), "its dispatch went back to pending, as at its timeout")
+	assert.NotNil(t, h.c.execs["first"], "one holding a dispatch is kept until its timeout")
+	assert.Equal(t, Dispatched, h.state(first), "its dispatch is still its own")
 
 	const same = 400 // more than maxRegBytes / a register of 1,024 types
 	types := typeList("s", 1024)
@@ -124,4 +122,97 @@ func TestCore_RegistrationComingBackSparedItself(t *testing.T) {
 	require.NotNil(t, h.c.execs["back"])
 	assert.Nil(t, h.c.execs["gone-0"], "the one disconnected next was forgotten for room")
 	assert.LessOrEqual(t, len(h.c.types), maxTaskTypes)
+}
+
+// One peer's churn of fresh registrations must not cost other peers their
+// work: an executor that disconnects while it runs a task, and comes back
+// within its heartbeat timeout, finds the task still its own, however many
+// registrations came and went meanwhile.
+func TestCore_RegistrationChurnSparesExecutorsWithTasks(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	id := h.submit(cl, "task_type", "x", "max_attempts", "1")
+	ex := h.executor("honest", "x", 1)
+	tid, ver := h.task(ex)
+	require.Equal(t, id, tid)
+	h.start(ex, tid, ver)
+	h.c.Closed(ex) // restarting
+
+	for i := range maxKeptExecutors + 100 {
+		p := h.open()
+		h.send(p, "register", "executor_id", fmt.Sprintf("churn-%d", i), "task_types", "y", "slots", "1")
+		h.expect(p, "registered")
+		h.c.Closed(p)
+	}
+	assert.LessOrEqual(t, len(h.c.execs)-h.c.liveExecs, maxKeptExecutors)
+	require.NotNil(t, h.c.execs["honest"], "an executor holding a task is kept until its timeout")
+	assert.Equal(t, Running, h.state(id))
+
+	h.advance(h.c.cfg.HeartbeatTimeout / 2)
+	back := h.executor("honest", "x", 1)
+	h.heartbeat(back, itoa(tid)+"."+itoa(ver))
+	h.accepted(back, tid, ver, "succeeded")
+	assert.Equal(t, Succeeded, h.state(id))
+	assert.Equal(t, uint32(1), h.get(id).attempt, "no attempt was used up by the churn")
+	h.checkReplay()
+}
+
+// When every disconnected executor kept holds tasks, none is forgotten to
+// make room: a register of a fresh id gets unavailable and changes
+// nothing, while those kept may still come back. One whose tasks end
+// while it is away may be forgotten; the others are lost at their timeout.
+func TestCore_RegistrationRefusedWhileKeptHoldTasks(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	for i := range maxKeptExecutors {
+		h.submit(cl, "task_type", "x")
+		ex := h.executor(fmt.Sprintf("busy-%d", i), "x", 1)
+		h.task(ex)
+		h.c.Closed(ex)
+	}
+	require.Equal(t, maxKeptExecutors, len(h.c.execs))
+
+	p := h.open()
+	h.send(p, "register", "executor_id", "fresh", "task_types", "x", "slots", "1")
+	e := h.expectErr(p, wire.CodeUnavailable)
+	assert.Contains(t, e.Value("message"), "disconnected executors")
+	assert.Nil(t, h.c.execs["fresh"])
+	for i := range maxKeptExecutors {
+		require.NotNil(t, h.c.execs[fmt.Sprintf("busy-%d", i)], "busy-%d", i)
+	}
+
+	back := h.executor("busy-0", "x", 1)
+	h.heartbeat(back, "") // its dispatch was never started: it goes back to pending
+	h.c.Closed(back)
+
+	// One whose last task ends while it is away is idle: forgotten first.
+	h.send(cl, "cancel", "req", "c", "task_id", itoa(h.c.execs["busy-1"].tasks.ids(nil)[0]))
+	h.expect(cl, "cancelled")
+	h.executor("fresh", "x", 1)
+	assert.Nil(t, h.c.execs["busy-1"])
+	assert.NotNil(t, h.c.execs["busy-2"])
+	h.checkReplay()
+
+	h.advance(h.c.cfg.HeartbeatTimeout + time.Second)
+	h.executor("fresh-2", "x", 1)
+	h.checkReplay()
+}
+
+// After a restart every known executor counts as disconnected: the idle
+// ones may be forgotten for room, so that fresh ids still register.
+func TestCore_RegistrationAfterRestartForgetsIdle(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	h.submit(cl, "task_type", "x")
+	h.executor("busy", "x", 1)
+	for i := range maxKeptExecutors - 1 {
+		h.c.Closed(h.executor(fmt.Sprintf("idle-%d", i), "x", 1))
+	}
+	h.restart()
+	require.Equal(t, maxKeptExecutors, len(h.c.execs)-h.c.liveExecs)
+
+	h.executor("fresh", "x", 1)
+	assert.NotNil(t, h.c.execs["busy"], "it holds a dispatch")
+	assert.Equal(t, maxKeptExecutors, len(h.c.execs))
+	h.checkReplay()
 }

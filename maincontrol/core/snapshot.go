@@ -230,6 +230,7 @@ func (c *Core) Recovered() {
 			restored++
 		}
 	}
+	c.queueIdleAll()
 	c.log.Info("recovered", "tasks", c.tasks.count, "next_task_id", c.nextID, "state_version", c.stateVer,
 		"executors", len(c.execs), "dispatches_awaiting_executors", restored)
 	c.settleWaiting()
