@@ -27,6 +27,9 @@ func MemoryBudget(cfg Config) ([]core.BudgetItem, error) {
 	return append(items,
 		core.BudgetItem{What: "connections: --max-conns " + strconv.Itoa(cfg.MaxConns) + " x " + strconv.Itoa(ConnCost) + " B",
 			Bytes: int64(cfg.MaxConns) * ConnCost},
+		// Executors that leave holding tasks are kept past the cap until their timeout.
+		core.BudgetItem{What: "executors kept past the cap, holding tasks: --max-conns " + strconv.Itoa(cfg.MaxConns) +
+			" x " + strconv.Itoa(core.KeptExecutorCost) + " B", Bytes: int64(cfg.MaxConns) * core.KeptExecutorCost},
 		core.BudgetItem{What: "unsent output: all connections, and one connection's round past its cap",
 			Bytes: int64(cfg.MaxOutboundTotal + cfg.MaxOutbound)},
 		core.BudgetItem{What: "input of paused connections", Bytes: int64(cfg.MaxPausedTotal)},
