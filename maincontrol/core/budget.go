@@ -10,7 +10,7 @@ import (
 const (
 	PendingTaskCost  = 270   // a task not yet ended
 	EndedTaskCost    = 300   // an ended task kept
-	WaitCost         = 288   // a wait for done: its entry, map slots and a 64-byte req (263 measured)
+	WaitCost         = 288   // a wait for done: its entry, map slots and a 64-byte req
 	TaskTypeCost     = 1_100 // a task type name known, with its queues (TestCore_MemoryPerTaskType)
 	KeptExecutorCost = 512   // a disconnected executor kept, besides its registration
 )

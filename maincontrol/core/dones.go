@@ -2,12 +2,11 @@ package core
 
 // Sending `done`. A task may have many waiters (every connection may wait
 // for it, 65,536 times each through its key), and each `done` carries the
-// task's outputs, up to a frame. Sent all at once, the end of one task
-// held the loop for seconds and buffered gigabytes. So each tick sends at
-// most doneFramesPerTick frames and doneBytesPerTick bytes of them, a few
-// per waiting connection in turn; the rest wait in a queue, and a
-// connection whose unsent output is already large (Backlog) is skipped
-// until it reads.
+// task's outputs, up to a frame. Sent at once, they would stall the loop
+// and buffer without bound. So each tick sends at most doneFramesPerTick
+// frames and doneBytesPerTick bytes of them, a few per waiting connection
+// in turn; the rest wait in a queue, and a connection whose unsent output
+// is already large (Backlog) is skipped until it reads.
 
 const (
 	doneFramesPerTick = 16_384

@@ -62,9 +62,8 @@ const runningSlack = 64
 func runningLimit(e *executor) int { return 2*max(e.slots, e.load) + runningSlack }
 
 // maxUnknownCancels bounds the cancels one heartbeat gets for dispatches
-// that are not this executor's: an entry of a few bytes costs a cancel of
-// about forty, so a list of made-up tokens made replies 2.6 times the
-// heartbeat. Dispatches left out are listed again, and cancelled then.
+// that are not this executor's: a few bytes listed cost a cancel of
+// about forty. Dispatches left out are listed again, and cancelled then.
 const maxUnknownCancels = 1024
 
 // token is a dispatch token, task_id.version.
