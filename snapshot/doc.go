@@ -34,7 +34,8 @@
 //     temporary files, swept (with a warning) by Open.
 //
 // A file of a format newer than this binary reads stops Open with a
-// *FormatError naming the file and both versions.
+// *FormatError naming the file and both versions. The version is trusted
+// only when the file's checksum holds; otherwise the file is damaged.
 //
 // # Durability contract
 //

@@ -132,10 +132,53 @@ func TestOpen_RefusesNewerFormat(t *testing.T) {
 		name := snapFile(30)
 		modifyFile(t, filepath.Join(dir, name), func(b []byte) []byte {
 			binary.BigEndian.PutUint32(b[8:12], 3) // 2 is an incremental snapshot's manifest
-			return b
+			return resealTrailer(b)
 		})
 		checkNewer(t, dir, name, 3, 2)
 	})
+}
+
+// resealTrailer rewrites the trailer checksum of a snapshot, manifest or
+// part, as a newer binary writing that file would have.
+func resealTrailer(b []byte) []byte {
+	n := len(b) - 4
+	binary.BigEndian.PutUint32(b[n:], crc32.Checksum(b[:n], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// A flipped version byte in the newest snapshot, whose checksum then
+// fails, is damage, not a newer format: startup falls back to the
+// previous snapshot and the log, as for any other damage.
+func TestOpen_FlippedSnapshotVersionFallsBack(t *testing.T) {
+	for _, flip := range []func(b []byte){
+		func(b []byte) { b[8] ^= 0x80 },
+		func(b []byte) { b[11] = 3 },
+	} {
+		dir := t.TempDir()
+		snappedLog(t, dir, 40, 0, 20, 30)
+		modifyFile(t, filepath.Join(dir, snapFile(30)), func(b []byte) []byte { flip(b); return b })
+		opts, logs := testOptions(dir)
+		assert.Equal(t, after(20, 40), reopen(t, opts))
+		assert.Contains(t, logs.String(), "snapshot is invalid")
+	}
+}
+
+// When the log cannot cover the fallback, the refusal is the coverage
+// one, naming the missing records, not a newer format.
+func TestOpen_FlippedSnapshotVersionLogCannotCover(t *testing.T) {
+	dir := t.TempDir()
+	snappedLog(t, dir, 40, 0, 20, 30)
+	modifyFile(t, filepath.Join(dir, snapFile(30)), func(b []byte) []byte { b[11] = 3; return b })
+	for _, seg := range segments(t, dir) {
+		require.NoError(t, os.Remove(filepath.Join(dir, seg)))
+	}
+	opts, _ := testOptions(dir)
+	s := MustOpen(t, opts)
+	_, err := s.Replay(nil, nil)
+	require.ErrorIs(t, err, snapshot.ErrMissingLog)
+	assert.NotErrorIs(t, err, snapshot.ErrNewerFormat)
+	assert.Contains(t, err.Error(), "records 21..")
+	require.NoError(t, s.Close())
 }
 
 func checkNewer(t *testing.T, dir, name string, version, known uint32) {

@@ -375,9 +375,33 @@ func TestIncremental_NewerPartRefused(t *testing.T) {
 	require.NotEmpty(t, only)
 	modifyFile(t, filepath.Join(dir, only[0]), func(b []byte) []byte {
 		b[11] = 9 // the version's low byte
-		return b
+		return resealTrailer(b)
 	})
 	_, err := snapshot.Open(opts)
 	require.ErrorIs(t, err, snapshot.ErrNewerFormat)
 	require.ErrorContains(t, err, only[0]+" has format version 9, and this binary reads up to version 1")
+}
+
+// TestIncremental_FlippedVersionFallsBack: a flipped version byte in the
+// newest manifest or a part only it uses fails the checksum: that is
+// damage, and startup loads the previous snapshot.
+func TestIncremental_FlippedVersionFallsBack(t *testing.T) {
+	for _, which := range []string{"manifest", "part"} {
+		dir := t.TempDir()
+		opts, _ := testOptions(dir)
+		prev, _, w := twoSnapshots(t, opts)
+		w.close()
+		ms := manifests(t, dir)
+		require.Len(t, ms, 2)
+		name := ms[1].Name
+		if which == "part" {
+			only, _ := partsOnlyIn(ms[1], ms[0])
+			require.NotEmpty(t, only)
+			name = only[0]
+		}
+		modifyFile(t, filepath.Join(dir, name), func(b []byte) []byte { b[11] = 9; return b })
+		got, lsn := loadKV(t, opts)
+		require.Equal(t, prev.want(), got, which)
+		require.Equal(t, ms[0].LSN, lsn, which)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -204,7 +203,7 @@ func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn fu
 	case string(h[:8]) != partMagic:
 		return sum, bad("bad magic")
 	case v > partVersion:
-		return sum, checkFormat(filepath.Base(path), v, partVersion)
+		return sum, newerFormat(f, sum.size, path, v, partVersion)
 	case v != partVersion:
 		return sum, bad("part format version %d", v)
 	case binary.BigEndian.Uint64(h[12:20]) != lsn:

@@ -143,7 +143,7 @@ func walkSnap(fsys FS, path string, lsn uint64, fn func(version uint32, payload 
 	case string(h[:8]) != snapMagic:
 		return 0, 0, size, bad("bad magic")
 	case version > manifestVersion:
-		return 0, 0, size, checkFormat(filepath.Base(path), version, manifestVersion)
+		return 0, 0, size, newerFormat(f, size, path, version, manifestVersion)
 	case version < snapVersion:
 		return 0, 0, size, bad("format version %d", version)
 	case binary.BigEndian.Uint64(h[12:20]) != lsn:
@@ -189,4 +189,23 @@ func walkSnap(fsys FS, path string, lsn uint64, fn func(version uint32, payload 
 		return version, entries, size, bad("checksum mismatch")
 	}
 	return version, entries, size, nil
+}
+
+// newerFormat is the error for a file whose header names a newer format.
+// The version is trusted only when the trailer checksum, which every
+// format keeps over every byte before it, holds: a flipped version byte
+// is damage, so Open falls back instead of refusing the data dir.
+func newerFormat(f File, size int64, path string, version, known uint32) error {
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-4)); err != nil {
+		return readErr(err)
+	}
+	var c [4]byte
+	if _, err := f.ReadAt(c[:], size-4); err != nil {
+		return readErr(err)
+	}
+	if binary.BigEndian.Uint32(c[:]) != h.Sum32() {
+		return fmt.Errorf("%w: format version %d with a checksum mismatch", ErrBadSnapshot, version)
+	}
+	return checkFormat(filepath.Base(path), version, known)
 }
