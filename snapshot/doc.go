@@ -30,8 +30,9 @@
 //     by the snapshot at LSN and never changed: keyed entries and
 //     tombstones, or the unkeyed state. A part is removed once no kept
 //     snapshot uses it; Open removes the parts no loadable snapshot uses.
-//   - .<name><digits> (renameio's) and *.tmp (older binaries'):
-//     temporary files, swept (with a warning) by Open.
+//   - .<name><digits> (renameio's, <name> being one of the names above
+//     or lost-records) and *.tmp (older binaries'): temporary files,
+//     swept (with a warning) by Open. Other dot files are left alone.
 //
 // A file of a format newer than this binary reads stops Open with a
 // *FormatError naming the file and both versions. The version is trusted

@@ -67,18 +67,37 @@ func listDir(fsys FS, dir string) (dirList, error) {
 
 // isTempName reports whether name is a temporary file a crash may have
 // left: renameio's (".<target><random digits>", see atomicFile) or an
-// older binary's ("<target>.tmp"). NFS keeps removed open files as
-// ".nfs<digits>": those are not ours.
+// older binary's ("<target>.tmp"). Other dot files (an operator's, NFS's
+// ".nfs<digits>") are not ours, so the target must be a name we write.
 func isTempName(name string) bool {
 	if strings.HasSuffix(name, tmpSuffix) {
 		return true
 	}
 	rest, ok := strings.CutPrefix(name, ".")
-	if !ok || strings.HasPrefix(rest, "nfs") {
+	if !ok {
 		return false
 	}
-	target := strings.TrimRight(rest, "0123456789")
-	return target != "" && len(target) < len(rest)
+	// Targets may end in digits too: try every split before the suffix.
+	for i := len(strings.TrimRight(rest, "0123456789")); i < len(rest); i++ {
+		if isStoreName(rest[:i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// isStoreName reports whether name is one the store writes with createAtomic.
+func isStoreName(name string) bool {
+	if _, ok := parseSegName(name); ok {
+		return true
+	}
+	if _, ok := parseSnapName(name); ok {
+		return true
+	}
+	if _, _, ok := parsePartName(name); ok {
+		return true
+	}
+	return name == lostName
 }
 
 // recovery is what Open found in the data dir and what it decided.

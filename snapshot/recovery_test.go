@@ -208,11 +208,14 @@ func TestOpen_SweepsTmp(t *testing.T) {
 	dir := t.TempDir()
 	writeLog(t, dir, 3, 0)
 	for _, name := range []string{"snapshot-00000000000000000002.tmp", "00000000000000000004.log.tmp",
-		".snapshot-000000000000000000025577006791947779410", ".00000000000000000004.log42", ".manifest-7"} {
+		".snapshot-000000000000000000025577006791947779410", ".00000000000000000004.log42",
+		".snapshot-00000000000000000002-tasks7", ".snapshot-00000000000000000002-state12", ".lost-records3"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o644))
 	}
-	// Not renameio's: an operator's dot file, an NFS placeholder.
-	kept := []string{".keep", ".nfs000000000012ab0000000001", ".nfs1234"}
+	// Not ours: an operator's dot files, NFS placeholders, a temporary
+	// file's name without renameio's random suffix.
+	kept := []string{".backup2", ".keep", ".lost-records", ".nfs000000000012ab0000000001", ".nfs1234",
+		".notes-2026-12-01", ".snapshot-00000000000000000002", ".snapshot-7"}
 	for _, name := range kept {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
 	}
