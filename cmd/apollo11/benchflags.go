@@ -1,0 +1,138 @@
+// benchflags.go: the flags and flag types that every bench subcommand shares.
+
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/apollo11/apollo11/auth"
+)
+
+// Bench flags read APOLLO11_BENCH_* variables, not APOLLO11_*: many of
+// their names (addr, fsync, slots, token-file...) are also flags of the
+// main control, the executor or the client commands, and a variable set
+// for those (APOLLO11_ADDR pointing at a production main control) must
+// not steer a benchmark.
+const benchEnvPrefix = "APOLLO11_BENCH_"
+
+// newBenchFlagSet is newFlagSet with the bench variables.
+func newBenchFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+	return newFlagSetEnv(benchEnvPrefix, name, synopsis, out)
+}
+
+// commonBenchFlags are the flags every scenario has.
+type commonBenchFlags struct {
+	addr, binary, tokenFile, fsync, jsonOut string
+	mcArgs                                  string
+	progress                                autoBool
+}
+
+func (c *commonBenchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", "", `main control to load (host:port); "" starts one as a child process`)
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: this one)")
+	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
+	c.registerReport(fs)
+	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
+	fs.StringVar(&c.fsync, "fsync", "off", "for a started main control: off (no data dir), never, batch or always")
+}
+
+// registerOwn registers the flags of a scenario that always starts its
+// own main control: no --fsync for those that run it without a data dir
+// (idle, failover), which would ignore it. --addr is registered to be
+// refused with the reason, not as an unknown flag.
+func (c *commonBenchFlags) registerOwn(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", "", "refused: this scenario starts its own main control")
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: this one)")
+	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
+	c.registerReport(fs)
+}
+
+// registerOwnToken adds --token-file for a scenario that starts its own
+// main control: that main control then requires the token.
+func (c *commonBenchFlags) registerOwnToken(fs *flag.FlagSet) {
+	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file: the started main control requires it (auth on), and the run's connections prove it")
+}
+
+// registerReport registers only the flags of how a report is shown, for
+// subcommands that load no main control.
+func (c *commonBenchFlags) registerReport(fs *flag.FlagSet) {
+	fs.Var(&c.progress, "progress", "draw a progress bar on stderr: --progress=true, =false or =auto (when stderr is a terminal)")
+	fs.StringVar(&c.jsonOut, "json", "", `write the report as JSON to this file ("-": stdout, instead of the table)`)
+}
+
+func (c *commonBenchFlags) token() ([]byte, error) {
+	if c.tokenFile == "" {
+		return nil, nil
+	}
+	return auth.LoadToken(c.tokenFile)
+}
+
+func (c *commonBenchFlags) progressTo(stderr io.Writer) io.Writer {
+	if c.progress.on(func() bool { return isTerminal(os.Stderr) }) {
+		return stderr
+	}
+	return nil
+}
+
+// report writes r as the flags say: JSON to a file or stdout, else text.
+func (c *commonBenchFlags) report(stdout io.Writer, text, js func(io.Writer) error) error {
+	switch c.jsonOut {
+	case "":
+		return text(stdout)
+	case "-":
+		return js(stdout)
+	}
+	f, err := os.Create(c.jsonOut)
+	if err != nil {
+		return err
+	}
+	if err := js(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return text(stdout)
+}
+
+// autoBool is a boolean flag whose default, "auto", is decided at run time.
+type autoBool struct{ set, v bool }
+
+func (a *autoBool) String() string {
+	if a == nil || !a.set {
+		return "auto"
+	}
+	return strconv.FormatBool(a.v)
+}
+
+func (a *autoBool) Set(s string) error {
+	if s == "auto" {
+		a.set = false
+		return nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	a.set, a.v = true, v
+	return nil
+}
+
+// IsBoolFlag lets --progress stand alone.
+func (a *autoBool) IsBoolFlag() bool { return true }
+
+func (a *autoBool) on(auto func() bool) bool {
+	if a.set {
+		return a.v
+	}
+	return auto()
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
