@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apollo11/apollo11/internal/testbin"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -42,34 +43,8 @@ func TestMaincontrol_Kill9UnderLoad(t *testing.T) {
 		if t.Failed() {
 			t.FailNow()
 		}
-		before := l.maxID
-
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { defer wg.Done(); produce(ctx, mc.Addr, l, round, 0) }()
-		seed := rng.Uint64()
-		go func() { defer wg.Done(); runExecutor(ctx, mc.Addr, "ex-"+strconv.Itoa(round), l, seed, true) }()
-		// Kill 100-500 ms after the round's first confirmation: mid-stream.
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			l.mu.Lock()
-			confirmed := l.maxID > before
-			l.mu.Unlock()
-			if confirmed {
-				break
-			}
-		}
-		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
-		mc.Kill() // SIGKILL
-		killedAt = time.Now()
-		cancel()
-		wg.Wait()
+		killedAt = loadAndKill(t, mc, l, round, rng.Uint64(), time.Duration(100+rng.IntN(400))*time.Millisecond)
 		fig.injected++
-		l.mu.Lock()
-		if l.maxID <= before {
-			t.Errorf("round %d: no submit was confirmed", round)
-		}
-		l.mu.Unlock()
 	}
 
 	// Drain: a live executor runs everything left; every confirmed task
@@ -94,6 +69,41 @@ func TestMaincontrol_Kill9UnderLoad(t *testing.T) {
 	fig.note("%d results and %d cancels confirmed; %d submits unconfirmed at a kill were found durable when resent with their key",
 		len(l.accepted), len(l.cancelled), l.lateDurable)
 	l.mu.Unlock()
+}
+
+// loadAndKill runs one round of load on mc (pipelined keyed submits,
+// cancels, a raw executor), kills mc with SIGKILL wait after the round's
+// first confirmed submit, and returns when the load has stopped.
+func loadAndKill(t testing.TB, mc *testbin.Proc, l *ledger, round int, seed uint64, wait time.Duration) time.Time {
+	t.Helper()
+	l.mu.Lock()
+	before := l.maxID
+	l.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); produce(ctx, mc.Addr, l, round, 0) }()
+	go func() { defer wg.Done(); runExecutor(ctx, mc.Addr, "ex-"+strconv.Itoa(round), l, seed, true) }()
+	// Kill only once this round confirmed something: mid-stream.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		l.mu.Lock()
+		confirmed := l.maxID > before
+		l.mu.Unlock()
+		if confirmed {
+			break
+		}
+	}
+	time.Sleep(wait)
+	mc.Kill() // SIGKILL
+	killedAt := time.Now()
+	cancel()
+	wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxID <= before {
+		t.Errorf("round %d: no submit was confirmed", round)
+	}
+	return killedAt
 }
 
 // waitDrained waits until no task is left unended.
@@ -267,6 +277,9 @@ func runExecutor(ctx context.Context, addr, id string, l *ledger, seed uint64, h
 		switch m.Type() {
 		case "task":
 			tid, ver := m.Value("task_id"), m.Value("version")
+			id, _ := wire.ParseUint(tid)
+			v, _ := wire.ParseUint(ver)
+			l.dispatched(id, v)
 			if hold && rng.IntN(5) == 0 {
 				mu.Lock()
 				running[tid+"."+ver] = true

@@ -28,12 +28,13 @@ type ledger struct {
 	lateDurable int      // unconfirmed submits found durable on resubmit
 	unavailable int      // submits refused with code=unavailable
 	maxID       uint64
+	versions    map[uint64]uint64 // highest version dispatched per task
 	problems    []string
 }
 
 func newLedger() *ledger {
 	return &ledger{keyID: map[string]uint64{}, submitted: map[uint64]bool{}, accepted: map[uint64]int{},
-		cancelled: map[uint64]bool{}}
+		cancelled: map[uint64]bool{}, versions: map[uint64]uint64{}}
 }
 
 func (l *ledger) problem(format string, args ...any) {
@@ -47,12 +48,26 @@ func (l *ledger) confirm(key string, id uint64, duplicate bool) {
 	if old, ok := l.keyID[key]; ok && old != id {
 		l.problem("key %s confirmed as task %d, then as task %d", key, old, id)
 	}
+	if _, known := l.keyID[key]; !known && l.submitted[id] {
+		l.problem("task id %d reused: confirmed again for the new key %s", id, key)
+	}
 	if duplicate && l.keyID[key] == 0 {
 		l.lateDurable++
 	}
 	l.keyID[key] = id
 	l.submitted[id] = true
 	l.maxID = max(l.maxID, id)
+}
+
+// dispatched records a task frame: a task's versions only ever grow, also
+// across restarts, so a version seen before is a reused one.
+func (l *ledger) dispatched(id, version uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old := l.versions[id]; version <= old {
+		l.problem("task %d dispatched with version %d after version %d", id, version, old)
+	}
+	l.versions[id] = max(l.versions[id], version)
 }
 
 func (l *ledger) accept(id uint64) {

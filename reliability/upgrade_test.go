@@ -4,8 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,25 +43,7 @@ func TestMaincontrol_Kill9AfterUpgrade(t *testing.T) {
 			mc.Kill()
 			break
 		}
-		before := l.maxID
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { defer wg.Done(); produce(ctx, mc.Addr, l, round, 0) }()
-		seed := rng.Uint64()
-		go func() { defer wg.Done(); runExecutor(ctx, mc.Addr, "ex-"+strconv.Itoa(round), l, seed, true) }()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			l.mu.Lock()
-			confirmed := l.maxID > before
-			l.mu.Unlock()
-			if confirmed {
-				break
-			}
-		}
-		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
-		mc.Kill() // SIGKILL, mid-stream
-		cancel()
-		wg.Wait()
+		loadAndKill(t, mc, l, round, rng.Uint64(), time.Duration(100+rng.IntN(400))*time.Millisecond)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
