@@ -26,22 +26,10 @@ import (
 // whole snapshot, none, or a failed write in between) every range is
 // written whole. Errors and concurrency are as for WriteSnapshot.
 func (s *Store) WriteIncremental(lsn uint64, src Source) error {
-	if s.opts.ReadOnly {
-		return ErrReadOnly
-	}
-	if !s.snapBusy.CompareAndSwap(false, true) {
-		return ErrSnapshotBusy
+	if err := s.beginSnapshot(lsn); err != nil {
+		return err
 	}
 	defer s.snapBusy.Store(false)
-	if s.isClosed() {
-		return ErrClosed
-	}
-	if last := s.LastLSN(); lsn > last {
-		return fmt.Errorf("%w: snapshot LSN %d, last LSN %d", ErrSnapshotAhead, lsn, last)
-	}
-	if newest, ok := s.newestSnapshot(); ok && lsn <= newest {
-		return fmt.Errorf("%w: snapshot LSN %d, newest snapshot LSN %d", ErrStaleSnapshot, lsn, newest)
-	}
 	start := now()
 	cur := s.incr
 	full := cur == nil || cur.lsn != src.BaseLSN() || cur.rangeBits != src.RangeBits()

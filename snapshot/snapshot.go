@@ -24,22 +24,10 @@ import (
 // background goroutine, concurrently with Append; a second concurrent call
 // returns ErrSnapshotBusy. If fill returns an error, nothing is published.
 func (s *Store) WriteSnapshot(lsn uint64, fill func(w *SnapshotWriter) error) error {
-	if s.opts.ReadOnly {
-		return ErrReadOnly
-	}
-	if !s.snapBusy.CompareAndSwap(false, true) {
-		return ErrSnapshotBusy
+	if err := s.beginSnapshot(lsn); err != nil {
+		return err
 	}
 	defer s.snapBusy.Store(false)
-	if s.isClosed() {
-		return ErrClosed
-	}
-	if last := s.LastLSN(); lsn > last {
-		return fmt.Errorf("%w: snapshot LSN %d, last LSN %d", ErrSnapshotAhead, lsn, last)
-	}
-	if newest, ok := s.newestSnapshot(); ok && lsn <= newest {
-		return fmt.Errorf("%w: snapshot LSN %d, newest snapshot LSN %d", ErrStaleSnapshot, lsn, newest)
-	}
 	start := now()
 	name := snapName(lsn)
 	size, entries, err := s.writeSnapshotFile(name, lsn, fill)
@@ -149,4 +137,33 @@ func (s *Store) retain(ns *snapFile) {
 		}
 		s.log.Debug("removed old file", "file", name)
 	}
+}
+
+// beginSnapshot checks that a snapshot at lsn may be written now and, when
+// it may, marks the one snapshot under way; the caller clears snapBusy.
+func (s *Store) beginSnapshot(lsn uint64) error {
+	if s.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if !s.snapBusy.CompareAndSwap(false, true) {
+		return ErrSnapshotBusy
+	}
+	err := s.snapshotAllowed(lsn)
+	if err != nil {
+		s.snapBusy.Store(false)
+	}
+	return err
+}
+
+func (s *Store) snapshotAllowed(lsn uint64) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	if last := s.LastLSN(); lsn > last {
+		return fmt.Errorf("%w: snapshot LSN %d, last LSN %d", ErrSnapshotAhead, lsn, last)
+	}
+	if newest, ok := s.newestSnapshot(); ok && lsn <= newest {
+		return fmt.Errorf("%w: snapshot LSN %d, newest snapshot LSN %d", ErrStaleSnapshot, lsn, newest)
+	}
+	return nil
 }
