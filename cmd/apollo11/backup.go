@@ -29,7 +29,7 @@ func runBackup(args []string, stdout, stderr io.Writer) error {
 	}
 	dest := filepath.Clean(fs.Arg(0))
 	if err := checkBackupDest(dest); err != nil {
-		return usageError(err)
+		return err // a well-formed command line: exit 1, as other errors
 	}
 	if _, err := os.Stat(*dir); err != nil {
 		return fmt.Errorf("cannot read data dir: %w", err)
