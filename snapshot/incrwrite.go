@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -185,34 +184,13 @@ func (s *Store) writeStatePart(lsn uint64, src Source) (*partMeta, error) {
 	return &partMeta{ref: partRef{kind: partState, lsn: lsn, size: pw.size, entries: pw.count, crc: crc}}, nil
 }
 
-// writeManifest publishes the manifest once every record up to lsn is
-// durable. A size of -1 with an error says the manifest may have been
-// published (the error came after its rename).
+// writeManifest publishes the manifest: its index, then the source's
+// head entries.
 func (s *Store) writeManifest(name string, lsn uint64, idx *manifestIndex, src Source) (int64, uint64, error) {
-	af, err := createAtomic(s.fsys, filepath.Join(s.dir, name))
-	if err != nil {
-		return 0, 0, fmt.Errorf("cannot create snapshot %s: %w", name, err)
-	}
-	sw := newSnapshotWriter(af, lsn, manifestVersion)
-	err = sw.Add(idx.encode())
-	if err == nil {
-		err = src.Head(sw.Add)
-	}
-	sw.done = true
-	if err != nil {
-		af.Abort()
-		return 0, 0, fmt.Errorf("cannot fill snapshot %s: %w", name, err)
-	}
-	if err := sw.finish(); err != nil {
-		af.Abort()
-		return 0, 0, fmt.Errorf("cannot write snapshot %s: %w", name, err)
-	}
-	if err := s.WaitDurable(context.Background(), lsn); err != nil {
-		af.Abort()
-		return 0, 0, fmt.Errorf("cannot publish snapshot %s: %w", name, err)
-	}
-	if err := af.Commit(); err != nil {
-		return -1, 0, fmt.Errorf("cannot write snapshot %s: %w", name, err)
-	}
-	return sw.size, sw.count, nil
+	return s.writeSnapshotFile(name, lsn, manifestVersion, func(w *SnapshotWriter) error {
+		if err := w.Add(idx.encode()); err != nil {
+			return err
+		}
+		return src.Head(w.Add)
+	})
 }

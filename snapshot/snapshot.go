@@ -30,7 +30,7 @@ func (s *Store) WriteSnapshot(lsn uint64, fill func(w *SnapshotWriter) error) er
 	defer s.snapBusy.Store(false)
 	start := now()
 	name := snapName(lsn)
-	size, entries, err := s.writeSnapshotFile(name, lsn, fill)
+	size, entries, err := s.writeSnapshotFile(name, lsn, snapVersion, fill)
 	if err != nil {
 		return err
 	}
@@ -43,12 +43,16 @@ func (s *Store) WriteSnapshot(lsn uint64, fill func(w *SnapshotWriter) error) er
 	return nil
 }
 
-func (s *Store) writeSnapshotFile(name string, lsn uint64, fill func(w *SnapshotWriter) error) (int64, uint64, error) {
+// writeSnapshotFile writes a whole snapshot or a manifest (version says
+// which) and publishes it once every record up to lsn is durable. A size
+// of -1 with an error says the file may have been published: the error
+// came after its rename.
+func (s *Store) writeSnapshotFile(name string, lsn uint64, version uint32, fill func(w *SnapshotWriter) error) (int64, uint64, error) {
 	af, err := createAtomic(s.fsys, filepath.Join(s.dir, name))
 	if err != nil {
 		return 0, 0, fmt.Errorf("cannot create snapshot %s: %w", name, err)
 	}
-	sw := newSnapshotWriter(af, lsn, snapVersion)
+	sw := newSnapshotWriter(af, lsn, version)
 	if err := fill(sw); err != nil {
 		sw.done = true
 		af.Abort()
@@ -63,7 +67,7 @@ func (s *Store) writeSnapshotFile(name string, lsn uint64, fill func(w *Snapshot
 		return 0, 0, fmt.Errorf("cannot publish snapshot %s: %w", name, err)
 	}
 	if err := af.Commit(); err != nil {
-		return 0, 0, fmt.Errorf("cannot write snapshot %s: %w", name, err)
+		return -1, 0, fmt.Errorf("cannot write snapshot %s: %w", name, err)
 	}
 	return sw.size, sw.count, nil
 }
