@@ -124,52 +124,46 @@ func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, floors
 		return nil, nil
 	}
 	slices.Sort(rs)
-	name := partName(lsn, partTasks)
-	pw, err := newPartWriter(s.fsys, filepath.Join(s.dir, name), lsn, partTasks, bits)
-	if err != nil {
-		return nil, fmt.Errorf("cannot create snapshot part %s: %w", name, err)
-	}
-	put := pw.put
-	var floor uint64
-	drop := func(key uint64) error {
-		if key < floor {
-			return nil // the range's floor says it is gone
+	return s.writePart(lsn, partTasks, bits, func(pw *partWriter) error {
+		var floor uint64
+		drop := func(key uint64) error {
+			if key < floor {
+				return nil // the range's floor says it is gone
+			}
+			return pw.put(key, nil)
 		}
-		return pw.put(key, nil)
-	}
-	for _, r := range rs {
-		floor = floors[r]
-		if err := src.WriteRange(r, acts[r] == actFull, put, drop); err != nil {
-			pw.abort()
-			return nil, fmt.Errorf("cannot fill snapshot part %s: %w", name, err)
+		for _, r := range rs {
+			floor = floors[r]
+			if err := src.WriteRange(r, acts[r] == actFull, pw.put, drop); err != nil {
+				return err
+			}
 		}
-	}
-	if pw.count == 0 {
-		pw.abort()
-		return nil, nil
-	}
-	crc, err := pw.finish()
-	if err != nil {
-		return nil, fmt.Errorf("cannot write snapshot part %s: %w", name, err)
-	}
-	return &partMeta{ref: partRef{kind: partTasks, lsn: lsn, size: pw.size, entries: pw.count, crc: crc},
-		perRange: pw.perRange}, nil
+		return nil
+	})
 }
 
 // writeStatePart writes the whole state into snapshot-<lsn>-state; nil
 // when the state is empty.
 func (s *Store) writeStatePart(lsn uint64, src Source) (*partMeta, error) {
-	name := partName(lsn, partState)
-	pw, err := newPartWriter(s.fsys, filepath.Join(s.dir, name), lsn, partState, 0)
+	return s.writePart(lsn, partState, 0, func(pw *partWriter) error {
+		return src.State(func(p []byte) error {
+			if len(p) == 0 {
+				return fmt.Errorf("empty state entry")
+			}
+			return pw.put(0, p)
+		})
+	})
+}
+
+// writePart writes and publishes the part snapshot-<lsn>-<kind> that fill
+// puts entries into; nil when fill put none.
+func (s *Store) writePart(lsn uint64, kind byte, bits uint, fill func(pw *partWriter) error) (*partMeta, error) {
+	name := partName(lsn, kind)
+	pw, err := newPartWriter(s.fsys, filepath.Join(s.dir, name), lsn, kind, bits)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create snapshot part %s: %w", name, err)
 	}
-	if err := src.State(func(p []byte) error {
-		if len(p) == 0 {
-			return fmt.Errorf("empty state entry")
-		}
-		return pw.put(0, p)
-	}); err != nil {
+	if err := fill(pw); err != nil {
 		pw.abort()
 		return nil, fmt.Errorf("cannot fill snapshot part %s: %w", name, err)
 	}
@@ -181,7 +175,11 @@ func (s *Store) writeStatePart(lsn uint64, src Source) (*partMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot write snapshot part %s: %w", name, err)
 	}
-	return &partMeta{ref: partRef{kind: partState, lsn: lsn, size: pw.size, entries: pw.count, crc: crc}}, nil
+	pm := &partMeta{ref: partRef{kind: kind, lsn: lsn, size: pw.size, entries: pw.count, crc: crc}}
+	if bits > 0 { // only task parts count entries per range
+		pm.perRange = pw.perRange
+	}
+	return pm, nil
 }
 
 // writeManifest publishes the manifest: its index, then the source's
