@@ -82,6 +82,29 @@ func TestCore_RegistrationChurnBounded(t *testing.T) {
 	assert.Contains(t, buf.String(), "logs_suppressed=", "the next record says how many were held back")
 }
 
+// Executors forgotten wait in the liveness heap until their heartbeat
+// timeout. There they must not keep their task types alive: under churn
+// of 1,024 fresh types per register, that held gigabytes within the
+// timeout although the core's own maps stayed within their caps.
+func TestCore_ForgottenExecutorsHoldNoTypes(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Unlogged = true })
+	for i := range 100 {
+		p := h.open()
+		h.send(p, "register", "executor_id", fmt.Sprintf("churn-%d", i), "task_types", typeList(fmt.Sprintf("t%d-", i), 1024), "slots", "1")
+		h.expect(p, "registered")
+		h.c.Closed(p)
+	}
+	gone := 0
+	for _, l := range h.c.liveness {
+		if e := l.exec; h.c.execs[e.id] != e {
+			gone++
+			assert.Empty(t, e.types, "forgotten executor %s", e.id)
+			assert.Empty(t, e.entries, "forgotten executor %s", e.id)
+		}
+	}
+	require.Greater(t, gone, 50, "the churn forgot executors still in the liveness heap")
+}
+
 // When live executors hold the task types or registration bytes, no
 // disconnected one can be forgotten to make room: a register naming new
 // types gets unavailable and changes nothing, and a submit of a new type
