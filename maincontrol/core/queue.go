@@ -42,12 +42,26 @@ func (q *fifo) push(e qent) {
 // at returns the buffer index of the i-th entry.
 func (q *fifo) at(i int) int { return (q.head + i) & (len(q.buf) - 1) }
 
-func (q *fifo) grow() {
-	nb := make([]qent, max(minQueue, 2*len(q.buf))) // minQueue << k
+func (q *fifo) grow() { q.resize(max(minQueue, 2*len(q.buf))) } // minQueue << k
+
+// resize moves the entries to a buffer of size entries, a power of two.
+func (q *fifo) resize(size int) {
+	nb := make([]qent, size)
 	for i := 0; i < q.n; i++ {
 		nb[i] = q.buf[q.at(i)]
 	}
 	q.buf, q.head = nb, 0
+}
+
+// reserve makes room for n more entries with one copy at most.
+func (q *fifo) reserve(n int) {
+	want := max(minQueue, len(q.buf))
+	for want < q.n+n {
+		want *= 2
+	}
+	if want > len(q.buf) {
+		q.resize(want)
+	}
 }
 
 func (q *fifo) peek() qent { return q.buf[q.head] }

@@ -151,7 +151,11 @@ func (c *Core) finishLoad() {
 		return
 	}
 	c.loading = false
-	var pending, terminal, waitingRetry []*task
+	// Sized up front: growing slices of a million pointers cost a fifth
+	// of a restart's CPU.
+	pending := make([]*task, 0, c.counts[Pending])
+	terminal := make([]*task, 0, c.counts[Succeeded]+c.counts[Failed]+c.counts[Cancelled])
+	var waitingRetry []*task
 	c.tasks.scan(0, 0, func(t *task) bool {
 		if t.state.Terminal() {
 			c.retainedBytes += t.bytes()
@@ -195,6 +199,7 @@ func (c *Core) finishLoad() {
 	})
 	bySeq := func(a, b *task) int { return cmp.Compare(a.seq, b.seq) }
 	slices.SortFunc(pending, bySeq)
+	reserveQueues(pending)
 	for _, t := range pending {
 		t.typ.enqueue(t)
 		t.typ.pending++
@@ -207,6 +212,25 @@ func (c *Core) finishLoad() {
 	slices.SortFunc(waitingRetry, bySeq)
 	for _, t := range waitingRetry {
 		c.retryWait.push(qent{id: t.id, ver: t.version})
+	}
+}
+
+// reserveQueues sizes each queue once for the tasks about to be queued,
+// rather than doubling it about twenty times for a million.
+func reserveQueues(pending []*task) {
+	type queueOf struct {
+		tt *taskType
+		p  uint8
+	}
+	need := map[queueOf]int{}
+	for _, t := range pending {
+		need[queueOf{t.typ, t.priority}]++
+	}
+	for q, n := range need {
+		if q.tt.queues[q.p] == nil {
+			q.tt.queues[q.p] = new(fifo)
+		}
+		q.tt.queues[q.p].reserve(n)
 	}
 }
 
