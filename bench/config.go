@@ -18,7 +18,7 @@ type Config struct {
 	Token []byte // shared token when the main control has auth on
 
 	// Settings of a main control the harness starts (Addr == "").
-	Binary          string   // apollo11 binary; "" means this executable
+	Binary          string   // apollo11 binary; "" is DefaultBinary
 	Fsync           string   // off (no data dir), never, batch or always
 	DataDir         string   // "" means a temp dir (with persistence on)
 	MainControlArgs []string // more maincontrol flags

@@ -1,5 +1,5 @@
 // Package bench is apollo11's whole-system benchmark harness, behind
-// `apollo11 bench`: it starts a main control (or aims at one), drives it
+// `apollo11-bench`: it starts a main control (or aims at one), drives it
 // with raw-wire producers and executors or with the scenario's own peers,
 // and reports throughput, latency and what the load cost the main control,
 // the harness and the machine. Each scenario (the load itself, wire, idle,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -16,11 +17,14 @@ import (
 // FailoverConfig is scenario 5: how long a task held by an executor that
 // dies, or leaves with bye, takes to reach another executor.
 type FailoverConfig struct {
-	Binary           string
+	Binary string // apollo11, for the main control (see DefaultBinary)
+	// Harness runs the raw victim as `Harness executor`: apollo11-bench;
+	// "" is this executable.
+	Harness          string
 	HeartbeatTimeout time.Duration // the main control's --heartbeat-timeout (default 2 s)
 	Rounds           int           // per variant (default 5)
-	// Victim is how the executor that dies runs: "raw" (an `apollo11
-	// bench executor` child process speaking the wire directly) or
+	// Victim is how the executor that dies runs: "raw" (an
+	// `apollo11-bench executor` child process speaking the wire directly) or
 	// "process" (a real `apollo11 executor` running a sleep task).
 	Victim string
 	// TokenFile is a shared token: the main control requires it (auth
@@ -264,7 +268,15 @@ func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess boo
 	if f.cfg.Victim == "process" {
 		args = []string{"executor", "--connect", f.mc.Addr, "--id", v.id, "--types", f.taskType(), "--slots", "1"}
 	} else {
-		args = []string{"bench", "executor", "--connect", f.mc.Addr, "--id", v.id, "--types", f.taskType(),
+		bin = f.cfg.Harness
+		if bin == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, err
+			}
+			bin = exe
+		}
+		args = []string{"executor", "--connect", f.mc.Addr, "--id", v.id, "--types", f.taskType(),
 			"--slots", "1", "--mode", string(mode)}
 	}
 	if f.cfg.TokenFile != "" {
@@ -330,7 +342,7 @@ func (r *FailoverReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 // WriteText writes the report for people.
 func (r *FailoverReport) WriteText(w io.Writer) error {
 	var b []byte
-	b = fmt.Appendf(b, "apollo11 bench failover: loss to re-dispatch on another executor (--heartbeat-timeout %d ms, victim %s)\n",
+	b = fmt.Appendf(b, "apollo11-bench failover: loss to re-dispatch on another executor (--heartbeat-timeout %d ms, victim %s)\n",
 		r.HeartbeatTimeoutMs, r.Victim)
 	b = fmt.Appendf(b, "  %-26s %10s %10s %10s  %s\n", "variant", "min ms", "median ms", "max ms", "expected")
 	for _, v := range r.Variants {

@@ -28,7 +28,7 @@ type FloodConfig struct {
 	// TokenFile is a shared token file: the connections prove it to the
 	// main control at Addr, and one the harness starts requires it.
 	TokenFile string
-	Binary    string   // for a started main control; "" is this executable
+	Binary    string   // for a started main control; "" is DefaultBinary
 	Args      []string // more flags for a started main control
 
 	Flooders int    // flooding connections (default 16)

@@ -40,7 +40,7 @@ func TestRunFlood_AgainstMainControl(t *testing.T) {
 
 			var text, js bytes.Buffer
 			require.NoError(t, rep.WriteText(&text))
-			assert.Contains(t, text.String(), "apollo11 bench flood: 2 connections pipelining "+req)
+			assert.Contains(t, text.String(), "apollo11-bench flood: 2 connections pipelining "+req)
 			assert.Contains(t, text.String(), "pass --pid")
 			require.NoError(t, rep.WriteJSON(&js))
 			var back map[string]any

@@ -105,7 +105,7 @@ func (r *FloodReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 // WriteText writes the report for people.
 func (r *FloodReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apollo11 bench flood: %d connections pipelining %s as fast as they are answered; "+
+	fmt.Fprintf(&b, "apollo11-bench flood: %d connections pipelining %s as fast as they are answered; "+
 		"a witness sends one %s at a time, %g ms apart\n", r.Flooders, r.Request, r.Request, r.WitnessIntervalMs)
 	fmt.Fprintf(&b, "  target      %s\n", r.Target)
 	fmt.Fprintf(&b, "  flooders    at most %s requests unanswered each\n", group(float64(r.Window)))

@@ -209,7 +209,7 @@ func (r *IdleReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteText writes the report for people.
 func (r *IdleReport) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, `apollo11 bench idle: %s executors connected and idle
+	_, err := fmt.Fprintf(w, `apollo11-bench idle: %s executors connected and idle
   connect     %.1f s (open-file limit %d)
   heartbeat   every %d ms
   rss         %s before, %s with them connected (peak %s)

@@ -158,7 +158,7 @@ func (r *PendingReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteText writes the report for people.
 func (r *PendingReport) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, `apollo11 bench pending: %s tasks pending (fsync %s)
+	_, err := fmt.Fprintf(w, `apollo11-bench pending: %s tasks pending (fsync %s)
   submit          %.1f s, %s tasks/s
   rss             %s before, %s after (peak %s)
   per task        %s bytes

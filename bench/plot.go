@@ -92,7 +92,7 @@ func CheckPlotPath(path string) error {
 
 // draw renders the report's two panels on c.
 func draw(c canvas, r *Report) {
-	title := fmt.Sprintf("apollo11 bench: %s loop, %s tasks completed, %s tasks/s", r.Loop,
+	title := fmt.Sprintf("apollo11-bench: %s loop, %s tasks completed, %s tasks/s", r.Loop,
 		group(float64(r.Completed)), group(r.Throughput))
 	if r.Loop == "open" {
 		title += fmt.Sprintf(" (target %s/s)", group(r.Rate))

@@ -200,7 +200,7 @@ func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 // WriteText writes the report as a table for people.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	title := "apollo11 bench"
+	title := "apollo11-bench"
 	if r.Phase != "" {
 		title += " (" + strings.TrimSpace(r.Phase) + ")"
 	}

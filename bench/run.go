@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -126,11 +125,10 @@ func startFleet(ctx context.Context, cfg Config, t *target, label string) (*flee
 func (f *fleet) spawn(cfg Config, addr, id string) error {
 	bin := cfg.Binary
 	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
+		var err error
+		if bin, err = DefaultBinary(); err != nil {
 			return err
 		}
-		bin = exe
 	}
 	args := append([]string{"executor", "--connect", addr, "--id", id, "--types", cfg.TaskType,
 		"--slots", strconv.Itoa(cfg.Slots)}, cfg.ExecutorArgs...)

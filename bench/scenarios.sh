@@ -2,13 +2,16 @@
 # Runs the standard scenarios of bench/README.md and keeps every report.
 #
 #   go build -o /tmp/apollo11 ./cmd/apollo11
-#   bench/scenarios.sh /tmp/apollo11 /tmp/bench-results
+#   go build -o /tmp/apollo11-bench ./cmd/apollo11-bench
+#   bench/scenarios.sh /tmp/apollo11-bench /tmp/bench-results
+#
+# The harness starts the apollo11 binary beside it.
 #
 # Each scenario writes NAME.txt (the table) and NAME.json; the load
 # average before each run is logged, because other load skews the
 # numbers (every report also says how busy the machine was).
 set -eu
-bin=${1:-apollo11}
+bin=${1:-apollo11-bench}
 out=${2:-bench-results}
 mkdir -p "$out"
 
@@ -41,27 +44,27 @@ run() {
 
 # 0. The host itself: how long this machine keeps a running thread off its
 # CPU. Every latency below includes these stalls.
-run stalls             bench stalls --duration 10s
+run stalls             stalls --duration 10s
 # Headline (issue 4): 4 producers, 8 raw executors, echo, persistence off.
-run headline           bench --tasks 1000000 --plot "$out/headline.svg"
-run headline-nowait    bench --tasks 1000000 --wait=false
+run headline           --tasks 1000000 --plot "$out/headline.svg"
+run headline-nowait    --tasks 1000000 --wait=false
 # 1. Throughput by fsync mode.
-run fsync-never        bench --fsync never  --tasks 1000000
-run fsync-batch        bench --fsync batch  --tasks 1000000
-run fsync-always       bench --fsync always --duration 20s
+run fsync-never        --fsync never  --tasks 1000000
+run fsync-batch        --fsync batch  --tasks 1000000
+run fsync-always       --fsync always --duration 20s
 # 2. Latency at 50% of the peak (measured first for 5 s).
-run latency-50         bench --rate 50% --duration 30s --plot "$out/latency-50.svg"
-run latency-50-always  bench --fsync always --rate 50% --duration 30s
+run latency-50         --rate 50% --duration 30s --plot "$out/latency-50.svg"
+run latency-50-always  --fsync always --rate 50% --duration 30s
 # 3. 10,000 idle executors.
-run idle               bench idle --executors 10000
+run idle               idle --executors 10000
 # 4. 1,000,000 pending tasks, restarts.
-run pending            bench pending --tasks 1000000
+run pending            pending --tasks 1000000
 # 5. Failover.
-run failover           bench failover
-run failover-process   bench failover --victim process
+run failover           failover
+run failover-process   failover --victim process
 # 6. Fairness: a one-at-a-time client's round trips under a flood.
-run flood              bench flood
+run flood              flood
 # Real executor processes instead of raw ones.
-run process-executors  bench --executor-mode process --tasks 300000
+run process-executors  --executor-mode process --tasks 300000
 # The wire probe against our own main control.
-run wire               bench wire --rate 500 --duration 20s --seed 1
+run wire               wire --rate 500 --duration 20s --seed 1

@@ -176,7 +176,7 @@ func (r *StallsReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 // WriteText writes the report for people.
 func (r *StallsReport) WriteText(w io.Writer) error {
 	var b []byte
-	b = fmt.Appendf(b, "apollo11 bench stalls: %d threads spinning for %.1f s; a gap over %.0f µs between clock reads is a stall\n",
+	b = fmt.Appendf(b, "apollo11-bench stalls: %d threads spinning for %.1f s; a gap over %.0f µs between clock reads is a stall\n",
 		len(r.Threads), r.DurationS, r.ThresholdUs)
 	if r.Interrupted {
 		b = append(b, "  INTERRUPTED: the figures cover the part that ran\n"...)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ import (
 
 // MainControlOptions says how to start a main control child process.
 type MainControlOptions struct {
-	Binary string // the apollo11 binary; "" means this executable
+	Binary string // the apollo11 binary; "" is DefaultBinary
 	// Fsync is "off" (no data dir: persistence off), "never", "batch" or
 	// "always"; the three last use DataDir, or a temp dir removed at Stop.
 	Fsync   string
@@ -43,15 +44,30 @@ type MainControl struct {
 	started time.Time
 }
 
+// DefaultBinary finds the apollo11 binary the harness starts: the one
+// beside this executable, else the one on PATH.
+func DefaultBinary() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(exe), "apollo11")
+		if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() {
+			return beside, nil
+		}
+	}
+	if bin, err := exec.LookPath("apollo11"); err == nil {
+		return bin, nil
+	}
+	return "", errors.New("cannot find the apollo11 binary beside this one or on PATH: give --binary (go build -o apollo11 ./cmd/apollo11)")
+}
+
 // StartMainControl starts `apollo11 maincontrol` on a free loopback port and
 // waits until it says welcome.
 func StartMainControl(ctx context.Context, o MainControlOptions) (*MainControl, error) {
 	if o.Binary == "" {
-		exe, err := os.Executable()
+		bin, err := DefaultBinary()
 		if err != nil {
-			return nil, fmt.Errorf("cannot find the apollo11 binary: %w", err)
+			return nil, err
 		}
-		o.Binary = exe
+		o.Binary = bin
 	}
 	if o.Ready == 0 {
 		o.Ready = 2 * time.Minute

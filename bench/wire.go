@@ -25,7 +25,7 @@ import (
 // spec.
 type WireConfig struct {
 	Addr   string // "" starts a main control as a child process
-	Binary string // apollo11 binary for that; "" means this executable
+	Binary string // apollo11 binary for that; "" is DefaultBinary
 	// Fsync and Args set up that started main control (MainControlOptions).
 	Fsync string
 	Args  []string

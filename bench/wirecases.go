@@ -10,7 +10,7 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// wireCase is one kind of probe of `apollo11 bench wire`: the bytes it
+// wireCase is one kind of probe of `apollo11-bench wire`: the bytes it
 // sends after the welcome (and after a hello when hello is set) and the
 // answer wire-v1 requires of a main control.
 type wireCase struct {

@@ -117,7 +117,7 @@ func (rep *WireReport) add(cfg WireConfig, r probeResult) {
 			}
 			rep.Examples = append(rep.Examples, WireExample{Probe: r.idx, Case: r.c.name, Sent: strconv.Quote(string(sent)),
 				Outcome: r.outcome, Expect: r.expect,
-				Reproduce: fmt.Sprintf("apollo11 bench wire --addr %s --seed %d --probe %d", cfg.Addr, cfg.Seed, r.idx)})
+				Reproduce: fmt.Sprintf("apollo11-bench wire --addr %s --seed %d --probe %d", cfg.Addr, cfg.Seed, r.idx)})
 		}
 	}
 }
@@ -155,7 +155,7 @@ func (rep *WireReport) WriteJSON(w io.Writer) error { return writeJSON(w, rep) }
 // WriteText writes the tally as a table.
 func (rep *WireReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apollo11 bench wire: %d probes to %s in %.1f s (seed %d, peer max_frame %d)\n", rep.Probes, rep.Target,
+	fmt.Fprintf(&b, "apollo11-bench wire: %d probes to %s in %.1f s (seed %d, peer max_frame %d)\n", rep.Probes, rep.Target,
 		rep.Elapsed, rep.Seed, rep.MaxFrame)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(&b, "  skipped             %s\n", s)

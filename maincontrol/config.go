@@ -27,7 +27,7 @@ const (
 	DefaultFrameStallTimeout = 30 * time.Second
 	DefaultReadBudget        = 5 * time.Millisecond
 	// DefaultReadChunk is Config.ReadChunk's default. gnet's own, 64 KiB,
-	// is over 3,000 small requests a turn: under `apollo11 bench flood`
+	// is over 3,000 small requests a turn: under `apollo11-bench flood`
 	// (16 connections pipelining `stats`) a client making one request at
 	// a time waited 176-197 ms (p50) for each; 53 ms at 32 KiB, 19-22 ms
 	// at 16 KiB, while the flood itself was answered 1.6-1.7 times faster

@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/cli"
 	"github.com/apollo11/apollo11/internal/testbin"
 	"github.com/apollo11/apollo11/maincontrol"
 )
@@ -37,10 +37,13 @@ func TestParseFlags_Operands(t *testing.T) {
 		{name: "after -- only operands", args: []string{"42", "--", "--json", "-"}, operands: true, rest: []string{"42", "--json", "-"}},
 		{name: "bad flag after an operand", args: []string{"42", "--nope"}, operands: true, err: "flag provided but not defined: -nope"},
 		{name: "bad flag", args: []string{"--nope"}, err: "flag provided but not defined: -nope"},
+		{name: "negative number operand", args: []string{"-1", "--json", "f", "-22"}, operands: true, json: "f", rest: []string{"-1", "-22"}},
+		{name: "negative number as a flag's value", args: []string{"--json", "-5", "7"}, operands: true, json: "-5", rest: []string{"7"}},
+		{name: "negative number, no operands", args: []string{"-1"}, err: `unexpected argument "-1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := newFlagSet("t", "t", io.Discard)
-			var progress autoBool
+			var progress cli.AutoBool
 			fs.Var(&progress, "progress", "")
 			jsonOut := fs.String("json", "", "")
 			parse := parseFlags
@@ -60,28 +63,6 @@ func TestParseFlags_Operands(t *testing.T) {
 				assert.Equal(t, tc.rest, fs.Args())
 			}
 		})
-	}
-}
-
-func TestSetHarnessProcs(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for _, tc := range []struct {
-		n, want int
-		err     string
-	}{
-		{n: 1, want: 1},
-		{n: 3, want: 3},
-		{n: 0, want: 2}, // Go's default: left as it was
-		{n: -1, want: 2, err: "--procs -1: want 0 (Go's default) or more"},
-	} {
-		runtime.GOMAXPROCS(2)
-		err := setHarnessProcs(tc.n)
-		if tc.err != "" {
-			require.EqualError(t, err, tc.err)
-		} else {
-			require.NoError(t, err)
-		}
-		assert.Equal(t, tc.want, runtime.GOMAXPROCS(0), "--procs %d", tc.n)
 	}
 }
 
@@ -300,12 +281,6 @@ func TestClientCommands_BadCommandLines(t *testing.T) {
 		{[]string{"list", "--state", "bogus"}, `--state "bogus": want one of waiting, pending`},
 		{[]string{"submit", "--type", "x", "--arg", "a=1", "--arg", "a=2"}, `"a" is given twice ("1" and "2")`},
 		{[]string{"stats", "--request-timeout", "10"}, "want a duration with a unit, like 15s"},
-		{[]string{"bench", "--progress=false", "--rate", "abc"}, `--rate "abc": want tasks per second`},
-		{[]string{"bench", "--progress=false"}, "give a task count or a duration"},
-		{[]string{"bench", "--progress=false", "--tasks", "10", "--fsync", "bogus"}, `fsync "bogus"`},
-		{[]string{"bench", "--progress=false", "--tasks", "10", "--plot", "x.jpg"}, "--plot x.jpg: want a .svg or .png file"},
-		{[]string{"bench", "--progress=false", "--tasks", "10", "--pid", "2147483646"}, "--pid 2147483646: no such process"},
-		{[]string{"bench", "--progress=false", "--tasks", "10", "--pid", "-3"}, "--pid -3: want a process id"},
 	}
 	for _, tc := range tests {
 		var out, errOut bytes.Buffer

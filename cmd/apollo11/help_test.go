@@ -24,17 +24,13 @@ func TestHelp_StateKeys(t *testing.T) {
 }
 
 // helpInvocations are the argument lists that print each command's help
-// with a --help added: every command, pipeline's two and bench's
-// scenarios.
+// with a --help added: every command and pipeline's two.
 func helpInvocations() [][]string {
 	invs := [][]string{{"pipeline"}, {"pipeline", "run"}, {"pipeline", "status"}}
 	for _, name := range slices.Sorted(maps.Keys(commands)) {
 		if name != "pipeline" {
 			invs = append(invs, []string{name})
 		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(benchSubcommands)) {
-		invs = append(invs, []string{"bench", name})
 	}
 	return invs
 }
@@ -73,7 +69,6 @@ func TestCommandLineErrors_OneLineAndHint(t *testing.T) {
 		{[]string{"pipeline", "run", "--wait"}, "apollo11 pipeline: want one pipeline FILE, got 0", "pipeline run"},
 		{[]string{"pipeline", "status", "--json=maybe"}, "invalid boolean value", "pipeline status"},
 		{[]string{"dev", "--executor-slots", "x"}, `invalid value "x" for flag -executor-slots`, "dev"},
-		{[]string{"bench", "wire", "--rate", "x"}, `invalid value "x" for flag -rate`, "bench wire"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -111,7 +106,6 @@ func TestRun_HelpCommandAndVersionFlag(t *testing.T) {
 		{[]string{"help", "submit"}, []string{"submit", "--help"}},
 		{[]string{"help", "pipeline"}, []string{"pipeline", "--help"}},
 		{[]string{"help", "pipeline", "run"}, []string{"pipeline", "run", "--help"}},
-		{[]string{"help", "bench", "wire"}, []string{"bench", "wire", "--help"}},
 		{[]string{"help", "version"}, []string{"version", "--help"}},
 		{[]string{"help"}, []string{"--help"}},
 		{[]string{"--version"}, []string{"version"}},

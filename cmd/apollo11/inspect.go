@@ -64,7 +64,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		// all is known of the task asked for (as status exits 1 on
 		// unknown_task). A task dropped by retention whose records are
 		// still in the log is known: its history is the answer.
-		return exitError{code: 1}
+		return exitError{Code: 1}
 	}
 	return err
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/apollo11/apollo11/executor/builtin"
+	"github.com/apollo11/apollo11/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -54,32 +55,7 @@ func init() {
 		"stats":       {"show the main control's counters", runStats},
 		"state":       {"show the shared state: every key, or the KEYs given", runState},
 		"debug":       {"turn the main control's frame logging on or off", runDebug},
-		"bench":       {"load a main control and report throughput, latency and cost", runBench},
 	}
-}
-
-// exitError carries a process exit code through an error, and the error
-// to print, if any, with a hint line to print after it.
-type exitError struct {
-	code int
-	err  error
-	hint string
-}
-
-// usageError makes a command-line error exit 2 (the usual code for bad
-// usage).
-func usageError(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return exitError{code: 2, err: err}
-}
-
-func (e exitError) Error() string {
-	if e.err != nil {
-		return e.err.Error()
-	}
-	return fmt.Sprintf("exit status %d", e.code)
 }
 
 func main() {
@@ -97,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// `pipeline run --help`): it printed the command list.
 		return run(append(slices.Clone(args[1:]), "--help"), stdout, stderr)
 	}
-	if args[0] == "help" || isHelpArg(args[0]) {
+	if args[0] == "help" || cli.IsHelpArg(args[0]) {
 		usage(stdout)
 		return 0
 	}
@@ -106,12 +82,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := commands[args[0]]
+	if args[0] == "bench" {
+		// The harness left this binary, which runs on small hosts.
+		fmt.Fprintf(stderr, "apollo11: the benchmark harness is its own command now: apollo11-bench %s\n(from the source tree: go run ./cmd/apollo11-bench)\n",
+			strings.Join(args[1:], " "))
+		return 2
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "apollo11: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return 2
 	}
-	clear(fromEnv) // run is called more than once in tests
+	app.ForgetEnv() // run is called more than once in tests
 	if args[0] != "version" {
 		warnUnknownEnv(stderr, args[0], environ())
 	}
@@ -123,10 +105,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ee):
-		if ee.err != nil {
-			printErr(stderr, args[0], ee.err, ee.hint)
+		if ee.Err != nil {
+			printErr(stderr, args[0], ee.Err, ee.Hint)
 		}
-		return ee.code
+		return ee.Code
 	default:
 		printErr(stderr, args[0], err)
 		return 1
@@ -158,14 +140,6 @@ func printErr(w io.Writer, cmd string, err error, hints ...string) {
 	}
 }
 
-// isHelpArg reports whether arg asks for help as the flag package takes
-// it: -h, -help, --h or --help.
-func isHelpArg(arg string) bool {
-	name, ok := strings.CutPrefix(arg, "-")
-	name = strings.TrimPrefix(name, "-")
-	return ok && (name == "h" || name == "help")
-}
-
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "apollo11 (version %s): a small job server\n\nUsage: apollo11 <command> [flags]\n\nCommands:\n", version)
 	names := make([]string, 0, len(commands))
@@ -182,7 +156,7 @@ func usage(w io.Writer) {
 func runVersion(args []string, stdout, _ io.Writer) error {
 	switch {
 	case len(args) == 0:
-	case isHelpArg(args[0]):
+	case cli.IsHelpArg(args[0]):
 		fmt.Fprintln(stdout, "Usage: apollo11 version")
 		return flag.ErrHelp
 	default:

@@ -21,7 +21,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) error {
 		"Run apollo11 pipeline run --help (or status --help) for the flags."
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
-		return exitError{code: 2}
+		return exitError{Code: 2}
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -139,13 +139,13 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if werr != nil {
-		return exitError{code: exitUnknown, err: fmt.Errorf("%w; the steps go on (follow with: apollo11 pipeline status --run-file %s)", werr, *runFile)}
+		return exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the steps go on (follow with: apollo11 pipeline status --run-file %s)", werr, *runFile)}
 	}
 	if report.Failed > 0 {
 		if !cf.asJSON {
 			fmt.Fprintf(stdout, "pipeline %s: %d of %d steps did not succeed\n", plan.Name, report.Failed, len(run.Steps))
 		}
-		return exitError{code: exitFailed}
+		return exitError{Code: exitFailed}
 	}
 	if !cf.asJSON {
 		fmt.Fprintf(stdout, "pipeline %s: all %d steps succeeded\n", plan.Name, len(run.Steps))
@@ -221,7 +221,7 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if err := readRunFile(runFile, &run); err != nil {
-			return exitError{code: 1, err: err} // not the command line's fault
+			return exitError{Code: 1, Err: err} // not the command line's fault
 		}
 		return nil
 	}

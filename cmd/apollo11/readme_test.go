@@ -20,7 +20,6 @@ var updateReadme = flag.Bool("update", false, "rewrite the flag tables of README
 var documented = [][]string{
 	{"maincontrol"}, {"executor"}, {"dev"}, {"submit"}, {"status"}, {"cancel"}, {"list"},
 	{"stats"}, {"state"}, {"debug"}, {"inspect"}, {"backup"}, {"pipeline", "run", "x.yaml"}, {"pipeline", "status"},
-	{"bench"},
 }
 
 var helpFlag = regexp.MustCompile(`^  --(\S+)  \[(\S+)\]$`)

@@ -143,13 +143,13 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 			case "succeeded":
 				return nil
 			case "cancelled":
-				return exitError{code: exitCancelled}
+				return exitError{Code: exitCancelled}
 			}
-			return exitError{code: exitFailed}
+			return exitError{Code: exitFailed}
 		})
 	var ee exitError
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.As(err, &ee) {
-		return exitError{code: exitError2, err: err}
+		return exitError{Code: exitError2, Err: err}
 	}
 	return err
 }
@@ -186,7 +186,7 @@ func submitFailed(stdout io.Writer, cf *clientFlags, fs *flag.FlagSet, key strin
 	if cf.asJSON {
 		_ = printJSON(stdout, map[string]any{"outcome": "unknown", "error": err.Error()})
 	}
-	return exitError{code: exitUnknown, err: err}
+	return exitError{Code: exitUnknown, Err: err}
 }
 
 // unconfirmedAdvice says how to learn the outcome of a submit that may
@@ -221,7 +221,7 @@ func waitEnded(stdout io.Writer, asJSON bool, cl *client.Client, id uint64, limi
 	if asJSON {
 		_ = printJSON(stdout, map[string]any{"task_id": id, "state": state, "outcome": "unknown", "error": err.Error()})
 	}
-	return exitError{code: exitUnknown, err: err}
+	return exitError{Code: exitUnknown, Err: err}
 }
 
 func printSubmitted(w io.Writer, asJSON bool, s client.Submitted) error {

@@ -20,10 +20,10 @@ import (
 )
 
 var (
-	buildOnce sync.Once
+	buildMu   sync.Mutex
 	buildDir  string
-	buildPath string
 	buildErr  error
+	buildDone = map[string]string{} // command name -> built binary
 )
 
 // moduleRoot finds the directory holding go.mod, from this source file.
@@ -35,24 +35,39 @@ func moduleRoot() string {
 // Build compiles cmd/apollo11 once per test process and returns its path.
 func Build(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "apollo11-testbin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		buildPath = filepath.Join(dir, "apollo11")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/apollo11")
-		cmd.Dir = moduleRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
+	return BuildCmd(t, "apollo11")
+}
+
+// BuildBench compiles cmd/apollo11-bench once per test process, beside
+// the apollo11 binary, which it then starts by default.
+func BuildBench(t testing.TB) string {
+	t.Helper()
+	Build(t)
+	return BuildCmd(t, "apollo11-bench")
+}
+
+// BuildCmd compiles cmd/NAME once per test process into one temp dir.
+func BuildCmd(t testing.TB, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if path, ok := buildDone[name]; ok {
+		return path
+	}
+	if buildDir == "" && buildErr == nil {
+		buildDir, buildErr = os.MkdirTemp("", "apollo11-testbin-")
+	}
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return buildPath
+	path := filepath.Join(buildDir, name)
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/"+name)
+	cmd.Dir = moduleRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
+	}
+	buildDone[name] = path
+	return path
 }
 
 // Main runs a test package's tests and removes the binary Build made (13

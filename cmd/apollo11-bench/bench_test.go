@@ -23,9 +23,9 @@ import (
 // --drain, says the connections were lost and that the process at --pid
 // exited, and exits 1.
 func TestBench_TargetKilled(t *testing.T) {
-	bin := testbin.Build(t)
+	bin, harness := testbin.Build(t), testbin.BuildBench(t)
 	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
-	b := testbin.Start(t, bin, nil, "bench", "--addr", mc.Addr, "--pid", strconv.Itoa(mc.Cmd.Process.Pid),
+	b := testbin.Start(t, harness, nil, "--addr", mc.Addr, "--pid", strconv.Itoa(mc.Cmd.Process.Pid),
 		"--rate", "500", "--duration", "20s", "--executors", "2", "--progress=false")
 	// Kill once the run is under way (tasks done), not after a guess at
 	// how long a loaded machine takes to start it.
@@ -116,9 +116,9 @@ func TestBench_BadCommandLines(t *testing.T) {
 		{[]string{"flood", "--pid", "1"}, "--pid is for a main control at --addr"},
 		{[]string{"flood", "--fsync", "always"}, "flag provided but not defined: -fsync"},
 	}
-	bin := testbin.Build(t)
+	harness := testbin.BuildBench(t)
 	for _, tc := range tests {
-		cmd := exec.Command(bin, append([]string{"bench"}, append(tc.args, "--progress=false")...)...)
+		cmd := exec.Command(harness, append(tc.args, "--progress=false")...)
 		var errOut bytes.Buffer
 		cmd.Stderr = &errOut
 		err := cmd.Run()
@@ -136,7 +136,7 @@ func TestBench_BadCommandLines(t *testing.T) {
 // fails instead of passing against a main control without auth. Each run
 // ends with its report and exit 0.
 func TestBench_OwnMainControlTokenFile(t *testing.T) {
-	bin := testbin.Build(t)
+	bin, harness := testbin.Build(t), testbin.BuildBench(t)
 	tok := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
 	for _, args := range [][]string{
@@ -145,43 +145,43 @@ func TestBench_OwnMainControlTokenFile(t *testing.T) {
 		{"failover", "--rounds", "1", "--heartbeat-timeout", "1s"},
 		{"flood", "--flooders", "2", "--duration", "1s", "--alone", "200ms"},
 	} {
-		cmd := exec.Command(bin, append(append([]string{"bench"}, args...), "--binary", bin, "--token-file", tok,
+		cmd := exec.Command(harness, append(args, "--binary", bin, "--token-file", tok,
 			"--maincontrol-args", "--token-file "+tok, "--progress=false")...)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%v:\n%s", args, out)
-		assert.Contains(t, string(out), "apollo11 bench "+args[0]+":", "%v: the report", args)
+		assert.Contains(t, string(out), "apollo11-bench "+args[0]+":", "%v: the report", args)
 	}
 }
 
 // Ctrl-C during bench stalls, idle or flood prints the report of the
 // part that ran, marked as such, as bench and bench wire do.
 func TestBench_InterruptedReports(t *testing.T) {
-	bin := testbin.Build(t)
+	bin, harness := testbin.Build(t), testbin.BuildBench(t)
 	// Each is interrupted once under way, which is polled for, not
 	// guessed: stalls once its threads spin, idle once its executors hold
 	// (and once they connect).
-	stalls := testbin.Start(t, bin, nil, "bench", "stalls", "--duration", "60s", "--threads", "1", "--progress=true")
+	stalls := testbin.Start(t, harness, nil, "stalls", "--duration", "60s", "--threads", "1", "--progress=true")
 	require.Eventually(t, func() bool { return strings.Contains(stalls.Output(), "spinning") || stalls.Exited() },
 		15*time.Second, 20*time.Millisecond, stalls.Output())
 	interrupted(t, stalls, "INTERRUPTED: the figures cover the part that ran")
 
 	// idle starts its own main control (it reads its memory): its
 	// progress bar names the hold once the executors are connected.
-	idle := testbin.Start(t, bin, nil, "bench", "idle", "--binary", bin, "--executors", "3", "--dialers", "1", "--hold", "60s", "--progress=true")
+	idle := testbin.Start(t, harness, nil, "idle", "--binary", bin, "--executors", "3", "--dialers", "1", "--hold", "60s", "--progress=true")
 	require.Eventually(t, func() bool { return strings.Contains(idle.Output(), "idle ") || idle.Exited() },
 		30*time.Second, 20*time.Millisecond, idle.Output())
 	interrupted(t, idle, "INTERRUPTED: the hold was cut short")
 
 	// idle again, interrupted while its executors still connect (5,000
 	// through one dialer take seconds): it reports those registered.
-	connecting := testbin.Start(t, bin, nil, "bench", "idle", "--binary", bin, "--executors", "5000", "--dialers", "1", "--hold", "60s", "--progress=true")
+	connecting := testbin.Start(t, harness, nil, "idle", "--binary", bin, "--executors", "5000", "--dialers", "1", "--hold", "60s", "--progress=true")
 	require.Eventually(t, func() bool { return strings.Contains(connecting.Output(), "connect ") || connecting.Exited() },
 		30*time.Second, 20*time.Millisecond, connecting.Output())
 	interrupted(t, connecting, "INTERRUPTED while connecting")
 
 	// flood, once its progress bar names the flood (after the witness
 	// alone).
-	flood := testbin.Start(t, bin, nil, "bench", "flood", "--binary", bin, "--flooders", "2", "--alone", "100ms",
+	flood := testbin.Start(t, harness, nil, "flood", "--binary", bin, "--flooders", "2", "--alone", "100ms",
 		"--duration", "60s", "--progress=true")
 	require.Eventually(t, func() bool { return strings.Contains(flood.Output(), "flood [") || flood.Exited() },
 		30*time.Second, 20*time.Millisecond, flood.Output())

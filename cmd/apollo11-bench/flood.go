@@ -10,17 +10,14 @@ import (
 	"time"
 
 	"github.com/apollo11/apollo11/bench"
+	"github.com/apollo11/apollo11/internal/cli"
 )
-
-func init() {
-	benchSubcommands["flood"] = runBenchFlood
-}
 
 // runBenchFlood measures fairness between clients: a witness's round
 // trips alone, then while other connections pipeline requests as fast as
 // the main control answers them.
-func runBenchFlood(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench flood", `bench flood [--addr A] [flags]
+func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("flood", `flood flood [--addr A] [flags]
 
 Connections (--flooders) pipeline a cheap request (--request) as fast as
 the main control answers it, while a witness connection sends the same
@@ -30,7 +27,7 @@ then under the flood (--duration).`, stdout)
 	// No --fsync or --dir: the requests never touch the disk, and a
 	// started main control runs without a data dir.
 	fs.StringVar(&c.addr, "addr", "", `main control to load (host:port); "" starts one as a child process`)
-	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start the main control with (default: this one)")
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start the main control with (default: the one beside this binary, else on PATH)")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
 	c.registerReport(fs)
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file: the connections prove it, and a started main control requires it (auth on)")
@@ -39,33 +36,33 @@ then under the flood (--duration).`, stdout)
 	fs.IntVar(&cfg.Flooders, "flooders", 16, "connections pipelining requests as fast as they are answered")
 	fs.StringVar(&cfg.Request, "request", "stats", "what every connection sends: "+strings.Join(bench.FloodRequests, " or "))
 	fs.IntVar(&cfg.Window, "window", 65_536, "most requests a flooder leaves unanswered")
-	durationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long the flood lasts")
-	durationVar(fs, &cfg.Alone, "alone", 2*time.Second, "how long the witness is measured alone, before the flood")
-	durationVar(fs, &cfg.WitnessInterval, "witness-interval", 10*time.Millisecond, "pause between the witness's reply and its next request")
+	cli.DurationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long the flood lasts")
+	cli.DurationVar(fs, &cfg.Alone, "alone", 2*time.Second, "how long the witness is measured alone, before the flood")
+	cli.DurationVar(fs, &cfg.WitnessInterval, "witness-interval", 10*time.Millisecond, "pause between the witness's reply and its next request")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness: 1 leaves the other cores to the main control; 0 is Go's default (one per CPU)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := setHarnessProcs(*procs); err != nil {
-		return usageError(err)
+		return cli.UsageError(err)
 	}
-	if err := firstErr(positive("flooders", cfg.Flooders), positive("window", cfg.Window),
-		positive("duration", cfg.Duration), positive("alone", cfg.Alone),
-		positive("witness-interval", cfg.WitnessInterval)); err != nil {
-		return usageError(err)
+	if err := cli.FirstErr(cli.Positive("flooders", cfg.Flooders), cli.Positive("window", cfg.Window),
+		cli.Positive("duration", cfg.Duration), cli.Positive("alone", cfg.Alone),
+		cli.Positive("witness-interval", cfg.WitnessInterval)); err != nil {
+		return cli.UsageError(err)
 	}
 	switch {
 	case !slices.Contains(bench.FloodRequests, cfg.Request):
-		return usageError(fmt.Errorf("--request %q: want %s", cfg.Request, strings.Join(bench.FloodRequests, " or ")))
+		return cli.UsageError(fmt.Errorf("--request %q: want %s", cfg.Request, strings.Join(bench.FloodRequests, " or ")))
 	case c.addr != "" && c.mcArgs != "":
-		return usageError(errors.New("--maincontrol-args sets up a main control the harness starts: drop it with --addr"))
+		return cli.UsageError(errors.New("--maincontrol-args sets up a main control the harness starts: drop it with --addr"))
 	}
 	cfg.Addr, cfg.Binary, cfg.TokenFile = c.addr, c.binary, c.tokenFile
 	cfg.Args = strings.Fields(c.mcArgs)
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.RunFlood(ctx, cfg)
 	if errors.Is(err, bench.ErrBadConfig) {
-		return usageError(err) // --pid without --addr, or naming no process
+		return cli.UsageError(err) // --pid without --addr, or naming no process
 	}
 	if rep == nil {
 		return err

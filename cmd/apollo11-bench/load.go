@@ -5,35 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/bench"
+	"github.com/apollo11/apollo11/internal/cli"
 )
-
-// benchSubcommands are the scenarios of `apollo11 bench <name>`; without a
-// name, bench runs the throughput and latency load.
-var benchSubcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{}
-
-func runBench(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, ok := benchSubcommands[args[0]]
-		if !ok {
-			return fmt.Errorf("unknown scenario %q: want one of wire, idle, pending, failover, flood, executor, stalls, or flags", args[0])
-		}
-		return sub(ctx, args[1:], stdout, stderr)
-	}
-	return runBenchLoad(ctx, args, stdout, stderr)
-}
 
 // setHarnessProcs sets the load harness's GOMAXPROCS (0: Go's default).
 // One by default: the harness shares the host with the main control it
@@ -55,8 +36,8 @@ func setHarnessProcs(n int) error {
 	return nil
 }
 
-func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench", "bench [wire|idle|pending|failover|flood|stalls] [flags]", stdout)
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("", "[wire|idle|pending|failover|flood|stalls] [flags]", stdout)
 	var c commonBenchFlags
 	c.register(fs)
 	var cfg bench.Config
@@ -71,45 +52,45 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&cfg.TaskType, "task-type", "echo", "task type submitted and served")
 	fs.BoolVar(&cfg.Wait, "wait", true, "submit with wait=true and measure submit-to-done")
 	fs.Int64Var(&cfg.Tasks, "tasks", 0, "tasks to submit (or give --duration)")
-	durationVar(fs, &cfg.Duration, "duration", 0, "how long to submit (with --rate: tasks = rate x duration)")
+	cli.DurationVar(fs, &cfg.Duration, "duration", 0, "how long to submit (with --rate: tasks = rate x duration)")
 	fs.StringVar(&rate, "rate", "", `open-loop target rate in tasks/s, or "50%" of the closed-loop peak measured first; "" is closed loop`)
-	durationVar(fs, &cfg.PeakDuration, "peak-duration", 5*time.Second, "how long the peak is measured for a --rate in percent")
+	cli.DurationVar(fs, &cfg.PeakDuration, "peak-duration", 5*time.Second, "how long the peak is measured for a --rate in percent")
 	fs.IntVar(&cfg.Window, "window", 1024, "closed loop: tasks in flight per producer")
-	durationVar(fs, &cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
-	durationVar(fs, &cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
+	cli.DurationVar(fs, &cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
+	cli.DurationVar(fs, &cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness: 1 leaves the other cores to the main control; 0 is Go's default (one per CPU), for hosts where one core cannot drive it")
-	if err := parseFlags(fs, args); err != nil {
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := setHarnessProcs(*procs); err != nil {
-		return usageError(err)
+		return cli.UsageError(err)
 	}
-	if err := firstErr(positive("producers", cfg.Producers), positive("slots", cfg.Slots),
-		positive("window", cfg.Window)); err != nil {
-		return usageError(err)
+	if err := cli.FirstErr(cli.Positive("producers", cfg.Producers), cli.Positive("slots", cfg.Slots),
+		cli.Positive("window", cfg.Window)); err != nil {
+		return cli.UsageError(err)
 	}
 	switch {
 	case !slices.Contains([]string{"off", "never", "batch", "always"}, c.fsync):
 		// Before the --addr check below: a value that is wrong anyway is
 		// the first thing to say.
-		return usageError(fmt.Errorf("fsync %q: want off, never, batch or always", c.fsync))
+		return cli.UsageError(fmt.Errorf("fsync %q: want off, never, batch or always", c.fsync))
 	case cfg.Executors < 0:
-		return usageError(fmt.Errorf("--executors %d: want 0 (none) or more", cfg.Executors))
+		return cli.UsageError(fmt.Errorf("--executors %d: want 0 (none) or more", cfg.Executors))
 	case cfg.Tasks < 0:
-		return usageError(fmt.Errorf("--tasks %d: want 1 or more", cfg.Tasks))
+		return cli.UsageError(fmt.Errorf("--tasks %d: want 1 or more", cfg.Tasks))
 	case cfg.Tasks > 0 && cfg.Duration > 0:
-		return usageError(fmt.Errorf("--tasks %d and --duration %v: give one of them (the run ends at whichever the other would ignore)", cfg.Tasks, cfg.Duration))
+		return cli.UsageError(fmt.Errorf("--tasks %d and --duration %v: give one of them (the run ends at whichever the other would ignore)", cfg.Tasks, cfg.Duration))
 	case c.addr != "" && (c.fsync != "off" || cfg.DataDir != "" || c.mcArgs != ""):
-		return usageError(errors.New("--fsync, --dir and --maincontrol-args set up a main control the harness starts: drop them with --addr"))
+		return cli.UsageError(errors.New("--fsync, --dir and --maincontrol-args set up a main control the harness starts: drop them with --addr"))
 	}
 	var err error
 	if cfg.Rate, cfg.RateOfPeak, err = parseRate(rate); err != nil {
-		return usageError(err)
+		return cli.UsageError(err)
 	}
 	if plot != "" {
 		if err := bench.CheckPlotPath(plot); err != nil {
-			return usageError(err)
+			return cli.UsageError(err)
 		}
 	}
 	if cfg.Token, err = c.token(); err != nil {
@@ -123,7 +104,7 @@ func runBenchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.Run(ctx, cfg)
 	if errors.Is(err, bench.ErrBadConfig) {
-		return usageError(err) // a bad value of a flag
+		return cli.UsageError(err) // a bad value of a flag
 	}
 	if err != nil && rep == nil {
 		return err
@@ -162,12 +143,8 @@ func parseRate(s string) (rate, ofPeak float64, err error) {
 	return f, 0, nil
 }
 
-func init() {
-	benchSubcommands["wire"] = runBenchWire
-}
-
-func runBenchWire(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench wire", `bench wire [--addr A] [flags]
+func runWire(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("wire", `wire wire [--addr A] [flags]
 
 Sends valid and damaged wire-v1 frames, each on its own connection, and
 checks the answers against the spec. The submit probes create tasks on the
@@ -179,24 +156,24 @@ never came within --timeout cannot be cancelled by the harness.`, stdout)
 	c.register(fs)
 	var cfg bench.WireConfig
 	fs.Float64Var(&cfg.Rate, "rate", 200, "probes per second")
-	durationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long to probe")
+	cli.DurationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long to probe")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed: the same seed sends the same probes (0 picks one, printed in the report)")
 	fs.IntVar(&cfg.Probe, "probe", -1, "run only this probe of the seed's sequence and show it (to reproduce a finding)")
-	durationVar(fs, &cfg.Timeout, "timeout", 2*time.Second, "how long to wait for an answer")
-	durationVar(fs, &cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
+	cli.DurationVar(fs, &cfg.Timeout, "timeout", 2*time.Second, "how long to wait for an answer")
+	cli.DurationVar(fs, &cfg.Linger, "linger", 200*time.Millisecond, "how long to watch for a close after an answer")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 256, "probes in flight at most")
 	fs.StringVar(&cfg.Cases, "cases", "", "only the probe cases whose name contains this")
-	if err := parseFlags(fs, args); err != nil {
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
 	switch {
 	case cfg.Rate <= 0:
-		return usageError(fmt.Errorf("--rate %v: want probes per second, more than 0", cfg.Rate))
+		return cli.UsageError(fmt.Errorf("--rate %v: want probes per second, more than 0", cfg.Rate))
 	case cfg.Concurrency < 1:
-		return usageError(fmt.Errorf("--concurrency %d: want 1 or more", cfg.Concurrency))
+		return cli.UsageError(fmt.Errorf("--concurrency %d: want 1 or more", cfg.Concurrency))
 	}
-	if err := firstErr(positive("duration", cfg.Duration), positive("timeout", cfg.Timeout), positive("linger", cfg.Linger)); err != nil {
-		return usageError(err)
+	if err := cli.FirstErr(cli.Positive("duration", cfg.Duration), cli.Positive("timeout", cfg.Timeout), cli.Positive("linger", cfg.Linger)); err != nil {
+		return cli.UsageError(err)
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1 + uint64(time.Now().UnixNano()%1e6)
@@ -206,7 +183,7 @@ never came within --timeout cannot be cancelled by the harness.`, stdout)
 		return err
 	}
 	if c.addr != "" && (c.fsync != "off" || c.mcArgs != "") {
-		return usageError(errors.New("--fsync and --maincontrol-args set up a main control the harness starts: drop them with --addr"))
+		return cli.UsageError(errors.New("--fsync and --maincontrol-args set up a main control the harness starts: drop them with --addr"))
 	}
 	cfg.Addr, cfg.Binary, cfg.Fsync, cfg.Args = c.addr, c.binary, c.fsync, strings.Fields(c.mcArgs)
 	cfg.Progress = c.progressTo(stderr)
@@ -218,36 +195,28 @@ never came within --timeout cannot be cancelled by the harness.`, stdout)
 		return perr
 	}
 	if err == nil && (rep.Unexpected > 0 || !rep.AliveAfter || rep.Crashed != "" || len(rep.TasksLeft) > 0 || rep.CleanupError != "") {
-		return exitError{code: 3}
+		return cli.ExitError{Code: 3}
 	}
 	return err
-}
-
-func init() {
-	benchSubcommands["idle"] = runBenchIdle
-	benchSubcommands["pending"] = runBenchPending
-	benchSubcommands["failover"] = runBenchFailover
-	benchSubcommands["executor"] = runBenchExecutor
-	benchSubcommands["stalls"] = runBenchStalls
 }
 
 // runBenchStalls probes the host, not apollo11: how long a thread that
 // never blocks is kept off its CPU, which bounds every latency measured
 // on that host.
-func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench stalls", "bench stalls [flags]", stdout)
+func runStalls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("stalls", "stalls stalls [flags]", stdout)
 	var c commonBenchFlags
 	c.registerReport(fs)
 	var cfg bench.StallsConfig
-	durationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long to spin")
-	durationVar(fs, &cfg.Threshold, "threshold", 50*time.Microsecond, "a longer gap between two clock reads counts as a stall")
+	cli.DurationVar(fs, &cfg.Duration, "duration", 10*time.Second, "how long to spin")
+	cli.DurationVar(fs, &cfg.Threshold, "threshold", 50*time.Microsecond, "a longer gap between two clock reads counts as a stall")
 	fs.IntVar(&cfg.Threads, "threads", runtime.NumCPU(), "spinning threads (one per CPU keeps every CPU busy)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := firstErr(positive("threads", cfg.Threads), positive("threshold", cfg.Threshold),
-		positive("duration", cfg.Duration)); err != nil {
-		return usageError(err)
+	if err := cli.FirstErr(cli.Positive("threads", cfg.Threads), cli.Positive("threshold", cfg.Threshold),
+		cli.Positive("duration", cfg.Duration)); err != nil {
+		return cli.UsageError(err)
 	}
 	cfg.Progress = c.progressTo(stderr)
 	rep, err := bench.RunStalls(ctx, cfg)
@@ -261,21 +230,21 @@ func runBenchStalls(ctx context.Context, args []string, stdout, stderr io.Writer
 	return err
 }
 
-func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench idle", "bench idle [flags]", stdout)
+func runIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("idle", "idle idle [flags]", stdout)
 	var c commonBenchFlags
 	c.registerOwn(fs) // it starts its own main control, without a data dir: no --addr, no --fsync
 	c.registerOwnToken(fs)
 	var cfg bench.IdleConfig
 	fs.IntVar(&cfg.Executors, "executors", 10_000, "idle executors to connect")
-	durationVar(fs, &cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
+	cli.DurationVar(fs, &cfg.Hold, "hold", 10*time.Second, "how long they stay connected")
 	fs.IntVar(&cfg.Dialers, "dialers", 100, "connections opened at once")
-	if err := parseFlags(fs, args); err != nil {
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := firstErr(positive("executors", cfg.Executors), positive("dialers", cfg.Dialers),
-		positive("hold", cfg.Hold)); err != nil {
-		return usageError(err)
+	if err := cli.FirstErr(cli.Positive("executors", cfg.Executors), cli.Positive("dialers", cfg.Dialers),
+		cli.Positive("hold", cfg.Hold)); err != nil {
+		return cli.UsageError(err)
 	}
 	if c.addr != "" {
 		return fmt.Errorf("bench idle starts its own main control, to read its memory: drop --addr")
@@ -293,8 +262,8 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return err
 }
 
-func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench pending", "bench pending [flags]", stdout)
+func runPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("pending", "pending pending [flags]", stdout)
 	var c commonBenchFlags
 	c.registerOwn(fs) // it starts and restarts its own main control: no --addr
 	c.registerOwnToken(fs)
@@ -304,14 +273,14 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.StringVar(&cfg.DataDir, "dir", "", "data dir for the main control (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "client connections submitting")
 	fs.IntVar(&cfg.Payload, "payload", 16, "bytes of payload per task")
-	if err := parseFlags(fs, args); err != nil {
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := firstErr(positive("tasks", int(cfg.Tasks)), positive("producers", cfg.Producers)); err != nil {
-		return usageError(err)
+	if err := cli.FirstErr(cli.Positive("tasks", int(cfg.Tasks)), cli.Positive("producers", cfg.Producers)); err != nil {
+		return cli.UsageError(err)
 	}
 	if cfg.Payload < 0 {
-		return usageError(fmt.Errorf("--payload %d: want 0 or more", cfg.Payload))
+		return cli.UsageError(fmt.Errorf("--payload %d: want 0 or more", cfg.Payload))
 	}
 	if c.addr != "" {
 		return fmt.Errorf("bench pending starts and restarts its own main control: drop --addr")
@@ -325,23 +294,23 @@ func runBenchPending(ctx context.Context, args []string, stdout, stderr io.Write
 	return c.report(stdout, rep.WriteText, rep.WriteJSON)
 }
 
-func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench failover", "bench failover [flags]", stdout)
+func runFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("failover", "failover failover [flags]", stdout)
 	var c commonBenchFlags
 	c.registerOwn(fs) // it starts its own main control, without a data dir: no --addr, no --fsync
 	c.registerOwnToken(fs)
 	var cfg bench.FailoverConfig
-	durationVar(fs, &cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
+	cli.DurationVar(fs, &cfg.HeartbeatTimeout, "heartbeat-timeout", 2*time.Second, "the main control's --heartbeat-timeout")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds per variant")
-	fs.StringVar(&cfg.Victim, "victim", "raw", "the executor killed: raw (apollo11 bench executor) or process (apollo11 executor)")
-	if err := parseFlags(fs, args); err != nil {
+	fs.StringVar(&cfg.Victim, "victim", "raw", "the executor killed: raw (apollo11-bench executor) or process (apollo11 executor)")
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
 	if cfg.Victim != "raw" && cfg.Victim != "process" {
-		return usageError(fmt.Errorf("--victim %q: want raw or process", cfg.Victim))
+		return cli.UsageError(fmt.Errorf("--victim %q: want raw or process", cfg.Victim))
 	}
-	if err := firstErr(positive("rounds", cfg.Rounds), positive("heartbeat-timeout", cfg.HeartbeatTimeout)); err != nil {
-		return usageError(err)
+	if err := cli.FirstErr(cli.Positive("rounds", cfg.Rounds), cli.Positive("heartbeat-timeout", cfg.HeartbeatTimeout)); err != nil {
+		return cli.UsageError(err)
 	}
 	if c.addr != "" {
 		return fmt.Errorf("bench failover starts its own main control with a short heartbeat timeout: drop --addr")
@@ -357,8 +326,8 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 
 // runBenchExecutor is a raw-wire executor process: what bench failover
 // kills, and a light executor for load runs on another machine.
-func runBenchExecutor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newBenchFlagSet("bench executor", "bench executor --connect A --id ID [flags]", stdout)
+func runExecutor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := app.NewFlagSet("executor", "executor executor --connect A --id ID [flags]", stdout)
 	var o bench.ExecutorOptions
 	var types, mode, tokenFile string
 	fs.StringVar(&o.Addr, "connect", "127.0.0.1:1969", "main control address")
@@ -367,7 +336,7 @@ func runBenchExecutor(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.IntVar(&o.Slots, "slots", 1, "slots")
 	fs.StringVar(&mode, "mode", "echo", "echo (answer at once), hold (start and keep running) or nostart (never start)")
 	fs.StringVar(&tokenFile, "token-file", "", "shared token file, when the main control has auth on")
-	if err := parseFlags(fs, args); err != nil {
+	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
 	if o.ID == "" {

@@ -1,4 +1,4 @@
-// benchflags.go: the flags and flag types that every bench subcommand shares.
+// The flags that every scenario shares.
 
 package main
 
@@ -6,33 +6,21 @@ import (
 	"flag"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/internal/cli"
 )
-
-// Bench flags read APOLLO11_BENCH_* variables, not APOLLO11_*: many of
-// their names (addr, fsync, slots, token-file...) are also flags of the
-// main control, the executor or the client commands, and a variable set
-// for those (APOLLO11_ADDR pointing at a production main control) must
-// not steer a benchmark.
-const benchEnvPrefix = "APOLLO11_BENCH_"
-
-// newBenchFlagSet is newFlagSet with the bench variables.
-func newBenchFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
-	return newFlagSetEnv(benchEnvPrefix, name, synopsis, out)
-}
 
 // commonBenchFlags are the flags every scenario has.
 type commonBenchFlags struct {
 	addr, binary, tokenFile, fsync, jsonOut string
 	mcArgs                                  string
-	progress                                autoBool
+	progress                                cli.AutoBool
 }
 
 func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "", `main control to load (host:port); "" starts one as a child process`)
-	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: this one)")
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: the one beside this binary, else on PATH)")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
 	c.registerReport(fs)
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control has auth on")
@@ -45,7 +33,7 @@ func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 // refused with the reason, not as an unknown flag.
 func (c *commonBenchFlags) registerOwn(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "", "refused: this scenario starts its own main control")
-	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: this one)")
+	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: the one beside this binary, else on PATH)")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
 	c.registerReport(fs)
 }
@@ -71,7 +59,7 @@ func (c *commonBenchFlags) token() ([]byte, error) {
 }
 
 func (c *commonBenchFlags) progressTo(stderr io.Writer) io.Writer {
-	if c.progress.on(func() bool { return isTerminal(os.Stderr) }) {
+	if c.progress.On(func() bool { return isTerminal(os.Stderr) }) {
 		return stderr
 	}
 	return nil
@@ -99,39 +87,7 @@ func (c *commonBenchFlags) report(stdout io.Writer, text, js func(io.Writer) err
 	return text(stdout)
 }
 
-// autoBool is a boolean flag whose default, "auto", is decided at run time.
-type autoBool struct{ set, v bool }
-
-func (a *autoBool) String() string {
-	if a == nil || !a.set {
-		return "auto"
-	}
-	return strconv.FormatBool(a.v)
-}
-
-func (a *autoBool) Set(s string) error {
-	if s == "auto" {
-		a.set = false
-		return nil
-	}
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
-	}
-	a.set, a.v = true, v
-	return nil
-}
-
-// IsBoolFlag lets --progress stand alone.
-func (a *autoBool) IsBoolFlag() bool { return true }
-
-func (a *autoBool) on(auto func() bool) bool {
-	if a.set {
-		return a.v
-	}
-	return auto()
-}
-
+// isTerminal reports whether f is a terminal, for --progress=auto.
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0

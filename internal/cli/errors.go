@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+)
+
+// ExitError carries a process exit code through an error, the error to
+// print (if any) and a hint line to print after it.
+type ExitError struct {
+	Code int
+	Err  error
+	Hint string
+}
+
+func (e ExitError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+func (e ExitError) Unwrap() error { return e.Err }
+
+// UsageError makes a command-line error exit 2, the usual code for bad
+// usage.
+func UsageError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return ExitError{Code: 2, Err: err}
+}
+
+// HelpError is UsageError with a line after the error that says where
+// fs's flags are listed, instead of them all printed before it.
+func (p *Program) HelpError(fs *flag.FlagSet, err error) error {
+	return ExitError{Code: 2, Err: err, Hint: "Run " + strings.TrimSpace(p.Name+" "+fs.Name()) + " --help for its flags."}
+}
+
+// IsHelpArg reports whether arg asks for help as the flag package takes
+// it: -h, -help, --h or --help.
+func IsHelpArg(arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	name = strings.TrimPrefix(name, "-")
+	return ok && (name == "h" || name == "help")
+}
