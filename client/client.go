@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,6 +23,8 @@ type Client struct {
 	log      *slog.Logger
 	maxFrame int
 	done     chan struct{} // closed when the reader goroutine exits
+	features []string      // the welcome's optional groups (section 8.1)
+	admin    bool          // hello_ok said admin=true (section 8.2)
 
 	mu      sync.Mutex
 	seq     uint64
@@ -34,6 +37,17 @@ type Client struct {
 	writing   bool // the writer goroutine runs
 	maxUnsent int  // see write
 }
+
+// Features returns the optional message groups the main control speaks,
+// from its welcome (protocol section 8.1): nil from a v1 main control.
+func (c *Client) Features() []string { return slices.Clone(c.features) }
+
+// HasFeature reports whether the main control speaks the group f.
+func (c *Client) HasFeature(f wire.Feature) bool { return slices.Contains(c.features, f) }
+
+// Admin reports whether this connection may send the admin messages:
+// the main control has no admin token, or Options.AdminToken proved it.
+func (c *Client) Admin() bool { return c.admin }
 
 // minMaxUnsent is the least a client queues for a main control that is
 // slow to read before calls fail with ErrNotReading (at least four frames

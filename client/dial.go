@@ -22,6 +22,10 @@ type Options struct {
 	// Token is the shared secret (see auth.LoadToken); it is needed when
 	// the main control announces auth=hmac-sha256.
 	Token []byte
+	// AdminToken is the second token the admin messages need when the
+	// main control has --admin-token-file (protocol section 8.2). It is
+	// proven in hello; a wrong one makes Dial fail with auth_failed.
+	AdminToken []byte
 	// Name is sent as `client=<Name>` for the main control's logs.
 	Name string
 	// DialTimeout bounds the TCP dial and the handshake (default 10 s).
@@ -93,6 +97,9 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 		}
 		b.Str("auth", auth.Sign(opts.Token, welcome.Nonce))
 	}
+	if len(opts.AdminToken) > 0 {
+		b.Str("admin_auth", auth.Sign(opts.AdminToken, welcome.Nonce))
+	}
 	frame, err := b.Finish()
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode hello: %w", err)
@@ -118,6 +125,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
 			}
 			return &Client{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
+				features: welcome.Features, admin: m.Value("admin") == "true",
 				pending: make(map[string]*call), maxUnsent: max(minMaxUnsent, 4*welcome.MaxFrame)}, nil
 		case "error":
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))

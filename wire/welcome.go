@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Welcome is what a peer takes from the main control's first frame
@@ -13,6 +14,9 @@ type Welcome struct {
 	Nonce    string
 	Proto    string // "" when absent
 	MaxFrame int    // the limit for frames the peer sends; int32 at most
+	// Features are the optional groups the server speaks (section 8.1);
+	// nil from a v1 server, which lists none.
+	Features []string
 }
 
 // ParseWelcome checks that m is a welcome and reads it. max_frame defaults
@@ -31,8 +35,17 @@ func ParseWelcome(m *Message) (Welcome, error) {
 	if err != nil || maxFrame == 0 || maxFrame > math.MaxUint32 {
 		return Welcome{}, fmt.Errorf("bad welcome max_frame %q", m.Value("max_frame"))
 	}
+	// A features list that breaks the list syntax names no group the
+	// peer can use; a v1.1 peer ignores it rather than refuse the server.
+	features, _ := m.List("features")
+	if features == nil && m.Has("features") {
+		features = []string{} // a v1.1 server that speaks no group
+	}
+	for i, f := range features {
+		features[i] = strings.Clone(f)
+	}
 	return Welcome{Auth: m.Value("auth"), Nonce: m.Value("nonce"), Proto: m.Value("proto"),
-		MaxFrame: int(min(maxFrame, math.MaxInt32))}, nil
+		MaxFrame: int(min(maxFrame, math.MaxInt32)), Features: features}, nil
 }
 
 // ForeignBanner reports whether err, from reading a connection's first

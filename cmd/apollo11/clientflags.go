@@ -19,15 +19,17 @@ import (
 
 // clientFlags are the flags every client command has.
 type clientFlags struct {
-	addr      string
-	tokenFile string
-	asJSON    bool
-	timeout   time.Duration
+	addr           string
+	tokenFile      string
+	adminTokenFile string
+	asJSON         bool
+	timeout        time.Duration
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:1969", "main control address")
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
+	fs.StringVar(&c.adminTokenFile, "admin-token-file", "", "admin token file, for the admin commands when the main control has one")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of text")
 	durationVar(fs, &c.timeout, "request-timeout", 30*time.Second, "time allowed to connect and get a reply (not the wait of submit --wait)")
 }
@@ -40,16 +42,22 @@ func (c *clientFlags) check() error {
 
 // dial connects and says hello.
 func (c *clientFlags) dial() (*client.Client, error) {
-	var token []byte
+	var token, adminToken []byte
 	if c.tokenFile != "" {
 		var err error
 		if token, err = auth.LoadToken(c.tokenFile); err != nil {
 			return nil, err
 		}
 	}
+	if c.adminTokenFile != "" {
+		var err error
+		if adminToken, err = auth.LoadToken(c.adminTokenFile); err != nil {
+			return nil, fmt.Errorf("--admin-token-file: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	cl, err := client.Dial(ctx, c.addr, client.Options{Token: token, Name: "apollo11-cli",
+	cl, err := client.Dial(ctx, c.addr, client.Options{Token: token, AdminToken: adminToken, Name: "apollo11-cli",
 		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		var refused *client.Error

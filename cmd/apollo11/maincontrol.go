@@ -20,7 +20,7 @@ import (
 
 // maincontrolFlags are the main control's settings as flags.
 type maincontrolFlags struct {
-	listen, dataDir, tokenFile, fsync                         string
+	listen, dataDir, tokenFile, adminTokenFile, fsync         string
 	handshakeTimeout, heartbeatInterval, heartbeatTimeout     time.Duration
 	startTimeout, retention, fsyncInterval, snapshotInterval  time.Duration
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
@@ -36,6 +36,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", maincontrol.DefaultListen, "address to listen on (host:port); loopback unless told otherwise")
 	fs.StringVar(&f.dataDir, "data-dir", "apollo-data", `data directory for the log and snapshots; "" keeps state in memory only`)
 	fs.StringVar(&f.tokenFile, "token-file", "", "shared token file: turns on HMAC-SHA256 auth")
+	fs.StringVar(&f.adminTokenFile, "admin-token-file", "", "admin token file: requeue, pause, bulk cancel and purge, state repair need a client that proves it (else the shared token is enough)")
 	durationVar(fs, &f.handshakeTimeout, "handshake-timeout", core.DefaultHandshakeTimeout, "time a new connection has to register or say hello")
 	durationVar(fs, &f.heartbeatInterval, "heartbeat-interval", 0, "executor heartbeat interval (default a third of --heartbeat-timeout)")
 	durationVar(fs, &f.heartbeatTimeout, "heartbeat-timeout", core.DefaultHeartbeatTimeout, "executor silence after which it is lost")
@@ -120,13 +121,20 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 		}
 		warnToken(logger, f.tokenFile, token)
 	}
+	var adminToken []byte
+	if f.adminTokenFile != "" {
+		if adminToken, err = auth.LoadToken(f.adminTokenFile); err != nil {
+			return cfg, fmt.Errorf("--admin-token-file: %w", err)
+		}
+		warnToken(logger, f.adminTokenFile, adminToken)
+	}
 	cfg = maincontrol.Config{
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
 		MaxConns: f.maxConns, MaxUnauthConns: f.maxUnauthConns, MaxBuffers: f.maxBuffers, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
 		HTTPListen: f.httpListen,
 		Core: core.Config{
-			Version: version, MaxFrame: f.maxFrame, Token: token,
+			Version: version, MaxFrame: f.maxFrame, Token: token, AdminToken: adminToken,
 			HandshakeTimeout: f.handshakeTimeout, HeartbeatInterval: f.heartbeatInterval,
 			HeartbeatTimeout: f.heartbeatTimeout, StartTimeout: f.startTimeout,
 			MaxPending: f.maxPending, Retention: f.retention, RetentionMax: f.retentionMax,

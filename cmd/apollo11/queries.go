@@ -128,6 +128,9 @@ func (c *clientFlags) targetArgs(fs *flag.FlagSet) string {
 	if c.tokenFile != "" {
 		b.WriteString(" --token-file " + shellWord(c.tokenFile))
 	}
+	if c.adminTokenFile != "" {
+		b.WriteString(" --admin-token-file " + shellWord(c.adminTokenFile))
+	}
 	return b.String()
 }
 

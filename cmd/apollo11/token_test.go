@@ -83,3 +83,30 @@ func TestDaemonFlags_TokenFileOpenToOthers(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "readable or writable by every user")
 }
+
+// The admin token file follows the token file's rules: a file every user
+// may read is refused, and a client's bad file is named by its flag.
+func TestAdminTokenFile_Rules(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "admin")
+	require.NoError(t, os.WriteFile(p, []byte("0123456789abcdef-admin\n"), 0o600))
+	require.NoError(t, os.Chmod(p, 0o644))
+	var f maincontrolFlags
+	fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+	f.register(fs)
+	require.NoError(t, parseFlags(fs, []string{"--admin-token-file", p}))
+	_, err := f.config(io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--admin-token-file")
+	assert.Contains(t, err.Error(), "readable or writable by every user")
+
+	big := filepath.Join(t.TempDir(), "big")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("a"), 5000), 0o600))
+	var cf clientFlags
+	fs = newFlagSet("stats", "stats", io.Discard)
+	cf.register(fs)
+	require.NoError(t, parseFlags(fs, []string{"--admin-token-file", big}))
+	_, err = cf.dial()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--admin-token-file")
+	assert.Contains(t, err.Error(), "larger than")
+}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +33,7 @@ type Config struct {
 	Version           string        // announced as server=apollo11/<Version>
 	MaxFrame          int           // max payload; announced in welcome
 	Token             []byte        // shared token; nil means auth=none
+	AdminToken        []byte        // admin messages' token (section 8.2); nil: none needed
 	HandshakeTimeout  time.Duration // register/hello must arrive within it
 	HeartbeatInterval time.Duration // default HeartbeatTimeout/3
 	HeartbeatTimeout  time.Duration // executor silence before it is lost
@@ -89,6 +91,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Token != nil && len(c.Token) == 0 {
 		return c, fmt.Errorf("%w: empty token", ErrConfig)
+	}
+	if c.AdminToken != nil && len(c.AdminToken) == 0 {
+		return c, fmt.Errorf("%w: empty admin token", ErrConfig)
+	}
+	if c.AdminToken != nil && bytes.Equal(c.AdminToken, c.Token) {
+		// Every peer holding the shared token would then be an admin.
+		return c, fmt.Errorf("%w: the admin token is the shared token: give the admin a token of its own", ErrConfig)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {

@@ -116,6 +116,8 @@ type peer struct {
 	kind   peerKind
 	remote string // its address, for the operator's logs ("" when not given)
 	nonce  string
+	name   string // the client= of its hello, for the operator's logs
+	admin  bool   // may send the admin messages (protocol section 8.2)
 	exec   *executor
 	waits  *peerWaits // nil before its first wait=true submit
 }
@@ -241,6 +243,7 @@ func (c *Core) OpenFrom(id PeerID, remote string) {
 		b.StrK(kAuth, "none")
 	}
 	b.UintK(kMaxFrame, uint64(c.cfg.MaxFrame))
+	b.StrK(kFeatures, featureList)
 	c.greet(id, &b)
 }
 

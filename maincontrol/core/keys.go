@@ -12,6 +12,8 @@ var (
 	kNonce        = wire.MustKey("nonce")
 	kAuth         = wire.MustKey("auth")
 	kMaxFrame     = wire.MustKey("max_frame")
+	kFeatures     = wire.MustKey("features")
+	kAdmin        = wire.MustKey("admin")
 	kExecutorID   = wire.MustKey("executor_id")
 	kHeartbeatMs  = wire.MustKey("heartbeat_ms")
 	kTimeoutMs    = wire.MustKey("timeout_ms")

@@ -81,19 +81,27 @@ func (c *Core) handshake(p *peer, m *wire.Message) {
 		}
 	}
 	if typ == "hello" {
-		c.hello(p, m)
+		c.hello(p, m, req)
 		return
 	}
 	c.register(p, m)
 }
 
-func (c *Core) hello(p *peer, m *wire.Message) {
-	req, ok := c.reqOf(p, m)
+func (c *Core) hello(p *peer, m *wire.Message, req string) {
+	admin, ok := c.adminProof(p, m, req)
 	if !ok {
 		return
 	}
+	if req, ok = c.reqOf(p, m); !ok {
+		return
+	}
 	p.kind = peerClient
+	p.admin = admin
+	p.name = strings.Clone(clipText(m.Value("client")))
 	b := c.begin("hello_ok", req)
+	if admin {
+		b.BoolK(kAdmin, true)
+	}
 	c.greet(p.id, &b)
 }
 
