@@ -3,8 +3,8 @@ package main_test
 import (
 	"net"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
