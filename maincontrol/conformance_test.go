@@ -41,7 +41,7 @@ func TestConformance_Welcome(t *testing.T) {
 			seen := map[string]bool{}
 			for i := 0; i < 10; i++ {
 				w := dialRaw(t, addr).hello
-				assertKeys(t, w, "type", "proto", "server", "nonce", "auth", "max_frame")
+				assertKeys(t, w, "type", "proto", "server", "nonce", "auth", "max_frame", "features")
 				assert.Equal(t, "1", w.Value("proto"))
 				assert.Equal(t, tc.server, w.Value("server"))
 				assert.Equal(t, tc.auth, w.Value("auth"))
@@ -134,10 +134,11 @@ func TestConformance_Hello(t *testing.T) {
 			p := dialRaw(t, addr)
 			m := p.request("hello", tc.kv...)
 			require.Equal(t, "hello_ok", m.Type(), "got %s", m)
+			// admin=true: without an admin token every client may (8.2).
 			if len(tc.kv) == 0 {
-				assertKeys(t, m, "type")
+				assertKeys(t, m, "type", "admin")
 			} else {
-				assertKeys(t, m, "type", "req")
+				assertKeys(t, m, "type", "req", "admin")
 				assert.Equal(t, tc.req, m.Value("req"))
 			}
 			p.alive("after")
