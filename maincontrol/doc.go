@@ -17,8 +17,9 @@
 //
 // # Confirm after durable
 //
-// The core hands every change record to the log (Store.Append, no disk I/O
-// on the loop) and every frame to Send. A frame is held until every record
+// The gate (gate.go) is the core's Effects. The core hands it every
+// change record for the log (Store.Append, no disk I/O on the loop) and
+// every frame to Send. A frame is held until every record
 // appended before it is durable, then released to its connection. The
 // handshake frames (welcome, hello_ok) show no change and are not held,
 // unless a held frame to the same connection is before them: a slow disk
@@ -37,6 +38,9 @@
 // a change whose record is not yet durable.
 //
 // # Limits
+//
+// The flow control (flow.go) groups the limits on what one peer can make
+// the server hold.
 //
 // A frame header announcing more than --max-frame is answered with
 // frame_too_large and the connection closed before any payload is read. A

@@ -25,12 +25,12 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	defer s.core.ReleaseClock()
 	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
 	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
-		if s.overShare(cn, len(cn.out)+gc.OutboundBuffered()) {
+		if s.flow.overShare(cn, len(cn.out)+gc.OutboundBuffered()) {
 			if len(cn.out) == 0 {
 				// Only the peer's reading can change this, and gnet
 				// says nothing when it reads: look again at the next
 				// tick rather than wake at once, in a loop.
-				s.outBlocked[cn] = struct{}{}
+				s.flow.outBlocked[cn] = struct{}{}
 				return false
 			}
 			return true // write this round's replies first
@@ -43,22 +43,17 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 			}
 		}
 		if cn.held > s.cfg.MaxInflight {
-			if !cn.paused {
+			if !cn.flow.paused {
 				s.log.Debug("reading paused: replies awaiting disk", "peer", cn.id, "held", cn.held)
 			}
-			cn.paused = true
-			s.notePaused(cn, gc.InboundBuffered())
-			if cn.pausedBytes > s.cfg.MaxPausedInbound || s.pausedBytes > s.cfg.MaxPausedTotal {
+			if s.flow.pause(cn, gc.InboundBuffered()) {
 				s.log.Warn("peer sent too much while paused: connection closed", "peer", cn.id,
-					"buffered", cn.pausedBytes, "all_paused", s.pausedBytes)
+					"buffered", cn.flow.pausedBytes, "all_paused", s.flow.pausedBytes)
 				s.cutOff(cn, gc, "too many requests awaiting disk")
 			}
 			return false
 		}
-		if cn.paused {
-			s.notePaused(cn, 0)
-		}
-		cn.paused = false
+		s.flow.resume(cn)
 		hdr, err := gc.Peek(wire.HeaderLen)
 		if err != nil {
 			return false // fewer than 4 bytes
@@ -80,14 +75,14 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 			s.refuseDecode(cn, gc, err)
 			return false
 		}
-		if s.core.Debug() {
-			s.logFrame("in", cn, frame[wire.HeaderLen:])
+		if s.gate.debug {
+			s.gate.logFrame("in", cn, frame[wire.HeaderLen:])
 		}
 		s.core.Handle(cn.id, m)
 		if cn.awaiting {
 			s.noteGreeted(cn)
 		}
-		cn.consumed += n
+		cn.flow.consumed += n
 		_, _ = gc.Discard(n)
 	}
 	return false
@@ -109,8 +104,8 @@ func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
 func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
 	cn.out = append(cn.out, wire.ErrorFrame(wire.CodeBadRequest, msg)...)
 	cn.closing, cn.closeAfter = true, true
-	s.notePaused(cn, 0)
-	s.markDirty(cn)
+	s.flow.notePaused(cn, 0)
+	s.wakes.mark(cn)
 	s.core.Closed(cn.id)
 	_, _ = gc.Discard(gc.InboundBuffered())
 }
@@ -118,9 +113,9 @@ func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
 // closeWith sends a last frame (when not nil) and closes the connection.
 func (s *Server) closeWith(cn *conn, gc gnet.Conn, last []byte) {
 	if last != nil {
-		s.Send(cn.id, last, core.WaitDurable)
+		s.gate.Send(cn.id, last, core.WaitDurable)
 	}
-	s.Close(cn.id)
+	s.gate.Close(cn.id)
 	s.core.Closed(cn.id)
 	_, _ = gc.Discard(gc.InboundBuffered())
 }

@@ -13,10 +13,10 @@ const shutdownGrace = 10 * time.Second
 // maybeSnapshot starts a snapshot when enough records or time have passed
 // since the last one, unless one is running. Called with s.mu held.
 func (s *Server) maybeSnapshot() {
-	if s.store == nil || s.snapRunning || s.sinceSnapshot == 0 || s.stopping {
+	if s.store == nil || s.snapRunning || s.gate.unsnapped == 0 || s.stopping {
 		return
 	}
-	if s.sinceSnapshot < s.cfg.SnapshotEvery && s.now().Sub(s.firstUnsnapped) < s.cfg.SnapshotInterval {
+	if s.gate.unsnapped < s.cfg.SnapshotEvery && s.now().Sub(s.gate.firstUnsnapped) < s.cfg.SnapshotInterval {
 		return
 	}
 	s.startSnapshot(snapshotDuty)
@@ -28,8 +28,8 @@ func (s *Server) maybeSnapshot() {
 func (s *Server) startSnapshot(duty float64) {
 	snap := s.core.Freeze()
 	src := snap.Since(s.lastSnap, s.lastSnapLSN)
-	lsn := s.lastLSN
-	s.sinceSnapshot = 0
+	lsn := s.gate.lastLSN
+	s.gate.unsnapped = 0
 	s.snapRunning = true
 	done := make(chan struct{})
 	s.snapDone = done
@@ -93,7 +93,7 @@ func (s *Server) shutdown() error {
 	deadline := time.Now().Add(shutdownGrace)
 	for time.Now().Before(deadline) {
 		s.mu.Lock()
-		pending := s.held.len() + s.gated.len()
+		pending := s.gate.pending()
 		s.mu.Unlock()
 		if pending == 0 {
 			break
@@ -148,7 +148,7 @@ func (s *Server) finalSnapshot() {
 		<-done
 	}
 	s.mu.Lock()
-	if s.sinceSnapshot > 0 && s.core.Available() {
+	if s.gate.unsnapped > 0 && s.core.Available() {
 		s.startSnapshot(1)
 	}
 	done = s.snapDone

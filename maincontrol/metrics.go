@@ -64,17 +64,17 @@ func newServerMetrics(s *Server) *serverMetrics {
 	r.GaugeFunc("apollo11_connections", "Open connections.", func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return float64(len(s.conns))
+		return float64(len(s.gate.conns))
 	})
 	r.GaugeFunc("apollo11_unsent_bytes", "Output the connections hold that their peers have not read yet, as of each one's latest write (cut past 8 x the per-connection cap when peers do not catch up).", func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return float64(s.unsentTotal)
+		return float64(s.flow.unsentTotal)
 	})
 	r.GaugeFunc("apollo11_incomplete_frame_bytes", "Input held in frames the connections have not finished sending.", func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return float64(s.partialTotal)
+		return float64(s.flow.partialTotal)
 	})
 	r.GaugeFunc("apollo11_state_bytes", "Size of the shared state as --max-state-bytes counts it: each key's name and value (at least 20 bytes) plus 64.", func() float64 {
 		s.mu.Lock()

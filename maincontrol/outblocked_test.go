@@ -62,8 +62,8 @@ func TestOutbound_BlockedWaitsForTheTick(t *testing.T) {
 
 	c.unsent = s.cfg.MaxOutbound / 4 // its share, under its own cap
 	s.mu.Lock()
-	s.noteUnsent(cn, c.unsent, 0)
-	s.unsentTotal += s.cfg.MaxOutboundTotal // the other peers' share
+	s.flow.noteUnsent(cn, c.unsent, 0)
+	s.flow.unsentTotal += s.cfg.MaxOutboundTotal // the other peers' share
 	s.mu.Unlock()
 	for range 1000 {
 		require.Equal(t, gnet.None, s.OnTraffic(c))
@@ -73,8 +73,8 @@ func TestOutbound_BlockedWaitsForTheTick(t *testing.T) {
 
 	// The others catch up; at the tick it is woken and reads again.
 	s.mu.Lock()
-	s.unsentTotal -= s.cfg.MaxOutboundTotal
-	s.wakeBlocked()
+	s.flow.unsentTotal -= s.cfg.MaxOutboundTotal
+	s.flow.wakeBlocked()
 	assert.True(t, cn.queued, "not woken at the tick")
 	s.mu.Unlock()
 	require.Equal(t, gnet.None, s.OnTraffic(c))
@@ -125,14 +125,14 @@ func TestOutbound_NoteUnsent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{cfg: cfg, watched: map[*conn]struct{}{}}
-			s.unsentTotal = tc.total
+			f := newFlow(&cfg, nil, &wakeList{})
+			f.unsentTotal = tc.total
 			cn := &conn{}
 			start := clock.T
 			for i, st := range tc.steps {
 				clock.T = start.Add(st.after)
-				assert.Equal(t, st.cut, s.noteUnsent(cn, st.unsent, st.wrote) != "", "step %d cut", i)
-				_, watched := s.watched[cn]
+				assert.Equal(t, st.cut, f.noteUnsent(cn, st.unsent, st.wrote) != "", "step %d cut", i)
+				_, watched := f.watched[cn]
 				assert.Equal(t, st.watched, watched, "step %d watched", i)
 			}
 		})
@@ -145,25 +145,26 @@ func TestOutbound_RelieveWatchesTheHeaviest(t *testing.T) {
 	clock := &core.ManualClock{T: time.Unix(1_700_000_000, 0)}
 	cfg, err := Config{Core: core.Config{Clock: clock}, MaxOutboundTotal: 10 << 20}.withDefaults()
 	require.NoError(t, err)
-	s := &Server{cfg: cfg, conns: map[core.PeerID]*conn{}, watched: map[*conn]struct{}{}}
+	f := newFlow(&cfg, nil, &wakeList{})
+	conns := map[core.PeerID]*conn{}
 	var cs []*conn
 	for i, mib := range []int{1, 6, 2, 5} { // 14 MiB against 10
 		cn := &conn{id: core.PeerID(i + 1)}
-		s.conns[cn.id] = cn
-		s.noteUnsent(cn, mib<<20, mib<<20)
+		conns[cn.id] = cn
+		f.noteUnsent(cn, mib<<20, mib<<20)
 		cs = append(cs, cn)
 	}
-	s.relieveOutbound()
-	watched := func(cn *conn) bool { _, ok := s.watched[cn]; return ok }
+	f.relieveOutbound(conns)
+	watched := func(cn *conn) bool { _, ok := f.watched[cn]; return ok }
 	assert.True(t, watched(cs[1]), "the heaviest")
 	assert.False(t, watched(cs[0]) || watched(cs[2]) || watched(cs[3]), "only until the rest fit")
 
 	clock.T = clock.T.Add(cfg.OutboundGrace)
-	s.relieveOutbound() // still over: 6 MiB watched leaves 8 of 14, under 10
+	f.relieveOutbound(conns) // still over: 6 MiB watched leaves 8 of 14, under 10
 	assert.True(t, cs[1].queued, "woken to be judged at the end of its grace")
 	assert.False(t, watched(cs[3]))
-	assert.Empty(t, s.noteUnsent(cs[1], 5<<20, 0), "it sent 1 MiB: spared")
-	assert.Empty(t, s.noteUnsent(cs[3], 5<<20, 0), "not watched: not judged")
+	assert.Empty(t, f.noteUnsent(cs[1], 5<<20, 0), "it sent 1 MiB: spared")
+	assert.Empty(t, f.noteUnsent(cs[3], 5<<20, 0), "not watched: not judged")
 }
 
 // Once the log is closed (a stop under way, or an event loop gone), a
@@ -181,8 +182,8 @@ func TestRecord_ClosedLogHoldsConfirmations(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := len(cn.out)
-	s.Record([]byte("a change"))
-	s.Send(cn.id, wire.ErrorFrame(wire.CodeBadRequest, "stand-in for submitted"), core.WaitConfirm)
+	s.gate.Record([]byte("a change"))
+	s.gate.Send(cn.id, wire.ErrorFrame(wire.CodeBadRequest, "stand-in for submitted"), core.WaitConfirm)
 	assert.Equal(t, before, len(cn.out), "a confirmation went out for a change the log never took")
 	assert.Equal(t, 1, cn.held)
 }

@@ -29,47 +29,47 @@ const outboundMinDrain = 256 << 10
 // noteUnsent records that gnet holds unsent bytes for cn after its
 // latest write (wrote: bytes handed to gnet by it), starts watching cn
 // when it holds more than MaxOutbound, and says why cn must be cut off
-// ("" if it need not). Called with s.mu held, on cn's event loop: gnet's
+// ("" if it need not). Called with Server.mu held, on cn's event loop: gnet's
 // count of a connection is only read there.
-func (s *Server) noteUnsent(cn *conn, unsent, wrote int) string {
-	s.unsentTotal += unsent - cn.unsent
-	cn.unsent = unsent
-	cn.written += wrote
-	if unsent > 4*s.cfg.MaxOutbound {
+func (f *flow) noteUnsent(cn *conn, unsent, wrote int) string {
+	f.unsentTotal += unsent - cn.flow.unsent
+	cn.flow.unsent = unsent
+	cn.flow.written += wrote
+	if unsent > 4*f.cfg.MaxOutbound {
 		return fmt.Sprintf("peer is not reading: %d bytes unsent", unsent)
 	}
-	if cn.watchSince.IsZero() {
-		if unsent > s.cfg.MaxOutbound {
-			s.watch(cn, s.now())
+	if cn.flow.watchSince.IsZero() {
+		if unsent > f.cfg.MaxOutbound {
+			f.watch(cn, f.now())
 		}
 		return ""
 	}
-	now := s.now()
-	if now.Sub(cn.watchSince) < s.cfg.OutboundGrace {
+	now := f.now()
+	if now.Sub(cn.flow.watchSince) < f.cfg.OutboundGrace {
 		return ""
 	}
 	// What gnet handed the kernel since the watch began: what was
 	// written to it, less what it still holds of that.
-	sent := (cn.written - cn.watchWritten) - (unsent - cn.watchUnsent)
-	held, since := cn.watchUnsent, cn.watchSince
-	s.unwatch(cn)
-	if sent < min(outboundMinDrain, held/2) && (unsent > s.cfg.MaxOutbound || s.unsentTotal > s.cfg.MaxOutboundTotal) {
+	sent := (cn.flow.written - cn.flow.watchWritten) - (unsent - cn.flow.watchUnsent)
+	held, since := cn.flow.watchUnsent, cn.flow.watchSince
+	f.unwatch(cn)
+	if sent < min(outboundMinDrain, held/2) && (unsent > f.cfg.MaxOutbound || f.unsentTotal > f.cfg.MaxOutboundTotal) {
 		return fmt.Sprintf("peer is not reading: sent %d of %d unsent bytes in %v", max(sent, 0), held, now.Sub(since).Round(time.Millisecond))
 	}
-	if unsent > s.cfg.MaxOutbound {
-		s.watch(cn, now) // reading, but still over: another round
+	if unsent > f.cfg.MaxOutbound {
+		f.watch(cn, now) // reading, but still over: another round
 	}
 	return ""
 }
 
-func (s *Server) watch(cn *conn, now time.Time) {
-	cn.watchSince, cn.watchUnsent, cn.watchWritten = now, cn.unsent, cn.written
-	s.watched[cn] = struct{}{}
+func (f *flow) watch(cn *conn, now time.Time) {
+	cn.flow.watchSince, cn.flow.watchUnsent, cn.flow.watchWritten = now, cn.flow.unsent, cn.flow.written
+	f.watched[cn] = struct{}{}
 }
 
-func (s *Server) unwatch(cn *conn) {
-	cn.watchSince = time.Time{}
-	delete(s.watched, cn)
+func (f *flow) unwatch(cn *conn) {
+	cn.flow.watchSince = time.Time{}
+	delete(f.watched, cn)
 }
 
 // relieveOutbound runs at each tick. While all connections together hold
@@ -77,66 +77,62 @@ func (s *Server) unwatch(cn *conn) {
 // most, beyond those already watched, until the rest would fit; and it
 // wakes the watched connections whose grace is over, so that their own
 // event loop judges them (noteUnsent) even if their peer sends nothing.
-// It scans the connections only while over the total. Called with s.mu
+// It scans the connections only while over the total. Called with Server.mu
 // held.
-func (s *Server) relieveOutbound() {
-	now := s.now()
-	over := s.unsentTotal - s.cfg.MaxOutboundTotal
-	for cn := range s.watched {
-		over -= cn.unsent // already on its way to being judged
-		if now.Sub(cn.watchSince) >= s.cfg.OutboundGrace {
-			s.markDirty(cn)
+func (f *flow) relieveOutbound(conns map[core.PeerID]*conn) {
+	now := f.now()
+	over := f.unsentTotal - f.cfg.MaxOutboundTotal
+	for cn := range f.watched {
+		over -= cn.flow.unsent // already on its way to being judged
+		if now.Sub(cn.flow.watchSince) >= f.cfg.OutboundGrace {
+			f.wakes.mark(cn)
 		}
 	}
 	if over <= 0 {
 		return
 	}
 	var heavy []*conn
-	for _, cn := range s.conns {
-		if cn.unsent > 0 && cn.watchSince.IsZero() {
+	for _, cn := range conns {
+		if cn.flow.unsent > 0 && cn.flow.watchSince.IsZero() {
 			heavy = append(heavy, cn)
 		}
 	}
-	slices.SortFunc(heavy, func(a, b *conn) int { return cmp.Compare(b.unsent, a.unsent) })
+	slices.SortFunc(heavy, func(a, b *conn) int { return cmp.Compare(b.flow.unsent, a.flow.unsent) })
 	for _, cn := range heavy {
 		if over <= 0 {
 			break
 		}
-		s.watch(cn, now)
-		over -= cn.unsent
+		f.watch(cn, now)
+		over -= cn.flow.unsent
 	}
 }
 
 // overShare reports whether readFrames should stop reading cn's requests:
 // pending (its round's replies plus what gnet holds) passes MaxOutbound,
 // or a sixty-fourth of it while all connections together hold more than
-// MaxOutboundTotal. Called with s.mu held.
-func (s *Server) overShare(cn *conn, pending int) bool {
-	return pending > s.cfg.MaxOutbound ||
-		pending > s.cfg.MaxOutbound/64 && s.unsentTotal+len(cn.out) > s.cfg.MaxOutboundTotal
+// MaxOutboundTotal. Called with Server.mu held.
+func (f *flow) overShare(cn *conn, pending int) bool {
+	return pending > f.cfg.MaxOutbound ||
+		pending > f.cfg.MaxOutbound/64 && f.unsentTotal+len(cn.out) > f.cfg.MaxOutboundTotal
 }
 
 // wakeBlocked wakes, at each tick, the connections readFrames stopped
 // reading for their unsent output: each looks again, on its own loop, at
 // what it holds now (gnet says nothing when a peer reads). Called with
-// s.mu held.
-func (s *Server) wakeBlocked() {
-	for cn := range s.outBlocked { // OnClose takes the closed ones out
-		delete(s.outBlocked, cn)
-		s.markDirty(cn)
+// Server.mu held.
+func (f *flow) wakeBlocked() {
+	for cn := range f.outBlocked { // OnClose takes the closed ones out
+		delete(f.outBlocked, cn)
+		f.wakes.mark(cn)
 	}
 }
 
-// Backlogged tells the core (core.Backlog) that output it may hold back,
-// such as the done replies of a task with many waiters, should wait: the
-// peer holds more than a sixteenth of MaxOutbound unsent, or more than
-// MaxInflight frames awaiting disk, or all peers together hold more than
-// MaxOutboundTotal. Called with s.mu held, from the core.
-func (s *Server) Backlogged(peer core.PeerID) bool {
-	cn := s.lookup(peer)
-	if cn == nil {
-		return false
-	}
-	return len(cn.out)+cn.unsent > s.cfg.MaxOutbound/16 || cn.held > s.cfg.MaxInflight ||
-		s.unsentTotal > s.cfg.MaxOutboundTotal
+// backlogged tells the core (core.Backlog, through the gate) that output
+// it may hold back, such as the done replies of a task with many waiters,
+// should wait: the peer holds more than a sixteenth of MaxOutbound unsent,
+// or more than MaxInflight frames awaiting disk, or all peers together
+// hold more than MaxOutboundTotal. Called with Server.mu held.
+func (f *flow) backlogged(cn *conn) bool {
+	return len(cn.out)+cn.flow.unsent > f.cfg.MaxOutbound/16 || cn.held > f.cfg.MaxInflight ||
+		f.unsentTotal > f.cfg.MaxOutboundTotal
 }

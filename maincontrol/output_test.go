@@ -14,6 +14,7 @@ import (
 // allocates nothing for output.
 func TestTakeOutput_KeepsBuffers(t *testing.T) {
 	s := &Server{cfg: Config{MaxInflight: DefaultMaxInflight}}
+	s.flow = newFlow(&s.cfg, nil, &s.wakes)
 	a, b := make([]byte, 0, 4096), make([]byte, 0, 4096)
 	cn := &conn{out: a, spare: b, queued: true}
 

@@ -27,49 +27,50 @@ const (
 
 // notePartial records whether cn's input ends in an incomplete frame
 // once readFrames is done with it (more: it stopped early, so what is
-// left may be whole frames; handled: it handled a frame), and judges it when checkPartials picked it
-// and its time came. Progress is new bytes or a frame handled (a wake
-// without either is none). A paused or output-blocked connection's input
-// is held by the server, not left incomplete by the peer. Called with
-// s.mu held, on cn's event loop.
-func (s *Server) notePartial(cn *conn, gc gnet.Conn, more, handled bool) {
+// left may be whole frames; handled: it handled a frame), and judges it
+// when checkPartials picked it and its time came. It returns why cn must
+// be cut off ("" if it need not). Progress is new bytes or a frame
+// handled (a wake without either is none). A paused or output-blocked
+// connection's input is held by the server, not left incomplete by the
+// peer. Called with Server.mu held, on cn's event loop.
+func (f *flow) notePartial(cn *conn, gc gnet.Conn, more, handled bool) string {
 	n := gc.InboundBuffered()
-	if n == 0 && cn.partial == 0 && cn.partialCut == "" {
-		return // the usual turn: nothing left over, nothing to judge
+	if n == 0 && cn.flow.partial == 0 && cn.flow.partialCut == "" {
+		return "" // the usual turn: nothing left over, nothing to judge
 	}
-	_, blocked := s.outBlocked[cn] // whole frames left unread on purpose
-	incomplete := !more && n > 0 && !blocked && !cn.paused && !cn.closing && !cn.dead
-	now := s.now()
-	if why := cn.partialCut; why != "" && !now.Before(cn.partialDue) {
-		got := cn.consumed + n - cn.partialMark
-		cn.partialCut = ""
-		if incomplete && got < cn.partialNeed {
-			s.log.Info("frame left incomplete: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
-				"why", why, "buffered", n, "for", now.Sub(cn.partialSince).Round(time.Second))
-			s.setPartial(cn, 0)
-			s.cutOff(cn, gc, why)
-			return
+	_, blocked := f.outBlocked[cn] // whole frames left unread on purpose
+	incomplete := !more && n > 0 && !blocked && !cn.flow.paused && !cn.closing && !cn.dead
+	now := f.now()
+	if why := cn.flow.partialCut; why != "" && !now.Before(cn.flow.partialDue) {
+		got := cn.flow.consumed + n - cn.flow.partialMark
+		cn.flow.partialCut = ""
+		if incomplete && got < cn.flow.partialNeed {
+			f.log.Info("frame left incomplete: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(),
+				"why", why, "buffered", n, "for", now.Sub(cn.flow.partialSince).Round(time.Second))
+			f.setPartial(cn, 0)
+			return why
 		}
 	}
 	switch {
 	case !incomplete:
-		cn.partialCut = ""
-		s.setPartial(cn, 0)
-	case n != cn.partial || handled:
-		s.setPartial(cn, n)
-		cn.partialSince = now
+		cn.flow.partialCut = ""
+		f.setPartial(cn, 0)
+	case n != cn.flow.partial || handled:
+		f.setPartial(cn, n)
+		cn.flow.partialSince = now
 	}
+	return ""
 }
 
 // setPartial sets the bytes cn holds in an incomplete frame (0: none),
-// keeping Server.partials and Server.partialTotal in step.
-func (s *Server) setPartial(cn *conn, n int) {
-	s.partialTotal += n - cn.partial
-	cn.partial = n
+// keeping flow.partials and flow.partialTotal in step.
+func (f *flow) setPartial(cn *conn, n int) {
+	f.partialTotal += n - cn.flow.partial
+	cn.flow.partial = n
 	if n == 0 {
-		delete(s.partials, cn)
+		delete(f.partials, cn)
 	} else {
-		s.partials[cn] = struct{}{}
+		f.partials[cn] = struct{}{}
 	}
 }
 
@@ -77,44 +78,44 @@ func (s *Server) setPartial(cn *conn, n int) {
 // (see above) and wakes those whose time came, so that their own event
 // loop judges them (notePartial). It looks a few times per timeout, and
 // at every tick while over the total (new connections can each bring a
-// max frame within a second). Called with s.mu held.
-func (s *Server) checkPartials() {
-	now := s.now()
-	crowded := s.partialTotal > s.cfg.MaxPartialTotal
-	if len(s.partials) == 0 || !crowded && now.Sub(s.partialsSeen) < min(time.Second, s.cfg.FrameStallTimeout/4) {
+// max frame within a second). Called with Server.mu held.
+func (f *flow) checkPartials() {
+	now := f.now()
+	crowded := f.partialTotal > f.cfg.MaxPartialTotal
+	if len(f.partials) == 0 || !crowded && now.Sub(f.partialsSeen) < min(time.Second, f.cfg.FrameStallTimeout/4) {
 		return
 	}
-	s.partialsSeen = now
+	f.partialsSeen = now
 	pick := func(cn *conn, why string, due time.Time, need int) {
-		cn.partialCut, cn.partialDue, cn.partialNeed = why, due, need
-		cn.partialMark = cn.consumed + cn.partial
+		cn.flow.partialCut, cn.flow.partialDue, cn.flow.partialNeed = why, due, need
+		cn.flow.partialMark = cn.flow.consumed + cn.flow.partial
 	}
-	held := s.partialTotal
+	held := f.partialTotal
 	var rest []*conn
-	for cn := range s.partials {
+	for cn := range f.partials {
 		switch {
-		case cn.partialCut != "":
-			held -= cn.partial
-			if !now.Before(cn.partialDue) {
-				s.markDirty(cn)
+		case cn.flow.partialCut != "":
+			held -= cn.flow.partial
+			if !now.Before(cn.flow.partialDue) {
+				f.wakes.mark(cn)
 			}
-		case now.Sub(cn.partialSince) >= s.cfg.FrameStallTimeout:
-			pick(cn, "frame left incomplete for "+s.cfg.FrameStallTimeout.String(), now, 1)
-			held -= cn.partial
-			s.markDirty(cn)
+		case now.Sub(cn.flow.partialSince) >= f.cfg.FrameStallTimeout:
+			pick(cn, "frame left incomplete for "+f.cfg.FrameStallTimeout.String(), now, 1)
+			held -= cn.flow.partial
+			f.wakes.mark(cn)
 		case crowded:
 			rest = append(rest, cn)
 		}
 	}
-	if held <= s.cfg.MaxPartialTotal {
+	if held <= f.cfg.MaxPartialTotal {
 		return
 	}
-	slices.SortFunc(rest, func(a, b *conn) int { return a.partialSince.Compare(b.partialSince) })
+	slices.SortFunc(rest, func(a, b *conn) int { return a.flow.partialSince.Compare(b.flow.partialSince) })
 	for _, cn := range rest {
-		if held <= s.cfg.MaxPartialTotal {
+		if held <= f.cfg.MaxPartialTotal {
 			break
 		}
 		pick(cn, "too much held in incomplete frames", now.Add(partialGrace), partialMinProgress)
-		held -= cn.partial
+		held -= cn.flow.partial
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,39 +31,26 @@ type Server struct {
 	log   *slog.Logger
 	store *snapshot.Store // nil: memory only
 
-	mu             sync.Mutex
-	core           *core.Core
-	conns          map[core.PeerID]*conn
-	lastConn       *conn // see lookup
-	nextPeer       core.PeerID
-	dec            wire.Decoder
-	held           heldQueue
-	gated          heldQueue // task frames, held for less (SendTask)
-	heldOrder      uint64    // counts frames held, in both queues
-	dirty          []*conn
-	lastLSN        uint64
-	durableLSN     uint64
-	stopping       bool
-	snapRunning    bool
-	sinceSnapshot  int
-	firstUnsnapped time.Time
-	snapDone       chan struct{}
+	mu    sync.Mutex
+	core  *core.Core
+	gate  *gate // the core's Effects: frames wait for their records
+	flow  *flow // what peers may make the server hold
+	wakes wakeList
+	// nextPeer numbers the connections; dec decodes their frames.
+	nextPeer    core.PeerID
+	dec         wire.Decoder
+	stopping    bool
+	snapRunning bool
+	snapDone    chan struct{}
 	// lastSnap is the state of the newest snapshot written or loaded, at
 	// lastSnapLSN: the next snapshot writes what changed since.
-	lastSnap     *core.Snapshot
-	lastSnapLSN  uint64
-	hurry        atomic.Bool        // stopping: snapshots run unpaced
-	lastTick     time.Time          // when OnTick last had the core
-	pausedBytes  int                // unread input of paused connections (conn.pausedBytes)
-	unsentTotal  int                // gnet's unsent output over all connections (conn.unsent)
-	partials     map[*conn]struct{} // connections holding an incomplete frame (conn.partial)
-	partialTotal int                // bytes of incomplete frames over all connections
-	outBlocked   map[*conn]struct{} // not read for their unsent output (readFrames)
-	watched      map[*conn]struct{} // judged for their unsent output after OutboundGrace (outbound.go)
-	partialsSeen time.Time          // when checkPartials last looked
-	refusals     refusalLog
-	unauth       unauthQueue // connections awaiting their handshake (unauth.go)
-	evicting     int         // connections evicted from unauth, not yet closed
+	lastSnap    *core.Snapshot
+	lastSnapLSN uint64
+	hurry       atomic.Bool // stopping: snapshots run unpaced
+	lastTick    time.Time   // when OnTick last had the core
+	refusals    refusalLog
+	unauth      unauthQueue // connections awaiting their handshake (unauth.go)
+	evicting    int         // connections evicted from unauth, not yet closed
 
 	loops    *gnet.Client
 	acceptor *acceptor
@@ -101,15 +87,15 @@ func newServer(cfg Config) (*Server, error) {
 		cfg.Core.Clock = core.SystemClock{}
 	}
 	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: make(map[core.PeerID]*conn),
-		partials: make(map[*conn]struct{}), outBlocked: make(map[*conn]struct{}),
-		watched: make(map[*conn]struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.flow = newFlow(&s.cfg, s.log, &s.wakes)
+	s.gate = newGate(cfg.Core.Clock, s.log, s.flow, &s.wakes)
 	s.dec.MaxFrame = cfg.Core.MaxFrame
 	s.metrics = newServerMetrics(s)
 	if cfg.Core.Observer == nil {
 		cfg.Core.Observer = s.metrics
 	}
-	c, err := core.New(cfg.Core, s)
+	c, err := core.New(cfg.Core, s.gate)
 	if err != nil {
 		return nil, err
 	}
@@ -155,16 +141,16 @@ func (s *Server) recover() error {
 		loaded = s.core.Freeze()
 	}
 	s.lastSnap, s.lastSnapLSN = loaded, snapLSN
-	s.store = st
-	s.lastLSN, s.durableLSN = st.LastLSN(), st.LastLSN()
-	if s.lastLSN > snapLSN {
-		unsnapped := s.lastLSN - snapLSN
+	s.store, s.gate.store = st, st
+	s.gate.lastLSN, s.gate.durableLSN = st.LastLSN(), st.LastLSN()
+	if s.gate.lastLSN > snapLSN {
+		unsnapped := s.gate.lastLSN - snapLSN
 		// Records replayed from the log count as not yet in a snapshot
 		// (spec section 7), as if written now: otherwise a crash before
 		// the snapshot leaves them to be replayed at every start until
 		// some new change comes, and a stop saves no snapshot.
-		s.sinceSnapshot = int(min(unsnapped, uint64(math.MaxInt32)))
-		s.firstUnsnapped = s.now()
+		s.gate.unsnapped = int(min(unsnapped, uint64(math.MaxInt32)))
+		s.gate.firstUnsnapped = s.now()
 	}
 	if err := s.core.CheckFrames(); err != nil { // before Recovered logs anything
 		_ = st.Close()
@@ -175,7 +161,7 @@ func (s *Server) recover() error {
 		_ = st.Close()
 		return fmt.Errorf("cannot serve %s: %w", s.cfg.DataDir, err)
 	}
-	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.lastLSN,
+	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.gate.lastLSN,
 		"epoch", s.core.Epoch(), "took", time.Since(start).Round(time.Millisecond))
 	st.Start(s.onDurable, s.onHealth)
 	if lost := st.Lost(); lost > 0 {
@@ -184,7 +170,7 @@ func (s *Server) recover() error {
 		// before serving anyone.
 		s.mu.Lock()
 		s.core.SkipIDs(lost)
-		lsn := s.lastLSN
+		lsn := s.gate.lastLSN
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		err := st.WaitDurable(ctx, lsn)
@@ -212,8 +198,8 @@ func (s *Server) beginEpoch() error {
 	if err := s.store.Sync(); err != nil {
 		return fmt.Errorf("cannot make epoch %d durable: %w", s.core.Epoch(), err)
 	}
-	s.durableLSN = s.store.DurableLSN()
-	s.core.Durable(s.durableLSN)
+	s.gate.durableLSN = s.store.DurableLSN()
+	s.core.Durable(s.gate.durableLSN)
 	return nil
 }
 
@@ -292,7 +278,7 @@ func (s *Server) serve(ctx context.Context) error {
 		// Its connections are gone or frozen: stop, and let the
 		// supervisor start a whole main control again. The other loops
 		// stop before the log closes: a change they took after it would
-		// be confirmed without a record (effects.go, Record).
+		// be confirmed without a record (gate.go, Record).
 		s.mu.Lock()
 		s.stopping = true
 		s.mu.Unlock()
@@ -315,13 +301,13 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	s.nextPeer++
 	cn := &conn{id: s.nextPeer, gc: gc}
-	s.conns[cn.id] = cn
+	s.gate.conns[cn.id] = cn
 	s.unauth.push(cn)
 	gc.SetContext(cn)
 	s.core.OpenFrom(cn.id, remoteString(gc))
 	s.wantTick()
 	out, _ := s.takeOutput(cn)
-	wakes := s.takeWakes(cn)
+	wakes := s.wakes.take(cn)
 	s.mu.Unlock()
 	wake(wakes)
 	return out, gnet.None
@@ -335,22 +321,15 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	}
 	s.mu.Lock()
 	cn.dead = true
-	s.notePaused(cn, 0)
-	s.unsentTotal -= cn.unsent
-	s.setPartial(cn, 0)
-	delete(s.outBlocked, cn)
-	delete(s.watched, cn)
-	delete(s.conns, cn.id)
+	s.flow.forget(cn)
+	s.gate.forget(cn)
 	s.unauth.remove(cn)
 	if cn.evicted {
 		s.evicting--
 	}
-	if s.lastConn == cn {
-		s.lastConn = nil
-	}
 	s.core.Closed(cn.id)
 	s.wantTick()
-	wakes := s.takeWakes(nil)
+	wakes := s.wakes.take(nil)
 	s.mu.Unlock()
 	wake(wakes)
 	return gnet.None
@@ -364,16 +343,18 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	s.mu.Lock()
-	consumed := cn.consumed
+	consumed := cn.flow.consumed
 	more := s.readFrames(cn, gc)
-	s.notePartial(cn, gc, more, cn.consumed != consumed)
-	if s.sinceSnapshot >= s.cfg.SnapshotEvery {
+	if why := s.flow.notePartial(cn, gc, more, cn.flow.consumed != consumed); why != "" {
+		s.cutOff(cn, gc, why)
+	}
+	if s.gate.unsnapped >= s.cfg.SnapshotEvery {
 		// At the count, not at the next tick: under load a tick's worth
 		// of records is far more than --snapshot-every.
 		s.maybeSnapshot()
 	}
 	out, closeNow := s.takeOutput(cn)
-	wakes := s.takeWakes(cn)
+	wakes := s.wakes.take(cn)
 	s.mu.Unlock()
 	wake(wakes)
 	if len(out) > 0 {
@@ -385,7 +366,7 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	if len(out) > 0 && len(cn.spare) == 0 && cap(out) <= 1<<20 {
 		cn.spare = out[:0] // reuse the buffer: gnet copied what it could not send
 	}
-	cut := s.noteUnsent(cn, gc.OutboundBuffered(), len(out))
+	cut := s.flow.noteUnsent(cn, gc.OutboundBuffered(), len(out))
 	s.wantTick() // after the frames and the output: both may bring a deadline
 	s.mu.Unlock()
 	if closeNow {
@@ -412,8 +393,8 @@ func (s *Server) takeOutput(cn *conn) ([]byte, bool) {
 		out = cn.out
 		cn.out, cn.spare = cn.spare, nil
 	}
-	if cn.paused && cn.held <= s.cfg.MaxInflight {
-		s.markDirty(cn) // resume reading on the next wake
+	if s.flow.mayResume(cn) {
+		s.wakes.mark(cn) // resume reading on the next wake
 	}
 	return out, cn.closeAfter
 }
@@ -435,8 +416,10 @@ func wake(cs []*conn) {
 // onDurable runs on the log's writer goroutine.
 func (s *Server) onDurable(lsn uint64) {
 	s.mu.Lock()
-	s.releaseHeld(lsn)
-	wakes := s.takeWakes(nil)
+	if s.gate.release(lsn) {
+		s.core.Durable(lsn)
+	}
+	wakes := s.wakes.take(nil)
 	s.mu.Unlock()
 	wake(wakes)
 }
@@ -447,37 +430,18 @@ func (s *Server) onHealth(err error) {
 	if err != nil {
 		s.log.Error("log write failed or stalled: refusing changes until the disk recovers", "err", err)
 	}
+	// The gate first: frames the core sends as it changes its mind
+	// follow the log's health as it is now.
+	s.gate.unavailable = err != nil
 	s.core.SetAvailable(err == nil)
 	if err != nil {
-		s.releaseUnconfirming()
+		s.gate.releaseUnconfirming()
 	}
 	s.wantTick()
-	wakes := s.takeWakes(nil)
+	wakes := s.wakes.take(nil)
 	s.mu.Unlock()
 	wake(wakes)
 }
-
-// logFrame logs a frame while `debug on`, at info or, when the logger
-// takes no info records (--log-level warn or error), at the lowest level
-// it takes: whoever turned frame logging on asked to see the frames.
-func (s *Server) logFrame(dir string, cn *conn, payload []byte) {
-	level := slog.LevelInfo
-	for ctx := context.Background(); level < slog.LevelError && !s.log.Enabled(ctx, level); {
-		level += 4 // info, warn, error
-	}
-	if len(payload) <= frameLogMax {
-		s.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id, "payload", string(payload))
-		return
-	}
-	s.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id,
-		"payload", strings.ToValidUTF8(string(payload[:frameLogMax]), ""), "bytes", len(payload), "truncated", true)
-}
-
-// frameLogMax is how much of a frame's payload the frame log shows: the
-// keys and the start of the values tell what happened, and a client
-// sending 1 MiB frames with logging on must not write a gigabyte of log
-// a second on the event loop (it waits for the log's writes).
-const frameLogMax = 4 << 10
 
 // gnetLogger routes gnet's own logs into slog.
 type gnetLogger struct{ l *slog.Logger }

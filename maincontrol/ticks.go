@@ -50,12 +50,10 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 // to wake once the lock is released.
 func (s *Server) tick(planned time.Time) []*conn {
 	s.noteStall(planned)
-	s.relieveOutbound()
-	s.wakeBlocked()
-	s.checkPartials()
+	s.flow.tick(s.gate.conns)
 	s.core.Tick()
 	s.maybeSnapshot()
-	return s.takeWakes(nil)
+	return s.wakes.take(nil)
 }
 
 // earlyTick is the tick wantTick arms for a deadline before gnet's next.
@@ -117,9 +115,7 @@ func (s *Server) nextDue() time.Time {
 // incomplete frames and the snapshot interval. Far in the future when
 // nothing is due. Called with s.mu held.
 func (s *Server) dueAt() time.Time {
-	crowded := s.partialTotal > s.cfg.MaxPartialTotal
-	if len(s.outBlocked) > 0 || len(s.watched) > 0 || s.unsentTotal > s.cfg.MaxOutboundTotal ||
-		crowded || s.snapRunning || s.store != nil && s.sinceSnapshot >= s.cfg.SnapshotEvery {
+	if s.flow.busy() || s.snapRunning || s.store != nil && s.gate.unsnapped >= s.cfg.SnapshotEvery {
 		return s.lastTick.Add(s.cfg.TickInterval)
 	}
 	due := time.Unix(0, math.MaxInt64)
@@ -129,11 +125,11 @@ func (s *Server) dueAt() time.Time {
 		}
 		due = time.UnixMilli(at)
 	}
-	if len(s.partials) > 0 {
-		due = minTime(due, s.partialsSeen.Add(min(time.Second, s.cfg.FrameStallTimeout/4)))
+	if at, ok := s.flow.nextLook(); ok {
+		due = minTime(due, at)
 	}
-	if s.store != nil && s.sinceSnapshot > 0 {
-		due = minTime(due, s.firstUnsnapped.Add(s.cfg.SnapshotInterval))
+	if s.store != nil && s.gate.unsnapped > 0 {
+		due = minTime(due, s.gate.firstUnsnapped.Add(s.cfg.SnapshotInterval))
 	}
 	return due
 }

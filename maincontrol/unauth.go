@@ -55,7 +55,7 @@ func (q *unauthQueue) remove(cn *conn) {
 // connection longest in its handshake when either cap is reached. Called
 // with s.mu held.
 func (s *Server) makeRoom() bool {
-	full := len(s.conns)-s.evicting >= s.cfg.MaxConns
+	full := len(s.gate.conns)-s.evicting >= s.cfg.MaxConns
 	if !full && s.unauth.n < s.cfg.MaxUnauthConns {
 		return true
 	}
@@ -79,8 +79,8 @@ func (s *Server) evict(cn *conn) {
 			"too many connections awaiting their handshake (--max-unauth-conns); try again")...)
 	}
 	cn.closing, cn.closeAfter = true, true
-	s.notePaused(cn, 0)
-	s.markDirty(cn)
+	s.flow.notePaused(cn, 0)
+	s.wakes.mark(cn)
 	s.core.Closed(cn.id)
 }
 

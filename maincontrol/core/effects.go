@@ -28,6 +28,13 @@ type Effects interface {
 	Close(peer PeerID)
 }
 
+// FrameLog may be implemented by Effects. The core calls LogFrames when
+// `debug` turns frame logging on or off, before it sends debug_ok, so the
+// effects need not ask the core while they send.
+type FrameLog interface {
+	LogFrames(on bool)
+}
+
 // Wait says what a frame waits for before it may reach its peer.
 type Wait uint8
 

@@ -221,6 +221,9 @@ func (c *Core) setDebug(p *peer, m *wire.Message, req string) {
 		return
 	}
 	c.debug = on
+	if fl, ok := c.fx.(FrameLog); ok {
+		fl.LogFrames(on)
+	}
 	c.log.Info("frame logging", "on", on)
 	b := c.begin("debug_ok", req)
 	c.send(p.id, &b)

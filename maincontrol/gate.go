@@ -1,0 +1,270 @@
+package maincontrol
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// gate is the core's Effects: durable-before-confirm frame gating. It
+// appends records to the log and holds each frame until the records
+// before it are durable, then releases it to its connection. It never
+// calls into the core: the server pushes what it needs to know (the log's
+// health, frame logging) and tells the core what became durable. Its
+// methods run with Server.mu held, on whichever goroutine drives the core.
+type gate struct {
+	store *snapshot.Store // nil: memory only
+	clock core.Clock
+	log   *slog.Logger
+	flow  *flow     // for Backlogged
+	wakes *wakeList // connections with output released to them
+
+	conns    map[core.PeerID]*conn
+	lastConn *conn // see lookup
+
+	held      heldQueue
+	gated     heldQueue // task frames, held for less (SendTask)
+	heldOrder uint64    // counts frames held, in both queues
+
+	lastLSN, durableLSN uint64
+	// unavailable: the log cannot be written (Server.onHealth), so frames
+	// that wait only for the disk go out (sendsNow).
+	unavailable bool
+	debug       bool // frame logging is on (`debug on=true`)
+	// unsnapped counts the records appended since the last snapshot
+	// began; the first of them came at firstUnsnapped (lifecycle.go).
+	unsnapped      int
+	firstUnsnapped time.Time
+}
+
+var (
+	_ core.Effects  = (*gate)(nil)
+	_ core.Backlog  = (*gate)(nil)
+	_ core.FrameLog = (*gate)(nil)
+)
+
+func newGate(clock core.Clock, log *slog.Logger, fl *flow, wakes *wakeList) *gate {
+	return &gate{clock: clock, log: log, flow: fl, wakes: wakes, conns: make(map[core.PeerID]*conn)}
+}
+
+// Record appends a change record to the log and returns its LSN.
+func (g *gate) Record(payload []byte) uint64 {
+	if g.store == nil {
+		return g.lastLSN
+	}
+	lsn := g.store.Append(payload)
+	if lsn == 0 {
+		// The log is closed (a stop under way): the change is in no
+		// record, so no frame after it may go out.
+		lsn = math.MaxUint64
+	}
+	g.lastLSN = lsn
+	if g.unsnapped == 0 {
+		g.firstUnsnapped = g.clock.Now()
+	}
+	g.unsnapped++
+	return lsn
+}
+
+// Send queues a frame, held until every record appended so far is durable
+// unless its wait lets it out sooner (see core.Wait).
+func (g *gate) Send(peer core.PeerID, frame []byte, wait core.Wait) {
+	cn := g.lookup(peer)
+	if cn == nil || cn.dead || cn.closeAfter {
+		return
+	}
+	if g.debug {
+		g.logFrame("out", cn, frame[wire.HeaderLen:])
+	}
+	if g.lastLSN <= g.durableLSN || g.sendsNow(cn, wait) {
+		cn.out = append(cn.out, frame...)
+		g.wakes.mark(cn)
+		return
+	}
+	g.hold(&g.held, heldFrame{cn: cn, lsn: g.lastLSN, confirms: wait == core.WaitConfirm}, frame)
+}
+
+// SendTask queues a task frame, held until the log is durable up to
+// after. It passes the connection's frames held for later records (its
+// own dispatch record, result_acks), but not those of a task frame held
+// before it.
+func (g *gate) SendTask(peer core.PeerID, frame []byte, after uint64) {
+	cn := g.lookup(peer)
+	if cn == nil || cn.dead || cn.closeAfter {
+		return
+	}
+	if g.debug {
+		g.logFrame("out", cn, frame[wire.HeaderLen:])
+	}
+	if after <= g.durableLSN && cn.gated == 0 {
+		cn.out = append(cn.out, frame...)
+		g.wakes.mark(cn)
+		return
+	}
+	g.hold(&g.gated, heldFrame{cn: cn, lsn: after, confirms: true, gated: true}, frame)
+	cn.gated++
+}
+
+// Close closes a connection after the frames queued before.
+func (g *gate) Close(peer core.PeerID) {
+	cn := g.conns[peer]
+	if cn == nil || cn.dead {
+		return
+	}
+	cn.closing = true
+	if cn.held == 0 {
+		cn.closeAfter = true
+		g.wakes.mark(cn)
+		return
+	}
+	// At lastLSN, after every gate of the task frames held before it.
+	g.hold(&g.held, heldFrame{cn: cn, lsn: g.lastLSN, close: true}, nil)
+}
+
+// Backlogged tells the core whether output it may hold back should wait
+// (see flow.backlogged).
+func (g *gate) Backlogged(peer core.PeerID) bool {
+	cn := g.lookup(peer)
+	return cn != nil && g.flow.backlogged(cn)
+}
+
+// LogFrames turns frame logging on or off, as `debug` asks.
+func (g *gate) LogFrames(on bool) { g.debug = on }
+
+// hold puts a frame (or close) in q, after every frame held before it.
+func (g *gate) hold(q *heldQueue, h heldFrame, frame []byte) {
+	g.heldOrder++
+	h.order = g.heldOrder
+	q.push(h, frame)
+	h.cn.held++
+}
+
+// sendsNow reports whether a frame may pass records that are not yet
+// durable.
+func (g *gate) sendsNow(cn *conn, wait core.Wait) bool {
+	switch wait {
+	case core.WaitNothing:
+		// Behind a held frame it would overtake it; held, it is
+		// released with the frames before it.
+		return cn.held == 0
+	case core.WaitDurable:
+		// While the log cannot be written nothing becomes durable:
+		// errors (code=unavailable), pongs and reads go out, so that
+		// peers are answered instead of hanging until the disk recovers.
+		return g.unavailable
+	default:
+		return false
+	}
+}
+
+// lookup finds a peer's connection. Replies come in runs to one peer (a
+// batch of submits, a batch of results), so the last one found is kept:
+// peer ids are never reused, and a closed connection is marked dead.
+func (g *gate) lookup(peer core.PeerID) *conn {
+	if g.lastConn != nil && g.lastConn.id == peer {
+		return g.lastConn
+	}
+	cn := g.conns[peer]
+	if cn != nil {
+		g.lastConn = cn
+	}
+	return cn
+}
+
+// forget drops a closed connection.
+func (g *gate) forget(cn *conn) {
+	delete(g.conns, cn.id)
+	if g.lastConn == cn {
+		g.lastConn = nil
+	}
+}
+
+// pending is the number of frames and closes still held.
+func (g *gate) pending() int { return g.held.len() + g.gated.len() }
+
+// release moves frames durable at lsn to their connections, from both
+// queues in the order they were sent. It reports whether lsn is news,
+// which the caller then tells the core (Core.Durable).
+func (g *gate) release(lsn uint64) bool {
+	if lsn <= g.durableLSN {
+		return false
+	}
+	g.durableLSN = lsn
+	for {
+		a, b := g.held.ready(lsn), g.gated.ready(lsn)
+		switch {
+		case a != nil && (b == nil || a.order < b.order):
+			g.held.pop(g.deliver)
+		case b != nil:
+			g.gated.pop(g.deliver)
+		default:
+			g.held.compact()
+			g.gated.compact()
+			return true
+		}
+	}
+}
+
+// releaseUnconfirming releases the held frames that need not wait for
+// the disk (see Send), when the log has just failed: the replies and
+// errors held before the failure must not wait for its recovery. A
+// connection's close stays held behind its confirmations.
+func (g *gate) releaseUnconfirming() {
+	blocked := map[*conn]bool{}
+	g.held.extract(func(h *heldFrame, _ []byte) bool {
+		if h.close {
+			return blocked[h.cn] || h.cn.gated > 0
+		}
+		if h.confirms {
+			blocked[h.cn] = true
+			return true
+		}
+		return false
+	}, g.deliver)
+}
+
+// deliver hands a released frame (or close) to its connection.
+func (g *gate) deliver(h *heldFrame, frame []byte) {
+	cn := h.cn
+	cn.held--
+	if h.gated {
+		cn.gated--
+	}
+	if cn.dead {
+		return
+	}
+	if h.close {
+		cn.closeAfter = true
+	} else if !cn.closeAfter {
+		cn.out = append(cn.out, frame...)
+	}
+	g.wakes.mark(cn)
+}
+
+// logFrame logs a frame while `debug on`, at info or, when the logger
+// takes no info records (--log-level warn or error), at the lowest level
+// it takes: whoever turned frame logging on asked to see the frames.
+func (g *gate) logFrame(dir string, cn *conn, payload []byte) {
+	level := slog.LevelInfo
+	for ctx := context.Background(); level < slog.LevelError && !g.log.Enabled(ctx, level); {
+		level += 4 // info, warn, error
+	}
+	if len(payload) <= frameLogMax {
+		g.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id, "payload", string(payload))
+		return
+	}
+	g.log.Log(context.Background(), level, "frame", "dir", dir, "peer", cn.id,
+		"payload", strings.ToValidUTF8(string(payload[:frameLogMax]), ""), "bytes", len(payload), "truncated", true)
+}
+
+// frameLogMax is how much of a frame's payload the frame log shows: the
+// keys and the start of the values tell what happened, and a client
+// sending 1 MiB frames with logging on must not write a gigabyte of log
+// a second on the event loop (it waits for the log's writes).
+const frameLogMax = 4 << 10
