@@ -106,12 +106,12 @@ func newServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// recover opens the data dir and replays it into the core.
+// recover opens the data dir and replays it into the core (Restore).
 func (s *Server) recover() error {
 	if s.cfg.DataDir == "" {
 		s.log.Warn("no data dir: state is kept in memory only and lost on restart")
-		s.core.Recovered()
-		return nil
+		_, err := Restore(nil, s.core, RestoreOptions{})
+		return err
 	}
 	if err := checkDataDir(s.cfg.DataDir); err != nil {
 		return err
@@ -123,83 +123,28 @@ func (s *Server) recover() error {
 	if err != nil {
 		return err
 	}
-	// The state as the snapshot left it, before the log's records, is
-	// what the next snapshot writes its changes against.
-	var loaded *core.Snapshot
-	snapLSN, err := st.ReplayWith(snapshot.Loader{Entry: s.core.LoadEntry, Put: s.core.LoadTask, Drop: s.core.DropTask},
-		func(_ uint64, p []byte) error {
-			if loaded == nil {
-				loaded = s.core.Freeze()
-			}
-			return s.core.ReplayRecord(p)
-		})
+	// The records recovery makes (an epoch, settled waiting tasks) go
+	// to this log.
+	s.store, s.gate.store = st, st
+	s.gate.lastLSN, s.gate.durableLSN = st.LastLSN(), st.LastLSN()
+	res, err := Restore(st, s.core, RestoreOptions{Serve: true, Logger: s.log})
 	if err != nil {
 		_ = st.Close()
 		return fmt.Errorf("cannot recover %s: %w", s.cfg.DataDir, err)
 	}
-	if loaded == nil {
-		loaded = s.core.Freeze()
-	}
-	s.lastSnap, s.lastSnapLSN = loaded, snapLSN
-	s.store, s.gate.store = st, st
-	s.gate.lastLSN, s.gate.durableLSN = st.LastLSN(), st.LastLSN()
-	if s.gate.lastLSN > snapLSN {
-		unsnapped := s.gate.lastLSN - snapLSN
+	s.lastSnap, s.lastSnapLSN = res.Loaded, res.SnapshotLSN
+	s.gate.durableLSN = st.DurableLSN()
+	if s.gate.lastLSN > res.SnapshotLSN {
 		// Records replayed from the log count as not yet in a snapshot
 		// (spec section 7), as if written now: otherwise a crash before
 		// the snapshot leaves them to be replayed at every start until
 		// some new change comes, and a stop saves no snapshot.
-		s.gate.unsnapped = int(min(unsnapped, uint64(math.MaxInt32)))
+		s.gate.unsnapped = int(min(s.gate.lastLSN-res.SnapshotLSN, uint64(math.MaxInt32)))
 		s.gate.firstUnsnapped = s.now()
 	}
-	if err := s.core.CheckFrames(); err != nil { // before Recovered logs anything
-		_ = st.Close()
-		return fmt.Errorf("cannot serve %s: %w", s.cfg.DataDir, err)
-	}
-	s.core.Recovered()
-	if err := s.beginEpoch(); err != nil {
-		_ = st.Close()
-		return fmt.Errorf("cannot serve %s: %w", s.cfg.DataDir, err)
-	}
-	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", snapLSN, "last_lsn", s.gate.lastLSN,
+	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", res.SnapshotLSN, "last_lsn", s.gate.lastLSN,
 		"epoch", s.core.Epoch(), "took", time.Since(start).Round(time.Millisecond))
 	st.Start(s.onDurable, s.onHealth)
-	if lost := st.Lost(); lost > 0 {
-		// --recover-truncate dropped records, and with them ids already
-		// handed out: skip past every id they could have held, durably,
-		// before serving anyone.
-		s.mu.Lock()
-		s.core.SkipIDs(lost)
-		lsn := s.gate.lastLSN
-		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		err := st.WaitDurable(ctx, lsn)
-		cancel()
-		if err != nil {
-			s.closeStore()
-			return fmt.Errorf("cannot record the skipped task ids: %w", err)
-		}
-		if err := st.ClearLost(); err != nil {
-			// Harmless: the next start skips again.
-			s.log.Warn("cannot clear the count of lost records", "err", err)
-		}
-	}
-	return nil
-}
-
-// beginEpoch starts this run's epoch and fsyncs its record, and every
-// record recovery made, whatever --fsync says: task frames do not wait
-// for their dispatch records, so a version of a lost dispatch must never
-// be handed out again (spec section 7).
-func (s *Server) beginEpoch() error {
-	if err := s.core.BeginEpoch(s.store.Lost()); err != nil {
-		return err
-	}
-	if err := s.store.Sync(); err != nil {
-		return fmt.Errorf("cannot make epoch %d durable: %w", s.core.Epoch(), err)
-	}
-	s.gate.durableLSN = s.store.DurableLSN()
-	s.core.Durable(s.gate.durableLSN)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
 )
@@ -100,15 +101,10 @@ func inspectDir(dir string, taskID uint64) (*inspectReport, error) {
 			rep.History = append(rep.History, inspectHistoryLine{Where: where, Kind: d.Kind, Text: d.Text})
 		}
 	}
-	_, err = st.ReplayWith(snapshot.Loader{Entry: func(p []byte) error {
-		note("snapshot", p)
-		return c.LoadEntry(p)
-	}, Put: func(id uint64, p []byte) error {
-		note("snapshot", p)
-		return c.LoadTask(id, p)
-	}, Drop: c.DropTask}, func(_ uint64, p []byte) error {
-		return c.ReplayRecord(p)
-	})
+	// Recovery as the main control runs it, into a core that keeps
+	// nothing: it settles the waiting tasks whose dependencies ended
+	// before the crash, and skips the ids a --recover-truncate cut lost.
+	_, err = maincontrol.Restore(st, c, maincontrol.RestoreOptions{Entry: func(p []byte) { note("snapshot", p) }})
 	if err != nil {
 		return nil, fmt.Errorf("cannot replay %s: %w", dir, err)
 	}
@@ -120,13 +116,6 @@ func inspectDir(dir string, taskID uint64) (*inspectReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the log of %s: %w", dir, err)
 		}
-	}
-	// What startup does next: settle the waiting tasks whose dependencies
-	// ended before the crash, and skip the ids of records a
-	// --recover-truncate cut dropped (into a core that keeps nothing).
-	c.Recovered()
-	if lost := st.Lost(); lost > 0 {
-		c.SkipIDs(lost)
 	}
 	counts := c.Counts()
 	for _, s := range core.AllStates {

@@ -30,9 +30,9 @@ type TaskInfo struct {
 	Updated     time.Time `json:"updated"`
 }
 
-// Task returns a view of the task with this id.
+// Task returns a view of the task with this id. Like every getter, it
+// changes nothing: it shows recovered state once recovery has ended.
 func (c *Core) Task(id uint64) (TaskInfo, bool) {
-	c.finishLoad()
 	t := c.tasks.get(id)
 	if t == nil {
 		return TaskInfo{}, false
@@ -46,7 +46,6 @@ func (c *Core) Task(id uint64) (TaskInfo, bool) {
 
 // Counts returns the number of tasks in each state, indexed by State.
 func (c *Core) Counts() [NumStates + 1]int {
-	c.finishLoad()
 	return c.counts
 }
 
@@ -84,8 +83,8 @@ type ExecutorInfo struct {
 }
 
 // Executors returns the registered executors in registration order.
+// Before recovery ends, their load is not counted yet.
 func (c *Core) Executors() []ExecutorInfo {
-	c.finishLoad()
 	list := make([]*executor, 0, len(c.execs))
 	for _, e := range c.execs {
 		list = append(list, e)
