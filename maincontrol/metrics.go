@@ -109,6 +109,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 			return s.store.Stats()
 		})
 	}
+	r.RuntimeMetrics()
 	return m
 }
 

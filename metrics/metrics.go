@@ -27,12 +27,21 @@ type Registry struct {
 type item struct {
 	name, help, kind string
 	write            func(w *bufio.Writer, name string)
+	block            func(w *bufio.Writer) // writes whole families, headers too
 }
 
 func (r *Registry) add(name, help, kind string, write func(*bufio.Writer, string)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.items = append(r.items, item{name: name, help: help, kind: kind, write: write})
+}
+
+// addBlock registers a writer of whole families: several read together
+// from one sample, each with its own HELP and TYPE lines.
+func (r *Registry) addBlock(write func(*bufio.Writer)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.items = append(r.items, item{block: write})
 }
 
 // Counter is a monotonically increasing count.
@@ -151,6 +160,10 @@ func (r *Registry) WriteTo(out io.Writer) (int64, error) {
 	cw := &countingWriter{w: out}
 	w := bufio.NewWriter(cw)
 	for _, it := range items {
+		if it.block != nil {
+			it.block(w)
+			continue
+		}
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", it.name, it.help, it.name, it.kind)
 		it.write(w, it.name)
 	}
