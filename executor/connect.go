@@ -8,13 +8,14 @@ import (
 	"net"
 	"time"
 
+	"github.com/apollo11/apollo11/internal/backoff"
 	"github.com/apollo11/apollo11/wire"
 )
 
 // connectLoop connects, serves and reconnects with backoff until ctx is
 // done or the executor is leaving.
 func (e *Executor) connectLoop(ctx context.Context) {
-	bo := backoff{min: e.cfg.BackoffMin, max: e.cfg.BackoffMax}
+	bo := backoff.Backoff{Min: e.cfg.BackoffMin, Max: e.cfg.BackoffMax}
 	for {
 		registered, timeout, served, err := e.connectOnce(ctx)
 		if ctx.Err() != nil || e.isLeaving() {
@@ -25,17 +26,17 @@ func (e *Executor) connectLoop(ctx context.Context) {
 			// executors to list their tasks, then moves them on (spec
 			// section 4, docs/protocol.md): retrying at least every half
 			// of it gets back inside that window.
-			bo.max = min(e.cfg.BackoffMax, max(e.cfg.BackoffMin, timeout/2))
+			bo.Max = min(e.cfg.BackoffMax, max(e.cfg.BackoffMin, timeout/2))
 			// The doubling starts again only after a connection that
 			// held: one that drops soon after each registration (a
 			// flapping main control, a proxy that cuts connections) is
 			// retried ever more slowly, up to the cap, like one that
 			// cannot be reached.
-			if served >= min(healthySession, bo.max) {
-				bo.reset()
+			if served >= min(healthySession, bo.Max) {
+				bo.Reset()
 			}
 		}
-		d := bo.next()
+		d := bo.Next()
 		e.logConnError(err, registered, d)
 		t := time.NewTimer(d)
 		select {
