@@ -10,119 +10,138 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/apollo11/apollo11/wire"
 )
 
-// Client is one connection to the main control. It is safe for concurrent
-// use; see the package documentation.
+// Client is a connection to the main control, made again when it is lost
+// (see Reconnect). It is safe for concurrent use; see the package
+// documentation.
 type Client struct {
-	conn     net.Conn
-	r        *wire.Reader
-	log      *slog.Logger
-	maxFrame int
-	done     chan struct{} // closed when the reader goroutine exits
-	features []string      // the welcome's optional groups (section 8.1)
-	admin    bool          // hello_ok said admin=true (section 8.2)
+	addr string
+	opts Options
+	log  *slog.Logger
 
 	mu      sync.Mutex
 	seq     uint64
 	pending map[string]*call
-	err     error // why the client stopped; set once
-
-	wmu       sync.Mutex
-	wbuf      []byte // frames waiting to be written
-	wspare    []byte
-	writing   bool // the writer goroutine runs
-	maxUnsent int  // see write
+	sess    *session      // nil while reconnecting
+	up      chan struct{} // closed once sess is set again
+	down    error         // why the latest connection was lost
+	err     error         // why the client ended for good; set once
+	ended   chan struct{} // closed when err is set
+	loops   sync.WaitGroup
+	// features and admin are the latest connection's: a restarted main
+	// control may speak other groups, or have another admin token.
+	features []string
+	admin    bool
 }
 
 // Features returns the optional message groups the main control speaks,
-// from its welcome (protocol section 8.1): nil from a v1 main control.
-func (c *Client) Features() []string { return slices.Clone(c.features) }
+// from its latest welcome (protocol section 8.1): nil from a v1 main
+// control.
+func (c *Client) Features() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.features)
+}
 
 // HasFeature reports whether the main control speaks the group f.
-func (c *Client) HasFeature(f wire.Feature) bool { return slices.Contains(c.features, f) }
+func (c *Client) HasFeature(f wire.Feature) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.features, f)
+}
 
 // Admin reports whether this connection may send the admin messages:
 // the main control has no admin token, or Options.AdminToken proved it.
-func (c *Client) Admin() bool { return c.admin }
+func (c *Client) Admin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.admin
+}
 
 // minMaxUnsent is the least a client queues for a main control that is
 // slow to read before calls fail with ErrNotReading (at least four frames
 // of the largest size are always allowed).
 const minMaxUnsent = 16 << 20
 
+// reply is what a call receives: a frame, or why none will come.
+type reply struct {
+	m   *wire.Message
+	err error
+}
+
 // call is a request waiting for its reply (or, for SubmitWait, for both
 // `submitted` and `done`).
 type call struct {
-	ch   chan *wire.Message // cap 2: never blocks the reader
-	wait bool               // stays registered after `submitted`
+	ch   chan reply // cap 2: never blocks the reader
+	wait bool       // stays registered after `submitted`
+	seq  uint64
+	// resend is the frame sent again on the next connection when this
+	// one is lost; nil when sending it twice could act twice.
+	resend []byte
+	// unknown marks a request whose loss leaves its outcome unknown
+	// (ErrOutcomeUnknown); other lost calls report ErrConnectionLost.
+	unknown bool
 }
 
-// Close closes the connection; pending and later calls fail with
-// ErrClosed. It is safe to call more than once.
+// kind says what becomes of a request in flight when the connection is
+// lost.
+type kind uint8
+
+const (
+	idempotent kind = iota // sent again on the next connection
+	oneShot                // fails with ErrOutcomeUnknown
+)
+
+// Close closes the connection and stops reconnecting; pending and later
+// calls fail with ErrClosed. It is safe to call more than once.
 func (c *Client) Close() error {
-	first := c.stop(ErrClosed)
-	err := c.conn.Close()
-	<-c.done
+	c.mu.Lock()
+	first := c.err == nil
+	s := c.sess
+	if first {
+		c.endLocked(ErrClosed)
+	}
+	c.mu.Unlock()
+	var err error
+	if s != nil {
+		err = s.conn.Close()
+		<-s.done
+	}
+	c.loops.Wait()
 	if !first || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
 }
 
-// stop records why the client stopped, if it is the first reason.
-func (c *Client) stop(err error) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
-		return false
-	}
+// endLocked ends the client for good with err: every pending call fails
+// with it. Called with c.mu held.
+func (c *Client) endLocked(err error) {
 	c.err = err
-	return true
+	close(c.ended)
+	for req, cl := range c.pending {
+		delete(c.pending, req)
+		cl.deliver(reply{err: cl.lostErr(err)})
+	}
 }
 
-// failure returns why the client stopped.
-func (c *Client) failure() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+// lostErr is a pending call's error when the connection ends with err.
+func (cl *call) lostErr(err error) error {
+	if cl.unknown && !errors.Is(err, ErrClosed) {
+		err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	return &noReply{err}
 }
 
-// readLoop routes replies until the connection fails.
-func (c *Client) readLoop() {
-	defer close(c.done)
-	var last *Error // an `error` without req, usually just before a close
-	for {
-		m, err := c.r.Next()
-		if err != nil {
-			if last != nil {
-				err = fmt.Errorf("%w (after %w)", err, last)
-			}
-			if c.stop(fmt.Errorf("%w: %w", ErrConnectionLost, err)) {
-				c.log.Warn("connection to the main control lost", "err", err)
-			}
-			if refusal, ok := wire.Refusal(err); ok {
-				// Every peer answers a frame it cannot decode before it
-				// closes (spec sections 1 and 2).
-				c.writeLast(refusal)
-			}
-			c.conn.Close()
-			return
-		}
-		req, ok := m.Get("req")
-		if !ok {
-			if m.Type() == "error" {
-				last = wire.ErrorReplyOf(m)
-				c.log.Warn("error from the main control", "code", last.Code, "message", last.Message)
-			} else {
-				c.log.Debug("ignoring frame without req", "type", m.Type())
-			}
-			continue
-		}
-		c.route(req, m)
+func (cl *call) deliver(r reply) bool {
+	select {
+	case cl.ch <- r:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -131,54 +150,87 @@ func (c *Client) readLoop() {
 func (c *Client) route(req string, m *wire.Message) {
 	c.mu.Lock()
 	cl := c.pending[req]
-	if cl != nil && !(cl.wait && m.Type() == "submitted") {
-		delete(c.pending, req)
+	if cl != nil {
+		if cl.wait && m.Type() == "submitted" {
+			// The task exists: a loss from now on resumes the wait by
+			// its id, never by a second submit.
+			cl.resend, cl.unknown = nil, false
+		} else {
+			delete(c.pending, req)
+		}
 	}
 	c.mu.Unlock()
 	if cl == nil {
 		c.log.Debug("dropping reply nobody waits for", "type", m.Type(), "req", req)
 		return
 	}
-	select {
-	case cl.ch <- m.Clone():
-	default:
+	if !cl.deliver(reply{m: m.Clone()}) {
 		c.log.Warn("dropping extra reply", "type", m.Type(), "req", req)
 	}
 }
 
 // start registers a call under a fresh req and sends typ with the keys
-// fill adds.
-func (c *Client) start(typ string, fill func(*wire.Builder), wait bool) (*call, string, error) {
-	cl := &call{ch: make(chan *wire.Message, 2), wait: wait}
+// fill adds. While the connection is being made again it waits for it, up
+// to ctx's end.
+func (c *Client) start(ctx context.Context, typ string, fill func(*wire.Builder), k kind, wait bool) (*call, string, error) {
 	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, "", err
-	}
 	c.seq++
-	req := strconv.FormatUint(c.seq, 36)
-	c.pending[req] = cl
+	seq := c.seq
 	c.mu.Unlock()
-
+	req := strconv.FormatUint(seq, 36)
 	b := wire.Begin(make([]byte, 0, 128), typ)
 	b.Str("req", req)
 	if fill != nil {
 		fill(&b)
 	}
 	frame, err := b.Finish()
-	if err == nil && len(frame)-wire.HeaderLen > c.maxFrame {
-		err = &wire.FrameTooLargeError{Size: uint32(min(uint64(len(frame)-wire.HeaderLen), math.MaxUint32)), Max: c.maxFrame}
-	}
 	if err != nil {
-		c.forget(req)
 		return nil, "", fmt.Errorf("cannot encode %s: %w", typ, err)
 	}
-	if err := c.write(frame); err != nil {
-		c.forget(req)
-		return nil, "", err
+	for {
+		c.mu.Lock()
+		if c.err != nil {
+			err := c.err
+			c.mu.Unlock()
+			return nil, "", err
+		}
+		s := c.sess
+		if s == nil {
+			up, down := c.up, c.down
+			c.mu.Unlock()
+			select {
+			case <-up:
+			case <-c.ended:
+			case <-ctx.Done():
+				// Nothing was sent: not ErrNoReply.
+				return nil, "", fmt.Errorf("%w (while reconnecting after: %w)", ctx.Err(), down)
+			}
+			continue
+		}
+		if err := s.fits(frame); err != nil {
+			c.mu.Unlock()
+			return nil, "", fmt.Errorf("cannot encode %s: %w", typ, err)
+		}
+		cl := &call{ch: make(chan reply, 2), wait: wait, seq: seq, unknown: k == oneShot}
+		if k == idempotent {
+			cl.resend = frame
+		}
+		c.pending[req] = cl
+		c.mu.Unlock()
+		if err := s.write(frame, false); err != nil {
+			c.forget(req)
+			return nil, "", err
+		}
+		return cl, req, nil
 	}
-	return cl, req, nil
+}
+
+// fits checks a frame against the session's max_frame.
+func (s *session) fits(frame []byte) error {
+	if n := len(frame) - wire.HeaderLen; n > s.maxFrame {
+		return &wire.FrameTooLargeError{Size: uint32(min(uint64(n), math.MaxUint32)), Max: s.maxFrame}
+	}
+	return nil
 }
 
 // await waits for the next reply of a call.
@@ -190,20 +242,18 @@ func (c *Client) await(ctx context.Context, cl *call, req string) (*wire.Message
 // closed.
 func (c *Client) awaitOr(ctx context.Context, cl *call, req string, stop <-chan struct{}) (*wire.Message, error) {
 	select {
-	case m := <-cl.ch:
-		return m, nil
+	case r := <-cl.ch:
+		return r.m, r.err
 	case <-stop:
 		c.forget(req)
 		return nil, errWatchClosed
 	case <-ctx.Done():
 		c.forget(req)
-		return nil, &noReply{ctx.Err()}
-	case <-c.done:
 		select {
-		case m := <-cl.ch: // arrived just before the end
-			return m, nil
+		case r := <-cl.ch: // arrived just before the end
+			return r.m, r.err
 		default:
-			return nil, &noReply{c.failure()}
+			return nil, &noReply{ctx.Err()}
 		}
 	}
 }
@@ -216,11 +266,11 @@ func (c *Client) forget(req string) {
 
 // roundTrip sends a request and returns its reply, which must be of type
 // want; an `error` reply is returned as *Error.
-func (c *Client) roundTrip(ctx context.Context, typ, want string, fill func(*wire.Builder)) (*wire.Message, error) {
+func (c *Client) roundTrip(ctx context.Context, typ, want string, k kind, fill func(*wire.Builder)) (*wire.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", typ, err) // nothing sent
 	}
-	cl, req, err := c.start(typ, fill, false)
+	cl, req, err := c.start(ctx, typ, fill, k, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", typ, err)
 	}
@@ -240,67 +290,5 @@ func expect(m *wire.Message, typ, want string) (*wire.Message, error) {
 		return nil, fmt.Errorf("%s: %w", typ, wire.ErrorReplyOf(m))
 	default:
 		return nil, fmt.Errorf("%s: unexpected reply %q", typ, m.Type())
-	}
-}
-
-// write queues a frame for the writer goroutine, starting it when none
-// runs. The caller never writes itself: a main control that stops reading
-// would hold it in the socket write, past its context's deadline. What a
-// peer leaves unread is bounded by maxUnsent; a call beyond it fails at
-// once instead of growing the queue.
-func (c *Client) write(frame []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if len(c.wbuf) > 0 && len(c.wbuf)+len(frame) > c.maxUnsent {
-		return fmt.Errorf("%w: %d bytes of requests not taken yet", ErrNotReading, len(c.wbuf))
-	}
-	c.wbuf = append(c.wbuf, frame...)
-	if !c.writing {
-		c.writing = true
-		go c.flush()
-	}
-	return nil
-}
-
-// writeLast queues a last frame and waits, up to wire.RefusalWait, until the
-// writer goroutine has written it: the connection is closed next.
-func (c *Client) writeLast(frame []byte) {
-	deadline := time.Now().Add(wire.RefusalWait)
-	_ = c.conn.SetWriteDeadline(deadline)
-	if c.write(frame) != nil {
-		return
-	}
-	for time.Now().Before(deadline) {
-		c.wmu.Lock()
-		idle := !c.writing
-		c.wmu.Unlock()
-		if idle {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// flush writes queued frames until none is left; a failed write stops the
-// client, which fails every pending call.
-func (c *Client) flush() {
-	c.wmu.Lock()
-	var err error
-	for len(c.wbuf) > 0 && err == nil {
-		b := c.wbuf
-		c.wbuf = c.wspare[:0]
-		c.wmu.Unlock()
-		_, err = c.conn.Write(b)
-		c.wmu.Lock()
-		c.wspare = b[:0]
-	}
-	if err != nil {
-		c.wbuf = nil
-	}
-	c.writing = false
-	c.wmu.Unlock()
-	if err != nil {
-		c.stop(fmt.Errorf("%w: %w", ErrConnectionLost, err))
-		c.conn.Close()
 	}
 }

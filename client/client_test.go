@@ -363,7 +363,7 @@ func TestClient_ContextCancel(t *testing.T) {
 
 func TestClient_ConnectionLost(t *testing.T) {
 	f := mustStartFakeServer(t)
-	c, sc := mustDial(t, f, client.Options{})
+	c, sc := mustDial(t, f, client.Options{Reconnect: client.Reconnect{Off: true}})
 	const n = 5
 	errs := make(chan error, n)
 	for i := range n {
@@ -400,7 +400,7 @@ func TestClient_RefusesUndecodableFrame(t *testing.T) {
 	for _, tc := range fakemain.BrokenFrames {
 		t.Run(tc.Name, func(t *testing.T) {
 			f := mustStartFakeServer(t)
-			c, sc := mustDial(t, f, client.Options{})
+			c, sc := mustDial(t, f, client.Options{Reconnect: client.Reconnect{Off: true}})
 			sc.SendRaw(tc.Raw)
 			require.NoError(t, sc.Net.SetReadDeadline(time.Now().Add(waitFor)))
 			m, err := sc.R.ReadMessage()

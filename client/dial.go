@@ -32,6 +32,9 @@ type Options struct {
 	DialTimeout time.Duration
 	// Logger receives the client's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Reconnect says how the client connects again when its connection
+	// is lost; the zero value reconnects (see Reconnect).
+	Reconnect Reconnect
 }
 
 // ErrAuthRequired is returned by Dial when the main control requires the
@@ -40,7 +43,9 @@ var ErrAuthRequired = errors.New("the main control requires auth (hmac-sha256) b
 
 // Dial connects to the main control at addr, sends `hello` and waits for
 // `hello_ok`. A refused hello returns *Error (auth_failed,
-// unsupported_proto, ...). ctx bounds the dial and the handshake only.
+// unsupported_proto, ...). ctx bounds the dial and the handshake only;
+// later connections, when this one is lost, are made in the background
+// (see Reconnect).
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
@@ -48,23 +53,40 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	d := net.Dialer{Timeout: opts.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	rc, err := opts.Reconnect.withDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
+		return nil, err
 	}
-	c, err := handshake(ctx, conn, opts)
+	opts.Reconnect = rc
+	c := &Client{addr: addr, opts: opts, log: opts.Logger.With("addr", addr),
+		pending: make(map[string]*call), ended: make(chan struct{})}
+	s, err := c.dialSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.sess, c.features, c.admin = s, s.features, s.admin
+	go s.readLoop()
+	return c, nil
+}
+
+// dialSession connects and completes the handshake.
+func (c *Client) dialSession(ctx context.Context) (*session, error) {
+	d := net.Dialer{Timeout: c.opts.DialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to %s: %w", c.addr, err)
+	}
+	s, err := handshake(ctx, conn, c.opts)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	c.log = opts.Logger.With("addr", addr)
-	go c.readLoop()
-	return c, nil
+	s.c = c
+	return s, nil
 }
 
 // handshake reads `welcome`, sends `hello` and waits for `hello_ok`.
-func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error) {
+func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, error) {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if err := conn.SetDeadline(time.Now().Add(opts.DialTimeout)); err != nil {
@@ -124,9 +146,9 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*Client, error
 			if err := conn.SetDeadline(time.Time{}); err != nil {
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
 			}
-			return &Client{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
+			return &session{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
 				features: welcome.Features, admin: m.Value("admin") == "true",
-				pending: make(map[string]*call), maxUnsent: max(minMaxUnsent, 4*welcome.MaxFrame)}, nil
+				maxUnsent: max(minMaxUnsent, 4*welcome.MaxFrame)}, nil
 		case "error":
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))
 		}

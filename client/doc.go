@@ -18,7 +18,23 @@
 // An `error` reply is returned as *Error; use IsCode or IsQueueFull to
 // test it. `queue_full` is backpressure: retry later, with backoff.
 //
-// The package does not reconnect. When the connection fails every pending
-// call fails with an error matching ErrConnectionLost, and so does every
-// later call; Dial again to go on. After Close calls fail with ErrClosed.
+// When the connection is lost the client makes it again by itself, with
+// an exponential backoff and jitter (see Reconnect, in Options; Off turns
+// it off). Meanwhile:
+//   - requests that are safe to send twice (Query, List, Stats, StateGet,
+//     Debug, and a Submit with a Key, whose key returns the same task) are
+//     sent again on the new connection, and their callers see only the
+//     delay;
+//   - a Submit without a Key, and a Cancel, fail with an error matching
+//     ErrOutcomeUnknown (and ErrConnectionLost, ErrNoReply): the main
+//     control may have acted on them;
+//   - a Watch's Wait (SubmitWait, SubmitWatch) goes on by the task's id:
+//     it queries the task, and returns its end once it has one;
+//   - calls made while reconnecting wait for the connection, up to their
+//     context's end (then their error matches ErrConnectionLost as well
+//     as the context's error, and nothing was sent).
+//
+// With reconnecting off, or once Reconnect.GiveUpAfter has passed, every
+// pending and later call fails with an error matching ErrConnectionLost;
+// Dial again to go on. After Close calls fail with ErrClosed.
 package client

@@ -9,9 +9,19 @@ import (
 // ErrClosed is returned by calls made after, or pending at, Close.
 var ErrClosed = errors.New("client is closed")
 
-// ErrConnectionLost is matched (errors.Is) by the error of every call
-// pending when the connection failed, and of every later call.
+// ErrConnectionLost is matched (errors.Is) by the error of a call lost
+// with its connection: one that cannot be sent again (see
+// ErrOutcomeUnknown), every call once reconnecting is off or has given
+// up, and a call whose context ended while it waited for a reconnect.
 var ErrConnectionLost = errors.New("connection to the main control lost")
+
+// ErrOutcomeUnknown is matched (errors.Is), beside ErrConnectionLost and
+// ErrNoReply, by the error of a request that cannot safely be sent twice
+// (a Submit without a Key, a Cancel) whose connection was lost before its
+// reply came: the main control may or may not have acted on it. A Submit
+// with a Key is sent again on the next connection instead, where the key
+// returns the same task.
+var ErrOutcomeUnknown = errors.New("outcome unknown: the connection was lost before the reply")
 
 // ErrNotReading is returned by a call made while the main control has
 // left too many earlier requests unread (it is stopped, or the network

@@ -19,7 +19,7 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Submitted, erro
 	if err != nil {
 		return Submitted{}, err
 	}
-	m, err := c.roundTrip(ctx, "submit", "submitted", fill)
+	m, err := c.roundTrip(ctx, "submit", "submitted", req.kind(), fill)
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -38,6 +38,15 @@ func (c *Client) SubmitWait(ctx context.Context, req SubmitRequest) (Submitted, 
 	defer w.Close()
 	d, err := w.Wait(ctx)
 	return w.Submitted, d, err
+}
+
+// kind is idempotent when the submit has a key: sent twice, the key
+// returns the task the first made.
+func (r SubmitRequest) kind() kind {
+	if r.Key != "" {
+		return idempotent
+	}
+	return oneShot
 }
 
 // fill checks r and returns the function that adds its keys to a submit.

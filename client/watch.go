@@ -22,6 +22,7 @@ type Watch struct {
 	done      *Done
 	over      error // why the watch ended without a done
 	receiving bool  // a Wait reads the reply; the others wait for end
+	lost      bool  // the connection was lost: Wait follows the task by id
 }
 
 // SubmitWatch submits with wait=true and returns as soon as the task is
@@ -35,7 +36,7 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("submit: %w", err) // nothing sent
 	}
-	cl, id, err := c.start("submit", fill, true)
+	cl, id, err := c.start(ctx, "submit", fill, req.kind(), true)
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
@@ -94,16 +95,52 @@ func (w *Watch) Wait(ctx context.Context) (Done, error) {
 		return w.result()
 	}
 	w.receiving = true
+	lost := w.lost
 	w.mu.Unlock()
-	m, err := w.c.awaitOr(ctx, w.cl, w.req, w.end)
-	if err != nil {
+	var m *wire.Message
+	var err error
+	if !lost {
+		m, err = w.c.awaitOr(ctx, w.cl, w.req, w.end)
+		lost = err != nil && w.resumable(err)
+	}
+	switch {
+	case lost:
+		w.resume(ctx)
+	case err != nil:
 		// errWatchClosed: another Wait's ctx, or Close, has ended the
 		// watch already, and finish keeps that first outcome.
 		w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, err))
-	} else {
+	default:
 		w.take(m)
 	}
 	return w.result()
+}
+
+// resumable reports whether err is a lost connection the client makes
+// again, after which the wait goes on by the task's id.
+func (w *Watch) resumable(err error) bool {
+	return errors.Is(err, ErrConnectionLost) && !w.c.opts.Reconnect.Off
+}
+
+// resume follows the task by its id once its `done` can no longer come
+// (the connection that would carry it was lost), until it ends, ctx ends
+// or the watch is closed.
+func (w *Watch) resume(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.end:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	d, err := w.c.Wait(ctx, w.Submitted.ID)
+	if err != nil {
+		w.finish(nil, err)
+		return
+	}
+	w.finish(&d, nil)
 }
 
 func (w *Watch) result() (Done, error) {
@@ -131,8 +168,18 @@ func (w *Watch) Ended() (Done, bool, error) {
 	}
 	w.mu.Unlock()
 	select {
-	case m := <-w.cl.ch:
-		w.take(m)
+	case r := <-w.cl.ch:
+		if r.err != nil && w.resumable(r.err) {
+			w.mu.Lock()
+			w.lost = true // the next Wait follows the task by id
+			w.mu.Unlock()
+			return Done{}, false, nil
+		}
+		if r.err != nil {
+			w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, r.err))
+		} else {
+			w.take(r.m)
+		}
 		d, err := w.result()
 		return d, true, err
 	default:

@@ -1,0 +1,169 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apollo11/apollo11/internal/backoff"
+)
+
+// Reconnect says how a Client connects again after losing its
+// connection. The zero value reconnects with the default delays, for as
+// long as the Client is open.
+type Reconnect struct {
+	// Off turns reconnecting off: once the connection is lost, pending
+	// and later calls fail with ErrConnectionLost; Dial again to go on.
+	Off bool
+	// MinDelay and MaxDelay bound the wait before each attempt: it
+	// doubles from MinDelay up to MaxDelay, each one drawn at random
+	// from its upper half (defaults 100 ms and 5 s).
+	MinDelay, MaxDelay time.Duration
+	// GiveUpAfter ends the Client, as Off would have, once it has been
+	// without a connection this long (0: never; each call is still
+	// bounded by its context).
+	GiveUpAfter time.Duration
+}
+
+// Default reconnect delays.
+const (
+	DefaultReconnectMin = 100 * time.Millisecond
+	DefaultReconnectMax = 5 * time.Second
+)
+
+// withDefaults fills the zero delays and checks the others.
+func (r Reconnect) withDefaults() (Reconnect, error) {
+	if r.MinDelay < 0 || r.MaxDelay < 0 || r.GiveUpAfter < 0 {
+		return r, errors.New("client: negative Reconnect delay")
+	}
+	if r.MinDelay == 0 {
+		r.MinDelay = DefaultReconnectMin
+	}
+	if r.MaxDelay == 0 {
+		r.MaxDelay = max(DefaultReconnectMax, r.MinDelay)
+	}
+	if r.MaxDelay < r.MinDelay {
+		return r, fmt.Errorf("client: Reconnect.MaxDelay %v is below MinDelay %v", r.MaxDelay, r.MinDelay)
+	}
+	return r, nil
+}
+
+// lost handles the end of session s: requests that may be sent again wait
+// for the next connection, the others fail now (ErrOutcomeUnknown for
+// those that may have acted), and reconnecting starts. Without reconnect
+// the client ends, as it did before reconnecting existed.
+func (c *Client) lost(s *session, cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != s || c.err != nil {
+		return // closed, or lost already by the other goroutine
+	}
+	c.sess = nil
+	err := fmt.Errorf("%w: %w", ErrConnectionLost, cause)
+	c.log.Warn("connection to the main control lost", "err", cause, "reconnect", !c.opts.Reconnect.Off)
+	if c.opts.Reconnect.Off {
+		c.endLocked(err)
+		return
+	}
+	c.up, c.down = make(chan struct{}), err
+	for req, cl := range c.pending {
+		if cl.resend == nil {
+			delete(c.pending, req)
+			cl.deliver(reply{err: cl.lostErr(err)})
+		}
+	}
+	c.loops.Add(1)
+	go c.reconnect(err)
+}
+
+// reconnect dials until a connection is made, the client is closed or
+// GiveUpAfter has passed, waiting a backoff with jitter between attempts.
+func (c *Client) reconnect(cause error) {
+	defer c.loops.Done()
+	rc := c.opts.Reconnect
+	bo := backoff.Backoff{Min: rc.MinDelay, Max: rc.MaxDelay}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // Close ends a dial under way
+		select {
+		case <-c.ended:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	since := time.Now()
+	lastErr := ""
+	for attempt := 1; ; attempt++ {
+		delay := bo.Next()
+		if rc.GiveUpAfter > 0 && time.Since(since)+delay > rc.GiveUpAfter {
+			c.mu.Lock()
+			if c.err == nil {
+				c.log.Warn("giving up reconnecting", "after", time.Since(since).Round(time.Millisecond), "attempts", attempt-1)
+				c.endLocked(fmt.Errorf("%w (no connection for %v: gave up reconnecting)", cause, rc.GiveUpAfter))
+			}
+			c.mu.Unlock()
+			return
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-c.ended:
+			t.Stop()
+			return
+		}
+		s, err := c.dialSession(ctx)
+		if err != nil {
+			if msg := err.Error(); msg != lastErr {
+				// A refusal (a wrong token) says more than a refused dial:
+				// log each new reason once, not every attempt.
+				c.log.Warn("cannot reconnect yet", "err", err, "attempt", attempt)
+				lastErr = msg
+			}
+			continue
+		}
+		if !c.adopt(s) {
+			s.conn.Close()
+			return
+		}
+		c.log.Info("reconnected to the main control", "attempts", attempt, "after", time.Since(since).Round(time.Millisecond))
+		return
+	}
+}
+
+// adopt makes s the client's connection and sends again, in their
+// original order, the requests still waiting from the lost one. It
+// returns false when the client ended meanwhile.
+func (c *Client) adopt(s *session) bool {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.sess, c.features, c.admin = s, s.features, s.admin
+	type resend struct {
+		req   string
+		cl    *call
+		frame []byte
+	}
+	var again []resend
+	for req, cl := range c.pending {
+		again = append(again, resend{req, cl, cl.resend})
+	}
+	slices.SortFunc(again, func(a, b resend) int { return cmp.Compare(a.cl.seq, b.cl.seq) })
+	close(c.up)
+	c.mu.Unlock()
+	go s.readLoop()
+	for _, r := range again {
+		if err := s.fits(r.frame); err != nil {
+			// The new main control takes smaller frames than the old.
+			c.forget(r.req)
+			r.cl.deliver(reply{err: fmt.Errorf("cannot send again after reconnecting: %w", err)})
+			continue
+		}
+		_ = s.write(r.frame, true) // a failed write ends s, and these wait for the next one
+	}
+	return true
+}
