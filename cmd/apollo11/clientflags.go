@@ -24,6 +24,7 @@ type clientFlags struct {
 	adminTokenFile string
 	asJSON         bool
 	timeout        time.Duration
+	reconnect      time.Duration
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -32,11 +33,15 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.adminTokenFile, "admin-token-file", "", "admin token file, for the admin commands when the main control has one")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of text")
 	durationVar(fs, &c.timeout, "request-timeout", 30*time.Second, "time allowed to connect and get a reply (not the wait of submit --wait)")
+	durationVar(fs, &c.reconnect, "reconnect-timeout", time.Minute, "how long to keep reconnecting when the connection is lost; --wait and safe requests go on after it (0: do not reconnect)")
 }
 
 // check refuses what would fail every request: a --request-timeout of 0
 // (reported as a network timeout) or an --addr that cannot be dialled.
 func (c *clientFlags) check() error {
+	if c.reconnect < 0 {
+		return fmt.Errorf("--reconnect-timeout %v: must not be negative (0 does not reconnect)", c.reconnect)
+	}
 	return firstErr(positive("request-timeout", c.timeout), checkDialAddr("addr", c.addr))
 }
 
@@ -58,7 +63,8 @@ func (c *clientFlags) dial() (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	cl, err := client.Dial(ctx, c.addr, client.Options{Token: token, AdminToken: adminToken, Name: "apollo11-cli",
-		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler)})
+		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler),
+		Reconnect: client.Reconnect{Off: c.reconnect == 0, GiveUpAfter: c.reconnect}})
 	if err != nil {
 		var refused *client.Error
 		if errors.As(err, &refused) || errors.Is(err, client.ErrAuthRequired) {

@@ -566,8 +566,9 @@ steps:
 `)
 	mc := testbin.StartMaincontrol(t, bin, "--data-dir", "")
 	startExecutor(t, bin, mc.Addr, "--id", "slow-1", "--types", "sleep,echo")
+	// It reconnects for --reconnect-timeout before it gives up.
 	p := testbin.Start(t, bin, nil, "pipeline", "run", file, "--addr", mc.Addr, "--wait",
-		"--run-file", filepath.Join(dir, "slow.run.json"))
+		"--run-file", filepath.Join(dir, "slow.run.json"), "--reconnect-timeout", "500ms")
 	var out string
 	var code int
 	require.Eventually(t, func() bool {

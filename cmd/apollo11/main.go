@@ -105,14 +105,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ee):
-		if ee.Err != nil {
+	default:
+		ee = exitError{Code: 1, Err: err}
+	}
+	if ee.Err != nil {
+		if jsonMode(args[1:]) {
+			printJSONErr(stderr, args[0], ee)
+		} else {
 			printErr(stderr, args[0], ee.Err, ee.Hint)
 		}
-		return ee.Code
-	default:
-		printErr(stderr, args[0], err)
-		return 1
 	}
+	return ee.Code
 }
 
 // printErr prints a command's error once prefixed with the command: the
@@ -129,6 +132,11 @@ func printErr(w io.Writer, cmd string, err error, hints ...string) {
 			line += h + "\n" // after the note nameEnvSources may add
 		}
 	}
+	writeBounded(w, line)
+}
+
+// writeBounded writes line, waiting at most sinkCloseTimeout.
+func writeBounded(w io.Writer, line string) {
 	written := make(chan struct{})
 	go func() {
 		defer close(written)

@@ -161,7 +161,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			if cf.asJSON {
-				return printJSON(stdout, st)
+				return printJSON(stdout, statsJSON(st))
 			}
 			total := uint64(0)
 			for _, n := range st.Tasks {
@@ -178,6 +178,24 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		})
+}
+
+// statsJSON is st as `stats --json` prints it: the keys the client does
+// not name (extra) as numbers and booleans where they are ones, so that
+// a script compares them without converting text.
+func statsJSON(st client.Stats) map[string]any {
+	extra := make(map[string]any, len(st.Extra))
+	for k, v := range st.Extra {
+		if n, ok := wire.ParseUint(v); ok {
+			extra[k] = n
+		} else if v == "true" || v == "false" {
+			extra[k] = v == "true"
+		} else {
+			extra[k] = v
+		}
+	}
+	return map[string]any{"tasks": st.Tasks, "executors": st.Executors, "state_version": st.StateVersion,
+		"uptime_ns": st.Uptime, "extra": extra}
 }
 
 // taskStates are the states `list --state` takes, in the spec's order.

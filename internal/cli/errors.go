@@ -10,9 +10,10 @@ import (
 // ExitError carries a process exit code through an error, the error to
 // print (if any) and a hint line to print after it.
 type ExitError struct {
-	Code int
-	Err  error
-	Hint string
+	Code  int
+	Err   error
+	Hint  string
+	Usage bool // a bad command line, which a JSON error names "usage"
 }
 
 func (e ExitError) Error() string {
@@ -30,13 +31,13 @@ func UsageError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
-	return ExitError{Code: 2, Err: err}
+	return ExitError{Code: 2, Err: err, Usage: true}
 }
 
 // HelpError is UsageError with a line after the error that says where
 // fs's flags are listed, instead of them all printed before it.
 func (p *Program) HelpError(fs *flag.FlagSet, err error) error {
-	return ExitError{Code: 2, Err: err, Hint: "Run " + strings.TrimSpace(p.Name+" "+fs.Name()) + " --help for its flags."}
+	return ExitError{Code: 2, Err: err, Hint: "Run " + strings.TrimSpace(p.Name+" "+fs.Name()) + " --help for its flags.", Usage: true}
 }
 
 // IsHelpArg reports whether arg asks for help as the flag package takes
