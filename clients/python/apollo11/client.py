@@ -83,17 +83,33 @@ class AsyncClient(Pipelined):
         token_file: str | Path | None = None,
         name: str | None = None,
         timeout: float = 10.0,
+        admin_token: bytes | str | None = None,
+        admin_token_file: str | Path | None = None,
     ) -> AsyncClient:
         """Connect, read ``welcome``, send ``hello`` (signed when asked) and
-        wait for ``hello_ok``. A refusal raises ServerError (auth_failed...)."""
+        wait for ``hello_ok``. A refusal raises ServerError (auth_failed...).
+        ``admin_token`` proves the admin token of a main control run with
+        ``--admin-token-file`` (section 8.2); ``admin`` then is True."""
         tok = resolve_token(token, token_file)
+        admin_tok = resolve_token(admin_token, admin_token_file)
         conn = await AsyncConnection.connect(addr, timeout)
         try:
-            await conn.hello(tok, name, timeout)
+            ok = await conn.hello(tok, name, timeout, admin_token=admin_tok)
         except BaseException:
             conn.close()
             raise
-        return cls(conn)
+        c = cls(conn)
+        assert conn.welcome is not None
+        c.features = conn.welcome.features
+        c.admin = ok.get("admin") == "true"
+        return c
+
+    #: The optional v1.1 groups the main control speaks (``welcome``'s
+    #: ``features``): send a group's messages only when it is listed.
+    features: tuple[str, ...] = ()
+    #: Whether this connection may send the admin messages: the main
+    #: control has no admin token, or ``admin_token`` proved it.
+    admin: bool = False
 
     async def submit(
         self,
@@ -225,12 +241,15 @@ class Client:
         name: str | None = None,
         timeout: float = 10.0,
         request_timeout: float | None = 30.0,
+        admin_token: bytes | str | None = None,
+        admin_token_file: str | Path | None = None,
     ) -> None:
         self.request_timeout = request_timeout
         self._lt = LoopThread("apollo11-client")
         try:
             self._a: AsyncClient = self._lt.run(
-                AsyncClient.connect(addr, token=token, token_file=token_file, name=name, timeout=timeout), None)
+                AsyncClient.connect(addr, token=token, token_file=token_file, name=name, timeout=timeout,
+                                    admin_token=admin_token, admin_token_file=admin_token_file), None)
         except BaseException:
             self._lt.stop()
             raise
@@ -252,6 +271,14 @@ class Client:
     @property
     def max_frame(self) -> int:
         return self._a.max_frame
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return self._a.features
+
+    @property
+    def admin(self) -> bool:
+        return self._a.admin
 
     def request(self, type: str, fields: Mapping[str, Any] | None = None, want: str | None = None) -> Message:
         return self._run(self._a.request(type, fields, want))

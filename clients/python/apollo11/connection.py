@@ -97,6 +97,7 @@ class Welcome:
     proto: str
     max_frame: int  # the largest payload the peer may send
     server: str
+    features: tuple[str, ...] = ()  # the optional v1.1 groups it speaks (section 8.1)
 
     @classmethod
     def parse(cls, msg: Message) -> Welcome:
@@ -114,6 +115,7 @@ class Welcome:
             proto=msg.get("proto") or "",
             max_frame=min(max_frame, MAX_FRAME_LIMIT),
             server=msg.get("server") or "",
+            features=tuple(f for f in (msg.get("features") or "").split(",") if f),
         )
 
     def signature(self, token: bytes | None) -> str | None:
@@ -125,13 +127,17 @@ class Welcome:
         return sign(token, self.nonce)
 
 
-def hello_message(welcome: Welcome, token: bytes | None, client: str | None = None, req: str = "0") -> Message:
-    """The client's ``hello``, signed when the main control asks."""
+def hello_message(welcome: Welcome, token: bytes | None, client: str | None = None, req: str = "0",
+                  admin_token: bytes | None = None) -> Message:
+    """The client's ``hello``, signed when the main control asks, with
+    the admin token's proof (``admin_auth``, section 8.2) when one is given."""
     msg = Message("hello", {"req": req, "proto": 1})
     if client:
         msg["client"] = client
     if (mac := welcome.signature(token)) is not None:
         msg["auth"] = mac
+    if admin_token:
+        msg["admin_auth"] = sign(admin_token, welcome.nonce)
     return msg
 
 
@@ -184,11 +190,13 @@ class Connection:
             raise
         return conn
 
-    def hello(self, token: bytes | str | None = None, client: str | None = None, timeout: float | None = 10.0) -> Message:
+    def hello(self, token: bytes | str | None = None, client: str | None = None, timeout: float | None = 10.0,
+              admin_token: bytes | str | None = None) -> Message:
         """Send ``hello`` and return ``hello_ok``; an ``error`` raises ServerError."""
         if self.welcome is None:
             raise ProtocolError("no welcome read yet")
-        self.send(hello_message(self.welcome, resolve_token(token, None), client))
+        self.send(hello_message(self.welcome, resolve_token(token, None), client,
+                                admin_token=resolve_token(admin_token, None)))
         return _handshake_reply(self.recv(timeout), "hello_ok")
 
     def send(self, msg: Message) -> None:
@@ -272,11 +280,13 @@ class AsyncConnection:
             raise
         return conn
 
-    async def hello(self, token: bytes | str | None = None, client: str | None = None, timeout: float | None = 10.0) -> Message:
+    async def hello(self, token: bytes | str | None = None, client: str | None = None, timeout: float | None = 10.0,
+                    admin_token: bytes | str | None = None) -> Message:
         """Send ``hello`` and return ``hello_ok``; an ``error`` raises ServerError."""
         if self.welcome is None:
             raise ProtocolError("no welcome read yet")
-        self.send(hello_message(self.welcome, resolve_token(token, None), client))
+        self.send(hello_message(self.welcome, resolve_token(token, None), client,
+                                admin_token=resolve_token(admin_token, None)))
         async with asyncio.timeout(timeout):
             m = await self.recv()
         return _handshake_reply(m, "hello_ok")
