@@ -21,7 +21,7 @@ func TestCommandLine_TaskIDs(t *testing.T) {
 		msg  string // "": accepted (then the dial fails: exit 1)
 	}{
 		{[]string{"status", "-1"}, `"-1" is not a task id ` + rule},
-		{[]string{"status", "--json", "-1"}, `"-1" is not a task id ` + rule},
+		{[]string{"status", "--json", "-1"}, `{"error":{"code":"usage","message":"\"-1\" is not a task id ` + rule}, // JSON under --json
 		{[]string{"status", "0"}, `"0" is not a task id ` + rule},
 		{[]string{"status", "abc"}, `"abc" is not a task id ` + rule},
 		{[]string{"status", "-1x"}, "flag provided but not defined: -1x"},
