@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -106,4 +107,68 @@ func ExampleClient_SubmitWait() {
 	}
 	fmt.Println(done.State, done.Out["greeting"])
 	// Output: succeeded hello, Ada
+}
+
+// The client reconnects by itself; these options bound how, and the
+// errors say what became of a request the lost connection carried.
+func ExampleReconnect() {
+	addr, stop, err := maincontroltest.Launch(maincontrol.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.Options{Reconnect: client.Reconnect{
+		MinDelay:    200 * time.Millisecond, // the first wait before dialling again
+		MaxDelay:    10 * time.Second,       // the longest, as it doubles
+		GiveUpAfter: 10 * time.Minute,       // then calls fail with ErrConnectionLost
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	// A submit without a key is never sent twice: after a lost connection
+	// its outcome is unknown. With a key it is sent again, and returns the
+	// same task.
+	sub, err := c.Submit(ctx, client.SubmitRequest{Type: "ingest", Key: "batch-0042"})
+	switch {
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		fmt.Println("maybe submitted: list the tasks to find out")
+	case err != nil:
+		log.Fatal(err)
+	default:
+		fmt.Println("task", sub.ID)
+	}
+	// Output: task 1
+}
+
+// Wait follows any task by its id until it ends, across reconnects.
+func ExampleClient_Wait() {
+	addr, stop, err := maincontroltest.Launch(maincontrol.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	sub, err := c.Submit(ctx, client.SubmitRequest{Type: "never-run"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = c.Cancel(ctx, sub.ID) }() // another caller ends it
+	done, err := c.Wait(ctx, sub.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("task", done.ID, done.State)
+	// Output: task 1 cancelled
 }

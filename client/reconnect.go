@@ -114,7 +114,13 @@ func (c *Client) reconnect(cause error) {
 			t.Stop()
 			return
 		}
-		s, err := c.dialSession(ctx)
+		dctx, dcancel := ctx, context.CancelFunc(func() {})
+		if rc.GiveUpAfter > 0 {
+			// An attempt under way does not outlive the give-up time.
+			dctx, dcancel = context.WithDeadline(ctx, since.Add(rc.GiveUpAfter))
+		}
+		s, err := c.dialSession(dctx)
+		dcancel()
 		if err != nil {
 			if msg := err.Error(); msg != lastErr {
 				// A refusal (a wrong token) says more than a refused dial:
