@@ -100,7 +100,7 @@ type Core struct {
 	// lastMark is the log position of the latest record (Effects.Record);
 	// stateMark that of the latest change to the shared state.
 	lastMark, stateMark uint64
-	gates               gates // what task frames wait for (gates.go)
+	gates               gates // what task frames wait for (idx_gates.go)
 }
 
 type peerKind uint8

@@ -88,7 +88,7 @@ func (c *Core) nextPending(tt *taskType) *task {
 }
 
 // dispatch sends pending task t to executor e. Its task frame waits for the
-// records that made t dispatchable, not for the dispatch record (gates.go).
+// records that made t dispatchable, not for the dispatch record (idx_gates.go).
 func (c *Core) dispatch(t *task, e *executor) {
 	now := c.now()
 	pendingSince := t.updatedMs

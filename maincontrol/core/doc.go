@@ -22,4 +22,67 @@
 // on another goroutine while the core goes on.
 //
 // A Core is not safe for concurrent use; the server gives it one owner.
+//
+// # Words
+//
+// Record kinds and flags use a few short verbs:
+//
+//	back       a dispatch is undone: the task is pending again, no attempt used
+//	taken back its dispatch is no longer current (flagTakenBack)
+//	arm        a retrying task's backoff starts, once the retry cap lets it
+//	ready      a retrying, waiting or delayed task joins its queue
+//	drop       retention forgets ended tasks
+//	dirty      a task type whose queue or free executors changed
+//	urgent     a dirty type, ordered by its most urgent pending task
+//
+// # Files
+//
+// Inputs and rules:
+//
+//	core.go        Core, New, the inputs (Open, Handle, Closed, Tick)
+//	session.go     handshakes, and routing messages by peer role
+//	admin.go       the admin token's proof and the optional features
+//	submit.go      submit: parsing, keys, dependencies
+//	dispatch.go    matching pending tasks with free executor slots
+//	execmsg.go     executor messages: heartbeat, start, cancel acks
+//	result.go      results from executors
+//	ends.go        task endings, cancels, retry or fail
+//	pendingq.go    how tasks enter and leave the pending queues
+//	retry.go       the retry backoff
+//	tick.go        timers firing: delays, timeouts, lost executors
+//	dones.go       done replies, paced over ticks
+//	reads.go       read requests: query, list, stats, state_get, debug
+//	sharedstate.go the key/value shared state and its cap
+//	kept.go        disconnected executors kept until their timeout
+//	taskbytes.go   the bytes tasks hold, against the caps
+//	epoch.go       restart epochs in dispatch versions
+//
+// Records, snapshots and recovery:
+//
+//	records.go     the record codec
+//	apply.go       commit and replay: check, then mutate
+//	snapshot.go    Freeze, snapshot entries, loading and Recovered
+//	snapdelta.go   incremental snapshots: what changed since the last
+//	framecheck.go  CheckFrames, run once after recovery
+//	view.go        read-only views for the inspector and metrics
+//
+// Types and outputs:
+//
+//	task.go, state.go, executors.go  a task, its states, an executor
+//	effects.go, frames.go            Effects, and building frames for it
+//	config.go, clock.go, observer.go, keys.go, budget.go, loglimit.go, trace.go
+//
+// Data structures (idx_*.go), each tested on its own:
+//
+//	idx_table.go        the chunked copy-on-write task table
+//	idx_assignments.go  an executor's tasks, open addressing by id
+//	idx_depids.go       varint-packed dependency lists
+//	idx_depmarks.go     a bitset that deduplicates a long depends_on
+//	idx_dependents.go   the waiting tasks that depend on each task
+//	idx_queue.go        ring-buffer FIFO queues of task ids
+//	idx_timers.go       the timer heap
+//	idx_urgency.go      the heap of types by their most urgent task
+//	idx_lines.go        arg. and out. lines, tallied in one scan
+//	idx_waiters.go      who waits for which task's done
+//	idx_gates.go        which records each task frame waits for
 package core
