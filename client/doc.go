@@ -29,7 +29,9 @@
 //     ErrOutcomeUnknown (and ErrConnectionLost, ErrNoReply): the main
 //     control may have acted on them;
 //   - a Watch's Wait (SubmitWait, SubmitWatch) goes on by the task's id:
-//     it queries the task, and returns its end once it has one;
+//     it queries the task and returns its end if it has one; else a keyed
+//     task is waited for by its submit, sent again, and another is
+//     queried until it ends (see Client.Wait);
 //   - calls made while reconnecting wait for the connection, up to their
 //     context's end (then their error matches ErrConnectionLost as well
 //     as the context's error, and nothing was sent).

@@ -201,3 +201,38 @@ func TestDial_ReconnectOptions(t *testing.T) {
 		assert.ErrorContains(t, err, "Reconnect", "%+v", rc)
 	}
 }
+
+// A keyed wait is taken up by its key: the submit, sent again with
+// wait=true, names the same task and brings its done, with no polling.
+func TestWatch_ResumesByKeyAfterReconnect(t *testing.T) {
+	f := mustStartFakeServer(t)
+	c, sc := mustDial(t, f, client.Options{Reconnect: quick})
+	res := make(chan outcome, 1)
+	watching := make(chan struct{})
+	var d client.Done
+	go func() {
+		w, err := c.SubmitWatch(context.Background(), client.SubmitRequest{Type: "x", Key: "k9"})
+		close(watching)
+		if err == nil {
+			d, err = w.Wait(context.Background())
+		}
+		res <- outcome{"wait", err}
+	}()
+	m := sc.expect("submit")
+	sc.send("submitted", "req", m.Value("req"), "task_id", "9")
+	<-watching
+	sc.Net.Close()
+
+	sc2 := f.accept(t)
+	sc2.hello()
+	q := sc2.expect("query")
+	taskState(sc2, q, "running")
+	m = sc2.expect("submit")
+	assert.Equal(t, "k9", m.Value("key"))
+	assert.Equal(t, "true", m.Value("wait"))
+	sc2.send("submitted", "req", m.Value("req"), "task_id", "9", "duplicate", "true")
+	sc2.send("done", "req", m.Value("req"), "task_id", "9", "state", "failed", "error", "boom")
+	o := collect(t, res, 1)[0]
+	require.NoError(t, o.err)
+	assert.Equal(t, client.Done{ID: 9, State: "failed", Error: "boom", Out: map[string]string{}}, d)
+}

@@ -23,6 +23,7 @@ type Watch struct {
 	over      error // why the watch ended without a done
 	receiving bool  // a Wait reads the reply; the others wait for end
 	lost      bool  // the connection was lost: Wait follows the task by id
+	sub       SubmitRequest
 }
 
 // SubmitWatch submits with wait=true and returns as soon as the task is
@@ -40,7 +41,7 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	w := &Watch{c: c, cl: cl, req: id, end: make(chan struct{})}
+	w := &Watch{c: c, cl: cl, req: id, end: make(chan struct{}), sub: req}
 	for {
 		m, err := c.await(ctx, cl, id)
 		if err != nil {
@@ -135,12 +136,39 @@ func (w *Watch) resume(ctx context.Context) {
 		case <-ctx.Done():
 		}
 	}()
-	d, err := w.c.Wait(ctx, w.Submitted.ID)
+	d, err := w.follow(ctx)
 	if err != nil {
 		w.finish(nil, err)
 		return
 	}
 	w.finish(&d, nil)
+}
+
+// follow waits for the task's end after a reconnect. A keyed task still
+// running is waited for as before: its submit, sent again, names the same
+// task and brings its `done`. Otherwise the task is queried until it ends.
+func (w *Watch) follow(ctx context.Context) (Done, error) {
+	id := w.Submitted.ID
+	if w.sub.Key == "" {
+		return w.c.Wait(ctx, id)
+	}
+	ts, err := w.c.Query(ctx, id)
+	switch {
+	case err != nil:
+		return Done{}, fmt.Errorf("wait for task %d: %w", id, err)
+	case ts.State == "succeeded" || ts.State == "failed" || ts.State == "cancelled":
+		return Done{ID: ts.ID, State: ts.State, Out: ts.Out, Error: ts.Error}, nil
+	}
+	// Not ended, so not dropped: the key still names this task.
+	again, err := w.c.SubmitWatch(ctx, w.sub)
+	if err != nil {
+		return Done{}, fmt.Errorf("wait for task %d: %w", id, err)
+	}
+	defer again.Close()
+	if again.Submitted.ID != id {
+		return w.c.Wait(ctx, id) // cannot be; follow by id all the same
+	}
+	return again.Wait(ctx)
 }
 
 func (w *Watch) result() (Done, error) {
