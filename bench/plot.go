@@ -11,8 +11,8 @@ import (
 
 // The plot has two panels: latency by percentile (the x axis spreads the
 // tail out, as HdrHistogram plots do: x = log10(1/(1-p))) and throughput
-// over time, one point per second. The same drawing is rendered to SVG
-// or, through a small rasteriser, PNG.
+// over time, one point per second. It is written as plain SVG: any
+// browser or viewer draws it, so the harness needs no rasteriser.
 
 const (
 	plotW, plotH = 960, 880
@@ -21,7 +21,7 @@ const (
 	panelH       = 270
 	panelGap     = 130 // from one panel's bottom to the next one's top
 	firstPanel   = 150 // top of the first panel's plot area
-	charW        = 12  // text advance in pixels (the PNG font; SVG text is narrower)
+	charW        = 12  // a generous text advance in pixels, for wrapping (13 px sans-serif)
 )
 
 var (
@@ -29,15 +29,6 @@ var (
 	colGrid   = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 	colSeries = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}}
 )
-
-// canvas is what a renderer draws on, in pixels from the top left.
-type canvas interface {
-	line(x1, y1, x2, y2 float64, c color.RGBA, width float64)
-	polyline(pts [][2]float64, c color.RGBA, width float64)
-	// text draws s with its baseline at y; anchor is "start", "middle"
-	// or "end".
-	text(x, y float64, s string, anchor string, c color.RGBA)
-}
 
 // series is one line of a panel, in data coordinates.
 type series struct {
@@ -63,35 +54,25 @@ type panel struct {
 }
 
 // WritePlotFile draws the report's latency distribution and throughput
-// over time to path, as SVG or PNG by its extension.
+// over time to path, an SVG file.
 func WritePlotFile(path string, r *Report) error {
 	if err := CheckPlotPath(path); err != nil {
 		return err
 	}
-	var data []byte
-	if strings.EqualFold(filepath.Ext(path), ".svg") {
-		data = PlotSVG(r)
-	} else {
-		var err error
-		if data, err = PlotPNG(r); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(path, data, 0o644)
+	return os.WriteFile(path, PlotSVG(r), 0o644)
 }
 
 // CheckPlotPath checks that path names a plot WritePlotFile can draw, so
 // that a wrong name is found before a run, not after it.
 func CheckPlotPath(path string) error {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".svg", ".png":
+	if strings.EqualFold(filepath.Ext(path), ".svg") {
 		return nil
 	}
-	return fmt.Errorf("--plot %s: want a .svg or .png file", path)
+	return fmt.Errorf("--plot %s: want a .svg file (open it in a browser)", path)
 }
 
 // draw renders the report's two panels on c.
-func draw(c canvas, r *Report) {
+func draw(c *svgCanvas, r *Report) {
 	title := fmt.Sprintf("apollo11-bench: %s loop, %s tasks completed, %s tasks/s", r.Loop,
 		group(float64(r.Completed)), group(r.Throughput))
 	if r.Loop == "open" {
@@ -246,7 +227,7 @@ func trimFloat(f float64) string {
 }
 
 // drawPanel draws one panel whose plot area starts at top.
-func drawPanel(c canvas, p panel, top float64) {
+func drawPanel(c *svgCanvas, p panel, top float64) {
 	left, right, bottom := float64(marginL), float64(plotW-marginR), top+panelH
 	sx := func(x float64) float64 { return left + (x-p.xMin)/(p.xMax-p.xMin)*(right-left) }
 	sy := func(y float64) float64 { return bottom - y/p.yMax*(bottom-top) }

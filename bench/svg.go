@@ -7,10 +7,8 @@ import (
 	"image/color"
 )
 
-// svgCanvas writes SVG elements by hand.
+// svgCanvas writes SVG elements by hand, in pixels from the top left.
 type svgCanvas struct{ b bytes.Buffer }
-
-var _ canvas = (*svgCanvas)(nil)
 
 func hexColor(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
@@ -30,6 +28,8 @@ func (s *svgCanvas) polyline(pts [][2]float64, c color.RGBA, w float64) {
 	s.b.WriteString("\"/>\n")
 }
 
+// text draws str with its baseline at y; anchor is "start", "middle" or
+// "end".
 func (s *svgCanvas) text(x, y float64, str, anchor string, c color.RGBA) {
 	fmt.Fprintf(&s.b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s">`, x, y, anchor, hexColor(c))
 	_ = xml.EscapeText(&s.b, []byte(str))

@@ -58,7 +58,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.Window, "window", 1024, "closed loop: tasks in flight per producer")
 	cli.DurationVar(fs, &cfg.PaceTick, "pace-tick", 0, "open loop: shortest sleep between a producer's writes (batches what falls due meanwhile)")
 	cli.DurationVar(fs, &cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
-	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg or FILE.png")
+	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness: 1 leaves the other cores to the main control; 0 is Go's default (one per CPU), for hosts where one core cannot drive it")
 	if err := app.Parse(fs, args); err != nil {
 		return err
