@@ -93,18 +93,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 // knownEnvVars returns the variable of every flag of every scenario,
 // from the flag sets each makes for a --help (which runs nothing).
 func knownEnvVars() map[string]bool {
-	var sets []*flag.FlagSet
-	app.Made = func(fs *flag.FlagSet) { sets = append(sets, fs) }
-	defer func() { app.Made = nil }()
-	_ = runLoad(context.Background(), []string{"--help"}, io.Discard, io.Discard)
-	for _, sub := range scenarios {
-		_ = sub(context.Background(), []string{"--help"}, io.Discard, io.Discard)
-	}
-	known := map[string]bool{}
-	for _, fs := range sets {
-		fs.VisitAll(func(f *flag.Flag) { known[app.EnvName(f.Name)] = true })
-	}
-	return known
+	return app.EnvVarsOf(func() {
+		_ = runLoad(context.Background(), []string{"--help"}, io.Discard, io.Discard)
+		for _, sub := range scenarios {
+			_ = sub(context.Background(), []string{"--help"}, io.Discard, io.Discard)
+		}
+	})
 }
 
 // noSetting: the harness's errors name its flags only as --flag.

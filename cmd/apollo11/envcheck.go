@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"os"
 	"slices"
@@ -25,23 +24,17 @@ const benchEnvPrefix = "APOLLO11_BENCH_"
 // sets are made by asking each command for its --help, which returns
 // before anything runs.
 func knownEnvVars() map[string]bool {
-	var sets []*flag.FlagSet
-	app.Made = func(fs *flag.FlagSet) { sets = append(sets, fs) }
-	defer func() { app.Made = nil }()
-	invocations := [][]string{{"pipeline", "run", "x"}, {"pipeline", "status"}}
-	for name := range commands {
-		if name != "pipeline" {
-			invocations = append(invocations, []string{name})
+	return app.EnvVarsOf(func() {
+		invocations := [][]string{{"pipeline", "run", "x"}, {"pipeline", "status"}}
+		for name := range commands {
+			if name != "pipeline" {
+				invocations = append(invocations, []string{name})
+			}
 		}
-	}
-	for _, inv := range invocations {
-		_ = commands[inv[0]].run(append(slices.Clone(inv[1:]), "--help"), io.Discard, io.Discard)
-	}
-	known := map[string]bool{}
-	for _, fs := range sets {
-		fs.VisitAll(func(f *flag.Flag) { known[app.EnvName(f.Name)] = true })
-	}
-	return known
+		for _, inv := range invocations {
+			_ = commands[inv[0]].run(append(slices.Clone(inv[1:]), "--help"), io.Discard, io.Discard)
+		}
+	})
 }
 
 // warnUnknownEnv warns about APOLLO11_* variables that no flag of any

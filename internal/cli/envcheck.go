@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -33,6 +34,21 @@ func (p *Program) WarnUnknownEnv(w io.Writer, cmd string, environ []string, know
 		}
 		fmt.Fprintf(w, "%s: warning: environment variable %s is not read by any %s flag%s\n", strings.TrimSpace(p.Name+" "+cmd), name, p.Name, hint)
 	}
+}
+
+// EnvVarsOf returns the variable of every flag of every flag set made
+// while show runs. show asks each command for its --help, which makes
+// the command's flag set and returns before anything runs.
+func (p *Program) EnvVarsOf(show func()) map[string]bool {
+	var sets []*flag.FlagSet
+	p.Made = func(fs *flag.FlagSet) { sets = append(sets, fs) }
+	defer func() { p.Made = nil }()
+	show()
+	known := map[string]bool{}
+	for _, fs := range sets {
+		fs.VisitAll(func(f *flag.Flag) { known[p.EnvName(f.Name)] = true })
+	}
+	return known
 }
 
 // nearestName returns the known name closest to name (at most 2 edits,
