@@ -17,6 +17,7 @@ import (
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/executor/builtin"
+	"github.com/apollo11/apollo11/internal/footprint"
 )
 
 // executorFlags are the executor daemon's settings as flags.
@@ -161,6 +162,7 @@ func runExecutor(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go stopOnSignals(cancel, ex.Stop, logger)
+	go keepFootprint(ctx, logger)
 	return ex.Run(ctx)
 }
 
@@ -201,6 +203,18 @@ func checkPrograms(allow []string) error {
 		}
 	}
 	return nil
+}
+
+// keepFootprint drops the pages of the binary an idle daemon no longer
+// uses: 3 s after the start, when startup is over, then every minute.
+func keepFootprint(ctx context.Context, log *slog.Logger) {
+	footprint.Keep(ctx, 3*time.Second, time.Minute, func(err error) {
+		if err != nil {
+			log.Warn("cannot release the unused pages of the binary", "err", err)
+			return
+		}
+		log.Info("released the pages of the binary that startup used")
+	})
 }
 
 // warnToken logs what is weak about a daemon's token file (see

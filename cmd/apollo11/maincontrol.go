@@ -160,7 +160,12 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.LogDropped = sink.Dropped
 	notifier := systemd.FromEnv()
-	cfg.OnReady = func(string) { logNotifyErr(cfg, notifier.Ready()) }
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
+	defer stop()
+	cfg.OnReady = func(string) {
+		logNotifyErr(cfg, notifier.Ready())
+		go keepFootprint(ctx, cfg.Logger)
+	}
 	cfg.OnTick = func() { logNotifyErr(cfg, notifier.Watchdog(time.Now())) }
 	if w := notifier.WatchdogInterval(); w > 0 {
 		// The pings ride on the ticks: an idle main control must tick
@@ -168,8 +173,6 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 		cfg.IdleTick = min(maincontrol.DefaultIdleTick, w/2)
 	}
 	cfg.OnStopping = func() { logNotifyErr(cfg, notifier.Stopping()) }
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
-	defer stop()
 	err = maincontrol.Run(ctx, cfg)
 	if badSettings(err) {
 		return usageError(err)
