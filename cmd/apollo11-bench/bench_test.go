@@ -135,8 +135,11 @@ func TestBench_BadCommandLines(t *testing.T) {
 // --maincontrol-args, so that a scenario whose connections do not sign
 // fails instead of passing against a main control without auth. Each run
 // ends with its report and exit 0.
+//
+// No --binary: the harness starts the apollo11 built beside it, and
+// failover's raw victim is the harness itself.
 func TestBench_OwnMainControlTokenFile(t *testing.T) {
-	bin, harness := testbin.Build(t), testbin.BuildBench(t)
+	harness := testbin.BuildBench(t)
 	tok := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tok, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
 	for _, args := range [][]string{
@@ -145,7 +148,7 @@ func TestBench_OwnMainControlTokenFile(t *testing.T) {
 		{"failover", "--rounds", "1", "--heartbeat-timeout", "1s"},
 		{"flood", "--flooders", "2", "--duration", "1s", "--alone", "200ms"},
 	} {
-		cmd := exec.Command(harness, append(args, "--binary", bin, "--token-file", tok,
+		cmd := exec.Command(harness, append(args, "--token-file", tok,
 			"--maincontrol-args", "--token-file "+tok, "--progress=false")...)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%v:\n%s", args, out)
