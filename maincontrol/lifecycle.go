@@ -2,6 +2,7 @@ package maincontrol
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/apollo11/apollo11/maincontrol/core"
@@ -10,10 +11,23 @@ import (
 // shutdownGrace bounds each step of a graceful stop.
 const shutdownGrace = 10 * time.Second
 
+// snapSchedule is the state of the snapshots: the one running, and the
+// newest written. The gate counts the records since (gate.unsnapped).
+// Guarded by Server.mu, but for hurry.
+type snapSchedule struct {
+	running bool
+	done    chan struct{} // closed when the running one ends
+	// last is the state of the newest snapshot written or loaded, at
+	// lastLSN: the next snapshot writes what changed since.
+	last    *core.Snapshot
+	lastLSN uint64
+	hurry   atomic.Bool // stopping: snapshots run unpaced
+}
+
 // maybeSnapshot starts a snapshot when enough records or time have passed
 // since the last one, unless one is running. Called with s.mu held.
 func (s *Server) maybeSnapshot() {
-	if s.store == nil || s.snapRunning || s.gate.unsnapped == 0 || s.stopping {
+	if s.store == nil || s.snap.running || s.gate.unsnapped == 0 || s.stopping {
 		return
 	}
 	if s.gate.unsnapped < s.cfg.SnapshotEvery && s.now().Sub(s.gate.firstUnsnapped) < s.cfg.SnapshotInterval {
@@ -27,12 +41,12 @@ func (s *Server) maybeSnapshot() {
 // s.mu held.
 func (s *Server) startSnapshot(duty float64) {
 	snap := s.core.Freeze()
-	src := snap.Since(s.lastSnap, s.lastSnapLSN)
+	src := snap.Since(s.snap.last, s.snap.lastLSN)
 	lsn := s.gate.lastLSN
 	s.gate.unsnapped = 0
-	s.snapRunning = true
+	s.snap.running = true
 	done := make(chan struct{})
-	s.snapDone = done
+	s.snap.done = done
 	go func() {
 		defer close(done)
 		start := time.Now()
@@ -42,19 +56,19 @@ func (s *Server) startSnapshot(duty float64) {
 		for s.store.DurableLSN() < lsn {
 			if s.stoppingUnwritable() {
 				s.mu.Lock()
-				s.snapRunning = false
+				s.snap.running = false
 				s.mu.Unlock()
 				s.log.Warn("snapshot abandoned: stopping while the log cannot be written", "lsn", lsn)
 				return
 			}
 			time.Sleep(time.Millisecond)
 		}
-		pace := newPacer(duty, 1024, &s.hurry)
+		pace := newPacer(duty, 1024, &s.snap.hurry)
 		err := s.store.WriteIncremental(lsn, pacedSource{Changes: src, pace: pace})
 		s.mu.Lock()
-		s.snapRunning = false
+		s.snap.running = false
 		if err == nil {
-			s.lastSnap, s.lastSnapLSN = snap, lsn
+			s.snap.last, s.snap.lastLSN = snap, lsn
 		}
 		s.mu.Unlock()
 		s.metrics.SnapshotDone(err)
@@ -86,7 +100,7 @@ func (s *Server) shutdown() error {
 		s.cfg.OnStopping()
 	}
 	s.log.Info("stopping: answering what is in flight")
-	s.hurry.Store(true) // a running snapshot finishes at full speed
+	s.snap.hurry.Store(true) // a running snapshot finishes at full speed
 	s.mu.Lock()
 	s.stopping = true
 	s.mu.Unlock()
@@ -142,7 +156,7 @@ func (s *Server) finalSnapshot() {
 		return
 	}
 	s.mu.Lock()
-	done := s.snapDone
+	done := s.snap.done
 	s.mu.Unlock()
 	if done != nil {
 		<-done
@@ -151,7 +165,7 @@ func (s *Server) finalSnapshot() {
 	if s.gate.unsnapped > 0 && s.core.Available() {
 		s.startSnapshot(1)
 	}
-	done = s.snapDone
+	done = s.snap.done
 	s.mu.Unlock()
 	if done != nil {
 		<-done

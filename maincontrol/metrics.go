@@ -92,7 +92,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 		return float64(s.core.RetainedBytes())
 	})
 	r.CounterFunc("apollo11_timer_wakeups_total", "Times the main control's timers woke it: ticks, early ticks for a deadline an input brought, rounds of the event loops' watch. When idle, at most about one a second.",
-		func() float64 { return float64(s.wakeups.Load()) })
+		func() float64 { return float64(s.timers.wakeups.Load()) })
 	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", msBounds)
 	m.retries = r.Counter("apollo11_retries_total", "Attempts that failed and will run again.")
 	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks the main control took back because their timeout_ms passed with no result. An executor that enforces the timeout itself (the apollo11 executor does) reports a failed result first, counted in retries or failures instead.")

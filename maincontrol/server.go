@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -37,32 +36,19 @@ type Server struct {
 	flow  *flow // what peers may make the server hold
 	wakes wakeList
 	// nextPeer numbers the connections; dec decodes their frames.
-	nextPeer    core.PeerID
-	dec         wire.Decoder
-	stopping    bool
-	snapRunning bool
-	snapDone    chan struct{}
-	// lastSnap is the state of the newest snapshot written or loaded, at
-	// lastSnapLSN: the next snapshot writes what changed since.
-	lastSnap    *core.Snapshot
-	lastSnapLSN uint64
-	hurry       atomic.Bool // stopping: snapshots run unpaced
-	lastTick    time.Time   // when OnTick last had the core
-	refusals    refusalLog
-	unauth      unauthQueue // connections awaiting their handshake (unauth.go)
-	evicting    int         // connections evicted from unauth, not yet closed
+	nextPeer core.PeerID
+	dec      wire.Decoder
+	stopping bool
+	snap     snapSchedule // lifecycle.go
+	timers   timers       // ticks.go
+	refusals refusalLog
+	unauth   unauthQueue // connections awaiting their handshake (unauth.go)
+	evicting int         // connections evicted from unauth, not yet closed
 
 	loops    *gnet.Client
 	acceptor *acceptor
-	ticks    atomic.Uint64 // OnTick calls, for watchTicks
-	// wakeups counts the times the server's timers woke it: ticks, early
-	// ticks and rounds of watchTicks (apollo11_timer_wakeups_total).
-	wakeups atomic.Uint64
-	tickAt  time.Time   // when gnet's ticker calls OnTick next; under mu
-	earlyAt time.Time   // when early fires, zero if not armed; under mu
-	early   *time.Timer // a tick before gnet's next (wantTick); under mu
-	metrics *serverMetrics
-	http    *http.Server
+	metrics  *serverMetrics
+	http     *http.Server
 }
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
@@ -132,7 +118,7 @@ func (s *Server) recover() error {
 		_ = st.Close()
 		return fmt.Errorf("cannot recover %s: %w", s.cfg.DataDir, err)
 	}
-	s.lastSnap, s.lastSnapLSN = res.Loaded, res.SnapshotLSN
+	s.snap.last, s.snap.lastLSN = res.Loaded, res.SnapshotLSN
 	s.gate.durableLSN = st.DurableLSN()
 	if s.gate.lastLSN > res.SnapshotLSN {
 		// Records replayed from the log count as not yet in a snapshot

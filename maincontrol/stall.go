@@ -16,8 +16,8 @@ const stallGap = time.Second
 // the start of a tick planned for planned.
 func (s *Server) noteStall(planned time.Time) {
 	now := s.now()
-	last := s.lastTick
-	s.lastTick = now
+	last := s.timers.lastTick
+	s.timers.lastTick = now
 	if last.IsZero() || planned.IsZero() {
 		return
 	}

@@ -2,6 +2,7 @@ package maincontrol
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -13,13 +14,27 @@ import (
 // a debugger) wakes to one round without a tick, not to a minute of them.
 const tickMisses = 2
 
+// timers is the state of the server's timed work: gnet's ticker, the
+// early tick and the watch on both. Guarded by Server.mu, but for the
+// counters.
+type timers struct {
+	ticks atomic.Uint64 // OnTick calls, for watchTicks
+	// wakeups counts the times the server's timers woke it: ticks, early
+	// ticks and rounds of watchTicks (apollo11_timer_wakeups_total).
+	wakeups  atomic.Uint64
+	lastTick time.Time   // when OnTick last had the core
+	tickAt   time.Time   // when gnet's ticker calls OnTick next
+	earlyAt  time.Time   // when early fires, zero if not armed
+	early    *time.Timer // a tick before gnet's next (wantTick)
+}
+
 // OnTick runs the core's timers and starts snapshots when due. gnet's
 // ticker calls it, then sleeps for the delay it returns: until the next
 // deadline the server or the core has, at most the idle tick. A deadline
 // that an input brings sooner gets an early tick of its own (wantTick).
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
-	s.ticks.Add(1)
-	s.wakeups.Add(1)
+	s.timers.ticks.Add(1)
+	s.timers.wakeups.Add(1)
 	s.mu.Lock()
 	if s.stopping {
 		// No input is read during a stop: the executors' heartbeats wait
@@ -28,14 +43,14 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 		s.mu.Unlock()
 		return s.cfg.TickInterval, gnet.None
 	}
-	planned := s.tickAt
+	planned := s.timers.tickAt
 	wakes := s.tick(planned)
 	now := s.now()
 	d := s.untilDue(now)
-	s.tickAt = now.Add(d)
-	if !s.earlyAt.IsZero() && !s.earlyAt.Before(s.tickAt) {
-		s.early.Stop() // this tick did its work
-		s.earlyAt = time.Time{}
+	s.timers.tickAt = now.Add(d)
+	if !s.timers.earlyAt.IsZero() && !s.timers.earlyAt.Before(s.timers.tickAt) {
+		s.timers.early.Stop() // this tick did its work
+		s.timers.earlyAt = time.Time{}
 	}
 	s.mu.Unlock()
 	wake(wakes)
@@ -58,14 +73,14 @@ func (s *Server) tick(planned time.Time) []*conn {
 
 // earlyTick is the tick wantTick arms for a deadline before gnet's next.
 func (s *Server) earlyTick() {
-	s.wakeups.Add(1)
+	s.timers.wakeups.Add(1)
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
 		return
 	}
-	planned := s.earlyAt
-	s.earlyAt = time.Time{}
+	planned := s.timers.earlyAt
+	s.timers.earlyAt = time.Time{}
 	wakes := s.tick(planned)
 	s.wantTick()
 	s.mu.Unlock()
@@ -78,14 +93,14 @@ func (s *Server) earlyTick() {
 // with s.mu held, after every input.
 func (s *Server) wantTick() {
 	due := s.nextDue()
-	if !due.Before(s.tickAt) || !s.earlyAt.IsZero() && !due.Before(s.earlyAt) {
+	if !due.Before(s.timers.tickAt) || !s.timers.earlyAt.IsZero() && !due.Before(s.timers.earlyAt) {
 		return
 	}
-	if s.early == nil {
-		s.early = time.AfterFunc(time.Hour, s.earlyTick)
+	if s.timers.early == nil {
+		s.timers.early = time.AfterFunc(time.Hour, s.earlyTick)
 	}
-	s.earlyAt = due
-	s.early.Reset(max(due.Sub(s.now()), 0))
+	s.timers.earlyAt = due
+	s.timers.early.Reset(max(due.Sub(s.now()), 0))
 }
 
 // untilDue is how long gnet's ticker sleeps after a tick that ends at
@@ -102,8 +117,8 @@ func (s *Server) untilDue(now time.Time) time.Duration {
 // with s.mu held.
 func (s *Server) nextDue() time.Time {
 	due := s.dueAt()
-	if !due.After(s.lastTick) {
-		return s.lastTick.Add(s.cfg.TickInterval)
+	if !due.After(s.timers.lastTick) {
+		return s.timers.lastTick.Add(s.cfg.TickInterval)
 	}
 	return due
 }
@@ -115,8 +130,8 @@ func (s *Server) nextDue() time.Time {
 // incomplete frames and the snapshot interval. Far in the future when
 // nothing is due. Called with s.mu held.
 func (s *Server) dueAt() time.Time {
-	if s.flow.busy() || s.snapRunning || s.store != nil && s.gate.unsnapped >= s.cfg.SnapshotEvery {
-		return s.lastTick.Add(s.cfg.TickInterval)
+	if s.flow.busy() || s.snap.running || s.store != nil && s.gate.unsnapped >= s.cfg.SnapshotEvery {
+		return s.timers.lastTick.Add(s.cfg.TickInterval)
 	}
 	due := time.Unix(0, math.MaxInt64)
 	if at, ok := s.core.NextTickAt(); ok {
@@ -151,7 +166,7 @@ func minTime(a, b time.Time) time.Time {
 func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 	died := make(chan struct{})
 	go func() {
-		last, misses := s.ticks.Load(), 0
+		last, misses := s.timers.ticks.Load(), 0
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -160,8 +175,8 @@ func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 				return
 			case <-t.C:
 			}
-			s.wakeups.Add(1)
-			now := s.ticks.Load()
+			s.timers.wakeups.Add(1)
+			now := s.timers.ticks.Load()
 			if now != last {
 				last, misses = now, 0
 				continue

@@ -42,8 +42,8 @@ func TestTick_SleepsUntilTheNextDeadline(t *testing.T) {
 		HeartbeatTimeout: 15 * time.Second, HeartbeatInterval: 5 * time.Second, StartTimeout: 400 * time.Millisecond}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		if s.early != nil {
-			s.early.Stop()
+		if s.timers.early != nil {
+			s.timers.early.Stop()
 		}
 	})
 	d, _ := s.OnTick()
@@ -53,10 +53,10 @@ func TestTick_SleepsUntilTheNextDeadline(t *testing.T) {
 	s.core.Open(cl)
 	handle(t, s, cl, "hello", "req", "h", "client", "test")
 	handle(t, s, cl, "submit", "req", "s", "task_type", "x", "delay_ms", "300")
-	assert.Equal(t, clock.T.Add(300*time.Millisecond), s.earlyAt, "an early tick when the delay ends")
+	assert.Equal(t, clock.T.Add(300*time.Millisecond), s.timers.earlyAt, "an early tick when the delay ends")
 	d, _ = s.OnTick()
 	assert.Equal(t, 300*time.Millisecond, d, "the ticker sleeps until the delay ends")
-	assert.True(t, s.earlyAt.IsZero(), "the tick at the delay's end makes the early one needless")
+	assert.True(t, s.timers.earlyAt.IsZero(), "the tick at the delay's end makes the early one needless")
 
 	clock.T = clock.T.Add(300 * time.Millisecond)
 	d, _ = s.OnTick()
@@ -66,7 +66,7 @@ func TestTick_SleepsUntilTheNextDeadline(t *testing.T) {
 	// tick. It takes the task: the start timeout is 400 ms away.
 	s.core.Open(ex)
 	handle(t, s, ex, "register", "executor_id", "e1", "task_types", "x", "slots", "1")
-	assert.Equal(t, clock.T.Add(400*time.Millisecond), s.earlyAt, "an early tick at the start timeout")
+	assert.Equal(t, clock.T.Add(400*time.Millisecond), s.timers.earlyAt, "an early tick at the start timeout")
 	clock.T = clock.T.Add(100 * time.Millisecond)
 	d, _ = s.OnTick()
 	assert.Equal(t, 300*time.Millisecond, d)
@@ -78,7 +78,7 @@ func TestTick_SleepsUntilTheNextDeadline(t *testing.T) {
 	// Work waiting on the ticks (here a snapshot running) is looked at
 	// every TickInterval, as before.
 	s.mu.Lock()
-	s.snapRunning = true
+	s.snap.running = true
 	s.mu.Unlock()
 	d, _ = s.OnTick()
 	assert.Equal(t, DefaultTickInterval, d)

@@ -40,7 +40,7 @@ func TestWatchTicks_Ticking(t *testing.T) {
 	died := s.watchTicks(every)
 	deadline := time.Now().Add(2 * tickMisses * every)
 	for time.Now().Before(deadline) {
-		s.ticks.Add(1)
+		s.timers.ticks.Add(1)
 		select {
 		case <-died:
 			t.Fatal("declared dead while ticking")
