@@ -41,6 +41,8 @@ type gate struct {
 	// began; the first of them came at firstUnsnapped (lifecycle.go).
 	unsnapped      int
 	firstUnsnapped time.Time
+	// empty, once made by drained, is closed when nothing is held.
+	empty chan struct{}
 }
 
 var (
@@ -188,6 +190,28 @@ func (g *gate) forget(cn *conn) {
 // pending is the number of frames and closes still held.
 func (g *gate) pending() int { return g.held.len() + g.gated.len() }
 
+// drained returns a channel closed once nothing is held, for a stop to
+// wait on.
+func (g *gate) drained() <-chan struct{} {
+	if g.empty == nil {
+		g.empty = make(chan struct{})
+	}
+	g.noteDrained()
+	return g.empty
+}
+
+// noteDrained closes empty, if a stop waits on it and nothing is held.
+func (g *gate) noteDrained() {
+	if g.empty == nil || g.pending() > 0 {
+		return
+	}
+	select {
+	case <-g.empty:
+	default:
+		close(g.empty)
+	}
+}
+
 // release moves frames durable at lsn to their connections, from both
 // queues in the order they were sent. It reports whether lsn is news,
 // which the caller then tells the core (Core.Durable).
@@ -206,6 +230,7 @@ func (g *gate) release(lsn uint64) bool {
 		default:
 			g.held.compact()
 			g.gated.compact()
+			g.noteDrained()
 			return true
 		}
 	}
@@ -227,6 +252,7 @@ func (g *gate) releaseUnconfirming() {
 		}
 		return false
 	}, g.deliver)
+	g.noteDrained()
 }
 
 // deliver hands a released frame (or close) to its connection.

@@ -1,6 +1,8 @@
 package maincontrol
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,9 @@ type snapSchedule struct {
 	last    *core.Snapshot
 	lastLSN uint64
 	hurry   atomic.Bool // stopping: snapshots run unpaced
+	// giveUp is closed once a stop finds the log unwritable: the running
+	// snapshot's records may never become durable (giveUpSnapshot).
+	giveUp chan struct{}
 }
 
 // maybeSnapshot starts a snapshot when enough records or time have passed
@@ -51,17 +56,16 @@ func (s *Server) startSnapshot(duty float64) {
 		defer close(done)
 		start := time.Now()
 		// The snapshot must not be durable before the records it covers.
-		// A stop while the log cannot be written gives up waiting: they
-		// may never become durable.
-		for s.store.DurableLSN() < lsn {
-			if s.stoppingUnwritable() {
-				s.mu.Lock()
-				s.snap.running = false
-				s.mu.Unlock()
+		if err := s.waitDurable(lsn); err != nil {
+			s.mu.Lock()
+			s.snap.running = false
+			s.mu.Unlock()
+			if errors.Is(err, context.Canceled) {
 				s.log.Warn("snapshot abandoned: stopping while the log cannot be written", "lsn", lsn)
-				return
+			} else {
+				s.log.Warn("snapshot abandoned", "lsn", lsn, "err", err)
 			}
-			time.Sleep(time.Millisecond)
+			return
 		}
 		pace := newPacer(duty, 1024, &s.snap.hurry)
 		err := s.store.WriteIncremental(lsn, pacedSource{Changes: src, pace: pace})
@@ -78,6 +82,36 @@ func (s *Server) startSnapshot(duty float64) {
 		}
 		s.log.Debug("snapshot written", "lsn", lsn, "tasks", snap.Tasks(), "took", time.Since(start).Round(time.Millisecond))
 	}()
+}
+
+// waitDurable waits until the log is durable up to lsn. A stop while the
+// log cannot be written gives up waiting (context.Canceled): the records
+// may never become durable.
+func (s *Server) waitDurable(lsn uint64) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.snap.giveUp:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return s.store.WaitDurable(ctx, lsn)
+}
+
+// giveUpSnapshot tells a snapshot waiting for the disk to give up, once
+// a stop is under way while the log cannot be written. Called with s.mu
+// held, whenever either changes.
+func (s *Server) giveUpSnapshot() {
+	if !s.stopping || s.core.Available() || s.snap.giveUp == nil {
+		return
+	}
+	select {
+	case <-s.snap.giveUp:
+	default:
+		close(s.snap.giveUp)
+	}
 }
 
 // pacedSource paces the task entries of a snapshot (see pacer).
@@ -103,16 +137,12 @@ func (s *Server) shutdown() error {
 	s.snap.hurry.Store(true) // a running snapshot finishes at full speed
 	s.mu.Lock()
 	s.stopping = true
+	s.giveUpSnapshot()
+	drained := s.gate.drained()
 	s.mu.Unlock()
-	deadline := time.Now().Add(shutdownGrace)
-	for time.Now().Before(deadline) {
-		s.mu.Lock()
-		pending := s.gate.pending()
-		s.mu.Unlock()
-		if pending == 0 {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
+	select {
+	case <-drained:
+	case <-time.After(shutdownGrace):
 	}
 	s.stopHTTP()
 	s.stopAccepting()
@@ -170,14 +200,6 @@ func (s *Server) finalSnapshot() {
 	if done != nil {
 		<-done
 	}
-}
-
-// stoppingUnwritable reports whether a graceful stop is under way while
-// the log cannot be written.
-func (s *Server) stoppingUnwritable() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopping && !s.core.Available()
 }
 
 func (s *Server) closeStore() error {

@@ -74,6 +74,7 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
 	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.snap.giveUp = make(chan struct{})
 	s.flow = newFlow(&s.cfg, s.log, &s.wakes)
 	s.gate = newGate(cfg.Core.Clock, s.log, s.flow, &s.wakes)
 	s.dec.MaxFrame = cfg.Core.MaxFrame
@@ -367,6 +368,7 @@ func (s *Server) onHealth(err error) {
 	s.core.SetAvailable(err == nil)
 	if err != nil {
 		s.gate.releaseUnconfirming()
+		s.giveUpSnapshot()
 	}
 	s.wantTick()
 	wakes := s.wakes.take(nil)

@@ -312,7 +312,8 @@ func (s *Store) DurableLSN() uint64 { return s.durableLSN.Load() }
 // WaitDurable waits until every record up to lsn is durable. It returns
 // ctx.Err() if ctx ends first, and an error wrapping ErrClosed if the
 // Store closes without making lsn durable. The main control follows the
-// log through the onDurable callback, and waits here only at startup.
+// log through the onDurable callback; a snapshot waits here for the
+// records it covers.
 func (s *Store) WaitDurable(ctx context.Context, lsn uint64) error {
 	for {
 		s.durMu.Lock()
