@@ -13,7 +13,7 @@ const ConnCost = 2 << 10
 // MemoryBudget lists what peers can make the main control hold under cfg
 // (zero values: the defaults): the core's caps, then the connections and
 // their buffers. The unit's values must add up to less than its
-// GOMEMLIMIT, and the defaults to less than README's figure
+// GOMEMLIMIT, and the defaults to less than the figure in docs/operations.md
 // (systemd/units_test.go).
 func MemoryBudget(cfg Config) ([]core.BudgetItem, error) {
 	cfg, err := cfg.withDefaults()

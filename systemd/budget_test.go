@@ -87,17 +87,17 @@ func TestUnits_MemoryBudget(t *testing.T) {
 	require.Contains(t, string(main), fmt.Sprintf("~%d MiB", (live+(1<<20)-1)>>20), "the unit's comment gives the sum")
 }
 
-// The binary's own defaults add up to less than the figure README's
+// The binary's own defaults add up to less than the figure docs/operations.md's
 // "Memory budget" gives, so that an operator can size a host from it.
 func TestDefaults_MemoryBudget(t *testing.T) {
 	sum := budgetSum(t, maincontrol.Config{})
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operations.md")
 	require.NoError(t, err)
 	text := strings.Join(strings.Fields(string(readme)), " ")
 	m := regexp.MustCompile(`with the defaults, at most ([0-9,]+) MiB`).FindStringSubmatch(text)
-	require.NotNil(t, m, "README's Memory budget states the defaults' figure")
+	require.NotNil(t, m, "docs/operations.md's Memory budget states the defaults' figure")
 	stated, err := strconv.ParseInt(strings.ReplaceAll(string(m[1]), ",", ""), 10, 64)
 	require.NoError(t, err)
-	require.Less(t, sum, stated<<20, "the defaults fit README's figure")
-	require.Greater(t, sum, stated<<20*9/10, "README's figure is not far above the sum")
+	require.Less(t, sum, stated<<20, "the defaults fit the stated figure")
+	require.Greater(t, sum, stated<<20*9/10, "the stated figure is not far above the sum")
 }

@@ -18,7 +18,7 @@ import (
 // TestMain removes the binaries the process tests build (testbin.Main).
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
-var updateReadme = flag.Bool("update", false, "rewrite the harness's flag table in README.md from the code")
+var updateReadme = flag.Bool("update", false, "rewrite the harness's flag table in docs/configuration.md from the code")
 
 func TestSetHarnessProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
@@ -88,7 +88,7 @@ func TestHelp_Scenarios(t *testing.T) {
 
 var helpFlag = regexp.MustCompile(`^  --(\S+)  \[(\S+)\]$`)
 
-// TestReadme_FlagReference keeps README.md's table of the load's flags
+// TestReadme_FlagReference keeps docs/configuration.md's table of the load's flags
 // equal to the code's. Run with -update to rewrite it.
 func TestReadme_FlagReference(t *testing.T) {
 	var out, errOut bytes.Buffer
@@ -107,13 +107,13 @@ func TestReadme_FlagReference(t *testing.T) {
 		}
 		b.WriteString("| `--" + m[1] + "` | `" + m[2] + "` | " + def + " | " + strings.ReplaceAll(usage, "|", `\|`) + " |\n")
 	}
-	path := "../../README.md"
+	path := "../../docs/configuration.md"
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	readme := string(raw)
 	start, end := "<!-- flags: apollo11-bench -->\n", "<!-- /flags -->"
 	i := strings.Index(readme, start)
-	require.GreaterOrEqual(t, i, 0, "README.md has no %q section", start)
+	require.GreaterOrEqual(t, i, 0, "docs/configuration.md has no %q section", start)
 	j := strings.Index(readme[i:], end)
 	require.Greater(t, j, 0)
 	if *updateReadme {
@@ -121,7 +121,7 @@ func TestReadme_FlagReference(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(readme), 0o644))
 		return
 	}
-	require.Equal(t, b.String(), readme[i+len(start):i+j], "README.md's apollo11-bench flags are out of date: go test ./cmd/apollo11-bench -run Readme -update")
+	require.Equal(t, b.String(), readme[i+len(start):i+j], "docs/configuration.md's apollo11-bench flags are out of date: go test ./cmd/apollo11-bench -run Readme -update")
 }
 
 // A misspelt APOLLO11_BENCH_* variable is warned about, with the name

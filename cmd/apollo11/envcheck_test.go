@@ -53,7 +53,7 @@ func TestKnownEnvVars_Docs(t *testing.T) {
 	require.True(t, notFlagVars[patience.LoadEnv], patience.LoadEnv)
 	require.Contains(t, known, "APOLLO11_MAX_FRAME")
 	re := regexp.MustCompile(`APOLLO11_[A-Z0-9_]*[A-Z0-9]`)
-	for _, path := range []string{"../../README.md", "../../systemd/maincontrol.env.example", "../../systemd/executor.env.example",
+	for _, path := range []string{"../../README.md", "../../docs/usage.md", "../../docs/configuration.md", "../../docs/operations.md", "../../systemd/maincontrol.env.example", "../../systemd/executor.env.example",
 		"../../systemd/apollo11-maincontrol.service", "../../systemd/apollo11-executor@.service"} {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var updateReadme = flag.Bool("update", false, "rewrite the flag tables of README.md from the code")
+var updateReadme = flag.Bool("update", false, "rewrite the flag tables of docs/configuration.md from the code")
 
-// documented lists the commands whose flags README.md documents, as the
+// documented lists the commands whose flags docs/configuration.md documents, as the
 // argument lists that print their help.
 var documented = [][]string{
 	{"maincontrol"}, {"executor"}, {"dev"}, {"submit"}, {"status"}, {"cancel"}, {"list"},
@@ -58,10 +58,10 @@ func code(s string) string {
 	return "`" + s + "`"
 }
 
-// TestReadme_FlagReference keeps README.md's configuration reference equal
+// TestReadme_FlagReference keeps docs/configuration.md's configuration reference equal
 // to the flags the code defines. Run with -update to rewrite it.
 func TestReadme_FlagReference(t *testing.T) {
-	path := "../../README.md"
+	path := "../../docs/configuration.md"
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	readme := string(b)
@@ -71,7 +71,7 @@ func TestReadme_FlagReference(t *testing.T) {
 		start := "<!-- flags: " + name + " -->\n"
 		end := "<!-- /flags -->"
 		i := strings.Index(readme, start)
-		require.GreaterOrEqual(t, i, 0, "README.md has no %q section", start)
+		require.GreaterOrEqual(t, i, 0, "docs/configuration.md has no %q section", start)
 		j := strings.Index(readme[i:], end)
 		require.Greater(t, j, 0)
 		want := flagTable(t, args)
@@ -80,13 +80,13 @@ func TestReadme_FlagReference(t *testing.T) {
 			readme = readme[:i+len(start)] + want + readme[i+j:]
 			continue
 		}
-		require.Equal(t, want, got, "README.md flags of %q are out of date: go test ./cmd/apollo11 -run Readme -update", name)
+		require.Equal(t, want, got, "docs/configuration.md flags of %q are out of date: go test ./cmd/apollo11 -run Readme -update", name)
 	}
 	for name := range commands {
 		if name == "version" {
 			continue
 		}
-		require.Contains(t, readme, "<!-- flags: "+name, "README.md does not document command %q", name)
+		require.Contains(t, readme, "<!-- flags: "+name, "docs/configuration.md does not document command %q", name)
 	}
 	if *updateReadme {
 		require.NoError(t, os.WriteFile(path, []byte(readme), 0o644))

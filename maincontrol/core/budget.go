@@ -6,7 +6,7 @@ import (
 )
 
 // Memory each item costs the core besides the bytes the caps count,
-// measured as live heap after a collection (README "Sizing").
+// measured as live heap after a collection (docs/operations.md "Sizing").
 const (
 	PendingTaskCost  = 270   // a task not yet ended
 	EndedTaskCost    = 300   // an ended task kept

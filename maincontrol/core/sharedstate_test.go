@@ -226,7 +226,7 @@ func TestConfig_MaxStateBytes(t *testing.T) {
 	assert.Equal(t, 64<<20, DefaultMaxStateBytes)
 }
 
-// The appendix of docs/protocol.md and the README state the cap's numbers
+// The appendix of docs/protocol.md and docs/operations.md state the cap's numbers
 // as the code has them.
 func TestProtocolDoc_StateCap(t *testing.T) {
 	b, err := os.ReadFile("../../docs/protocol.md")
@@ -247,10 +247,10 @@ func TestProtocolDoc_StateCap(t *testing.T) {
 	}
 	assert.Contains(t, doc, "`available`, `state_bytes`", "listed among the extra stats keys")
 
-	b, err = os.ReadFile("../../README.md")
+	b, err = os.ReadFile("../../docs/operations.md")
 	require.NoError(t, err)
-	readme := strings.Join(strings.Fields(string(b)), " ")
-	assert.Contains(t, readme, "`--max-state-bytes` ("+fmt.Sprint(DefaultMaxStateBytes>>20)+" MiB) caps its size")
-	assert.Contains(t, readme, "`apollo11_state_bytes`")
-	assert.Contains(t, readme, fmt.Sprintf("its name plus %d bytes at least", StateValueFloor+StateKeyOverhead))
+	ops := strings.Join(strings.Fields(string(b)), " ")
+	assert.Contains(t, ops, "`--max-state-bytes` ("+fmt.Sprint(DefaultMaxStateBytes>>20)+" MiB) caps its size")
+	assert.Contains(t, ops, "`apollo11_state_bytes`")
+	assert.Contains(t, ops, fmt.Sprintf("its name plus %d bytes at least", StateValueFloor+StateKeyOverhead))
 }

@@ -375,7 +375,7 @@ func TestConfig_RetentionMaxBytes(t *testing.T) {
 	assert.Equal(t, 256<<20, DefaultRetentionMaxBytes)
 }
 
-// The appendix of docs/protocol.md and the README state the caps' numbers
+// The appendix of docs/protocol.md and docs/operations.md state the caps' numbers
 // and rules as the code has them.
 func TestProtocolDoc_TaskByteCaps(t *testing.T) {
 	b, err := os.ReadFile("../../docs/protocol.md")
@@ -397,14 +397,14 @@ func TestProtocolDoc_TaskByteCaps(t *testing.T) {
 	assert.Contains(t, strings.Join(strings.Fields(doc), " "), "`pending_bytes` and `retained_bytes` (see \"Bytes held by tasks\")",
 		"listed among the extra stats keys")
 
-	b, err = os.ReadFile("../../README.md")
+	b, err = os.ReadFile("../../docs/operations.md")
 	require.NoError(t, err)
-	readme := strings.Join(strings.Fields(string(b)), " ")
-	assert.Contains(t, readme, "`--max-pending-bytes` ("+fmt.Sprint(DefaultMaxPendingBytes>>20)+" MiB)")
-	assert.Contains(t, readme, "`--retention-max-bytes` ("+fmt.Sprint(DefaultRetentionMaxBytes>>20)+" MiB)")
-	assert.Contains(t, readme, fmt.Sprintf("%d bytes per `depends_on` id", DepBytes))
-	assert.Contains(t, readme, "`apollo11_pending_bytes`")
-	assert.Contains(t, readme, "`apollo11_retained_bytes`")
+	ops := strings.Join(strings.Fields(string(b)), " ")
+	assert.Contains(t, ops, "`--max-pending-bytes` ("+fmt.Sprint(DefaultMaxPendingBytes>>20)+" MiB)")
+	assert.Contains(t, ops, "`--retention-max-bytes` ("+fmt.Sprint(DefaultRetentionMaxBytes>>20)+" MiB)")
+	assert.Contains(t, ops, fmt.Sprintf("%d bytes per `depends_on` id", DepBytes))
+	assert.Contains(t, ops, "`apollo11_pending_bytes`")
+	assert.Contains(t, ops, "`apollo11_retained_bytes`")
 }
 
 // What a submit is checked against before its task exists (submitBytes,
