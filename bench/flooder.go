@@ -33,7 +33,7 @@ type flooder struct {
 // floodRequest returns the frame a flooder (and the witness, with its own
 // req) sends for request kind kind, one of FloodRequests.
 func floodRequest(kind, req string) ([]byte, error) {
-	b := wire.Begin(nil, kind)
+	b := wire.Begin(nil, wire.Kind(kind))
 	b.Str("req", req)
 	if kind == "state_get" {
 		// A key nobody sets: the reply is the state_version alone,

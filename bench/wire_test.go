@@ -129,7 +129,7 @@ func TestRunWire_WelcomeAndReq(t *testing.T) {
 // sendFrame writes one frame of the fake peers; a frame that cannot be
 // encoded is not sent.
 func sendFrame(c net.Conn, typ string, kv ...string) {
-	b := wire.Begin(nil, typ)
+	b := wire.Begin(nil, wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		b.Str(kv[i], kv[i+1])
 	}

@@ -151,7 +151,7 @@ func (c *Client) route(req string, m *wire.Message) {
 	c.mu.Lock()
 	cl := c.pending[req]
 	if cl != nil {
-		if cl.wait && m.Type() == "submitted" {
+		if cl.wait && m.Kind() == wire.KindSubmitted {
 			// The task exists: a loss from now on resumes the wait by
 			// its id, never by a second submit.
 			cl.resend, cl.unknown = nil, false
@@ -172,7 +172,7 @@ func (c *Client) route(req string, m *wire.Message) {
 // start registers a call under a fresh req and sends typ with the keys
 // fill adds. While the connection is being made again it waits for it, up
 // to ctx's end.
-func (c *Client) start(ctx context.Context, typ string, fill func(*wire.Builder), k kind, wait bool) (*call, string, error) {
+func (c *Client) start(ctx context.Context, typ wire.Kind, fill func(*wire.Builder), k kind, wait bool) (*call, string, error) {
 	c.mu.Lock()
 	c.seq++
 	seq := c.seq
@@ -266,7 +266,7 @@ func (c *Client) forget(req string) {
 
 // roundTrip sends a request and returns its reply, which must be of type
 // want; an `error` reply is returned as *Error.
-func (c *Client) roundTrip(ctx context.Context, typ, want string, k kind, fill func(*wire.Builder)) (*wire.Message, error) {
+func (c *Client) roundTrip(ctx context.Context, typ, want wire.Kind, k kind, fill func(*wire.Builder)) (*wire.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", typ, err) // nothing sent
 	}
@@ -282,11 +282,11 @@ func (c *Client) roundTrip(ctx context.Context, typ, want string, k kind, fill f
 }
 
 // expect checks a reply's type.
-func expect(m *wire.Message, typ, want string) (*wire.Message, error) {
-	switch m.Type() {
+func expect(m *wire.Message, typ, want wire.Kind) (*wire.Message, error) {
+	switch m.Kind() {
 	case want:
 		return m, nil
-	case "error":
+	case wire.KindError:
 		return nil, fmt.Errorf("%s: %w", typ, wire.ErrorReplyOf(m))
 	default:
 		return nil, fmt.Errorf("%s: unexpected reply %q", typ, m.Type())

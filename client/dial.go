@@ -107,7 +107,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 	}
 	r.SetMaxFrame(welcome.MaxFrame)
 
-	b := wire.Begin(nil, "hello")
+	b := wire.Begin(nil, wire.KindHello)
 	b.Str("req", "0")
 	b.Uint("proto", 1)
 	if opts.Name != "" {
@@ -135,8 +135,8 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 			wire.RefuseHandshake(conn, err)
 			return nil, handshakeErr(ctx, "cannot read hello_ok", err)
 		}
-		switch m.Type() {
-		case "hello_ok":
+		switch m.Kind() {
+		case wire.KindHelloOK:
 			if !stop() {
 				// ctx ended just now: its AfterFunc may set the past
 				// deadline at any moment, after the clear below, and the
@@ -149,7 +149,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 			return &session{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
 				features: welcome.Features, admin: m.Value("admin") == "true",
 				maxUnsent: max(minMaxUnsent, 4*welcome.MaxFrame)}, nil
-		case "error":
+		case wire.KindError:
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // Query returns a task's state (`query`). An unknown id returns an *Error
 // with code unknown_task.
 func (c *Client) Query(ctx context.Context, id uint64) (TaskState, error) {
-	m, err := c.roundTrip(ctx, "query", "task_state", idempotent, func(b *wire.Builder) { b.Uint("task_id", id) })
+	m, err := c.roundTrip(ctx, wire.KindQuery, wire.KindTaskState, idempotent, func(b *wire.Builder) { b.Uint("task_id", id) })
 	if err != nil {
 		return TaskState{}, err
 	}
@@ -48,7 +48,7 @@ func unixMilli(ms uint64) time.Time {
 // Cancel cancels a task (`cancel`). An unknown id returns code
 // unknown_task; a task already ended returns code illegal_transition.
 func (c *Client) Cancel(ctx context.Context, id uint64) error {
-	_, err := c.roundTrip(ctx, "cancel", "cancelled", oneShot, func(b *wire.Builder) { b.Uint("task_id", id) })
+	_, err := c.roundTrip(ctx, wire.KindCancel, wire.KindCancelled, oneShot, func(b *wire.Builder) { b.Uint("task_id", id) })
 	return err
 }
 
@@ -60,7 +60,7 @@ func (c *Client) List(ctx context.Context, state string, limit int, after uint64
 	if limit < 0 {
 		return nil, 0, fmt.Errorf("list: negative limit %d", limit)
 	}
-	m, err := c.roundTrip(ctx, "list", "tasks", idempotent, func(b *wire.Builder) {
+	m, err := c.roundTrip(ctx, wire.KindList, wire.KindTasks, idempotent, func(b *wire.Builder) {
 		b.Str("state", state)
 		if limit > 0 {
 			b.Uint("limit", uint64(limit))
@@ -128,7 +128,7 @@ func (c *Client) ListWalk(state string, limit int, after uint64, pageCtx func() 
 
 // Stats returns the main control's counters (`stats`).
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
-	m, err := c.roundTrip(ctx, "stats", "stats", idempotent, nil)
+	m, err := c.roundTrip(ctx, wire.KindStats, wire.KindStats, idempotent, nil)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -174,7 +174,7 @@ func (c *Client) StateGet(ctx context.Context, keys ...string) (map[string]strin
 			return nil, 0, fmt.Errorf("state_get: bad state key %q", k)
 		}
 	}
-	m, err := c.roundTrip(ctx, "state_get", "state", idempotent, func(b *wire.Builder) {
+	m, err := c.roundTrip(ctx, wire.KindStateGet, wire.KindState, idempotent, func(b *wire.Builder) {
 		if len(keys) > 0 {
 			b.List("keys", keys)
 		}
@@ -191,6 +191,6 @@ func (c *Client) StateGet(ctx context.Context, keys ...string) (map[string]strin
 
 // Debug turns the main control's frame logging on or off (`debug`).
 func (c *Client) Debug(ctx context.Context, on bool) error {
-	_, err := c.roundTrip(ctx, "debug", "debug_ok", idempotent, func(b *wire.Builder) { b.Bool("on", on) })
+	_, err := c.roundTrip(ctx, wire.KindDebug, wire.KindDebugOK, idempotent, func(b *wire.Builder) { b.Bool("on", on) })
 	return err
 }

@@ -48,7 +48,7 @@ func (s *session) readLoop() {
 		}
 		req, ok := m.Get("req")
 		if !ok {
-			if m.Type() == "error" {
+			if m.Kind() == wire.KindError {
 				last = wire.ErrorReplyOf(m)
 				s.c.log.Warn("error from the main control", "code", last.Code, "message", last.Message)
 			} else {

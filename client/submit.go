@@ -19,7 +19,7 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Submitted, erro
 	if err != nil {
 		return Submitted{}, err
 	}
-	m, err := c.roundTrip(ctx, "submit", "submitted", req.kind(), fill)
+	m, err := c.roundTrip(ctx, wire.KindSubmit, wire.KindSubmitted, req.kind(), fill)
 	if err != nil {
 		return Submitted{}, err
 	}

@@ -37,7 +37,7 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("submit: %w", err) // nothing sent
 	}
-	cl, id, err := c.start(ctx, "submit", fill, req.kind(), true)
+	cl, id, err := c.start(ctx, wire.KindSubmit, fill, req.kind(), true)
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
@@ -47,14 +47,14 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 		if err != nil {
 			return nil, fmt.Errorf("submit: %w", err)
 		}
-		switch m.Type() {
-		case "submitted":
+		switch m.Kind() {
+		case wire.KindSubmitted:
 			if w.Submitted, err = parseSubmitted(m); err != nil {
 				c.forget(id)
 				return nil, err
 			}
 			return w, nil
-		case "done": // only if the server sent done first; keep it
+		case wire.KindDone: // only if the server sent done first; keep it
 			d, err := parseDone(m)
 			if err != nil {
 				c.forget(id)
@@ -62,7 +62,7 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 			}
 			w.done, w.Submitted.ID = &d, d.ID
 			return w, nil
-		case "error":
+		case wire.KindError:
 			c.forget(id)
 			return nil, fmt.Errorf("submit: %w", wire.ErrorReplyOf(m))
 		default:
@@ -217,15 +217,15 @@ func (w *Watch) Ended() (Done, bool, error) {
 
 // take ends the watch with the reply that ends it.
 func (w *Watch) take(m *wire.Message) {
-	switch m.Type() {
-	case "done":
+	switch m.Kind() {
+	case wire.KindDone:
 		d, err := parseDone(m)
 		if err != nil {
 			w.finish(nil, err)
 			return
 		}
 		w.finish(&d, nil)
-	case "error":
+	case wire.KindError:
 		w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, wire.ErrorReplyOf(m)))
 	default:
 		w.finish(nil, fmt.Errorf("wait for task %d: unexpected reply %q", w.Submitted.ID, m.Type()))

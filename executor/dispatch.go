@@ -12,17 +12,17 @@ import (
 // handleFrame routes one frame from the main control. It runs on the
 // session's reader goroutine; m is valid only during the call.
 func (e *Executor) handleFrame(s *session, m *wire.Message) {
-	switch m.Type() {
-	case "task":
+	switch m.Kind() {
+	case wire.KindTask:
 		e.onTask(s, m)
-	case "cancel":
+	case wire.KindCancel:
 		e.onCancel(s, m)
-	case "result_ack":
+	case wire.KindResultAck:
 		e.onResultAck(s, m)
-	case "pong":
-	case "state":
+	case wire.KindPong:
+	case wire.KindState:
 		s.deliver(m)
-	case "error":
+	case wire.KindError:
 		if m.Has("req") {
 			s.deliver(m)
 			return
@@ -33,7 +33,7 @@ func (e *Executor) handleFrame(s *session, m *wire.Message) {
 		}
 		s.log.Log(context.Background(), level, "error from the main control",
 			"code", m.Value("code"), "message", m.Value("message"))
-	case "bye_ack":
+	case wire.KindByeAck:
 		s.byeOnce.Do(func() { close(s.byeAck) })
 	default:
 		s.log.Debug("ignoring frame of unknown type", "type", m.Type())
@@ -191,7 +191,7 @@ func (e *Executor) deactivate(s *session) {
 }
 
 func startedFrame(tok token) []byte {
-	b := wire.Begin(make([]byte, 0, 64), "started")
+	b := wire.Begin(make([]byte, 0, 64), wire.KindStarted)
 	b.Uint("task_id", tok.id)
 	b.Uint("version", tok.version)
 	f, _ := b.Finish()

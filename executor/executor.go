@@ -254,7 +254,7 @@ func (e *Executor) notifyLocked() {
 }
 
 func byeFrame(reason string) []byte {
-	b := wire.Begin(nil, "bye")
+	b := wire.Begin(nil, wire.KindBye)
 	b.Str("reason", reason)
 	f, _ := b.Finish()
 	return f

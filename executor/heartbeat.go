@@ -24,7 +24,7 @@ func heartbeatSlots(maxFrame int) int {
 // (and logged) rather than the frame sent too large, which would cost the
 // connection: the main control cancels them after two lists.
 func (e *Executor) sendHeartbeat(s *session, seq uint64) {
-	b := wire.Begin(nil, "heartbeat")
+	b := wire.Begin(nil, wire.KindHeartbeat)
 	b.Uint("seq", seq)
 	room := s.maxFrame - b.Len() - len("\nrunning=")
 	e.mu.Lock()

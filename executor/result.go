@@ -102,7 +102,7 @@ func (o *outcome) encode(maxFrame int) (frame []byte, replaced string) {
 }
 
 func (o *outcome) build() ([]byte, error) {
-	b := wire.Begin(make([]byte, 0, o.sizeHint()), "result")
+	b := wire.Begin(make([]byte, 0, o.sizeHint()), wire.KindResult)
 	b.Uint("task_id", o.tok.id)
 	b.Uint("version", o.tok.version)
 	b.Str("status", o.status())

@@ -87,8 +87,8 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			wire.RefuseHandshake(conn, err)
 			return nil, fmt.Errorf("cannot read registered: %w", err)
 		}
-		switch m.Type() {
-		case "registered":
+		switch m.Kind() {
+		case wire.KindRegistered:
 			s, err := e.newSession(conn, r, welcome.MaxFrame, slots, m)
 			if err != nil {
 				return nil, err
@@ -100,7 +100,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 				return nil, fmt.Errorf("cannot clear handshake deadline: %w", err)
 			}
 			return s, nil
-		case "error":
+		case wire.KindError:
 			return nil, fmt.Errorf("register refused: %w", wire.ErrorReplyOf(m))
 		default:
 			e.log.Debug("ignoring frame before registered", "type", m.Type())
@@ -110,7 +110,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 
 // registerFrame builds `register`, signed when the main control asks.
 func (e *Executor) registerFrame(authMode, nonce string, slots int) ([]byte, error) {
-	b := wire.Begin(nil, "register")
+	b := wire.Begin(nil, wire.KindRegister)
 	b.Uint("proto", 1)
 	b.Str("executor_id", e.cfg.ID)
 	b.List("task_types", e.types)
@@ -285,7 +285,7 @@ func (s *session) send(frame []byte) error {
 
 // request sends a frame of type typ with a fresh req (fill adds the other
 // keys) and waits for the reply carrying that req.
-func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ string) (*wire.Message, error) {
+func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ wire.Kind) (*wire.Message, error) {
 	ch := make(chan *wire.Message, 1)
 	s.mu.Lock()
 	s.reqSeq++
@@ -314,7 +314,7 @@ func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ str
 	}
 	select {
 	case m := <-ch:
-		if m.Type() == "error" {
+		if m.Kind() == wire.KindError {
 			return nil, wire.ErrorReplyOf(m)
 		}
 		return m, nil

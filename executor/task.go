@@ -108,7 +108,7 @@ func (t *Task) Progress(percent int, note string) error {
 	if s == nil {
 		return fmt.Errorf("progress: %w", ErrNotConnected)
 	}
-	b := wire.Begin(nil, "progress")
+	b := wire.Begin(nil, wire.KindProgress)
 	b.Uint("task_id", t.ID)
 	b.Uint("version", t.Version)
 	b.Uint("percent", uint64(percent))
@@ -147,7 +147,7 @@ func (t *Task) State(ctx context.Context, keys ...string) (map[string]string, ui
 		if len(keys) > 0 {
 			b.List("keys", keys)
 		}
-	}, "state_get")
+	}, wire.KindStateGet)
 	if err != nil {
 		return nil, 0, fmt.Errorf("state_get: %w", err)
 	}

@@ -258,7 +258,7 @@ func FuzzReader(f *testing.F) {
 // bytes (key, value, key, value, ...), which can never occur in UTF-8.
 func FuzzRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ string, kv []byte) {
-		m := wire.NewMessage(typ)
+		m := wire.NewMessage(wire.Kind(typ))
 		parts := bytes.Split(kv, []byte{0xff})
 		for i := 0; i+1 < len(parts); i += 2 {
 			m.Fields = append(m.Fields, wire.Field{Key: string(parts[i]), Value: string(parts[i+1])})
@@ -290,7 +290,7 @@ func FuzzRoundTrip(f *testing.F) {
 		assert.Equal(t, m.String(), string(frame[wire.HeaderLen:]))
 
 		// The Builder writes the same bytes.
-		b := wire.Begin(nil, typ)
+		b := wire.Begin(nil, wire.Kind(typ))
 		for _, fl := range m.Fields[1:] {
 			b.Str(fl.Key, fl.Value)
 		}

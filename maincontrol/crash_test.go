@@ -96,7 +96,7 @@ func dialHello(ctx context.Context, addr string, typ string, kv ...string) (net.
 		conn.Close()
 		return nil, nil, nil, err
 	}
-	m := wire.NewMessage(typ)
+	m := wire.NewMessage(wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Set(kv[i], kv[i+1])
 	}

@@ -52,7 +52,7 @@ func (p *canonPeer) read() *wire.Message {
 
 func (p *canonPeer) send(typ string, kv ...string) {
 	p.t.Helper()
-	m := wire.NewMessage(typ)
+	m := wire.NewMessage(wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Set(kv[i], kv[i+1])
 	}

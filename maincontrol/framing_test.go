@@ -19,7 +19,7 @@ import (
 
 func mustFrame(t testing.TB, typ string, kv ...string) []byte {
 	t.Helper()
-	m := wire.NewMessage(typ)
+	m := wire.NewMessage(wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Set(kv[i], kv[i+1])
 	}

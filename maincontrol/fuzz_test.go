@@ -21,7 +21,7 @@ const fuzzMaxFrame = 4096
 func frames(msgs ...[]string) []byte {
 	var out []byte
 	for _, m := range msgs {
-		b := wire.Begin(out, m[0])
+		b := wire.Begin(out, wire.Kind(m[0]))
 		for i := 1; i+1 < len(m); i += 2 {
 			b.Str(m[i], m[i+1])
 		}

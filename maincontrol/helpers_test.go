@@ -69,7 +69,7 @@ func dialRaw(t testing.TB, addr string) *rawPeer {
 
 func (p *rawPeer) send(typ string, kv ...string) {
 	p.t.Helper()
-	m := wire.NewMessage(typ)
+	m := wire.NewMessage(wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Set(kv[i], kv[i+1])
 	}

@@ -16,7 +16,7 @@ import (
 // check for a deadline sooner than the next tick.
 func handle(t *testing.T, s *Server, peer core.PeerID, typ string, kv ...string) {
 	t.Helper()
-	b := wire.Begin(nil, typ)
+	b := wire.Begin(nil, wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		b.Str(kv[i], kv[i+1])
 	}

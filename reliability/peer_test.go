@@ -42,7 +42,7 @@ func dialPeer(addr string) (*peer, error) {
 
 // message builds a message from key, value pairs.
 func message(typ string, kv ...string) *wire.Message {
-	m := wire.NewMessage(typ)
+	m := wire.NewMessage(wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Set(kv[i], kv[i+1])
 	}

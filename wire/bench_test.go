@@ -54,7 +54,7 @@ func BenchmarkEncode(b *testing.B) {
 			b.SetBytes(int64(len(mustEncode(b, m))))
 			b.ReportAllocs()
 			for b.Loop() {
-				bl := wire.Begin(buf[:0], m.Fields[0].Value)
+				bl := wire.Begin(buf[:0], wire.Kind(m.Fields[0].Value))
 				for _, f := range m.Fields[1:] {
 					bl.Str(f.Key, f.Value)
 				}

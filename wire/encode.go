@@ -169,7 +169,7 @@ func appendPayload(dst []byte, m *Message) []byte {
 // first. It is the hot-path encoder: keys are validated and values escaped
 // as they are added, and the first error sticks until Finish.
 //
-//	b := wire.Begin(buf, "pong")
+//	b := wire.Begin(buf, KindPong)
 //	b.Uint("seq", 7)
 //	buf, err = b.Finish()
 type Builder struct {
@@ -180,10 +180,10 @@ type Builder struct {
 }
 
 // Begin starts a frame of the given type at the end of dst.
-func Begin(dst []byte, typ string) Builder {
+func Begin(dst []byte, typ Kind) Builder {
 	b := Builder{buf: dst, start: len(dst), keys: 1}
 	b.buf = append(b.buf, 0, 0, 0, 0, 't', 'y', 'p', 'e', '=')
-	b.buf, b.err = appendValue(b.buf, typ)
+	b.buf, b.err = appendValue(b.buf, string(typ))
 	return b
 }
 

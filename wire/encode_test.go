@@ -178,7 +178,7 @@ func TestBuilder_refuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := wire.Begin([]byte("before"), tt.typ)
+			b := wire.Begin([]byte("before"), wire.Kind(tt.typ))
 			tt.build(&b)
 			if !strings.HasPrefix(tt.name, "1025 keys") { // the count is checked by Finish
 				assert.ErrorIs(t, b.Err(), tt.wantErr)

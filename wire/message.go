@@ -20,8 +20,8 @@ type Message struct {
 }
 
 // NewMessage returns a message of the given type.
-func NewMessage(typ string) *Message {
-	return &Message{Fields: []Field{{Key: "type", Value: typ}}}
+func NewMessage(typ Kind) *Message {
+	return &Message{Fields: []Field{{Key: "type", Value: string(typ)}}}
 }
 
 // Type returns the value of the `type` key, or "".

@@ -35,7 +35,7 @@ func Refusal(err error) ([]byte, bool) {
 // connection refused or cut off). It returns nil only for a message that
 // cannot be encoded.
 func ErrorFrame(code Code, message string) []byte {
-	b := Begin(nil, "error")
+	b := Begin(nil, KindError)
 	b.Str("code", string(code))
 	b.Str("message", message)
 	frame, err := b.Finish()

@@ -37,7 +37,7 @@ func TestParseWelcome(t *testing.T) {
 			if typ == "" {
 				typ = "welcome"
 			}
-			m := NewMessage(typ)
+			m := NewMessage(Kind(typ))
 			for i := 0; i+1 < len(tc.kv); i += 2 {
 				m.Set(tc.kv[i], tc.kv[i+1])
 			}

@@ -84,7 +84,7 @@ func TestWelcome_FeaturesIgnoredByV1Client(t *testing.T) {
 
 	// A v1 client: hello with the keys of section 3 only, then a submit.
 	send := func(typ string, kv ...string) {
-		m := wire.NewMessage(typ)
+		m := wire.NewMessage(wire.Kind(typ))
 		for i := 0; i+1 < len(kv); i += 2 {
 			m.Set(kv[i], kv[i+1])
 		}

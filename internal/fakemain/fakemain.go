@@ -192,7 +192,7 @@ func (c *Conn) SendRaw(b []byte) {
 
 // WriteMsg writes a frame built from key/value pairs.
 func WriteMsg(w io.Writer, typ string, kv ...string) error {
-	m := wire.NewMessage(typ)
+	m := wire.NewMessage(wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Set(kv[i], kv[i+1])
 	}

@@ -233,7 +233,7 @@ func (c *Core) OpenFrom(id PeerID, remote string) {
 	p := &peer{id: id, remote: remote, nonce: c.cfg.Nonce()}
 	c.peers[id] = p
 	c.hsQueue = append(c.hsQueue, hsDeadline{peer: id, at: now + c.cfg.HandshakeTimeout.Milliseconds()})
-	b := wire.Begin(c.frame[:0], "welcome")
+	b := wire.Begin(c.frame[:0], wire.KindWelcome)
 	b.UintK(kProto, 1)
 	b.StrK(kServer, "apollo11/"+c.cfg.Version)
 	b.StrK(kNonce, p.nonce)

@@ -107,7 +107,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 	t = c.tasks.get(r.id)
 	c.obs.Dispatched(time.Duration(max(0, now-pendingSince)) * time.Millisecond)
 	c.logTransition(t, Pending, Dispatched, "dispatch")
-	b := wire.Begin(c.frame[:0], "task")
+	b := wire.Begin(c.frame[:0], wire.KindTask)
 	b.UintK(kTaskID, t.id)
 	b.UintK(kVersion, t.version)
 	b.StrK(kTaskType, t.typ.name)

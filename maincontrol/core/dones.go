@@ -1,5 +1,7 @@
 package core
 
+import "github.com/apollo11/apollo11/wire"
+
 // Sending `done`. A task may have many waiters (every connection may wait
 // for it, 65,536 times each through its key), and each `done` carries the
 // task's outputs, up to a frame. Sent at once, they would stall the loop
@@ -139,7 +141,7 @@ func (c *Core) backlogged(peer PeerID) bool {
 
 // sendDone sends one `done` and returns its size.
 func (c *Core) sendDone(peer PeerID, req string, j *doneJob) int {
-	b := c.begin("done", req)
+	b := c.begin(wire.KindDone, req)
 	b.UintK(kTaskID, j.id)
 	b.StrK(kState, j.state.String())
 	b.RawString(j.out, j.outKeys)

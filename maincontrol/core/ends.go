@@ -218,7 +218,7 @@ func (c *Core) cancelRequest(p *peer, m *wire.Message, req string) {
 	if from == Retrying {
 		c.armWaiting()
 	}
-	b := c.begin("cancelled", req)
+	b := c.begin(wire.KindCancelled, req)
 	b.UintK(kTaskID, id)
 	c.confirm(p.id, &b)
 }

@@ -45,7 +45,7 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 		c.badRequest(p, "", &wire.ValueError{Key: "running", Reason: "must be a list of task_id.version"})
 		return
 	}
-	b := wire.Begin(c.frame[:0], "pong")
+	b := wire.Begin(c.frame[:0], wire.KindPong)
 	b.UintK(kSeq, seq)
 	c.send(p.id, &b)
 	c.reconcile(e)
@@ -285,7 +285,7 @@ func (c *Core) bye(p *peer, m *wire.Message) {
 	e := p.exec
 	c.logLimited(slog.LevelInfo, "executor leaves", "executor", e.id, "reason", clipText(m.Value("reason")), "tasks", e.tasks.len())
 	c.takeBackAll(e, true, "executor left (bye)")
-	b := wire.Begin(c.frame[:0], "bye_ack")
+	b := wire.Begin(c.frame[:0], wire.KindByeAck)
 	c.send(p.id, &b)
 	c.closePeer(p)
 	r := c.newRecord(recExecGone)

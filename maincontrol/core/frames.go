@@ -48,7 +48,7 @@ func (c *Core) finish(b *wire.Builder) ([]byte, bool) {
 }
 
 // begin starts a reply of type typ, with req when the request had one.
-func (c *Core) begin(typ, req string) wire.Builder {
+func (c *Core) begin(typ wire.Kind, req string) wire.Builder {
 	b := wire.Begin(c.frame[:0], typ)
 	switch req {
 	case "":
@@ -63,7 +63,7 @@ func (c *Core) begin(typ, req string) wire.Builder {
 // sendError answers with `type=error`; codes that end the connection close
 // it after the frame.
 func (c *Core) sendError(p *peer, req string, code wire.Code, msg string) {
-	b := c.begin("error", req)
+	b := c.begin(wire.KindError, req)
 	b.StrK(kCode, string(code))
 	b.StrK(kMessage, msg)
 	c.send(p.id, &b)
@@ -84,7 +84,7 @@ func (c *Core) sendCancel(e *executor, id uint64, ver uint64) {
 	if e == nil || !e.connected() {
 		return
 	}
-	b := wire.Begin(c.frame[:0], "cancel")
+	b := wire.Begin(c.frame[:0], wire.KindCancel)
 	b.UintK(kTaskID, id)
 	b.UintK(kVersion, ver)
 	c.send(e.peer, &b)

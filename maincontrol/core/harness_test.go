@@ -94,7 +94,7 @@ func newHarness(t testing.TB, mods ...func(*Config)) *harness {
 
 // msg builds a message from key, value pairs; the first value is the type.
 func msg(typ string, kv ...string) *wire.Message {
-	m := wire.NewMessage(typ)
+	m := wire.NewMessage(wire.Kind(typ))
 	for i := 0; i+1 < len(kv); i += 2 {
 		m.Set(kv[i], kv[i+1])
 	}

@@ -27,7 +27,7 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 	if t == nil {
 		return
 	}
-	b := c.begin("task_state", req)
+	b := c.begin(wire.KindTaskState, req)
 	b.UintK(kTaskID, t.id)
 	b.UintK(kVersion, t.version)
 	b.StrK(kState, t.state.String())
@@ -93,7 +93,7 @@ func (c *Core) list(p *peer, m *wire.Message, req string) {
 		ids = append(ids, t.id)
 		return true
 	})
-	b := c.begin("tasks", req)
+	b := c.begin(wire.KindTasks, req)
 	b.UintK(kCount, uint64(len(ids)))
 	var list []byte
 	for i, id := range ids {
@@ -110,8 +110,8 @@ func (c *Core) list(p *peer, m *wire.Message, req string) {
 	c.send(p.id, &b)
 }
 
-func (c *Core) stats(p *peer, req string) {
-	b := c.begin("stats", req)
+func (c *Core) stats(p *peer, _ *wire.Message, req string) {
+	b := c.begin(wire.KindStats, req)
 	for _, s := range AllStates {
 		b.UintK(kTasksState[s], uint64(c.counts[s]))
 	}
@@ -159,7 +159,7 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 	if req == "" { // executors ask without one
 		room++
 	}
-	b := c.begin("state", req)
+	b := c.begin(wire.KindState, req)
 	b.UintK(kStateVersion, c.stateVer)
 	for _, k := range keys {
 		v, ok := c.state[k]
@@ -225,6 +225,6 @@ func (c *Core) setDebug(p *peer, m *wire.Message, req string) {
 		fl.LogFrames(on)
 	}
 	c.log.Info("frame logging", "on", on)
-	b := c.begin("debug_ok", req)
+	b := c.begin(wire.KindDebugOK, req)
 	c.send(p.id, &b)
 }

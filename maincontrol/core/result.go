@@ -80,7 +80,7 @@ func (c *Core) result(p *peer, m *wire.Message) {
 	} else {
 		c.failAttempt(id, retryable, false, false, errText, out, outKeys, "failed")
 	}
-	b := wire.Begin(c.frame[:0], "result_ack")
+	b := wire.Begin(c.frame[:0], wire.KindResultAck)
 	b.UintK(kTaskID, id)
 	b.UintK(kVersion, uint64(ver))
 	b.BoolK(kAccepted, true)
@@ -93,7 +93,7 @@ func (c *Core) refuseResult(p *peer, id uint64, ver uint64, reason wire.Reason, 
 		attrs = append(attrs, "key", key)
 	}
 	c.log.Info("result refused and dropped", attrs...)
-	b := wire.Begin(c.frame[:0], "result_ack")
+	b := wire.Begin(c.frame[:0], wire.KindResultAck)
 	b.UintK(kTaskID, id)
 	b.UintK(kVersion, uint64(ver))
 	b.BoolK(kAccepted, false)

@@ -9,18 +9,6 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// knownTypes are every message type of the spec, in either direction. A
-// known type that a peer may not send gets not_permitted; any other type
-// gets unknown_type.
-var knownTypes = map[string]bool{
-	"welcome": true, "register": true, "registered": true, "hello": true, "hello_ok": true,
-	"heartbeat": true, "pong": true, "task": true, "started": true, "progress": true,
-	"result": true, "result_ack": true, "state_get": true, "state": true, "bye": true,
-	"bye_ack": true, "cancel": true, "cancelled": true, "submit": true, "submitted": true,
-	"done": true, "query": true, "task_state": true, "list": true, "tasks": true,
-	"stats": true, "debug": true, "debug_ok": true, "error": true,
-}
-
 // emptyReq stands for a present but empty req (`req=`) where the core
 // carries a request's req as a string and "" means "no req": a reply to
 // `req=` carries `req=` (spec section 3: every reply carries the same req).
@@ -59,14 +47,15 @@ func (c *Core) badRequest(p *peer, req string, err error) {
 // handshake handles the first frames of a connection (spec section 3):
 // register or hello, checked in the order proto, auth, values.
 func (c *Core) handshake(p *peer, m *wire.Message) {
-	typ := m.Type()
-	if typ != "register" && typ != "hello" {
-		c.sendError(p, echoReq(m), wire.CodeNotRegistered, "first frame must be register or hello, got "+strconv.Quote(clipText(typ)))
+	kind := m.Kind()
+	h := handshakeHandlers[kind]
+	if h == nil {
+		c.sendError(p, echoReq(m), wire.CodeNotRegistered, "first frame must be register or hello, got "+strconv.Quote(clipText(string(kind))))
 		return
 	}
 	req := ""
-	if typ == "hello" {
-		req = echoReq(m)
+	if kind.SentBy(wire.RoleClient) {
+		req = echoReq(m) // a client's hello is a request: its errors carry req
 	}
 	if v, ok := m.Get("proto"); ok && v != "1" {
 		c.sendError(p, req, wire.CodeUnsupportedProto, "proto "+strconv.Quote(clipText(v))+" is not spoken here; proto=1 is")
@@ -75,16 +64,12 @@ func (c *Core) handshake(p *peer, m *wire.Message) {
 	if c.cfg.Token != nil {
 		mac, ok := m.Get("auth")
 		if !ok || !auth.Verify(c.cfg.Token, p.nonce, mac) {
-			c.log.Warn("authentication failed", "peer", p.id, "remote", p.remote, "type", typ)
+			c.log.Warn("authentication failed", "peer", p.id, "remote", p.remote, "type", string(kind))
 			c.sendError(p, req, wire.CodeAuthFailed, "authentication failed")
 			return
 		}
 	}
-	if typ == "hello" {
-		c.hello(p, m, req)
-		return
-	}
-	c.register(p, m)
+	h(c, p, m, req)
 }
 
 func (c *Core) hello(p *peer, m *wire.Message, req string) {
@@ -98,7 +83,7 @@ func (c *Core) hello(p *peer, m *wire.Message, req string) {
 	p.kind = peerClient
 	p.admin = admin
 	p.name = strings.Clone(clipText(m.Value("client")))
-	b := c.begin("hello_ok", req)
+	b := c.begin(wire.KindHelloOK, req)
 	if admin {
 		b.BoolK(kAdmin, true)
 	}
@@ -192,65 +177,12 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.log.Warn("executor holds more tasks than its new slots", "executor", e.id, "slots", e.slots, "tasks", e.load)
 	}
 	e.regMark = c.lastMark
-	b := wire.Begin(c.frame[:0], "registered")
+	b := wire.Begin(c.frame[:0], wire.KindRegistered)
 	b.StrK(kExecutorID, e.id)
 	b.UintK(kHeartbeatMs, uint64(c.cfg.HeartbeatInterval.Milliseconds()))
 	b.UintK(kTimeoutMs, uint64(c.cfg.HeartbeatTimeout.Milliseconds()))
 	b.UintK(kStateVersion, c.stateVer)
 	c.send(p.id, &b)
-}
-
-// clientMessage routes a registered client's request.
-func (c *Core) clientMessage(p *peer, m *wire.Message) {
-	typ := m.Type()
-	switch typ {
-	case "submit", "query", "cancel", "list", "stats", "state_get", "debug":
-	default:
-		c.refuseType(p, m, typ)
-		return
-	}
-	req, ok := c.reqOf(p, m)
-	if !ok {
-		return
-	}
-	switch typ {
-	case "submit":
-		c.submit(p, m, req)
-	case "query":
-		c.query(p, m, req)
-	case "cancel":
-		c.cancelRequest(p, m, req)
-	case "list":
-		c.list(p, m, req)
-	case "stats":
-		c.stats(p, req)
-	case "state_get":
-		c.stateGet(p, m, req)
-	case "debug":
-		c.setDebug(p, m, req)
-	}
-}
-
-// executorMessage routes a registered executor's message.
-func (c *Core) executorMessage(p *peer, m *wire.Message) {
-	switch typ := m.Type(); typ {
-	case "heartbeat":
-		c.heartbeat(p, m)
-	case "started":
-		c.started(p, m)
-	case "progress":
-		c.progress(p, m)
-	case "result":
-		c.result(p, m)
-	case "state_get":
-		if req, ok := c.reqOf(p, m); ok {
-			c.stateGet(p, m, req)
-		}
-	case "bye":
-		c.bye(p, m)
-	default:
-		c.refuseType(p, m, typ)
-	}
 }
 
 // echoReq returns the req an error reply carries: the request's, or none
@@ -260,8 +192,11 @@ func echoReq(m *wire.Message) string {
 	return req
 }
 
-func (c *Core) refuseType(p *peer, m *wire.Message, typ string) {
-	if typ == "error" {
+// refuseType answers a message that its peer's table does not handle: a
+// known type is not_permitted, any other is unknown_type.
+func (c *Core) refuseType(p *peer, m *wire.Message) {
+	typ := m.Kind()
+	if typ == wire.KindError {
 		// A peer that cannot decode one of our frames says so before it
 		// closes: worth the operator's eye, though not a request.
 		executor := ""
@@ -272,11 +207,11 @@ func (c *Core) refuseType(p *peer, m *wire.Message, typ string) {
 			"code", clipText(m.Value("code")), "message", clipText(m.Value("message")))
 	}
 	req := echoReq(m)
-	if knownTypes[typ] {
-		c.sendError(p, req, wire.CodeNotPermitted, strconv.Quote(clipText(typ))+" is not permitted from this peer")
+	if typ.Known() {
+		c.sendError(p, req, wire.CodeNotPermitted, strconv.Quote(clipText(string(typ)))+" is not permitted from this peer")
 		return
 	}
-	c.sendError(p, req, wire.CodeUnknownType, "unknown type "+strconv.Quote(clipText(typ)))
+	c.sendError(p, req, wire.CodeUnknownType, "unknown type "+strconv.Quote(clipText(string(typ))))
 }
 
 // expireHandshakes closes connections that did not register or say hello in

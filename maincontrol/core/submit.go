@@ -284,7 +284,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	id := r.id
 	t := c.tasks.get(id)
 	c.logTransition(t, 0, t.state, "submit")
-	b := c.begin("submitted", req)
+	b := c.begin(wire.KindSubmitted, req)
 	b.UintK(kTaskID, id)
 	c.confirm(p.id, &b)
 	if s.wait {
@@ -297,7 +297,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 
 // duplicateSubmit answers a submit whose key names a known task.
 func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
-	b := c.begin("submitted", req)
+	b := c.begin(wire.KindSubmitted, req)
 	b.UintK(kTaskID, id)
 	b.BoolK(kDuplicate, true)
 	c.confirm(p.id, &b)

@@ -1,0 +1,69 @@
+package core
+
+import "github.com/apollo11/apollo11/wire"
+
+// messageHandler handles one message from a peer.
+type messageHandler func(c *Core, p *peer, m *wire.Message)
+
+// requestHandler answers a client's request; req is already checked.
+type requestHandler func(c *Core, p *peer, m *wire.Message, req string)
+
+// The handler tables, one per peer role. A type without a row is refused:
+// not_permitted when wire knows it, unknown_type otherwise. A new message
+// is a wire.Kind, its senders in wire, and a row here.
+var (
+	// handshakeHandlers take a new connection's first frame; req is the
+	// one its errors carry ("" for an executor's).
+	handshakeHandlers = map[wire.Kind]requestHandler{
+		wire.KindRegister: func(c *Core, p *peer, m *wire.Message, _ string) { c.register(p, m) },
+		wire.KindHello:    (*Core).hello,
+	}
+	// clientHandlers answer a client's requests after its hello.
+	clientHandlers = map[wire.Kind]requestHandler{
+		wire.KindSubmit:   (*Core).submit,
+		wire.KindQuery:    (*Core).query,
+		wire.KindCancel:   (*Core).cancelRequest,
+		wire.KindList:     (*Core).list,
+		wire.KindStats:    (*Core).stats,
+		wire.KindStateGet: (*Core).stateGet,
+		wire.KindDebug:    (*Core).setDebug,
+	}
+	// executorHandlers take a registered executor's messages.
+	executorHandlers = map[wire.Kind]messageHandler{
+		wire.KindHeartbeat: (*Core).heartbeat,
+		wire.KindStarted:   (*Core).started,
+		wire.KindProgress:  (*Core).progress,
+		wire.KindResult:    (*Core).result,
+		wire.KindStateGet:  (*Core).executorStateGet,
+		wire.KindBye:       (*Core).bye,
+	}
+)
+
+// clientMessage routes a client's request through clientHandlers.
+func (c *Core) clientMessage(p *peer, m *wire.Message) {
+	h := clientHandlers[m.Kind()]
+	if h == nil {
+		c.refuseType(p, m)
+		return
+	}
+	if req, ok := c.reqOf(p, m); ok {
+		h(c, p, m, req)
+	}
+}
+
+// executorMessage routes an executor's message through executorHandlers.
+func (c *Core) executorMessage(p *peer, m *wire.Message) {
+	h := executorHandlers[m.Kind()]
+	if h == nil {
+		c.refuseType(p, m)
+		return
+	}
+	h(c, p, m)
+}
+
+// executorStateGet answers an executor's state_get, which carries a req.
+func (c *Core) executorStateGet(p *peer, m *wire.Message) {
+	if req, ok := c.reqOf(p, m); ok {
+		c.stateGet(p, m, req)
+	}
+}

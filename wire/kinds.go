@@ -1,0 +1,102 @@
+package wire
+
+import (
+	"maps"
+	"slices"
+)
+
+// Kind is a message type, sent as `type=<Kind>`.
+type Kind string
+
+// Message types of the spec. A new type is a constant here and a row in
+// kindSenders.
+const (
+	KindWelcome    Kind = "welcome"
+	KindRegister   Kind = "register"
+	KindRegistered Kind = "registered"
+	KindHello      Kind = "hello"
+	KindHelloOK    Kind = "hello_ok"
+	KindHeartbeat  Kind = "heartbeat"
+	KindPong       Kind = "pong"
+	KindTask       Kind = "task"
+	KindStarted    Kind = "started"
+	KindProgress   Kind = "progress"
+	KindResult     Kind = "result"
+	KindResultAck  Kind = "result_ack"
+	KindStateGet   Kind = "state_get"
+	KindState      Kind = "state"
+	KindBye        Kind = "bye"
+	KindByeAck     Kind = "bye_ack"
+	KindCancel     Kind = "cancel"
+	KindCancelled  Kind = "cancelled"
+	KindSubmit     Kind = "submit"
+	KindSubmitted  Kind = "submitted"
+	KindDone       Kind = "done"
+	KindQuery      Kind = "query"
+	KindTaskState  Kind = "task_state"
+	KindList       Kind = "list"
+	KindTasks      Kind = "tasks"
+	KindStats      Kind = "stats"
+	KindDebug      Kind = "debug"
+	KindDebugOK    Kind = "debug_ok"
+	KindError      Kind = "error"
+)
+
+// Role is a set of peer roles: who may send a message type.
+type Role uint8
+
+// Peer roles.
+const (
+	RoleClient Role = 1 << iota
+	RoleExecutor
+	RoleMain
+)
+
+// kindSenders is the one table of message types: each with the roles that
+// may send it. A type missing here is unknown_type everywhere.
+var kindSenders = map[Kind]Role{
+	KindWelcome:    RoleMain,
+	KindRegister:   RoleExecutor,
+	KindRegistered: RoleMain,
+	KindHello:      RoleClient,
+	KindHelloOK:    RoleMain,
+	KindHeartbeat:  RoleExecutor,
+	KindPong:       RoleMain,
+	KindTask:       RoleMain,
+	KindStarted:    RoleExecutor,
+	KindProgress:   RoleExecutor,
+	KindResult:     RoleExecutor,
+	KindResultAck:  RoleMain,
+	KindStateGet:   RoleClient | RoleExecutor,
+	KindState:      RoleMain,
+	KindBye:        RoleExecutor,
+	KindByeAck:     RoleMain,
+	KindCancel:     RoleClient | RoleMain,
+	KindCancelled:  RoleMain,
+	KindSubmit:     RoleClient,
+	KindSubmitted:  RoleMain,
+	KindDone:       RoleMain,
+	KindQuery:      RoleClient,
+	KindTaskState:  RoleMain,
+	KindList:       RoleClient,
+	KindTasks:      RoleMain,
+	KindStats:      RoleClient | RoleMain,
+	KindDebug:      RoleClient,
+	KindDebugOK:    RoleMain,
+	KindError:      RoleClient | RoleExecutor | RoleMain,
+}
+
+// Known reports whether k is a message type of the spec.
+func (k Kind) Known() bool { return kindSenders[k] != 0 }
+
+// SentBy reports whether a peer of role r may send k.
+func (k Kind) SentBy(r Role) bool { return kindSenders[k]&r != 0 }
+
+// Senders returns the roles that may send k; zero for an unknown type.
+func (k Kind) Senders() Role { return kindSenders[k] }
+
+// Kinds returns every known message type, sorted.
+func Kinds() []Kind { return slices.Sorted(maps.Keys(kindSenders)) }
+
+// Kind returns the value of the `type` key as a Kind, or "".
+func (m *Message) Kind() Kind { return Kind(m.Type()) }
