@@ -17,7 +17,7 @@ import (
 // trips alone, then while other connections pipeline requests as fast as
 // the main control answers them.
 func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := app.NewFlagSet("flood", `flood flood [--addr A] [flags]
+	fs := app.NewFlagSet("flood", `flood [--addr A] [flags]
 
 Connections (--flooders) pipeline a cheap request (--request) as fast as
 the main control answers it, while a witness connection sends the same

@@ -79,7 +79,8 @@ func TestHelp_Scenarios(t *testing.T) {
 	}
 	for name := range scenarios {
 		want := help(name, "--help")
-		assert.Contains(t, want, "Usage: apollo11-bench "+name)
+		assert.Contains(t, want, "Usage: apollo11-bench "+name+" ")
+		assert.NotContains(t, want, name+" "+name, "the name once")
 		assert.Equal(t, want, help("help", name))
 		assert.Equal(t, want, help("bench", name, "--help"))
 	}
