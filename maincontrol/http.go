@@ -20,8 +20,8 @@ const (
 	httpIdleTimeout  = 15 * time.Second
 )
 
-// startHTTP serves /metrics and /healthz on cfg.HTTPListen. It is off
-// unless that is set.
+// startHTTP serves /metrics, /healthz and the dashboard (every other
+// path) on cfg.HTTPListen. It is off unless that is set.
 func (s *Server) startHTTP() error {
 	if s.cfg.HTTPListen == "" {
 		return nil
@@ -45,6 +45,8 @@ func (s *Server) startHTTP() error {
 			_, _ = w.Write([]byte("ok\n"))
 		}
 	})
+	s.dash, s.dashActor = s.newDashboard()
+	mux.Handle("/", s.dash)
 	// Every connection is a file descriptor the main port may need, so
 	// at most httpMaxConns are served (a scraper needs one), and slow ones
 	// are cut short. A newcomer at the cap replaces an idle one
@@ -58,10 +60,14 @@ func (s *Server) startHTTP() error {
 			s.log.Error("HTTP server stopped", "err", err)
 		}
 	}()
-	s.log.Info("serving /metrics and /healthz", "http_listen", ln.Addr().String())
+	s.log.Info("serving /metrics, /healthz and the dashboard", "http_listen", ln.Addr().String())
 	if beyondLoopback(s.cfg.HTTPListen) {
 		s.log.Warn("metrics port listening beyond loopback: /metrics and /healthz have no auth and show queue depths, executors and disk latency to anyone who reaches it",
 			"http_listen", s.cfg.HTTPListen)
+		if s.cfg.Core.Token == nil {
+			s.log.Warn("dashboard beyond loopback without --token-file: its pages show tasks and their args to anyone who reaches it (its actions are taken only from this host)",
+				"http_listen", s.cfg.HTTPListen)
+		}
 	}
 	return nil
 }
@@ -73,4 +79,6 @@ func (s *Server) stopHTTP() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = s.http.Shutdown(ctx)
+	s.dash.Close()
+	s.dashActor.Close()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/maincontrol/dashboard"
 	"github.com/apollo11/apollo11/snapshot"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -45,10 +46,12 @@ type Server struct {
 	unauth   unauthQueue // connections awaiting their handshake (unauth.go)
 	evicting int         // connections evicted from unauth, not yet closed
 
-	loops    *gnet.Client
-	acceptor *acceptor
-	metrics  *serverMetrics
-	http     *http.Server
+	loops     *gnet.Client
+	acceptor  *acceptor
+	metrics   *serverMetrics
+	http      *http.Server
+	dash      *dashboard.Dashboard // served by http
+	dashActor *dashboard.Loopback  // the dashboard's client connection to the main port
 }
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }

@@ -61,7 +61,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, start anyway: skip it if a snapshot holds the records it drops, else cut the log there (later records are lost)")
 	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops, 1 to 256")
 	fs.BoolVar(&f.lockLoops, "lock-loops", true, "keep each event loop on one OS thread: a shorter latency tail where the host moves busy threads between cores, for more CPU at low rates (false: 30% less at 5,000 tasks/s)")
-	fs.StringVar(&f.httpListen, "http-listen", "", "address for Prometheus /metrics and /healthz (off when empty)")
+	fs.StringVar(&f.httpListen, "http-listen", "", "address for Prometheus /metrics, /healthz and the web dashboard (off when empty)")
 	f.log.register(fs)
 }
 

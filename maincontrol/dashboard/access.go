@@ -1,0 +1,190 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// maxFormBytes bounds a form's body: the largest holds a task type name
+// and a CSRF token.
+const maxFormBytes = 4 << 10
+
+// crossOrigin refuses state-changing requests a browser marks as coming
+// from another site, beside the CSRF token each form carries.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// view is what every page template gets.
+type view struct {
+	Title  string
+	Nav    string // which navigation link is current
+	CSRF   string
+	Login  bool // a token is set: show the logout button
+	CanAct bool // actions are allowed for this request
+	// ActNote says why actions are not offered, when they are not.
+	ActNote string
+	Flash   string
+	Page    any
+}
+
+// pageFunc fills a page: it returns the template's name and its data.
+type pageFunc func(r *http.Request, v *view) (string, int, error)
+
+// session returns the request's live session, or nil.
+func (d *Dashboard) session(r *http.Request) *session {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	return d.sessions.lookup(c.Value, time.Now())
+}
+
+func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, ss *session) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: d.sessions.cookieValue(ss), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+// mayAct reports whether this request may take actions, and if not why.
+func (d *Dashboard) mayAct(r *http.Request, ss *session) (bool, string) {
+	if d.o.Token != nil {
+		return ss != nil && ss.authed, "log in to act"
+	}
+	if isLoopback(r.RemoteAddr) {
+		return true, ""
+	}
+	return false, "actions are taken only from this host while the main control has no --token-file"
+}
+
+// page wraps a GET page: with a token it needs a logged-in session;
+// without one it gives each browser a session for its form tokens.
+func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ss := d.session(r)
+		if d.o.Token != nil && (ss == nil || !ss.authed) {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		if ss == nil {
+			ss = d.sessions.create(peerKey(r.RemoteAddr), false, time.Now())
+			d.setCookie(w, r, ss)
+		}
+		v := &view{CSRF: d.sessions.csrf(ss), Login: d.o.Token != nil, Flash: flashes[r.URL.Query().Get("done")]}
+		v.CanAct, v.ActNote = d.mayAct(r, ss)
+		name, status, err := fn(r, v)
+		if err != nil {
+			d.fail(w, status, err)
+			return
+		}
+		d.render(w, status, name, v)
+	}
+}
+
+// flashes are the notes an action's redirect may ask a page to show: a
+// fixed set, so that a link cannot make the page say anything else.
+var flashes = map[string]string{
+	"cancel": "Cancel sent: the main control confirmed it.",
+}
+
+// actionFunc performs an action and returns where to go next.
+type actionFunc func(ctx context.Context, r *http.Request) (string, error)
+
+// errStatus carries the HTTP status an action's error should get.
+type errStatus struct {
+	status int
+	err    error
+}
+
+func (e *errStatus) Error() string { return e.err.Error() }
+func (e *errStatus) Unwrap() error { return e.err }
+
+// action wraps a POST: bounded body, same origin, a session allowed to
+// act and its CSRF token, then fn under a timeout.
+func (d *Dashboard) action(fn actionFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := crossOrigin.Check(r); err != nil {
+			d.fail(w, http.StatusForbidden, errors.New("cross-origin request refused"))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			d.fail(w, http.StatusRequestEntityTooLarge, errors.New("form too large or malformed"))
+			return
+		}
+		ss := d.session(r)
+		if ss == nil {
+			d.fail(w, http.StatusForbidden, errors.New("no session (or it expired): load the page again"))
+			return
+		}
+		if ok, why := d.mayAct(r, ss); !ok {
+			d.fail(w, http.StatusForbidden, errors.New(why))
+			return
+		}
+		if !d.sessions.checkCSRF(ss, r.PostForm.Get("csrf")) {
+			d.fail(w, http.StatusForbidden, errors.New("bad or missing form token: load the page again"))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+		defer cancel()
+		next, err := fn(ctx, r)
+		if err != nil {
+			status := http.StatusBadGateway
+			var es *errStatus
+			if errors.As(err, &es) {
+				status = es.status
+			}
+			d.fail(w, status, err)
+			return
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
+	}
+}
+
+func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
+	if d.o.Token == nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	d.render(w, http.StatusOK, "login", &view{Title: "Log in"})
+}
+
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	if d.o.Token == nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if err := crossOrigin.Check(r); err != nil {
+		d.fail(w, http.StatusForbidden, errors.New("cross-origin request refused"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		d.fail(w, http.StatusRequestEntityTooLarge, errors.New("form too large or malformed"))
+		return
+	}
+	if !d.sessions.tokenMatches(r.PostForm.Get("token")) {
+		d.log.Warn("dashboard login refused: wrong token", "remote", r.RemoteAddr)
+		d.render(w, http.StatusUnauthorized, "login", &view{Title: "Log in", Flash: "Wrong token."})
+		return
+	}
+	if old := d.session(r); old != nil {
+		d.sessions.drop(old) // a fresh id at each login
+	}
+	d.setCookie(w, r, d.sessions.create(peerKey(r.RemoteAddr), true, time.Now()))
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	if err := crossOrigin.Check(r); err != nil {
+		d.fail(w, http.StatusForbidden, errors.New("cross-origin request refused"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	_ = r.ParseForm()
+	if ss := d.session(r); ss != nil && d.sessions.checkCSRF(ss, r.PostForm.Get("csrf")) {
+		d.sessions.drop(ss)
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
