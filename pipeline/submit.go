@@ -3,6 +3,8 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,8 +17,13 @@ import (
 // Run records a submitted pipeline: the task of each step. It is
 // what `apollo11 pipeline status` reads back (as JSON).
 type Run struct {
-	Name  string    `json:"name"`
-	Steps []RunStep `json:"steps"`
+	Name string `json:"name"`
+	// TraceID is the trace_id every step of this run was submitted with,
+	// new at each run: tools that group tasks by trace (the dashboard's
+	// runs page) see the run as one. A step whose key returned an earlier
+	// run's task keeps that run's trace.
+	TraceID string    `json:"trace_id,omitempty"`
+	Steps   []RunStep `json:"steps"`
 }
 
 // RunStep is one submitted step.
@@ -67,13 +74,13 @@ func Submit(ctx context.Context, c *client.Client, plan *Plan, wait bool) (*Run,
 // plan would have to grow with it, and none at all let a main control
 // that never replies hold the caller for good.
 func SubmitEach(c *client.Client, plan *Plan, wait bool, reqCtx func() (context.Context, context.CancelFunc)) (*Run, *Watch, error) {
-	run := &Run{Name: plan.Name}
+	run := &Run{Name: plan.Name, TraceID: newTraceID()}
 	pw := &Watch{run: run}
 	ids := map[string]uint64{}
 	var made []RunStep // the steps whose task this run created: a key may return another run's
 	for _, s := range plan.Steps {
 		req := client.SubmitRequest{Type: s.Type, Args: s.Args, Priority: s.Priority, MaxAttempts: s.MaxAttempts,
-			Timeout: s.Timeout, Delay: s.Delay, Key: s.Key}
+			Timeout: s.Timeout, Delay: s.Delay, Key: s.Key, TraceID: run.TraceID}
 		for _, d := range s.DependsOn {
 			req.DependsOn = append(req.DependsOn, ids[d])
 		}
@@ -109,6 +116,14 @@ func SubmitEach(c *client.Client, plan *Plan, wait bool, reqCtx func() (context.
 		return run, nil, nil
 	}
 	return run, pw, nil
+}
+
+// newTraceID returns 32 random hex digits, the form of the trace ids the
+// main control makes.
+func newTraceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
 }
 
 // submitStep submits one step under a context from reqCtx; with wait,

@@ -88,6 +88,33 @@ steps:
 	assert.Equal(t, "join", got["join"].Out["v"])
 }
 
+// Every step of a run shares the run's trace id, and the next run gets
+// another: the dashboard groups a run's tasks by it.
+func TestPipeline_StepsShareTheRunsTraceID(t *testing.T) {
+	cl := system(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	plan := mustPlan(t, `
+name: traced
+steps:
+  - {id: a, type: echo}
+  - {id: b, type: echo, depends_on: [a]}
+`)
+	var traces []string
+	for range 2 {
+		run, err := pipeline.SubmitAndWait(ctx, cl, plan, func(pipeline.RunStep, client.Done) {})
+		require.NoError(t, err)
+		require.Len(t, run.TraceID, 32)
+		for _, st := range run.Steps {
+			ts, err := cl.Query(ctx, st.TaskID)
+			require.NoError(t, err)
+			assert.Equal(t, run.TraceID, ts.TraceID, st.ID)
+		}
+		traces = append(traces, run.TraceID)
+	}
+	assert.NotEqual(t, traces[0], traces[1])
+}
+
 func TestPipeline_FailurePropagatesThroughChainAndDiamond(t *testing.T) {
 	cl := system(t, 4)
 	got := runWait(t, cl, mustPlan(t, `
