@@ -18,6 +18,9 @@ const (
 	httpReadTimeout  = 3 * time.Second
 	httpWriteTimeout = 10 * time.Second
 	httpIdleTimeout  = 15 * time.Second
+	// httpMaxHeaderBytes bounds a request's headers, its URL and cookies
+	// included: the dashboard's longest is a filtered list's query.
+	httpMaxHeaderBytes = 16 << 10
 )
 
 // startHTTP serves /metrics, /healthz and the dashboard (every other
@@ -53,7 +56,7 @@ func (s *Server) startHTTP() error {
 	// (httplimit.go): probes must get through whoever holds the port.
 	lim := newLimitListener(ln, httpMaxConns)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: httpReadTimeout, ReadTimeout: httpReadTimeout,
-		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, ConnState: lim.connState,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes, ConnState: lim.connState,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := s.http.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -174,7 +174,7 @@ func TestDashboard_Browser(t *testing.T) {
 	}
 	column := func(sel string) []string {
 		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(` + strconv.Quote(sel) + `)].map(e => e.textContent)`))
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(`+strconv.Quote(sel)+`)].map(e => e.textContent)`))
 		require.NoError(t, err)
 		return v
 	}
