@@ -61,9 +61,9 @@ func loopbackAddr(a net.Addr) string {
 
 func (s *Server) newDashboard() (*dashboard.Dashboard, *dashboard.Loopback) {
 	lb := &dashboard.Loopback{Addr: loopbackAddr(s.acceptor.ln.Addr()),
-		Opts: client.Options{Token: s.cfg.Core.Token, Name: "dashboard", Logger: s.log}}
+		Opts: client.Options{Token: s.cfg.Core.Token, AdminToken: s.cfg.Core.AdminToken, Name: "dashboard", Logger: s.log}}
 	host, _, _ := net.SplitHostPort(s.cfg.HTTPListen)
 	d := dashboard.New(dashboard.Options{Source: dashSource{s}, Actor: lb, Token: s.cfg.Core.Token,
-		ListenHost: host, Logger: s.log})
+		AdminToken: s.cfg.Core.AdminToken, ListenHost: host, Logger: s.log})
 	return d, lb
 }

@@ -24,8 +24,15 @@ type view struct {
 	CanAct bool // actions are allowed for this request
 	// ActNote says why actions are not offered, when they are not.
 	ActNote string
-	Flash   string
-	Page    any
+	// CanAdmin and AdminNote are the same for the admin actions.
+	CanAdmin  bool
+	AdminNote string
+	// AdminLogin offers a login with the admin token.
+	AdminLogin bool
+	// TokenField and AdminField say which fields the login form has.
+	TokenField, AdminField bool
+	Flash                  string
+	Page                   any
 }
 
 // pageFunc fills a page: it returns the template's name and its data.
@@ -56,6 +63,18 @@ func (d *Dashboard) mayAct(r *http.Request, ss *session) (bool, string) {
 	return false, "actions are taken only from this host while the main control has no --token-file"
 }
 
+// mayAdmin reports whether this request may take the admin actions,
+// and if not why.
+func (d *Dashboard) mayAdmin(r *http.Request, ss *session) (bool, string) {
+	if ok, why := d.mayAct(r, ss); !ok {
+		return false, why
+	}
+	if d.o.AdminToken != nil && (ss == nil || !ss.admin) {
+		return false, "log in with the admin token to requeue, pause or resume"
+	}
+	return true, ""
+}
+
 // page wraps a GET page: with a token it needs a logged-in session;
 // without one it gives each browser a session for its form tokens.
 func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
@@ -66,11 +85,13 @@ func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
 			return
 		}
 		if ss == nil {
-			ss = d.sessions.create(peerKey(r.RemoteAddr), false, time.Now())
+			ss = d.sessions.create(peerKey(r.RemoteAddr), false, false, time.Now())
 			d.setCookie(w, r, ss)
 		}
-		v := &view{CSRF: d.sessions.csrf(ss), Login: d.o.Token != nil, Flash: flashes[r.URL.Query().Get("done")]}
+		v := &view{CSRF: d.sessions.csrf(ss), Login: d.o.Token != nil || ss.admin, Flash: flashes[r.URL.Query().Get("done")]}
 		v.CanAct, v.ActNote = d.mayAct(r, ss)
+		v.CanAdmin, v.AdminNote = d.mayAdmin(r, ss)
+		v.AdminLogin = d.o.AdminToken != nil && !ss.admin
 		name, status, err := fn(r, v)
 		if err != nil {
 			d.fail(w, status, err)
@@ -100,7 +121,12 @@ func (e *errStatus) Unwrap() error { return e.err }
 
 // action wraps a POST: bounded body, same origin, a session allowed to
 // act and its CSRF token, then fn under a timeout.
-func (d *Dashboard) action(fn actionFunc) http.HandlerFunc {
+func (d *Dashboard) action(fn actionFunc) http.HandlerFunc { return d.act(false, fn) }
+
+// adminAction is action for the admin actions.
+func (d *Dashboard) adminAction(fn actionFunc) http.HandlerFunc { return d.act(true, fn) }
+
+func (d *Dashboard) act(admin bool, fn actionFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := crossOrigin.Check(r); err != nil {
 			d.fail(w, http.StatusForbidden, errors.New("cross-origin request refused"))
@@ -116,7 +142,11 @@ func (d *Dashboard) action(fn actionFunc) http.HandlerFunc {
 			d.fail(w, http.StatusForbidden, errors.New("no session (or it expired): load the page again"))
 			return
 		}
-		if ok, why := d.mayAct(r, ss); !ok {
+		may := d.mayAct
+		if admin {
+			may = d.mayAdmin
+		}
+		if ok, why := may(r, ss); !ok {
 			d.fail(w, http.StatusForbidden, errors.New(why))
 			return
 		}
@@ -140,16 +170,25 @@ func (d *Dashboard) action(fn actionFunc) http.HandlerFunc {
 	}
 }
 
+// loginView is the login form: a token field when the main control has
+// one, an admin token field when it has one.
+func (d *Dashboard) loginView(flash string) *view {
+	return &view{Title: "Log in", Flash: flash, TokenField: d.o.Token != nil, AdminField: d.o.AdminToken != nil}
+}
+
 func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
-	if d.o.Token == nil {
+	if d.o.Token == nil && d.o.AdminToken == nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	d.render(w, http.StatusOK, "login", &view{Title: "Log in"})
+	d.render(w, http.StatusOK, "login", d.loginView(""))
 }
 
+// login checks the form's tokens: the shared token when there is one,
+// and the admin token when given (without a shared token, it is the
+// only field). A session proving it may take the admin actions.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
-	if d.o.Token == nil {
+	if d.o.Token == nil && d.o.AdminToken == nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
@@ -162,15 +201,18 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, http.StatusRequestEntityTooLarge, errors.New("form too large or malformed"))
 		return
 	}
-	if !d.sessions.tokenMatches(r.PostForm.Get("token")) {
+	given, givenAdmin := r.PostForm.Get("token"), r.PostForm.Get("admin_token")
+	ok := d.o.Token == nil || d.sessions.matches(given, d.o.Token)
+	admin := givenAdmin != "" && d.sessions.matches(givenAdmin, d.o.AdminToken)
+	if !ok || (givenAdmin != "" && !admin) || (d.o.Token == nil && !admin) {
 		d.log.Warn("dashboard login refused: wrong token", "remote", r.RemoteAddr)
-		d.render(w, http.StatusUnauthorized, "login", &view{Title: "Log in", Flash: "Wrong token."})
+		d.render(w, http.StatusUnauthorized, "login", d.loginView("Wrong token."))
 		return
 	}
 	if old := d.session(r); old != nil {
 		d.sessions.drop(old) // a fresh id at each login
 	}
-	d.setCookie(w, r, d.sessions.create(peerKey(r.RemoteAddr), true, time.Now()))
+	d.setCookie(w, r, d.sessions.create(peerKey(r.RemoteAddr), true, admin, time.Now()))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

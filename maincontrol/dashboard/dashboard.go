@@ -65,6 +65,9 @@ type Options struct {
 	// needs a login with it; without, pages are open (as the wire is)
 	// and actions are taken only from loopback peers.
 	Token []byte
+	// AdminToken is the main control's admin token. With one, the admin
+	// actions (requeue, pause, resume) need a login that proves it too.
+	AdminToken []byte
 	// ListenHost is the host of --http-listen: without a token, only
 	// requests naming it, localhost or an IP address in Host are served,
 	// so that a DNS-rebinding page cannot reach a loopback dashboard.
@@ -103,7 +106,7 @@ func New(o Options) *Dashboard {
 	if o.Samples < 2 {
 		o.Samples = 120
 	}
-	d := &Dashboard{o: o, log: o.Logger, pages: parsePages(), sessions: newSessions(o.Token),
+	d := &Dashboard{o: o, log: o.Logger, pages: parsePages(), sessions: newSessions(o.Token, o.AdminToken),
 		rate: newRing(o.Samples), stop: make(chan struct{})}
 	d.routes()
 	d.rate.add(time.Now(), o.Source.Totals())

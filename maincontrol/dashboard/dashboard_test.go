@@ -75,12 +75,16 @@ func newTestDashboard(t *testing.T, token []byte) (*Dashboard, *fakeActor) {
 }
 
 func newTestDashboardSource(t *testing.T, token []byte) (*Dashboard, *fakeActor, *fakeSource) {
+	return newTestDashboardAdmin(t, token, nil)
+}
+
+func newTestDashboardAdmin(t *testing.T, token, adminToken []byte) (*Dashboard, *fakeActor, *fakeSource) {
 	src := &fakeSource{tasks: map[uint64]core.TaskInfo{
 		1: {ID: 1, State: core.Pending, Type: "echo", TraceID: "t1", Args: "arg.msg=a\\eb\\nc"},
 		2: {ID: 2, State: core.Succeeded, Type: "echo", TraceID: "t1", Out: "out.echo=hi"},
 	}}
 	act := &fakeActor{}
-	d := New(Options{Source: src, Actor: act, Token: token, ListenHost: "dash.example",
+	d := New(Options{Source: src, Actor: act, Token: token, AdminToken: adminToken, ListenHost: "dash.example",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(d.Close)
 	return d, act, src
@@ -214,6 +218,51 @@ func TestDashboard_LoginWithToken(t *testing.T) {
 	assert.Equal(t, http.StatusOK, rw.Code)
 }
 
+// With an admin token, a login proves it only when its admin field
+// matches; a wrong one refuses the whole login.
+func TestDashboard_AdminLogin(t *testing.T) {
+	d, _, _ := newTestDashboardAdmin(t, []byte("tok"), []byte("adm"))
+	w := do(d, "GET", "/login", farPeer, nil)
+	assert.Contains(t, w.Body.String(), `name="token"`)
+	assert.Contains(t, w.Body.String(), `name="admin_token"`)
+	for _, f := range []url.Values{
+		{"token": {"tok"}, "admin_token": {"wrong"}},
+		{"token": {"wrong"}, "admin_token": {"adm"}},
+		{"token": {"adm"}},
+	} {
+		assert.Equal(t, http.StatusUnauthorized, do(d, "POST", "/login", farPeer, f).Code, "%v", f)
+	}
+	w = do(d, "POST", "/login", farPeer, url.Values{"token": {"tok"}})
+	require.Equal(t, http.StatusSeeOther, w.Code)
+	ss := d.session(withCookie(sessionOf(t, w)))
+	require.NotNil(t, ss)
+	assert.True(t, ss.authed)
+	assert.False(t, ss.admin)
+	w = do(d, "GET", "/", farPeer, nil, sessionOf(t, w))
+	assert.Contains(t, w.Body.String(), "Log in as admin")
+
+	w = do(d, "POST", "/login", farPeer, url.Values{"token": {"tok"}, "admin_token": {"adm"}})
+	require.Equal(t, http.StatusSeeOther, w.Code)
+	ss = d.session(withCookie(sessionOf(t, w)))
+	require.NotNil(t, ss)
+	assert.True(t, ss.admin)
+
+	// Without a shared token the form asks for the admin token alone.
+	d, _, _ = newTestDashboardAdmin(t, nil, []byte("adm"))
+	w = do(d, "GET", "/login", loopPeer, nil)
+	assert.NotContains(t, w.Body.String(), `name="token"`)
+	assert.Equal(t, http.StatusUnauthorized, do(d, "POST", "/login", loopPeer, url.Values{}).Code)
+	w = do(d, "POST", "/login", loopPeer, url.Values{"admin_token": {"adm"}})
+	require.Equal(t, http.StatusSeeOther, w.Code)
+	assert.True(t, d.session(withCookie(sessionOf(t, w))).admin)
+}
+
+func withCookie(c *http.Cookie) *http.Request {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.AddCookie(c)
+	return r
+}
+
 // Without a token, a Host that is not an IP, localhost or the listen
 // host is refused: a DNS-rebinding page gets nothing.
 func TestDashboard_HostCheckWithoutToken(t *testing.T) {
@@ -264,16 +313,16 @@ func TestDashboard_TaskListPaging(t *testing.T) {
 
 // Sessions are capped per peer and in all: the oldest go first.
 func TestSessions_Bounded(t *testing.T) {
-	s := newSessions(nil)
+	s := newSessions(nil, nil)
 	now := time.Unix(1_700_000_000, 0)
-	first := s.create("192.0.2.1", false, now)
+	first := s.create("192.0.2.1", false, false, now)
 	for i := range maxSessionsPerPeer + 10 {
-		s.create("192.0.2.1", false, now.Add(time.Duration(i+1)*time.Second))
+		s.create("192.0.2.1", false, false, now.Add(time.Duration(i+1)*time.Second))
 	}
 	assert.Equal(t, maxSessionsPerPeer, s.byPeer["192.0.2.1"])
 	assert.Nil(t, s.lookup(s.cookieValue(first), now.Add(time.Minute)), "the oldest was dropped")
 	for i := range 2 * maxSessions {
-		s.create(fmt.Sprintf("10.0.%d.%d", i/256, i%256), false, now.Add(time.Hour+time.Duration(i)*time.Millisecond))
+		s.create(fmt.Sprintf("10.0.%d.%d", i/256, i%256), false, false, now.Add(time.Hour+time.Duration(i)*time.Millisecond))
 	}
 	assert.Len(t, s.byID, maxSessions)
 	total := 0
@@ -283,7 +332,7 @@ func TestSessions_Bounded(t *testing.T) {
 	assert.Equal(t, maxSessions, total, "per-peer counts agree with the sessions")
 
 	// Idle sessions expire.
-	ss := s.create("192.0.2.9", false, now)
+	ss := s.create("192.0.2.9", false, false, now)
 	assert.NotNil(t, s.lookup(s.cookieValue(ss), now.Add(time.Hour)))
 	assert.Nil(t, s.lookup(s.cookieValue(ss), now.Add(time.Hour+sessionIdle+time.Second)))
 }

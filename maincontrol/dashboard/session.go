@@ -26,6 +26,7 @@ type session struct {
 	id      [16]byte
 	peer    string
 	authed  bool // logged in with the token
+	admin   bool // proved the admin token
 	created time.Time
 	seen    time.Time
 }
@@ -34,21 +35,22 @@ type session struct {
 // an HMAC of it, never the token: its key is derived from the token and
 // a random salt of this process.
 type sessions struct {
-	key   []byte
-	token []byte // the shared token; nil when there is none
+	key        []byte
+	token      []byte // the shared token; nil when there is none
+	adminToken []byte // the admin token; nil when there is none
 
 	mu     sync.Mutex
 	byID   map[[16]byte]*session
 	byPeer map[string]int
 }
 
-func newSessions(token []byte) *sessions {
+func newSessions(token, adminToken []byte) *sessions {
 	salt := make([]byte, 32)
 	_, _ = rand.Read(salt) // crypto/rand.Read never fails (Go 1.24+)
 	mac := hmac.New(sha256.New, salt)
 	mac.Write([]byte("apollo11 dashboard sessions\x00"))
 	mac.Write(token)
-	return &sessions{key: mac.Sum(nil), token: token,
+	return &sessions{key: mac.Sum(nil), token: token, adminToken: adminToken,
 		byID: make(map[[16]byte]*session), byPeer: make(map[string]int)}
 }
 
@@ -71,17 +73,18 @@ func (s *sessions) checkCSRF(ss *session, got string) bool {
 	return hmac.Equal([]byte(s.csrf(ss)), []byte(got))
 }
 
-// tokenMatches compares a login's token with the shared token in constant
-// time, whatever their lengths: both are hashed with the session key.
-func (s *sessions) tokenMatches(given string) bool {
-	if s.token == nil {
+// matches compares a login's value with a secret in constant time,
+// whatever their lengths: both are hashed with the session key. A nil
+// secret matches nothing.
+func (s *sessions) matches(given string, secret []byte) bool {
+	if secret == nil {
 		return false
 	}
 	a := hmac.New(sha256.New, s.key)
 	a.Write([]byte("login\x00" + given))
 	b := hmac.New(sha256.New, s.key)
 	b.Write([]byte("login\x00"))
-	b.Write(s.token)
+	b.Write(secret)
 	return hmac.Equal(a.Sum(nil), b.Sum(nil))
 }
 
@@ -114,8 +117,8 @@ func (s *sessions) lookup(value string, now time.Time) *session {
 
 // create makes a session for peer, first dropping that peer's oldest at
 // its cap, then the oldest of all at the global cap.
-func (s *sessions) create(peer string, authed bool, now time.Time) *session {
-	ss := &session{peer: peer, authed: authed, created: now, seen: now}
+func (s *sessions) create(peer string, authed, admin bool, now time.Time) *session {
+	ss := &session{peer: peer, authed: authed, admin: admin, created: now, seen: now}
 	_, _ = rand.Read(ss.id[:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
