@@ -51,9 +51,9 @@ type BrowsePage struct {
 }
 
 // Browse returns a page of tasks in descending id order that match q.
-// Its work is bounded by q.MaxScan (default 10 x Limit).
+// Its work is bounded by q.MaxScan (default 10 x Limit). Like every
+// getter, it changes nothing.
 func (c *Core) Browse(q BrowseQuery) BrowsePage {
-	c.finishLoad()
 	q.Limit = max(1, min(q.Limit, MaxBrowseLimit))
 	if q.MaxScan <= 0 {
 		q.MaxScan = 10 * q.Limit
