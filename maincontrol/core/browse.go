@@ -1,7 +1,6 @@
 package core
 
 import (
-	"math/bits"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -98,48 +97,4 @@ func summarize(t *task) TaskSummary {
 	return TaskSummary{ID: t.id, State: t.state, Type: t.typ.name, TraceID: t.trace(), Executor: t.execID,
 		Attempt: t.attempt, MaxAttempts: t.maxAttempts, Priority: t.priority, Error: e,
 		Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}
-}
-
-// scanDesc calls fn, in descending id order, for tasks with id < before
-// (0: any id) in state s (0: any state), skipping chunks with none, until
-// fn returns false.
-func (tb *table) scanDesc(before uint64, s State, fn func(t *task) bool) {
-	end := len(tb.chunks) - 1
-	if before != 0 {
-		n := (before - 1) >> chunkBits
-		if n < tb.first {
-			return
-		}
-		if i := n - tb.first; i < uint64(len(tb.chunks)) {
-			end = int(i)
-		}
-	}
-	for ci := end; ci >= 0; ci-- {
-		ch := tb.chunks[ci]
-		if ch == nil || ch.live == 0 || (s != 0 && ch.states[s] == 0) {
-			continue
-		}
-		if s != 0 {
-			for w := len(ch.inState[s]) - 1; w >= 0; w-- {
-				for word := ch.inState[s][w]; word != 0; {
-					b := 63 - bits.LeadingZeros64(word)
-					word &^= 1 << b
-					t := &ch.slots[w*64+b]
-					if (before == 0 || t.id < before) && !fn(t) {
-						return
-					}
-				}
-			}
-			continue
-		}
-		for i := len(ch.slots) - 1; i >= 0; i-- {
-			t := &ch.slots[i]
-			if t.id == 0 || (before != 0 && t.id >= before) {
-				continue
-			}
-			if !fn(t) {
-				return
-			}
-		}
-	}
 }

@@ -65,6 +65,7 @@
 //	snapdelta.go   incremental snapshots: what changed since the last
 //	framecheck.go  CheckFrames, run once after recovery
 //	view.go        read-only views for the inspector and metrics
+//	browse.go      Browse: a bounded page of tasks, for the dashboard
 //
 // Types and outputs:
 //
