@@ -41,7 +41,7 @@ func TestRunWire_AgainstMainControl(t *testing.T) {
 // The same seed and index make the same probe: a finding can be replayed.
 func TestRunWire_ProbeReplays(t *testing.T) {
 	addr := startMainControl(t, nil)
-	cfg := bench.WireConfig{Addr: addr, Seed: 3, Probe: 11, Timeout: time.Second, Linger: 50 * time.Millisecond}
+	cfg := bench.WireConfig{Addr: addr, Seed: 3, Probe: 11, Timeout: patience.Scale(time.Second), Linger: 50 * time.Millisecond}
 	a, err := bench.RunWire(context.Background(), cfg)
 	require.NoError(t, err)
 	b, err := bench.RunWire(context.Background(), cfg)
@@ -107,7 +107,7 @@ func TestRunWire_WelcomeAndReq(t *testing.T) {
 	good := []string{"proto", "1", "server", "x/1", "nonce", "0123456789abcdef0123456789abcdef", "auth", "none", "max_frame", "1048576"}
 	run := func(addr string) *bench.WireReport {
 		rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 100, Duration: 300 * time.Millisecond,
-			Seed: 1, Probe: -1, Timeout: 500 * time.Millisecond, Linger: 20 * time.Millisecond, Cases: "valid stats"})
+			Seed: 1, Probe: -1, Timeout: patience.Scale(500 * time.Millisecond), Linger: 20 * time.Millisecond, Cases: "valid stats"})
 		require.NoError(t, err)
 		return rep
 	}
@@ -159,7 +159,7 @@ func TestRunWire_AnyRejectsAHang(t *testing.T) {
 	addr := silentPeer(t)
 	for _, cases := range []string{"random bytes", "bit flip"} {
 		rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 40, Duration: 100 * time.Millisecond,
-			Seed: 1, Probe: -1, Timeout: 200 * time.Millisecond, Linger: 20 * time.Millisecond, Cases: cases})
+			Seed: 1, Probe: -1, Timeout: patience.Scale(200 * time.Millisecond), Linger: 20 * time.Millisecond, Cases: cases})
 		require.NoError(t, err)
 		assert.EqualValues(t, 4, rep.Probes, cases)
 		assert.EqualValues(t, 4, rep.Outcomes["timeout"], "%s: %v", cases, rep.Outcomes)
@@ -182,7 +182,7 @@ func TestRunWire_FollowsMaxFrame(t *testing.T) {
 		addr := startMainControl(t, func(c *maincontrol.Config) { c.Core.MaxFrame = tc.maxFrame })
 		for _, cases := range []string{"1025 keys", "oversize header", ""} {
 			rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 100, Duration: 200 * time.Millisecond,
-				Seed: 5, Probe: -1, Timeout: time.Second, Linger: 50 * time.Millisecond, Cases: cases})
+				Seed: 5, Probe: -1, Timeout: patience.Scale(time.Second), Linger: 50 * time.Millisecond, Cases: cases})
 			require.NoError(t, err)
 			var text bytes.Buffer
 			require.NoError(t, rep.WriteText(&text))
@@ -211,7 +211,7 @@ func noOversize(t *testing.T, maxFrame string) {
 		"max_frame", maxFrame}
 	addr := fakePeer(t, welcome, false)
 	cfg := bench.WireConfig{Addr: addr, Rate: 100, Duration: 100 * time.Millisecond, Seed: 1, Probe: -1,
-		Timeout: 300 * time.Millisecond, Linger: 20 * time.Millisecond, Cases: "valid stats"}
+		Timeout: patience.Scale(300 * time.Millisecond), Linger: 20 * time.Millisecond, Cases: "valid stats"}
 	rep, err := bench.RunWire(context.Background(), cfg)
 	require.NoError(t, err)
 	assert.EqualValues(t, uint64(math.MaxUint32), rep.MaxFrame)
@@ -237,7 +237,7 @@ func TestRunWire_CancelsTheTasksItCreated(t *testing.T) {
 	var created int64
 	for _, cases := range []string{"valid submit", "bit flip"} {
 		rep, err := bench.RunWire(context.Background(), bench.WireConfig{Addr: addr, Rate: 200, Duration: 250 * time.Millisecond,
-			Seed: 9, Probe: -1, Timeout: time.Second, Linger: 20 * time.Millisecond, Cases: cases})
+			Seed: 9, Probe: -1, Timeout: patience.Scale(time.Second), Linger: 20 * time.Millisecond, Cases: cases})
 		require.NoError(t, err)
 		assert.Zero(t, rep.Unexpected, "%v", rep.Outcomes)
 		assert.Positive(t, rep.TasksCreated, cases)
