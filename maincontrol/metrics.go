@@ -19,6 +19,8 @@ type serverMetrics struct {
 	startTimeouts *metrics.Counter
 	lost          *metrics.Counter
 	ended         [core.NumStates + 1]*metrics.Counter
+	adminRequests map[string]*metrics.Counter // by core.AdminOps
+	adminTasks    map[string]*metrics.Counter
 	// snapFailures counts snapshots that failed; snapFailing is 1 while
 	// the latest one did. A failing snapshot is not an outage (the log
 	// still holds every change), so /healthz stays ok, but the log then
@@ -98,6 +100,8 @@ func newServerMetrics(s *Server) *serverMetrics {
 	m.timeouts = r.Counter("apollo11_task_timeouts_total", "Running tasks the main control took back because their timeout_ms passed with no result. An executor that enforces the timeout itself (the apollo11 executor does) reports a failed result first, counted in retries or failures instead.")
 	m.startTimeouts = r.Counter("apollo11_start_timeouts_total", "Dispatched tasks not started in time.")
 	m.lost = r.Counter("apollo11_executors_lost_total", "Executors lost after the heartbeat timeout.")
+	m.adminRequests = r.CounterVec("apollo11_admin_requests_total", "Admin requests answered with success, dry runs included, by operation.", "op", core.AdminOps)
+	m.adminTasks = r.CounterVec("apollo11_admin_tasks_total", "Tasks admin requests changed (requeued, cancelled, purged), by operation.", "op", core.AdminOps)
 	for _, st := range []core.State{core.Succeeded, core.Failed, core.Cancelled} {
 		m.ended[st] = r.Counter("apollo11_tasks_"+st.String()+"_total", "Tasks that ended "+st.String()+".")
 	}
@@ -166,5 +170,13 @@ func (m *serverMetrics) ExecutorLost()                 { m.lost.Inc() }
 func (m *serverMetrics) Ended(s core.State) {
 	if c := m.ended[s]; c != nil {
 		c.Inc()
+	}
+}
+
+// Admin counts an admin request and the tasks it changed.
+func (m *serverMetrics) Admin(op string, n int) {
+	if c := m.adminRequests[op]; c != nil {
+		c.Inc()
+		m.adminTasks[op].Add(uint64(n))
 	}
 }

@@ -65,6 +65,22 @@ func (r *Registry) Counter(name, help string) *Counter {
 	return c
 }
 
+// CounterVec registers one counter per value of label, the values fixed
+// up front; series are written in the order given.
+func (r *Registry) CounterVec(name, help, label string, values []string) map[string]*Counter {
+	cs := make(map[string]*Counter, len(values))
+	for _, v := range values {
+		cs[v] = &Counter{}
+	}
+	vals := slices.Clone(values)
+	r.add(name, help, "counter", func(w *bufio.Writer, n string) {
+		for _, v := range vals {
+			fmt.Fprintf(w, "%s{%s=%q} %d\n", n, label, v, cs[v].Value())
+		}
+	})
+	return cs
+}
+
 // CounterFunc registers a counter read from fn when scraped.
 func (r *Registry) CounterFunc(name, help string, fn func() float64) {
 	r.add(name, help, "counter", func(w *bufio.Writer, n string) {

@@ -40,6 +40,14 @@ const (
 	KindDebug      Kind = "debug"
 	KindDebugOK    Kind = "debug_ok"
 	KindError      Kind = "error"
+
+	// Version 1.1, group admin (protocol sections 8.3 and 8.4).
+	KindRequeue      Kind = "requeue"
+	KindRequeued     Kind = "requeued"
+	KindRequeueWhere Kind = "requeue_where"
+	KindCancelWhere  Kind = "cancel_where"
+	KindPurgeWhere   Kind = "purge_where"
+	KindMatched      Kind = "matched"
 )
 
 // Role is a set of peer roles: who may send a message type.
@@ -84,6 +92,13 @@ var kindSenders = map[Kind]Role{
 	KindDebug:      RoleClient,
 	KindDebugOK:    RoleMain,
 	KindError:      RoleClient | RoleExecutor | RoleMain,
+
+	KindRequeue:      RoleClient,
+	KindRequeued:     RoleMain,
+	KindRequeueWhere: RoleClient,
+	KindCancelWhere:  RoleClient,
+	KindPurgeWhere:   RoleClient,
+	KindMatched:      RoleMain,
 }
 
 // Known reports whether k is a message type of the spec.

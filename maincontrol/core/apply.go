@@ -85,6 +85,8 @@ func (c *Core) check(r *record) error {
 			return fmt.Errorf("%w: epoch %d where epoch %d or later must come", ErrCorrupt, r.epoch, c.nextEpoch)
 		}
 		return nil
+	case recRequeue:
+		return c.checkRequeue(r)
 	case recNew:
 		if r.id < c.nextID || c.tasks.get(r.id) != nil {
 			return fmt.Errorf("%w: task id %d reused (next is %d)", ErrCorrupt, r.id, c.nextID)
@@ -184,6 +186,8 @@ func (c *Core) mutate(r *record) {
 		c.applyReady(r)
 	case recEnd:
 		c.applyEnd(r)
+	case recRequeue:
+		c.applyRequeue(r)
 	case recDrop:
 		for _, id := range r.ids {
 			c.forget(id)
@@ -288,6 +292,7 @@ func (c *Core) applyNew(r *record) {
 		}
 		return
 	}
+	st.flags |= flagReleased
 	c.makePending(st, r.at)
 }
 
@@ -333,6 +338,9 @@ func (c *Core) applyReady(r *record) {
 		c.disarm(t)
 		t.dueMs = 0
 	}
+	if from == Waiting {
+		t.flags |= flagReleased
+	}
 	c.makePending(t, r.at)
 }
 
@@ -356,7 +364,9 @@ func (c *Core) applyEnd(r *record) {
 	t.setOutcome(r.errText, r.out, r.outKeys)
 	c.retainedBytes += t.bytes()
 	t.seq = c.nextSeq()
-	c.retention.push(qent{id: t.id})
+	// The entry names this end: a task requeued and ended again leaves
+	// its earlier entry behind, stale (endOf).
+	c.retention.push(qent{id: t.id, ver: t.seq})
 	for _, p := range r.sets {
 		c.writeState(p.k, p.v)
 	}

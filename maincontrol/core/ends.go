@@ -191,6 +191,23 @@ func (c *Core) armWaiting() {
 	}
 }
 
+// cancelTask cancels a task not yet ended, telling its executor, and
+// reports whether it did.
+func (c *Core) cancelTask(t *task, why string) bool {
+	id, from, ver, e := t.id, t.state, t.version, c.execs[t.execID]
+	out, n := t.out()
+	if !c.endTask(id, Cancelled, t.errText(), out, uint16(n), why) {
+		return false
+	}
+	if from == Dispatched || from == Running {
+		c.sendCancel(e, id, ver)
+	}
+	if from == Retrying {
+		c.armWaiting()
+	}
+	return true
+}
+
 // cancelRequest handles a client's `cancel task_id=<n>`.
 func (c *Core) cancelRequest(p *peer, m *wire.Message, req string) {
 	t := c.requestedTask(p, m, req)
@@ -206,17 +223,9 @@ func (c *Core) cancelRequest(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, wire.CodeUnavailable, "the log cannot be written; try again later")
 		return
 	}
-	from, ver, e := t.state, t.version, c.execs[t.execID]
-	out, n := t.out()
-	if !c.endTask(id, Cancelled, t.errText(), out, uint16(n), "cancelled by client") {
+	if !c.cancelTask(t, "cancelled by client") {
 		c.sendError(p, req, wire.CodeIllegalTransition, "task "+strconv.FormatUint(id, 10)+" cannot be cancelled")
 		return
-	}
-	if from == Dispatched || from == Running {
-		c.sendCancel(e, id, ver)
-	}
-	if from == Retrying {
-		c.armWaiting()
 	}
 	b := c.begin(wire.KindCancelled, req)
 	b.UintK(kTaskID, id)

@@ -252,7 +252,7 @@ func dump(c *Core) string {
 	var ret []uint64
 	for i := 0; i < c.retention.n; i++ {
 		e := c.retention.buf[(c.retention.head+i)%len(c.retention.buf)]
-		if t := c.tasks.get(e.id); t != nil && t.state.Terminal() {
+		if t := c.endOf(e); t != nil {
 			ret = append(ret, e.id)
 		}
 	}
@@ -313,5 +313,9 @@ func appendTaskLine(b []byte, t *task) []byte {
 	i(" created=", t.createdMs)
 	i(" updated=", t.updatedMs)
 	u(" timeout=", t.timeoutMs)
+	if n := t.requeues(); n > 0 {
+		u(" requeues=", n)
+		q(" reason=", t.requeueReason())
+	}
 	return append(b, '\n')
 }

@@ -18,7 +18,21 @@ type Observer interface {
 	ExecutorLost()
 	// Ended: a task reached a terminal state.
 	Ended(s State)
+	// Admin: an admin request (one of AdminOps) changed n tasks; a dry
+	// run, or one that changed none, reports 0.
+	Admin(op string, n int)
 }
+
+// The admin operations Observer.Admin names, as their messages are.
+const (
+	OpRequeue      = "requeue"
+	OpRequeueWhere = "requeue_where"
+	OpCancelWhere  = "cancel_where"
+	OpPurgeWhere   = "purge_where"
+)
+
+// AdminOps lists the operations Observer.Admin reports.
+var AdminOps = []string{OpRequeue, OpRequeueWhere, OpCancelWhere, OpPurgeWhere}
 
 // nopObserver is the default Observer.
 type nopObserver struct{}
@@ -29,3 +43,4 @@ func (nopObserver) TimedOut()                {}
 func (nopObserver) StartTimedOut()           {}
 func (nopObserver) ExecutorLost()            {}
 func (nopObserver) Ended(State)              {}
+func (nopObserver) Admin(string, int)        {}

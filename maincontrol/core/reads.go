@@ -45,6 +45,12 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 	b.IntK(kCreatedMs, t.createdMs)
 	b.IntK(kUpdatedMs, t.updatedMs)
 	addTrace(&b, t)
+	if n := t.requeues(); n > 0 {
+		b.UintK(kRequeues, n)
+		if r := t.requeueReason(); r != "" {
+			b.StrK(kRequeueReason, r)
+		}
+	}
 	c.send(p.id, &b)
 }
 

@@ -49,10 +49,12 @@ const (
 	// recEpoch starts a run of the main control: its dispatch versions
 	// lie above every version of the runs before (Core.BeginEpoch).
 	recEpoch
+	// recRequeue: failed or cancelled -> pending or waiting (requeue.go).
+	recRequeue
 )
 
 var recNames = [...]string{"", "new", "dispatch", "start", "back", "retry", "arm", "ready", "end", "drop",
-	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids", "epoch"}
+	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids", "epoch", "requeue"}
 
 func (k recKind) String() string {
 	if int(k) < len(recNames) && k != 0 {
@@ -97,6 +99,7 @@ type record struct {
 	slots       uint64
 	sets        []kv
 	stateVer    uint64
+	requeues    uint64 // snapTask: how many times the task was requeued (why: the latest reason)
 	// snapMeta
 	nextID, seqCounter, regSeq uint64
 	// epoch: the run that starts (recEpoch); in snapMeta, the epoch the
@@ -212,6 +215,13 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.u(r.nextID)
 	case recEpoch:
 		e.u(r.epoch)
+	case recRequeue:
+		e.u(r.id)
+		e.i(r.at)
+		e.u(r.version)
+		e.byte(uint8(r.state))
+		e.u(uint64(r.attempt))
+		e.s(r.why)
 	case snapMeta:
 		e.u(r.nextID)
 		e.u(r.stateVer)
@@ -244,6 +254,8 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.u(uint64(r.outKeys))
 		e.s(r.out)
 		e.ids(r.deps)
+		e.u(r.requeues)
+		e.s(r.why)
 	}
 	return e.b
 }
@@ -431,6 +443,8 @@ func decodeRecord(payload []byte, r *record) error {
 		r.nextID = d.u()
 	case recEpoch:
 		r.epoch = d.u()
+	case recRequeue:
+		r.id, r.at, r.version, r.state, r.attempt, r.why = d.u(), d.i(), d.u(), d.state(), d.u32(), d.s()
 	case snapMeta:
 		r.nextID, r.stateVer, r.seqCounter, r.regSeq = d.u(), d.u(), d.u(), d.u()
 		r.epoch = d.optU() // absent before restart epochs: none begun
@@ -445,6 +459,7 @@ func decodeRecord(payload []byte, r *record) error {
 		r.exec, r.trace, r.argKeys, r.args = d.s(), d.s(), d.u16(), d.s()
 		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()
 		r.deps = d.ids(r.deps)
+		r.requeues, r.why = d.optU(), d.optS() // absent before requeue
 	default:
 		return fmt.Errorf("%w: unknown kind %d", ErrCorrupt, r.kind)
 	}

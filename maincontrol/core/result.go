@@ -220,6 +220,9 @@ const taskStateKeys = 12
 // frame. A req counts as 128 bytes and every number as 20 digits.
 func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines, stateLen int) string {
 	keys := taskStateKeys
+	if t.requeues() > 0 {
+		keys += 2 // requeues, requeue_reason
+	}
 	if errText != "" {
 		keys++
 	}
@@ -267,7 +270,16 @@ func taskStateBase(t *task, stateLen int) int {
 		len("\ntask_type=") + wire.EscapedLen(t.typ.name) +
 		len("\nexecutor_id=") + len(t.execID) +
 		len("\ncreated_ms=") + 20 + len("\nupdated_ms=") + 20 +
-		len("\ntrace_id=") + traceLen(t.ownTrace())
+		len("\ntrace_id=") + traceLen(t.ownTrace()) + requeueLen(t)
+}
+
+// requeueLen bounds the requeue keys of t's task_state: none before its
+// first requeue.
+func requeueLen(t *task) int {
+	if t.requeues() == 0 {
+		return 0
+	}
+	return len("\nrequeues=") + 20 + len("\nrequeue_reason=") + wire.EscapedLen(t.requeueReason())
 }
 
 // outputsStateLen is the longest state name a task shows while it holds a

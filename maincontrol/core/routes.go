@@ -27,6 +27,11 @@ var (
 		wire.KindStats:    (*Core).stats,
 		wire.KindStateGet: (*Core).stateGet,
 		wire.KindDebug:    (*Core).setDebug,
+
+		wire.KindRequeue:      (*Core).requeueRequest,
+		wire.KindRequeueWhere: (*Core).requeueWhere,
+		wire.KindCancelWhere:  (*Core).cancelWhere,
+		wire.KindPurgeWhere:   (*Core).purgeWhere,
 	}
 	// executorHandlers take a registered executor's messages.
 	executorHandlers = map[wire.Kind]messageHandler{

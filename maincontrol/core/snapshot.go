@@ -95,7 +95,8 @@ func taskEntry(t *task, r *record) {
 		created: t.createdMs, at: t.updatedMs, due: t.dueMs, seq: t.seq, version: t.version,
 		attempt: t.attempt, typ: t.typ.name, state: t.state, priority: t.priority, flags: t.flags,
 		exec: t.execID, trace: t.ownTrace(), argKeys: t.argKeys, args: t.args, key: t.key(),
-		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps().appendTo(deps)}
+		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps().appendTo(deps),
+		requeues: t.requeues(), why: t.requeueReason()}
 }
 
 // LoadEntry loads one snapshot entry into an empty core, during recovery,
@@ -132,7 +133,7 @@ func (c *Core) loadRecord(r *record) error {
 			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
 			typ: tt, state: r.state, priority: r.priority, flags: r.flags,
 			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys,
-			x: newExtra(r.key, r.errText, r.trace, encodeDeps(r.deps))}
+			x: newExtra(r.key, r.errText, r.trace, encodeDeps(r.deps)).withRequeue(r.requeues, r.why)}
 		c.tasks.insert(t)
 		c.counts[t.state]++
 		c.nextID = max(c.nextID, r.id+1)
@@ -207,7 +208,7 @@ func (c *Core) finishLoad() {
 	}
 	slices.SortFunc(terminal, bySeq)
 	for _, t := range terminal {
-		c.retention.push(qent{id: t.id})
+		c.retention.push(qent{id: t.id, ver: t.seq})
 	}
 	slices.SortFunc(waitingRetry, bySeq)
 	for _, t := range waitingRetry {

@@ -51,6 +51,10 @@ const (
 	// flagArmed: retrying with its backoff running (counts toward the
 	// retry cap); unset while it waits its turn.
 	flagArmed
+	// flagReleased: every dependency had succeeded when it last left
+	// waiting, or it never waited. A requeue reads it to tell whether a
+	// dependency forgotten since had succeeded (requeue.go).
+	flagReleased
 )
 
 // taskExtra holds what most tasks lack. It is immutable once made: change
@@ -60,6 +64,9 @@ type taskExtra struct {
 	errText string // error of the latest end or failed attempt
 	traceID string // the submitter's trace_id; "" derives one (trace.go)
 	deps    depIDs // depends_on, deduplicated, in the order given
+	// requeues counts the requeues of the task; reason is the latest's.
+	requeues uint64
+	reason   string
 }
 
 // newExtra returns the extra block for these values, or nil when all are
@@ -106,8 +113,37 @@ func (t *task) deps() depIDs {
 func (t *task) setOutcome(errText, out string, outKeys uint16) {
 	t.outs, t.outKeys = out, outKeys
 	if t.errText() != errText {
-		t.x = newExtra(t.key(), errText, t.ownTrace(), t.deps())
+		x := newExtra(t.key(), errText, t.ownTrace(), t.deps())
+		t.x = x.withRequeue(t.requeues(), t.requeueReason())
 	}
+}
+
+func (t *task) requeues() uint64 {
+	if t.x == nil {
+		return 0
+	}
+	return t.x.requeues
+}
+
+func (t *task) requeueReason() string {
+	if t.x == nil {
+		return ""
+	}
+	return t.x.reason
+}
+
+// withRequeue returns x with the requeue count and reason set: a new
+// block, as x may be shared with a frozen snapshot. x may be nil.
+func (x *taskExtra) withRequeue(n uint64, reason string) *taskExtra {
+	if n == 0 && reason == "" {
+		return x
+	}
+	var y taskExtra
+	if x != nil {
+		y = *x
+	}
+	y.requeues, y.reason = n, reason
+	return &y
 }
 
 // taskType is everything known about one task_type: its pending queues and

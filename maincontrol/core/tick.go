@@ -181,8 +181,8 @@ func (c *Core) applyRetention(now int64) {
 		r.at = now
 		var freed int64 // bytes of the tasks in r
 		for c.retention.len() > 0 && len(r.ids) < maxDropPerRecord {
-			t := c.tasks.get(c.retention.peek().id)
-			if t == nil || !t.state.Terminal() {
+			t := c.endOf(c.retention.peek())
+			if t == nil {
 				c.retention.pop()
 				continue
 			}
@@ -229,9 +229,9 @@ func (c *Core) NextTickAt() (at int64, ok bool) {
 		take(c.hsQueue[0].at)
 	}
 	if c.retention.len() > 0 {
-		t := c.tasks.get(c.retention.peek().id)
+		t := c.endOf(c.retention.peek())
 		terminal := c.terminal()
-		if t == nil || !t.state.Terminal() || terminal > c.cfg.RetentionMax || terminal > 1 && c.retainedOver(0) {
+		if t == nil || terminal > c.cfg.RetentionMax || terminal > 1 && c.retainedOver(0) {
 			take(math.MinInt64)
 		} else {
 			take(t.updatedMs + c.cfg.Retention.Milliseconds())
