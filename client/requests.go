@@ -35,6 +35,10 @@ func (c *Client) Query(ctx context.Context, id uint64) (TaskState, error) {
 	ts.State, ts.Type = m.Value("state"), m.Value("task_type")
 	ts.ExecutorID, ts.Error, ts.TraceID = m.Value("executor_id"), m.Value("error"), m.Value("trace_id")
 	ts.Out = prefixed(m, wire.PrefixOut)
+	if ts.Requeues, err = m.UintOr("requeues", 0); err != nil {
+		return TaskState{}, fmt.Errorf("query: bad task_state: %w", err)
+	}
+	ts.RequeueReason = m.Value("requeue_reason")
 	return ts, nil
 }
 

@@ -51,6 +51,9 @@ type TaskState struct {
 	Created     time.Time         `json:"created"`
 	Updated     time.Time         `json:"updated"`
 	TraceID     string            `json:"trace_id"`
+	// Requeues counts the task's requeues; RequeueReason is the latest's.
+	Requeues      uint64 `json:"requeues,omitempty"`
+	RequeueReason string `json:"requeue_reason,omitempty"`
 }
 
 // Stats is the `stats` reply.

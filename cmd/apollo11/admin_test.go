@@ -1,10 +1,14 @@
 package main_test
 
 import (
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,4 +112,77 @@ func TestWelcome_FeaturesIgnoredByV1Client(t *testing.T) {
 // cliCmd is the command cli runs, for a test that sets its environment.
 func cliCmd(bin, addr string, args ...string) *exec.Cmd {
 	return exec.Command(bin, append([]string{args[0], "--addr", addr}, args[1:]...)...)
+}
+
+// requeue, cancel by filter and purge through the CLI against the real
+// binary: the admin token gates them, --dry-run changes nothing, the
+// changes survive kill -9, and /metrics and the log show them.
+func TestCLI_RequeueCancelPurge(t *testing.T) {
+	bin := testbin.Build(t)
+	token, admin := adminFiles(t)
+	dir := t.TempDir()
+	httpAddr := testbin.FreeAddr(t)
+	args := []string{"--data-dir", dir, "--token-file", token, "--admin-token-file", admin, "--http-listen", httpAddr}
+	mc := testbin.StartMaincontrol(t, bin, args...)
+	run := func(args ...string) (string, string, int) {
+		return cli(t, bin, mc.Addr, append([]string{args[0], "--token-file", token}, args[1:]...)...)
+	}
+	adm := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := run(append([]string{args[0], "--admin-token-file", admin}, args[1:]...)...)
+		require.Equal(t, 0, code, "%v: %s%s", args, out, errOut)
+		return out
+	}
+	var ids []string
+	for range 2 {
+		out, errOut, code := run("submit", "--type", "nobody")
+		require.Equal(t, 0, code, errOut)
+		ids = append(ids, strings.Fields(out)[1])
+	}
+
+	_, errOut, code := run("cancel", "--type", "nobody")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not_permitted", "no admin proof")
+
+	assert.Equal(t, "2 tasks would be cancelled\n", adm("cancel", "--type", "nobody", "--dry-run"))
+	assert.Equal(t, "2 tasks cancelled\n", adm("cancel", "--type", "nobody", "--state", "pending"))
+	out := adm("requeue", "--reason", "disk replaced", ids[0])
+	assert.Equal(t, "task "+ids[0]+" requeued: pending", strings.SplitN(out, " (", 2)[0])
+	assert.Equal(t, "1 tasks requeued\n", adm("requeue", "--type", "nobody", "--state", "cancelled", "--reason", "bulk"))
+
+	mc.Kill() // kill -9: both requeues were confirmed, so both are durable
+	mc = testbin.StartMaincontrolEnv(t, bin, nil, mc.Addr, args...)
+	out = adm("status", "--json", ids[0])
+	var st map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	assert.Equal(t, "pending", st["state"])
+	assert.Equal(t, "disk replaced", st["requeue_reason"])
+	assert.EqualValues(t, 1, st["requeues"])
+	out = adm("status", ids[1])
+	assert.Contains(t, out, "requeued 1 times; last reason: bulk")
+
+	adm("cancel", "--type", "nobody")
+	out = adm("purge", "--type", "nobody", "--dry-run", "--json")
+	assert.JSONEq(t, `{"count":2,"dry_run":true}`, out)
+	out = adm("purge", "--type", "nobody", "--json")
+	assert.JSONEq(t, `{"count":2}`, out)
+	_, errOut, code = run("status", ids[0])
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "unknown_task")
+
+	cmd := cliCmd(bin, mc.Addr, "purge", "--token-file", token, "--admin-token-file", admin, "--state", "all")
+	cmd.Env = append(os.Environ(), "APOLLO11_TYPE=nobody")
+	b, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(b), "--type is set by APOLLO11_TYPE in the environment")
+
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `apollo11_admin_tasks_total{op="purge_where"} 2`)
+	assert.Contains(t, string(body), `apollo11_admin_requests_total{op="purge_where"} 2`, "the dry run too")
+	assert.Contains(t, mc.Output(), "admin purge_where")
+	assert.Contains(t, mc.Output(), "client=apollo11-cli")
 }

@@ -36,6 +36,9 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 			if st.Error != "" {
 				fmt.Fprintf(stdout, "error: %s\n", shown(st.Error))
 			}
+			if st.Requeues > 0 {
+				fmt.Fprintf(stdout, "requeued %d times; last reason: %s\n", st.Requeues, shown(st.RequeueReason))
+			}
 			printOut(stdout, st.Out)
 			return nil
 		})
@@ -43,8 +46,25 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 
 func runCancel(args []string, stdout, stderr io.Writer) error {
 	var id uint64
-	return clientCommand("cancel", "cancel [flags] TASK_ID", true, args, stdout, nil, taskIDArg(&id),
+	var ff filterFlags
+	check := func(fs *flag.FlagSet) error {
+		if !ff.set() {
+			return taskIDArg(&id)(fs)
+		}
+		if _, err := ff.filter(cancelStates); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("give a task id or a filter, not both")
+		}
+		return nil
+	}
+	return clientCommand("cancel", "cancel [flags] TASK_ID | cancel [flags] --type T [--state pending] [--dry-run]", true, args, stdout,
+		func(fs *flag.FlagSet) { ff.register(fs, false) }, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			if ff.set() {
+				return cancelWhere(stdout, cf, cl, &ff)
+			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			if err := cl.Cancel(ctx, id); err != nil {

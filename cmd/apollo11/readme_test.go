@@ -18,7 +18,7 @@ var updateReadme = flag.Bool("update", false, "rewrite the flag tables of docs/c
 // documented lists the commands whose flags docs/configuration.md documents, as the
 // argument lists that print their help.
 var documented = [][]string{
-	{"maincontrol"}, {"executor"}, {"dev"}, {"submit"}, {"status"}, {"cancel"}, {"list"},
+	{"maincontrol"}, {"executor"}, {"dev"}, {"submit"}, {"status"}, {"cancel"}, {"requeue"}, {"purge"}, {"list"},
 	{"stats"}, {"state"}, {"debug"}, {"inspect"}, {"backup"}, {"pipeline", "run", "x.yaml"}, {"pipeline", "status"},
 }
 

@@ -182,6 +182,10 @@ func (p *Program) applyEnv(fs *flag.FlagSet) error {
 	return err
 }
 
+// FromEnv returns the variable that set flag, or "" when the command
+// line set it or nothing did.
+func (p *Program) FromEnv(flag string) string { return p.fromEnv[flag] }
+
 // ForgetEnv forgets which flags the environment set, for a new run.
 func (p *Program) ForgetEnv() { clear(p.fromEnv) }
 
