@@ -43,7 +43,7 @@ type Requeued struct {
 // state, or a dependency that failed, returns code illegal_transition; an
 // unknown id, unknown_task.
 func (c *Client) Requeue(ctx context.Context, id uint64, o RequeueOptions) (Requeued, error) {
-	m, err := c.roundTrip(ctx, "requeue", "requeued", func(b *wire.Builder) {
+	m, err := c.roundTrip(ctx, "requeue", "requeued", oneShot, func(b *wire.Builder) {
 		b.Uint("task_id", id)
 		o.fill(b)
 	})
@@ -129,7 +129,11 @@ func (c *Client) PurgeWhere(ctx context.Context, f Filter) (Matched, error) {
 }
 
 func (c *Client) bulk(ctx context.Context, typ string, f Filter, extra func(*wire.Builder)) (Matched, error) {
-	m, err := c.roundTrip(ctx, typ, "matched", func(b *wire.Builder) {
+	k := oneShot // sent twice, it could change tasks the first did not
+	if f.DryRun {
+		k = idempotent
+	}
+	m, err := c.roundTrip(ctx, typ, "matched", k, func(b *wire.Builder) {
 		f.fill(b)
 		if extra != nil {
 			extra(b)
