@@ -184,6 +184,8 @@ func TestFilters_PurgeWhereAndScanBound(t *testing.T) {
 	assert.Equal(t, itoa(ids[2]), m.Value("next"))
 	m = h.bulk(cl, "purge_where", "task_type", "x", "after", m.Value("next"))
 	assert.Equal(t, "2", m.Value("count"))
+	assert.Equal(t, 2, h.fx.waits["matched"][WaitConfirm], "a change is confirmed once durable")
+	assert.Equal(t, 1, h.fx.waits["matched"][WaitDurable], "the dry run")
 	for _, id := range ids {
 		assert.Nil(t, h.c.tasks.get(id))
 	}
@@ -207,4 +209,24 @@ func TestFilters_ScanIsBounded(t *testing.T) {
 	f.after = next
 	_, next = h.c.scanFilter(&f)
 	assert.Zero(t, next, "the rest, to the end")
+}
+
+// While the log cannot be written, admin changes get unavailable and
+// change nothing; a dry run is still answered.
+func TestFilters_Unavailable(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	ids := h.cancelled(cl, "x", 2)
+	h.c.SetAvailable(false)
+	m := h.requeue(cl, ids[0])
+	assert.Equal(t, string(wire.CodeUnavailable), m.Value("code"))
+	for _, typ := range []string{"requeue_where", "purge_where"} {
+		m = h.bulk(cl, typ, "task_type", "x")
+		assert.Equal(t, string(wire.CodeUnavailable), m.Value("code"), typ)
+	}
+	m = h.bulk(cl, "requeue_where", "task_type", "x", "dry_run", "true")
+	assert.Equal(t, "2", m.Value("count"))
+	for _, id := range ids {
+		assert.Equal(t, Cancelled, h.state(id))
+	}
 }

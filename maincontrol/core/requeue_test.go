@@ -73,6 +73,7 @@ func TestRequeue_FailedRunsAgain(t *testing.T) {
 	assert.Equal(t, "succeeded", q.Value("state"))
 	assert.Equal(t, "1", q.Value("attempt"))
 	assert.False(t, q.Has("error"))
+	assert.Equal(t, 1, h.fx.waits["requeued"][WaitConfirm], "requeued waits for its record")
 	h.checkReplay()
 }
 
@@ -245,4 +246,18 @@ func TestRequeue_DurableAndRetention(t *testing.T) {
 	h.restartFrom(entries, len(h.fx.records))
 	assert.Equal(t, "again", h.get(id).requeueReason())
 	assert.Equal(t, uint64(1), h.get(id).requeues())
+}
+
+// The inspector shows a requeue in its task's history, with the reason.
+func TestRequeue_Described(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	id := h.cancelled(cl, "x", 1)[0]
+	require.Equal(t, "requeued", h.requeue(cl, id, "reason", "why not").Type())
+	d, err := DescribeRecord(h.fx.records[len(h.fx.records)-1])
+	require.NoError(t, err)
+	assert.Equal(t, "requeue", d.Kind)
+	assert.Equal(t, []uint64{id}, d.TaskIDs)
+	assert.Contains(t, d.Text, "reason=why not")
+	assert.Contains(t, d.Text, "state=pending")
 }

@@ -124,7 +124,7 @@ func DescribeRecord(payload []byte) (Record, error) {
 		}
 	}
 	switch r.kind {
-	case recNew, recDispatch, recStart, recBack, recRetry, recArm, recReady, recEnd, snapTask:
+	case recNew, recDispatch, recStart, recBack, recRetry, recArm, recReady, recEnd, recRequeue, snapTask:
 		d.TaskIDs = []uint64{r.id}
 		add("task_id", r.id)
 	case recDrop:
@@ -187,6 +187,14 @@ func DescribeRecord(payload []byte) (Record, error) {
 		}
 		for _, p := range r.sets {
 			add("state."+p.k, p.v)
+		}
+	case recRequeue:
+		add("state", r.state)
+		add("version", r.version)
+		add("attempt", r.attempt)
+		ms("at", r.at)
+		if r.why != "" {
+			add("reason", r.why)
 		}
 	case recExecReg:
 		add("executor", r.exec)
