@@ -261,3 +261,22 @@ func TestRequeue_Described(t *testing.T) {
 	assert.Contains(t, d.Text, "reason=why not")
 	assert.Contains(t, d.Text, "state=pending")
 }
+
+// A keyed submit with wait=true after a requeue waits for the new run.
+func TestRequeue_KeyedWaitFollowsNewRun(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	id := h.submit(cl, "task_type", "x", "key", "k")
+	h.send(cl, "cancel", "req", "c", "task_id", itoa(id))
+	h.expect(cl, "cancelled")
+	require.Equal(t, "requeued", h.requeue(cl, id).Type())
+	h.send(cl, "submit", "req", "w", "task_type", "x", "key", "k", "wait", "true")
+	m := h.expect(cl, "submitted")
+	assert.Equal(t, "true", m.Value("duplicate"))
+	h.none(cl)
+	h.send(cl, "cancel", "req", "c", "task_id", itoa(id))
+	done := h.expect(cl, "done")
+	assert.Equal(t, "cancelled", done.Value("state"))
+	assert.Equal(t, "w", done.Value("req"))
+	h.expect(cl, "cancelled")
+}
