@@ -39,7 +39,8 @@ func sampleRecords() []record {
 		{kind: snapTask, id: 9, maxAttempts: 5, timeoutMs: 6, created: 7, at: 8, due: 9, seq: 10, version: 11,
 			attempt: 12, typ: "t", state: Retrying, priority: 3, flags: flagArmed | flagTakenBack, exec: "e",
 			trace: "tr", argKeys: 1, args: "arg.a=1", key: "k", errText: "err", outKeys: 2, out: "out.a=1\nout.b=2",
-			deps: []uint64{1, 2}},
+			deps: []uint64{1, 2}, requeues: 3, why: "r"},
+		{kind: recRequeue, id: 9, at: 108, version: 12, state: Waiting, attempt: 2, why: "again"},
 	}
 }
 
@@ -79,6 +80,11 @@ func TestRecord_RoundTrip(t *testing.T) {
 				if want.kind == snapMeta && n == len(b)-1 {
 					continue
 				}
+				// A task entry without its requeue fields (3 bytes here),
+				// or without the reason, as written before requeue.
+				if want.kind == snapTask && (n == len(b)-3 || n == len(b)-2) {
+					continue
+				}
 				require.ErrorIs(t, decodeRecord(b[:n], &r), ErrCorrupt, "prefix of %d bytes", n)
 			}
 			// Fields a newer binary appended are ignored.
@@ -87,7 +93,7 @@ func TestRecord_RoundTrip(t *testing.T) {
 			assert.Equal(t, normalized(want), normalized(r))
 		})
 	}
-	for k := recNew; k <= recEpoch; k++ {
+	for k := recNew; k <= recRequeue; k++ {
 		assert.True(t, kinds[k], "no sample of %s", k)
 	}
 	assert.Equal(t, "kind99", recKind(99).String())
