@@ -43,7 +43,7 @@ type Requeued struct {
 // state, or a dependency that failed, returns code illegal_transition; an
 // unknown id, unknown_task.
 func (c *Client) Requeue(ctx context.Context, id uint64, o RequeueOptions) (Requeued, error) {
-	m, err := c.roundTrip(ctx, "requeue", "requeued", oneShot, func(b *wire.Builder) {
+	m, err := c.roundTrip(ctx, wire.KindRequeue, wire.KindRequeued, oneShot, func(b *wire.Builder) {
 		b.Uint("task_id", id)
 		o.fill(b)
 	})
@@ -113,27 +113,27 @@ type Matched struct {
 // RequeueWhere requeues the failed and cancelled tasks f matches, one
 // page (`requeue_where`).
 func (c *Client) RequeueWhere(ctx context.Context, f Filter, o RequeueOptions) (Matched, error) {
-	return c.bulk(ctx, "requeue_where", f, o.fill)
+	return c.bulk(ctx, wire.KindRequeueWhere, f, o.fill)
 }
 
 // CancelWhere cancels the tasks not yet ended that f matches, one page
 // (`cancel_where`). f may not set EndedBefore or EndedAfter.
 func (c *Client) CancelWhere(ctx context.Context, f Filter) (Matched, error) {
-	return c.bulk(ctx, "cancel_where", f, nil)
+	return c.bulk(ctx, wire.KindCancelWhere, f, nil)
 }
 
 // PurgeWhere drops the ended tasks f matches before their retention runs
 // out, one page (`purge_where`).
 func (c *Client) PurgeWhere(ctx context.Context, f Filter) (Matched, error) {
-	return c.bulk(ctx, "purge_where", f, nil)
+	return c.bulk(ctx, wire.KindPurgeWhere, f, nil)
 }
 
-func (c *Client) bulk(ctx context.Context, typ string, f Filter, extra func(*wire.Builder)) (Matched, error) {
+func (c *Client) bulk(ctx context.Context, typ wire.Kind, f Filter, extra func(*wire.Builder)) (Matched, error) {
 	k := oneShot // sent twice, it could change tasks the first did not
 	if f.DryRun {
 		k = idempotent
 	}
-	m, err := c.roundTrip(ctx, typ, "matched", k, func(b *wire.Builder) {
+	m, err := c.roundTrip(ctx, typ, wire.KindMatched, k, func(b *wire.Builder) {
 		f.fill(b)
 		if extra != nil {
 			extra(b)
