@@ -104,7 +104,8 @@ func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
 // flashes are the notes an action's redirect may ask a page to show: a
 // fixed set, so that a link cannot make the page say anything else.
 var flashes = map[string]string{
-	"cancel": "Cancel sent: the main control confirmed it.",
+	"cancel":  "Cancel sent: the main control confirmed it.",
+	"requeue": "Requeue sent: the main control confirmed it.",
 }
 
 // actionFunc performs an action and returns where to go next.

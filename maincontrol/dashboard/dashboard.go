@@ -55,6 +55,7 @@ type Totals struct {
 // user as they are.
 type Actor interface {
 	Cancel(ctx context.Context, id uint64) error
+	Requeue(ctx context.Context, id uint64) error
 }
 
 // Options configure a Dashboard.
@@ -147,6 +148,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /tasks/{id}", d.page(d.taskPage))
 	m.HandleFunc("GET /runs", d.page(d.runs))
 	m.HandleFunc("POST /tasks/{id}/cancel", d.action(d.cancel))
+	m.HandleFunc("POST /tasks/{id}/requeue", d.adminAction(d.requeue))
 	d.mux = m
 }
 

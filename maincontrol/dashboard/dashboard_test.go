@@ -50,10 +50,30 @@ func (f *fakeSource) Browse(q core.BrowseQuery) core.BrowsePage {
 }
 func (f *fakeSource) Task(id uint64) (core.TaskInfo, bool) { t, ok := f.tasks[id]; return t, ok }
 
-// fakeActor records the cancels it gets.
+// fakeActor records the actions it gets.
 type fakeActor struct {
 	mu        sync.Mutex
 	cancelled []uint64
+	others    []string // requeue <id>, pause <type>, resume <type>
+}
+
+func (a *fakeActor) note(s string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.others = append(a.others, s)
+	return nil
+}
+
+func (a *fakeActor) Requeue(_ context.Context, id uint64) error {
+	return a.note(fmt.Sprint("requeue ", id))
+}
+func (a *fakeActor) Pause(_ context.Context, t string) error  { return a.note("pause " + t) }
+func (a *fakeActor) Resume(_ context.Context, t string) error { return a.note("resume " + t) }
+
+func (a *fakeActor) otherCalls() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.others...)
 }
 
 func (a *fakeActor) Cancel(_ context.Context, id uint64) error {
@@ -82,6 +102,7 @@ func newTestDashboardAdmin(t *testing.T, token, adminToken []byte) (*Dashboard, 
 	src := &fakeSource{tasks: map[uint64]core.TaskInfo{
 		1: {ID: 1, State: core.Pending, Type: "echo", TraceID: "t1", Args: "arg.msg=a\\eb\\nc"},
 		2: {ID: 2, State: core.Succeeded, Type: "echo", TraceID: "t1", Out: "out.echo=hi"},
+		3: {ID: 3, State: core.Failed, Type: "fail", TraceID: "t3", Error: "boom"},
 	}}
 	act := &fakeActor{}
 	d := New(Options{Source: src, Actor: act, Token: token, AdminToken: adminToken, ListenHost: "dash.example",
@@ -261,6 +282,48 @@ func withCookie(c *http.Cookie) *http.Request {
 	r := httptest.NewRequest("GET", "/", nil)
 	r.AddCookie(c)
 	return r
+}
+
+// Requeue needs a session that proved the admin token
+// when the main control has one; cancel needs only the login.
+func TestDashboard_AdminActions(t *testing.T) {
+	d, act, _ := newTestDashboardAdmin(t, []byte("tok"), []byte("adm"))
+	login := func(f url.Values) (*http.Cookie, string) {
+		w := do(d, "POST", "/login", farPeer, f)
+		require.Equal(t, http.StatusSeeOther, w.Code)
+		c := sessionOf(t, w)
+		w = do(d, "GET", "/tasks/3", farPeer, nil, c)
+		require.Equal(t, http.StatusOK, w.Code)
+		return c, w.Body.String()
+	}
+	plain, page := login(url.Values{"token": {"tok"}})
+	assert.NotContains(t, page, `id="requeue"`)
+	assert.Contains(t, page, "admin token to requeue")
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	for _, a := range []struct{ path, typ string }{{"/tasks/3/requeue", ""}} {
+		w := do(d, "POST", a.path, farPeer, url.Values{"csrf": {csrf}, "type": {a.typ}}, plain)
+		assert.Equal(t, http.StatusForbidden, w.Code, a.path)
+	}
+	assert.Empty(t, act.otherCalls())
+
+	admin, page := login(url.Values{"token": {"tok"}, "admin_token": {"adm"}})
+	assert.Contains(t, page, `id="requeue"`)
+	csrf = csrfRE.FindStringSubmatch(page)[1]
+	w := do(d, "POST", "/tasks/3/requeue", farPeer, url.Values{"csrf": {csrf}}, admin)
+	assert.Equal(t, http.StatusSeeOther, w.Code)
+	assert.Equal(t, "/tasks/3?done=requeue", w.Header().Get("Location"))
+	assert.Equal(t, []string{"requeue 3"}, act.otherCalls())
+
+	// Without an admin token, a logged-in session may take them all.
+	d2, act2, _ := newTestDashboardAdmin(t, []byte("tok"), nil)
+	w = do(d2, "POST", "/login", farPeer, url.Values{"token": {"tok"}})
+	c := sessionOf(t, w)
+	w = do(d2, "GET", "/tasks/3", farPeer, nil, c)
+	assert.Contains(t, w.Body.String(), `id="requeue"`)
+	csrf = csrfRE.FindStringSubmatch(w.Body.String())[1]
+	w = do(d2, "POST", "/tasks/3/requeue", farPeer, url.Values{"csrf": {csrf}}, c)
+	assert.Equal(t, http.StatusSeeOther, w.Code)
+	assert.Equal(t, []string{"requeue 3"}, act2.otherCalls())
 }
 
 // Without a token, a Host that is not an IP, localhost or the listen

@@ -243,6 +243,13 @@ func TestDashboard_Browser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "cancelled", ts.State)
 
+	// Requeue the failed task: the wire shows it was.
+	do(chromedp.Navigate(base+"/tasks/"+strconv.FormatUint(failed.ID, 10)), chromedp.WaitVisible(css("#requeue")),
+		chromedp.Click(css("#requeue")), chromedp.WaitVisible(css("#flash")))
+	ts, err = c.Query(ctx, failed.ID)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), ts.Requeues)
+
 	// Runs: the three steps grouped by their trace id.
 	do(chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css("#runs")),
 		chromedp.Click(css(`a[href="/runs?trace=e2e-run"]`)), chromedp.WaitVisible(css("#run-tasks")))

@@ -63,6 +63,14 @@ func (l *Loopback) Cancel(ctx context.Context, id uint64) error {
 	return l.do(ctx, func(c *client.Client) error { return c.Cancel(ctx, id) })
 }
 
+// Requeue sends `requeue`, with a reason that names the dashboard.
+func (l *Loopback) Requeue(ctx context.Context, id uint64) error {
+	return l.do(ctx, func(c *client.Client) error {
+		_, err := c.Requeue(ctx, id, client.RequeueOptions{Reason: "requeued from the dashboard"})
+		return err
+	})
+}
+
 // Close closes the connection; later actions fail with client.ErrClosed.
 func (l *Loopback) Close() {
 	l.mu.Lock()

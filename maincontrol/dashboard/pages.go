@@ -76,22 +76,21 @@ type stateCount struct {
 }
 
 type overviewPage struct {
-	States     []stateCount
-	Total      int
-	Executors  []core.ExecutorInfo
-	MoreExecs  int
-	Connected  int
-	Slots      int
-	Load       int
-	Paused     []string
-	PauseKnown bool
-	Chart      chart
-	Refresh    bool
+	States    []stateCount
+	Total     int
+	Executors []core.ExecutorInfo
+	MoreExecs int
+	Connected int
+	Slots     int
+	Load      int
+	Paused    []string
+	Chart     chart
+	Refresh   bool
 }
 
 func (d *Dashboard) overview(r *http.Request, v *view) (string, int, error) {
 	ov := d.o.Source.Overview()
-	p := overviewPage{Paused: ov.Paused, PauseKnown: ov.Paused != nil, Refresh: r.URL.Query().Get("refresh") != ""}
+	p := overviewPage{Paused: ov.Paused, Refresh: r.URL.Query().Get("refresh") != ""}
 	for _, st := range core.AllStates {
 		p.States = append(p.States, stateCount{st.String(), ov.Counts[st]})
 		p.Total += ov.Counts[st]

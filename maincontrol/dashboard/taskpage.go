@@ -24,6 +24,7 @@ type taskPage struct {
 	Out      []kv
 	Terminal bool
 	Waiting  bool
+	Requeue  bool // failed or cancelled: requeue may give it another run
 }
 
 // fields decodes stored `prefix<k>=<v>` lines (escaped as on the wire)
@@ -63,7 +64,8 @@ func (d *Dashboard) taskPage(r *http.Request, v *view) (string, int, error) {
 			": never submitted, or ended and dropped after its retention")
 	}
 	p := taskPage{T: t, State: t.State.String(), Args: fields(t.Args, wire.PrefixArg),
-		Out: fields(t.Out, wire.PrefixOut), Terminal: t.State.Terminal(), Waiting: t.State == core.Waiting}
+		Out: fields(t.Out, wire.PrefixOut), Terminal: t.State.Terminal(), Waiting: t.State == core.Waiting,
+		Requeue: t.State == core.Failed || t.State == core.Cancelled}
 	v.Title, v.Nav, v.Page = "Task "+strconv.FormatUint(id, 10), "tasks", p
 	return "task", http.StatusOK, nil
 }
@@ -77,6 +79,17 @@ func (d *Dashboard) cancel(ctx context.Context, r *http.Request) (string, error)
 		return "", actionError("cancel", err)
 	}
 	return "/tasks/" + strconv.FormatUint(id, 10) + "?done=cancel", nil
+}
+
+func (d *Dashboard) requeue(ctx context.Context, r *http.Request) (string, error) {
+	id, err := taskID(r)
+	if err != nil {
+		return "", err
+	}
+	if err := d.o.Actor.Requeue(ctx, id); err != nil {
+		return "", actionError("requeue", err)
+	}
+	return "/tasks/" + strconv.FormatUint(id, 10) + "?done=requeue", nil
 }
 
 // actionError gives a refusal by the main control its HTTP status: the
