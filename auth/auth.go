@@ -1,5 +1,5 @@
-// Package auth implements the shared-token handshake of wire-v1 section 3:
-// the main control sends a fresh nonce in `welcome`, and the peer's first
+// Package auth implements the shared-token handshake of wire-v1 section 3.
+// The main control sends a fresh nonce in `welcome`. The peer's first
 // frame carries HMAC-SHA256(token, nonce) as lower-case hex. The token
 // itself never crosses the wire.
 package auth
@@ -18,8 +18,8 @@ import (
 	"syscall"
 )
 
-// ErrEmptyToken is returned for a token file that holds nothing but line
-// endings; the spec makes that a startup error.
+// ErrEmptyToken is returned for a token file that holds only line endings.
+// The spec makes that a startup error.
 var ErrEmptyToken = errors.New("token is empty")
 
 // NonceLen is the number of random bytes in a nonce (32 hex characters).
@@ -28,14 +28,15 @@ const NonceLen = 16
 // MACLen is the length of a signature in hex characters.
 const MACLen = 2 * sha256.Size
 
-// MaxTokenFileBytes bounds what LoadToken reads: a token is one short
-// line, and a path such as /dev/zero must not fill memory.
+// MaxTokenFileBytes bounds what LoadToken reads. A token is one short line.
+// A path such as /dev/zero must not fill memory.
 const MaxTokenFileBytes = 4096
 
-// LoadToken reads a token file: its content with all trailing CR and LF
-// bytes removed. It refuses an empty token, a file that is not a regular
-// file or is larger than MaxTokenFileBytes, and one that users other than
-// its owner and group may read or write (see checkTokenMode).
+// LoadToken returns a token file's content without its trailing CR and LF
+// bytes. It refuses an empty token and a file that is not a regular file.
+// It refuses a file larger than MaxTokenFileBytes. It also refuses a file
+// that users other than its owner and group may read or write
+// (see checkTokenMode).
 func LoadToken(path string) ([]byte, error) {
 	// Non-blocking, so that a FIFO named by mistake is refused, not waited on.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -67,13 +68,13 @@ func LoadToken(path string) ([]byte, error) {
 	return tok, nil
 }
 
-// ErrTokenFileMode is returned for a token file any user may read or
-// write: the token is the one secret that admits peers, so anyone on the
+// ErrTokenFileMode is returned for a token file any user may read or write.
+// The token is the one secret that admits peers. With it, anyone on the
 // host could act as a client or an executor, or change the token.
 var ErrTokenFileMode = errors.New("token file is readable or writable by every user")
 
 // checkTokenMode refuses a token file open to others. Windows has no
-// such mode bits: Go reports every file there as 0666 or 0444.
+// such mode bits. Go reports every file there as 0666 or 0444.
 func checkTokenMode(path string, mode os.FileMode) error {
 	if runtime.GOOS == "windows" || mode.Perm()&0o006 == 0 {
 		return nil
@@ -82,14 +83,14 @@ func checkTokenMode(path string, mode os.FileMode) error {
 }
 
 // MinTokenLen is the shortest token TokenFileWarnings takes without a
-// warning: 16 bytes (a random 32-byte token, base64, is 44).
+// warning. It is 16 bytes. A random 32-byte token in base64 is 44.
 const MinTokenLen = 16
 
 // TokenFileWarnings returns what is weak about a token file that
-// LoadToken read as tok, for the daemon to log at start-up: a file that
-// its group can read or write (others are refused by LoadToken), and a
-// token shorter than MinTokenLen. It reads only the file's mode, never
-// the token into a message.
+// LoadToken read as tok. The daemon logs them at start-up. One is a file
+// that its group can read or write. LoadToken already refuses others.
+// Another is a token shorter than MinTokenLen. It reads only the file's
+// mode and never puts the token into a message.
 func TokenFileWarnings(path string, tok []byte) []string {
 	var warns []string
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
@@ -110,8 +111,8 @@ func NewNonce() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// Sign returns HMAC-SHA256(token, nonce) as 64 lower-case hex characters;
-// the message is the nonce exactly as sent (its ASCII hex characters).
+// Sign returns HMAC-SHA256(token, nonce) as 64 lower-case hex characters.
+// The MAC covers the nonce exactly as sent, as its ASCII hex characters.
 func Sign(token []byte, nonce string) string {
 	mac := hmac.New(sha256.New, token)
 	mac.Write([]byte(nonce))
