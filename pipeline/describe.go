@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// Describe prints the plan: the steps in submission order with what they
-// depend on, and the longest chain.
+// Describe prints the plan. It lists the steps in submission order with
+// what they depend on. It ends with the longest chain.
 func (p *Plan) Describe(w io.Writer) {
 	fmt.Fprintf(w, "pipeline %s: %d steps, longest chain %d (%s)\n", p.Name, len(p.Steps), len(p.Longest), strings.Join(p.Longest, " -> "))
 	for i, s := range p.Steps {

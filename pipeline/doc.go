@@ -1,9 +1,10 @@
-// Package pipeline reads pipeline files: YAML descriptions of a chain of
-// tasks (fetch, clean, store) whose steps depend on each other. It checks a
-// file (unknown steps, cycles with their path, bad values), fills in
-// ${var} templates, and plans the steps in an order that submits every
-// step after the steps it depends on, so that the main control's
-// depends_on can never see a cycle. Parsing and planning do no I/O.
+// Package pipeline reads pipeline files. A pipeline file is YAML that
+// describes a chain of tasks (fetch, clean, store) whose steps depend on
+// each other. The package checks a file for unknown steps, cycles (with
+// their path) and bad values. It fills in ${var} templates. It plans the
+// steps so that each is submitted after the steps it depends on. So the
+// main control's depends_on can never see a cycle. Parsing and planning
+// do no I/O.
 // Submit, SubmitAndWait and Status send a plan through a client.Client.
 // The dependency points this way so client users never compile YAML.
 //
@@ -23,11 +24,12 @@
 //	    type: echo
 //	    depends_on: [fetch]
 //
-// Templates: ${name} is replaced in every value of the file (the name,
-// key, ids, depends_on, type, args values, numbers and durations), not in
-// keys nor in vars itself; $$ is a literal $. A variable given nowhere is
-// an error, and so is a --var the file neither declares in vars nor uses
-// (a misspelt name would otherwise leave the default in place). Substitution happens after the YAML is parsed, so a value
-// cannot change the file's structure. The name, once filled in, is 1-64
-// characters of a-z A-Z 0-9 _ . -: it names the run file.
+// Templates: ${name} is replaced in every value of the file. That covers
+// the name, key, ids, depends_on, type, args values, numbers and durations.
+// Keys and vars itself are not expanded. $$ is a literal $. A variable
+// given nowhere is an error. So is a --var the file neither declares in
+// vars nor uses. Otherwise a misspelt name would leave the default in place.
+// Substitution happens after the YAML is parsed. So a value cannot change
+// the file's structure. The filled-in name names the run file. It is 1-64
+// characters of a-z A-Z 0-9 _ . -.
 package pipeline

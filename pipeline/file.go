@@ -27,8 +27,8 @@ type file struct {
 	Steps    []step            `yaml:"steps"`
 }
 
-// stepOptions are read as strings, "" when not given, so that a ${var}
-// may stand for any of them; they are checked once expanded.
+// stepOptions are read as strings, "" when not given. So a ${var} may
+// stand for any of them. They are checked once expanded.
 type stepOptions struct {
 	MaxAttempts string `yaml:"max_attempts"`
 	Timeout     string `yaml:"timeout"`
@@ -57,16 +57,16 @@ type Step struct {
 	Key         string // idempotency key, "" for none
 }
 
-// Plan is a checked pipeline, steps in submission order: every step after
-// the steps it depends on, otherwise in file order.
+// Plan is a checked pipeline with its steps in submission order. Every
+// step comes after the steps it depends on. Otherwise file order holds.
 type Plan struct {
 	Name    string
 	Steps   []Step
 	Longest []string // the longest chain of dependencies, first to last
 }
 
-// Parse reads and checks a pipeline file. vars override the file's vars;
-// a name in vars that the file neither declares nor uses is an
+// Parse reads and checks a pipeline file. vars override the file's vars.
+// A name in vars that the file neither declares nor uses is an
 // *UnknownVarError.
 func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	data, err := io.ReadAll(r)
@@ -95,8 +95,8 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	}
 	p, err := plan(&f, all, lines)
 	if err != nil {
-		// First: a template the scan of references could not read (an
-		// unclosed ${) would otherwise show as an unknown --var.
+		// This comes first. A template the scan of references could not
+		// read (an unclosed ${) would otherwise show as an unknown --var.
 		return nil, err
 	}
 	if err := checkVars(&f, vars); err != nil {
@@ -105,10 +105,10 @@ func Parse(r io.Reader, vars map[string]string) (*Plan, error) {
 	return p, nil
 }
 
-// checkShape refuses what the typed decoding lets pass in silence: a
-// second YAML document after the first, and an empty item in steps (which
-// the decoder drops). It returns the line each step starts on, for the
-// errors found later.
+// checkShape refuses what the typed decoding lets pass in silence. One is
+// a second YAML document after the first. Another is an empty item in
+// steps, which the decoder drops. It returns the line each step starts on,
+// for the errors found later.
 func checkShape(dec *yaml.Decoder, data []byte) ([]int, error) {
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
@@ -134,8 +134,8 @@ func checkShape(dec *yaml.Decoder, data []byte) ([]int, error) {
 	return lines, nil
 }
 
-// where names step i for an error: its number, and the line it starts on
-// when known.
+// where names step i for an error. It gives the step's number, and the
+// line it starts on when known.
 func where(i int, lines []int) string {
 	if i < len(lines) {
 		return fmt.Sprintf("step %d (line %d)", i+1, lines[i])
@@ -152,7 +152,7 @@ func plan(f *file, vars map[string]string, lines []int) (*Plan, error) {
 		return nil, fmt.Errorf("%w: name is required", ErrInvalid)
 	}
 	if !validStepID(name) {
-		// It names the run file (<name>.run.json): no paths.
+		// It names the run file (<name>.run.json), so no paths.
 		return nil, fmt.Errorf("%w: name %q must be 1-64 characters of a-z A-Z 0-9 _ . -", ErrInvalid, name)
 	}
 	if len(f.Steps) == 0 {
@@ -167,7 +167,7 @@ func plan(f *file, vars map[string]string, lines []int) (*Plan, error) {
 	for i := range f.Steps {
 		s, err := buildStep(&f.Steps[i], &f.Defaults, vars, key)
 		if err != nil {
-			// The id as filled in, once it is; as written before.
+			// The id as filled in once it is, and as written before.
 			return nil, fmt.Errorf("%w: %s %q: %v", ErrInvalid, where(i, lines), cmp.Or(s.ID, f.Steps[i].ID), err)
 		}
 		if first, dup := index[s.ID]; dup {
@@ -288,7 +288,8 @@ func validStepID(id string) bool {
 	return true
 }
 
-// validArgName: arg.<name> must be a wire key (a-z 0-9 _ . -, at most 64).
+// validArgName reports whether arg.<k> is a wire key. A wire key is
+// a-z 0-9 _ . - and at most 64 bytes, the arg. prefix included.
 func validArgName(k string) bool {
 	if k == "" || len(k) > 60 {
 		return false

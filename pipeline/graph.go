@@ -7,9 +7,9 @@ import (
 
 // CycleError reports a dependency cycle, with its path.
 type CycleError struct {
-	// Path is in run order, as the longest chain is printed: each step
-	// would have to run before the next (the next depends on it). The
-	// first step is repeated at the end: a -> b -> a.
+	// Path is in run order, as the longest chain is printed. Each step
+	// would have to run before the next, since the next depends on it.
+	// The first step is repeated at the end, as in a -> b -> a.
 	Path []string
 }
 
@@ -57,8 +57,8 @@ func findCycle(steps []Step, index map[string]int) []string {
 	}
 	for i := range steps {
 		if color[i] == white && visit(i) {
-			// The walk follows "depends on" edges; an arrow in the
-			// path means "runs before", so the path goes the other way.
+			// The walk follows "depends on" edges. An arrow in the
+			// path means "runs before". So the path goes the other way.
 			slices.Reverse(found)
 			return found
 		}
@@ -66,8 +66,8 @@ func findCycle(steps []Step, index map[string]int) []string {
 	return nil
 }
 
-// topoOrder returns the steps so that each comes after its dependencies;
-// among steps ready at the same time, file order is kept.
+// topoOrder returns the steps so that each comes after its dependencies.
+// Among steps ready at the same time, file order is kept.
 func topoOrder(steps []Step, index map[string]int) []Step {
 	waiting := make([]int, len(steps))
 	users := make([][]int, len(steps))

@@ -14,14 +14,14 @@ import (
 	"github.com/apollo11/apollo11/client"
 )
 
-// Run records a submitted pipeline: the task of each step. It is
-// what `apollo11 pipeline status` reads back (as JSON).
+// Run records a submitted pipeline with the task of each step.
+// `apollo11 pipeline status` reads it back as JSON.
 type Run struct {
 	Name string `json:"name"`
-	// TraceID is the trace_id every step of this run was submitted with,
-	// new at each run: tools that group tasks by trace (the dashboard's
-	// runs page) see the run as one. A step whose key returned an earlier
-	// run's task keeps that run's trace.
+	// TraceID is the trace_id every step of this run was submitted with.
+	// It is new at each run. Tools that group tasks by trace see the run
+	// as one, as the dashboard's runs page does. A step whose key returned
+	// an earlier run's task keeps that run's trace.
 	TraceID string    `json:"trace_id,omitempty"`
 	Steps   []RunStep `json:"steps"`
 }
@@ -33,7 +33,7 @@ type RunStep struct {
 	DependsOn []string `json:"depends_on,omitempty"`
 }
 
-// SubmitAndWait submits the plan (see Submit) and, with onDone set,
+// SubmitAndWait submits the plan (see Submit). With onDone set, it
 // follows every step to its end (see Watch.Wait).
 func SubmitAndWait(ctx context.Context, c *client.Client, plan *Plan, onDone func(RunStep, client.Done)) (*Run, error) {
 	run, pw, err := Submit(ctx, c, plan, onDone != nil)
@@ -44,40 +44,40 @@ func SubmitAndWait(ctx context.Context, c *client.Client, plan *Plan, onDone fun
 	return run, pw.Wait(ctx, onDone)
 }
 
-// Submit submits the plan's steps in order, each with depends_on
-// the task ids of the steps it depends on (so dependencies always exist
-// first and no cycle can reach the main control).
+// Submit submits the plan's steps in order. Each step's depends_on holds
+// the task ids of the steps it depends on. So dependencies always exist
+// first, and no cycle can reach the main control.
 //
-// When a submit is refused, what happens to the steps submitted before it
-// depends on the key. Without one, the tasks this run made are cancelled
-// and the error returned: nothing could pick them up again. With one,
-// they are kept and the error says so: running the plan again with the
-// same key (after queue_full, say) gets them back by their keys and
-// submits the rest, which cancelling them would have made impossible, as
-// a key keeps returning its task while the main control knows it, even a
+// When a submit is refused, the key decides what happens to the steps
+// submitted before it. Without a key, the tasks this run made are
+// cancelled and the error returned. Nothing could pick them up again.
+// With a key, they are kept and the error says so. Running the plan again
+// with the same key (after queue_full, say) gets them back by their keys.
+// It then submits the rest. Cancelling them would make that impossible.
+// A key keeps returning its task while the main control knows it, even a
 // cancelled one. Steps whose key returned an existing task (a re-run) are
 // never cancelled.
 //
-// With wait, every step is submitted with wait=true and the returned
-// Watch follows them; the caller can record the run (every task
-// id is known) before it waits.
+// With wait, every step is submitted with wait=true. The returned Watch
+// follows them. The caller can record the run before it waits, since
+// every task id is known.
 //
-// Every request is made under ctx: see SubmitEach for a timeout
-// per request.
+// Every request is made under ctx. See SubmitEach for a timeout per
+// request.
 func Submit(ctx context.Context, c *client.Client, plan *Plan, wait bool) (*Run, *Watch, error) {
 	return SubmitEach(c, plan, wait, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
 }
 
-// SubmitEach is Submit with each request (a step's submit,
-// the cancel of a step made before a refusal) under a context of its own
-// from reqCtx: a timeout per request, say, as one timeout for a whole
-// plan would have to grow with it, and none at all let a main control
-// that never replies hold the caller for good.
+// SubmitEach is Submit with each request under a context of its own from
+// reqCtx. A request is a step's submit, or the cancel of a step made
+// before a refusal. The usual use is a timeout per request. One timeout
+// for a whole plan would have to grow with the plan. With none at all, a
+// main control that never replies would hold the caller for good.
 func SubmitEach(c *client.Client, plan *Plan, wait bool, reqCtx func() (context.Context, context.CancelFunc)) (*Run, *Watch, error) {
 	run := &Run{Name: plan.Name, TraceID: newTraceID()}
 	pw := &Watch{run: run}
 	ids := map[string]uint64{}
-	var made []RunStep // the steps whose task this run created: a key may return another run's
+	var made []RunStep // the steps whose task this run created, as a key may return another run's
 	for _, s := range plan.Steps {
 		req := client.SubmitRequest{Type: s.Type, Args: s.Args, Priority: s.Priority, MaxAttempts: s.MaxAttempts,
 			Timeout: s.Timeout, Delay: s.Delay, Key: s.Key, TraceID: run.TraceID}
@@ -101,10 +101,10 @@ func SubmitEach(c *client.Client, plan *Plan, wait bool, reqCtx func() (context.
 			continue
 		}
 		if d := madeDependency(s.DependsOn, made); d != "" {
-			// An earlier run's step, but one of its dependencies was
-			// made anew: retention forgot that one's task, and its key
-			// with it. The run would be half old, half new, the new
-			// tasks depended on by nothing: take them back.
+			// This is an earlier run's step, but one of its dependencies
+			// was made anew. Retention forgot that one's task, and its
+			// key with it. The run would be half old and half new, with
+			// the new tasks depended on by nothing. So take them back.
 			pw.Close()
 			cerr := cancelSteps(c, reqCtx, made)
 			return run, nil, errors.Join(fmt.Errorf("pipeline %s: step %s is task %d of an earlier run with this key, "+
@@ -118,15 +118,15 @@ func SubmitEach(c *client.Client, plan *Plan, wait bool, reqCtx func() (context.
 	return run, pw, nil
 }
 
-// newTraceID returns 32 random hex digits, the form of the trace ids the
-// main control makes.
+// newTraceID returns 32 random hex digits. The main control makes trace
+// ids of that form.
 func newTraceID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
 }
 
-// submitStep submits one step under a context from reqCtx; with wait,
+// submitStep submits one step under a context from reqCtx. With wait,
 // its watch joins pw.
 func submitStep(c *client.Client, req client.SubmitRequest, wait bool, pw *Watch, reqCtx func() (context.Context, context.CancelFunc)) (client.Submitted, error) {
 	ctx, cancel := reqCtx()
@@ -143,9 +143,9 @@ func submitStep(c *client.Client, req client.SubmitRequest, wait bool, pw *Watch
 }
 
 // keptSteps adds to a keyed run's refusal what became of the steps it
-// made: kept, and how to finish or end them. Cancelling the made steps
-// that depend on no other made step ends them all, as a cancel cascades
-// to the steps waiting on it.
+// made. They were kept, and it says how to finish or end them. Cancelling
+// the made steps that depend on no other made step ends them all. A
+// cancel cascades to the steps waiting on it.
 func keptSteps(err error, made []RunStep) error {
 	if len(made) == 0 {
 		return err
@@ -186,13 +186,13 @@ type Watch struct {
 	watches []*client.Watch
 }
 
-// Wait returns when every step ended, calling onDone (from one goroutine
-// at a time) as each ends, or when ctx ends or the connection is lost
-// first: then the steps go on without being followed.
+// Wait returns when every step ended. It calls onDone as each ends, from
+// one goroutine at a time. It also returns when ctx ends or the
+// connection is lost first. The steps then go on without being followed.
 //
-// Steps that ended before Wait was called (a chain's first steps end
-// while its last ones are still being submitted) are reported first, in
-// the plan's order; the others as they end.
+// Steps that ended before Wait was called are reported first, in the
+// plan's order. That happens when a chain's first steps end while its
+// last ones are still being submitted. The others are reported as they end.
 func (pw *Watch) Wait(ctx context.Context, onDone func(RunStep, client.Done)) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -235,7 +235,7 @@ func (pw *Watch) Wait(ctx context.Context, onDone func(RunStep, client.Done)) er
 	return nil
 }
 
-// Close stops following the steps: a Wait under way returns at once.
+// Close stops following the steps. A Wait under way returns at once.
 func (pw *Watch) Close() {
 	for _, w := range pw.watches {
 		w.Close()
@@ -244,7 +244,7 @@ func (pw *Watch) Close() {
 
 // cancelSteps cancels the tasks a run made before one of its submits
 // was refused. A step whose key returned an earlier run's task is not
-// among them: that run (say, the one a crashed client started) goes on.
+// among them. That run goes on, say the one a crashed client started.
 func cancelSteps(c *client.Client, reqCtx func() (context.Context, context.CancelFunc), made []RunStep) error {
 	var errs []error
 	for _, s := range made {
@@ -258,11 +258,11 @@ func cancelSteps(c *client.Client, reqCtx func() (context.Context, context.Cance
 	return errors.Join(errs...)
 }
 
-// cleanupCtx is a context from reqCtx for taking a run's steps back. When
-// the run ended because reqCtx's parent did (a Ctrl-C), the cancels are
-// what the user asked for, not something to skip: such a context keeps
-// its deadline but not its parent's end. Without a deadline it is
-// reqCtx's as it is, so that nothing waits for good.
+// cleanupCtx is a context from reqCtx for taking a run's steps back. The
+// run may have ended because reqCtx's parent did, as on a Ctrl-C. Then
+// the cancels are what the user asked for, not something to skip. So the
+// context keeps reqCtx's deadline but not its parent's end. Without a
+// deadline it is reqCtx's context as it is, so nothing waits for good.
 func cleanupCtx(reqCtx func() (context.Context, context.CancelFunc)) (context.Context, context.CancelFunc) {
 	ctx, cancel := reqCtx()
 	d, ok := ctx.Deadline()
@@ -273,10 +273,10 @@ func cleanupCtx(reqCtx func() (context.Context, context.CancelFunc)) (context.Co
 	return context.WithDeadline(context.WithoutCancel(ctx), d)
 }
 
-// Status queries every step of a run. A step whose task the main
-// control no longer knows (ended long ago and dropped by retention) is in
-// state "unknown", with the reason in Error: the other steps are still
-// worth showing.
+// Status queries every step of a run. The main control may no longer know
+// a step's task, as retention drops tasks that ended long ago. Such a step
+// is in state "unknown", with the reason in Error. The other steps are
+// still worth showing.
 func Status(ctx context.Context, c *client.Client, run *Run) ([]client.TaskState, error) {
 	out := make([]client.TaskState, len(run.Steps))
 	for i, s := range run.Steps {

@@ -20,7 +20,8 @@ func expand(s string, vars map[string]string) (string, error) {
 }
 
 // substitute replaces each ${name} in s with what value returns for it,
-// and $$ with $: the one reading of templates, for expand and references.
+// and $$ with $. It is the one reading of templates, for expand and
+// references.
 func substitute(s string, value func(name string) (string, error)) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil
@@ -55,8 +56,8 @@ func substitute(s string, value func(name string) (string, error)) (string, erro
 }
 
 // references returns the variables the file's templates refer to. It
-// reads every value plan expands: a field added there must be added here,
-// or a --var used only in it would be refused as unknown.
+// reads every value plan expands. A field added there must be added here.
+// Otherwise a --var used only in it would be refused as unknown.
 func (f *file) references() map[string]bool {
 	refs := map[string]bool{}
 	add := func(values ...string) {
@@ -79,8 +80,8 @@ func (f *file) references() map[string]bool {
 }
 
 // UnknownVarError reports --var names that the file neither declares in
-// vars nor uses in a ${name}: a misspelt name (data for date) would
-// otherwise be taken in silence, and the file run with its default.
+// vars nor uses in a ${name}. Otherwise a misspelt name (data for date)
+// would be taken in silence, and the file run with its default.
 type UnknownVarError struct {
 	Names []string // the unknown names, sorted
 	Known []string // the variables the file declares or uses, sorted
