@@ -4,8 +4,12 @@
 - :class:`Connection` / :class:`AsyncConnection`: raw framed connections;
 - :class:`Client` / :class:`AsyncClient`: submit, wait, query, cancel, list,
   stats, state_get, pipelined over one connection;
-- :class:`Executor` / :class:`AsyncExecutor`: run tasks by type.
+- :class:`Executor` / :class:`AsyncExecutor`: run tasks by type;
+- :mod:`apollo11.admin`: the v1.1 requests (requeue, and requests by
+  filter), methods of both clients.
 """
+
+from .admin import Matched, Requeued
 
 from .client import AsyncClient, AsyncWatch, Client, Watch
 from .codec import DEFAULT_MAX_FRAME, FrameReader, Message, decode_frame, decode_payload, encode_frame, encode_payload
@@ -29,8 +33,9 @@ from .task import Failure, Result, Task
 __all__ = [
     "AsyncClient", "AsyncConnection", "AsyncExecutor", "AsyncWatch", "Apollo11Error", "AuthRequired",
     "Client", "ClientClosed", "Connection", "ConnectionLost", "DEFAULT_MAX_FRAME", "Done", "EncodeError",
-    "Executor", "Failure", "FrameReader", "FrameTooLargeError", "MalformedError", "Message", "ProtocolError",
-    "ReplyError", "Result", "ServerError", "SharedState", "Stats", "Submitted", "Task", "TaskPage", "TaskState",
+    "Executor", "Failure", "FrameReader", "FrameTooLargeError", "MalformedError", "Matched", "Message", "ProtocolError",
+    "ReplyError", "Requeued", "Result", "ServerError", "SharedState", "Stats", "Submitted", "Task",
+    "TaskPage", "TaskState",
     "Watch", "Welcome", "decode_frame", "decode_payload", "encode_frame", "encode_payload", "load_token", "sign",
 ]
 __version__ = "0.1.0"

@@ -21,6 +21,7 @@ from collections.abc import Coroutine, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .admin import AdminAPI, BlockingAdminAPI
 from .codec import Message
 from .connection import DEFAULT_ADDR, AsyncConnection, resolve_token
 from .replies import (
@@ -71,7 +72,7 @@ class AsyncWatch:
         self._client._forget(self._req)
 
 
-class AsyncClient(Pipelined):
+class AsyncClient(AdminAPI, Pipelined):
     """One connection to the main control, for use from one event loop."""
 
     @classmethod
@@ -227,7 +228,7 @@ class Watch:
         self._client._lt.loop.call_soon_threadsafe(self._inner.close)
 
 
-class Client:
+class Client(BlockingAdminAPI):
     """The blocking client: each method waits for its reply, at most
     ``request_timeout`` seconds (None: forever) except waits for ``done``.
     Safe for use from many threads; their requests are pipelined."""
