@@ -1,21 +1,21 @@
 package logsink
 
-// drain writes the buffer out as soon as Write signals, not on a timer: a
-// reader of the log (a test, an operator tailing it) sees a line as soon
-// as the writer takes it. Whatever accumulated while the writer was busy
-// goes in one Write.
+// drain writes the buffer out as soon as Write signals, not on a timer.
+// So a reader of the log sees a line as soon as the writer takes it.
+// The reader may be a test or an operator tailing it. Whatever accumulated
+// while the writer was busy goes in one Write.
 func (s *Sink) drain() {
 	defer close(s.done)
 	var spare []byte
 	// unreported counts records lost whose notice the writer has not
-	// taken yet: it refused the batch, or the notice itself.
+	// taken yet. The writer refused the batch, or the notice itself.
 	var unreported uint64
 	for {
 		stopping := false
 		select {
 		case <-s.wake:
 		case <-s.stop:
-			stopping = true // Write takes nothing more: this take is the last
+			stopping = true // Write takes nothing more, so this take is the last
 		}
 		s.mu.Lock()
 		batch, records, gap := s.buf, s.records, s.gap
@@ -50,7 +50,7 @@ func (s *Sink) report(n uint64) uint64 {
 }
 
 // write reports whether the writer took all of b. A writer that fails is
-// not retried: the drain goes back to waiting for the next record, so a
+// not retried. The drain goes back to waiting for the next record. So a
 // broken writer costs one Write per batch, never a spin.
 func (s *Sink) write(b []byte) bool {
 	n, err := s.w.Write(b)

@@ -1,11 +1,12 @@
 // Package logsink keeps a daemon's logging from ever waiting on whoever
 // reads its log. The main control logs from its event loop, under the lock
-// that serialises all of its work: with slog writing to stderr directly, a
-// stderr pipe nobody drains (a stalled log collector, a full pipe) blocked
-// the first log call, then the loop, then every client of the state
-// authority. A Sink takes each record into a bounded buffer and returns at
-// once; one goroutine writes the buffer out. What does not fit is dropped
-// and counted, and a notice line says how many, instead of being waited for.
+// that serialises all of its work. Suppose slog wrote to stderr directly.
+// A stderr pipe nobody drains (a stalled log collector, a full pipe) would
+// block the first log call. Then it would block the loop, and then every
+// client of the state authority. A Sink takes each record into a bounded
+// buffer and returns at once. One goroutine writes the buffer out. What
+// does not fit is dropped and counted, not waited for. A notice line says
+// how many.
 package logsink
 
 import (
@@ -17,8 +18,9 @@ import (
 	"time"
 )
 
-// DefaultSize is the buffer of a Sink whose Options.Size is 0: about a
-// thousand long debug lines, enough for a burst, small beside a daemon.
+// DefaultSize is the buffer of a Sink whose Options.Size is 0. It holds
+// about a thousand long debug lines. That is enough for a burst, and small
+// beside a daemon.
 const DefaultSize = 1 << 20
 
 // ErrStuck is what Close returns when the writer did not take the buffered
@@ -70,22 +72,22 @@ func New(w io.Writer, opts Options) *Sink {
 	return s
 }
 
-// Write takes a copy of p for the drain and returns: it waits for nothing
-// but the Sink's own lock, held only to copy. p must be whole records:
+// Write takes a copy of p for the drain and returns. It waits for nothing
+// but the Sink's own lock, held only to copy. p must be whole records.
 // slog's handlers call Write once per record with the whole line, under
-// their own mutex, and the Sink relies on that to keep and drop whole
-// lines only. Write is safe for concurrent use all the same.
+// their own mutex. The Sink relies on that to keep and drop whole lines
+// only. Write is safe for concurrent use all the same.
 //
-// A record that would take the buffer past its size is dropped, and so is
-// every record after it until the drain takes the buffer: the records lost
-// make one gap, and the notice written after the buffer stands in it. A
-// record longer than the whole buffer is dropped the same way, never cut
-// (a cut JSON line is not JSON, and the rest of it would run into the next
-// line). After Close every record is dropped: the drain is gone, and
-// writing in the caller could block on the very writer Close gave up on.
+// A record that would take the buffer past its size is dropped. So is
+// every record after it until the drain takes the buffer. The records lost
+// make one gap. The notice written after the buffer stands in it. A record
+// longer than the whole buffer is dropped the same way, never cut. A cut
+// JSON line is not JSON, and the rest of it would run into the next line.
+// After Close every record is dropped. The drain is gone, and writing in
+// the caller could block on the very writer Close gave up on.
 //
 // Write always returns len(p), nil. A dropped record is counted (Dropped)
-// and reported; an error would only invite a retry of what the Sink chose
+// and reported. An error would only invite a retry of what the Sink chose
 // not to wait for.
 func (s *Sink) Write(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -116,16 +118,16 @@ func (s *Sink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Dropped returns how many records never reached the writer: dropped by
-// Write (buffer full, too long, after Close) or refused by the writer.
-// Records still in the buffer after a Close that timed out are not counted:
-// the writer may yet take them.
+// Dropped returns how many records never reached the writer. Write drops
+// records when the buffer is full, when one is too long, and after Close.
+// The writer may also refuse them. Records still in the buffer after a
+// Close that timed out are not counted. The writer may yet take them.
 func (s *Sink) Dropped() uint64 { return s.dropped.Load() }
 
 // Close stops taking records and waits at most timeout for the drain to
 // write what the buffer holds. The drain cannot be interrupted in a Write,
-// and shutdown must not hang on a stuck writer: past the timeout Close
-// returns ErrStuck and leaves the drain to finish, or to end with the
+// and shutdown must not hang on a stuck writer. So past the timeout Close
+// returns ErrStuck. It leaves the drain to finish, or to end with the
 // process. Close may be called more than once.
 func (s *Sink) Close(timeout time.Duration) error {
 	s.mu.Lock()
