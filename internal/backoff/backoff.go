@@ -1,5 +1,5 @@
-// Package backoff is the reconnect delay of the executor and the client:
-// exponential, capped, with jitter.
+// Package backoff is the reconnect delay of the executor and the client.
+// It is exponential, capped, with jitter.
 package backoff
 
 import (
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Backoff is the reconnect delay: it doubles from Min up to Max, and each
-// delay is drawn at random from [d/2, d] so that peers restarted together
-// do not reconnect together.
+// Backoff is the reconnect delay. It doubles from Min up to Max. Each
+// delay is drawn at random from [d/2, d]. So peers restarted together do
+// not reconnect together.
 type Backoff struct {
 	Min, Max time.Duration
 	cur      time.Duration // 0 before the first failure
