@@ -15,8 +15,8 @@ import (
 
 // Notifier sends state changes to systemd.
 type Notifier struct {
-	addr     *net.UnixAddr // nil: not under systemd
-	interval time.Duration // watchdog keep-alive period, 0: off
+	addr     *net.UnixAddr // nil when not under systemd
+	interval time.Duration // watchdog keep-alive period, 0 when off
 
 	mu   sync.Mutex
 	last time.Time
@@ -72,8 +72,8 @@ func (n *Notifier) Ready() error { return n.Send("READY=1\nSTATUS=ready") }
 func (n *Notifier) Stopping() error { return n.Send("STOPPING=1") }
 
 // Watchdog sends WATCHDOG=1 if half the watchdog timeout has passed since
-// the last one; call it from the event loop's ticker, so that a stuck loop
-// stops the pings and systemd restarts the service.
+// the last one. Call it from the event loop's ticker. Then a stuck loop
+// stops the pings, and systemd restarts the service.
 func (n *Notifier) Watchdog(now time.Time) error {
 	if n.interval == 0 {
 		return nil
