@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// argvOf reads the command line from a task's args: arg.argv.0, arg.argv.1,
-// ... when arg.argv.0 is present, else arg.argv split on ASCII white space.
+// argvOf reads the command line from a task's args. It takes arg.argv.0,
+// arg.argv.1, ... when arg.argv.0 is present. Otherwise it splits arg.argv
+// on ASCII white space.
 func argvOf(args map[string]string) ([]string, error) {
 	if _, ok := args["argv.0"]; ok {
 		var argv []string
@@ -44,9 +45,10 @@ func countIndexed(args map[string]string) int {
 	return n
 }
 
-// asciiSpace is the white space arg.argv splits on: space, tab, LF, VT, FF
-// and CR. A no-break or other Unicode space is part of an argument, as a
-// shell would take it: strings.Fields split a file name on U+00A0.
+// asciiSpace is the white space arg.argv splits on. That is space, tab,
+// LF, VT, FF and CR. A no-break or other Unicode space is part of an
+// argument, as a shell would take it. strings.Fields split a file name on
+// U+00A0.
 func asciiSpace(r rune) bool {
 	switch r {
 	case ' ', '\t', '\n', '\v', '\f', '\r':

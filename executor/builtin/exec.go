@@ -17,7 +17,7 @@ import (
 	"github.com/apollo11/apollo11/executor"
 )
 
-// DefaultMaxOutput is ExecConfig.MaxOutput's default: 64 KiB per stream.
+// DefaultMaxOutput is ExecConfig.MaxOutput's default, 64 KiB per stream.
 const DefaultMaxOutput = 64 << 10
 
 // BaseEnv is the whole environment of an exec'd program, before
@@ -25,8 +25,8 @@ const DefaultMaxOutput = 64 << 10
 var BaseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 
 // pipeDrain bounds the wait for a program's output pipes to close after
-// its process group was killed (a process that left the group may hold
-// them open).
+// its process group was killed. A process that left the group may hold
+// them open.
 const pipeDrain = 2 * time.Second
 
 // ExecConfig configures Exec.
@@ -34,19 +34,19 @@ type ExecConfig struct {
 	// Enabled must be true for Exec to run anything (the daemon's
 	// --allow-exec).
 	Enabled bool
-	// Allow lists the programs that may run, as absolute paths; argv[0]
+	// Allow lists the programs that may run, as absolute paths. argv[0]
 	// must equal one of them exactly (the daemon's --exec-allow).
 	Allow []string
-	// Env holds extra KEY=value entries added to BaseEnv; a later entry
+	// Env holds extra KEY=value entries added to BaseEnv. A later entry
 	// for the same key wins.
 	Env []string
-	// MaxOutput is how many bytes of stdout, and of stderr, are kept
-	// (0: DefaultMaxOutput).
+	// MaxOutput is how many bytes of stdout, and of stderr, are kept.
+	// 0 means DefaultMaxOutput.
 	MaxOutput int
 }
 
-// Exec returns the handler that runs one program without a shell; see the
-// package documentation for the argv convention, the checks and the
+// Exec returns the handler that runs one program without a shell. The
+// package documentation gives the argv convention, the checks and the
 // outputs.
 func Exec(cfg ExecConfig) executor.Handler {
 	if cfg.MaxOutput <= 0 {
@@ -81,7 +81,7 @@ func (x *execHandler) Handle(ctx context.Context, t *executor.Task) (executor.Re
 	}
 	for i, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			// execve cannot pass it: every attempt would fail alike.
+			// execve cannot pass it, so every attempt would fail alike.
 			return executor.Result{}, executor.Permanent(fmt.Errorf("exec: argument %d holds a NUL byte", i))
 		}
 	}
@@ -89,9 +89,9 @@ func (x *execHandler) Handle(ctx context.Context, t *executor.Task) (executor.Re
 	return x.run(ctx, t, argv, stdin, hasStdin)
 }
 
-// run starts argv in its own process group (on Linux, killed with the
-// executor: see sysProcAttr), feeds stdin, captures the outputs, and kills
-// the group on cancel and after the program exits.
+// run starts argv in its own process group. On Linux the group is killed
+// with the executor (see sysProcAttr). run feeds stdin and captures the
+// outputs. It kills the group on cancel and after the program exits.
 func (x *execHandler) run(ctx context.Context, t *executor.Task, argv []string, stdin string, hasStdin bool) (executor.Result, error) {
 	stdout := &cappedBuffer{max: x.cfg.MaxOutput}
 	stderr := &cappedBuffer{max: x.cfg.MaxOutput}
@@ -166,7 +166,7 @@ func startFailed(prog string, err error) error {
 		return executor.Permanent(err) // the same arguments, the same refusal
 	}
 	// A missing or non-executable program on the allow list may be
-	// being deployed: retried, as the package documentation says.
+	// being deployed. So it is retried, as the package documentation says.
 	return err
 }
 
@@ -187,9 +187,9 @@ func directOutcome(prog string, cmd *exec.Cmd, waitErr error) outcome {
 }
 
 // result builds the handler's outcome from the finished command. The
-// outputs are cut to fit the main control's max_frame: a result too large
-// would be replaced with a permanent "result too large", losing the exit
-// code and the status of a program that ran.
+// outputs are cut to fit the main control's max_frame. A result too large
+// would be replaced with a permanent "result too large". That would lose
+// the exit code and the status of a program that ran.
 func result(ctx context.Context, t *executor.Task, prog string, oc outcome, stdout, stderr *cappedBuffer) (executor.Result, error) {
 	out := map[string]string{}
 	if oc.known {
@@ -225,7 +225,7 @@ func runErr(ctx context.Context, prog string, err error) error {
 	return err
 }
 
-// pipes are the program's stdio pipes; the parent keeps the read ends of
+// pipes are the program's stdio pipes. The parent keeps the read ends of
 // stdout/stderr and the write end of stdin.
 type pipes struct {
 	outR, outW, errR, errW, inR, inW *os.File
@@ -250,8 +250,8 @@ func newPipes(withStdin bool) (*pipes, error) {
 	return p, nil
 }
 
-// copyOut copies both outputs into their buffers; the channel closes when
-// both pipes reached EOF (or were closed).
+// copyOut copies both outputs into their buffers. The channel closes when
+// both pipes reached EOF or were closed.
 func (p *pipes) copyOut(stdout, stderr io.Writer) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {

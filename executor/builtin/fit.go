@@ -6,10 +6,11 @@ import (
 )
 
 // frameReserve is what the main control's size check of a result counts
-// besides its out.* keys and its error (docs/protocol.md, "Output size
-// check": a task_state reply with a req of 128 bytes, every number of 20
-// digits, the longest state name; about 380 bytes), rounded up, plus the
-// longest executor id. The task type and trace id are counted apart.
+// besides its out.* keys and its error. See docs/protocol.md, "Output size
+// check". It is a task_state reply with a req of 128 bytes, every number
+// of 20 digits and the longest state name. That is about 380 bytes,
+// rounded up, plus the longest executor id. The task type and trace id
+// are counted apart.
 const frameReserve = 512 + executor.MaxIDLen
 
 // outputRoom is how many bytes, once escaped, stdout and stderr together

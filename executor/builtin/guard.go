@@ -12,12 +12,12 @@ import (
 // guardFlag, as a process's first argument, makes it an exec guard.
 const guardFlag = "--apollo11-exec-guard"
 
-// GuardMain makes this binary able to guard the programs Exec runs; call
+// GuardMain makes this binary able to guard the programs Exec runs. Call
 // it first thing in main. A binary that calls it is re-executed (as
-// /proc/self/exe) between the executor and each program, and GuardMain
-// then runs the guard and exits instead of returning. On Linux the guard
-// makes containment full (see the package documentation); elsewhere, and
-// in a binary that never calls GuardMain, Exec starts programs directly.
+// /proc/self/exe) between the executor and each program. GuardMain then
+// runs the guard and exits instead of returning. On Linux the guard makes
+// containment full (see the package documentation). Elsewhere, and in a
+// binary that never calls GuardMain, Exec starts programs directly.
 func GuardMain() {
 	if len(os.Args) > 2 && os.Args[1] == guardFlag {
 		os.Exit(runGuard(os.Args[2:]))
@@ -25,8 +25,9 @@ func GuardMain() {
 	enableGuards()
 }
 
-// outcome is how a program ended: its wait status (known unless it never
-// started or its guard was killed) and the error Exec reports for it.
+// outcome is how a program ended. It holds the wait status and the error
+// Exec reports. The status is known unless the program never started or
+// its guard was killed.
 type outcome struct {
 	ws       syscall.WaitStatus
 	known    bool
@@ -58,9 +59,9 @@ func statusText(ws syscall.WaitStatus) string {
 	return fmt.Sprintf("wait status %#x", uint32(ws))
 }
 
-// The guard reports to the executor on its status pipe, in one line:
-// "S <wait status>" once the program ended, or "E <errno> <message>" when
-// it could not start.
+// The guard reports to the executor on its status pipe, in one line.
+// It sends "S <wait status>" once the program ended. It sends
+// "E <errno> <message>" when the program could not start.
 
 func formatStatus(ws syscall.WaitStatus) string {
 	return "S " + strconv.FormatUint(uint64(ws), 10) + "\n"
@@ -72,9 +73,9 @@ func formatStartErr(err error) string {
 	return "E " + strconv.FormatUint(uint64(errno), 10) + " " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n"
 }
 
-// parseReport reads the guard's line: the program's wait status, or the
-// error that kept it from starting. ok is false for anything else (the
-// guard was killed before it reported).
+// parseReport reads the guard's line. It holds the program's wait status,
+// or the error that kept it from starting. ok is false for anything else,
+// as when the guard was killed before it reported.
 func parseReport(line string) (ws syscall.WaitStatus, startErr error, ok bool) {
 	kind, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
 	switch kind {
@@ -95,8 +96,8 @@ func parseReport(line string) (ws syscall.WaitStatus, startErr error, ok bool) {
 	return 0, nil, false
 }
 
-// startError is a start failure the guard reported: its message, and its
-// errno for errors.Is (E2BIG is permanent, ENOENT retried).
+// startError is a start failure the guard reported. It keeps the message,
+// and the errno for errors.Is. E2BIG is permanent, and ENOENT is retried.
 type startError struct {
 	msg   string
 	errno syscall.Errno

@@ -21,13 +21,13 @@ import (
 )
 
 // A guard stands between the executor and each program it runs. It is a
-// child subreaper, so that every descendant of the program whose parent
-// dies is handed to it rather than to init, and it gets SIGTERM when the
-// executor dies (Pdeathsig), even by kill -9. Then, as when the program
-// ends, it kills the program's process group and every descendant handed
-// to it, and reports the program's wait status on a pipe. A program's
-// grandchildren die with the executor, and work dispatched again
-// elsewhere never runs twice at once.
+// child subreaper. So every descendant of the program whose parent dies is
+// handed to it rather than to init. It gets SIGTERM when the executor dies
+// (Pdeathsig), even by kill -9. Then, as when the program ends, it kills
+// the program's process group and every descendant handed to it. It
+// reports the program's wait status on a pipe. So a program's
+// grandchildren die with the executor. Work dispatched again elsewhere
+// never runs twice at once.
 
 // sweepLimit bounds a guard's or the executor's killing of what is left.
 const sweepLimit = 5 * time.Second
@@ -36,8 +36,8 @@ var guardsOn atomic.Bool
 
 func enableGuards() { guardsOn.Store(true) }
 
-// reaper is the executor's side: as a child subreaper it is handed what a
-// killed guard leaves behind, which it kills at the end of each task.
+// reaper is the executor's side. As a child subreaper it is handed what a
+// killed guard leaves behind. It kills that at the end of each task.
 var reaper struct {
 	sync.Mutex
 	on     bool
@@ -58,7 +58,7 @@ func BecomeSubreaper() error {
 }
 
 // sweepOrphans kills and reaps the executor's children that are not
-// guards: descendants of programs whose guard was killed.
+// guards. They descend from programs whose guard was killed.
 func sweepOrphans() {
 	reaper.Lock()
 	defer reaper.Unlock()
@@ -86,9 +86,9 @@ type guard struct {
 	ended  bool
 }
 
-// startGuarded starts cmd's program under a guard: cmd is rewritten to
+// startGuarded starts cmd's program under a guard. cmd is rewritten to
 // run this binary in guard mode. The caller holds its OS thread locked
-// from here to the wait (see lockThread): the guard's Pdeathsig follows
+// from here to the wait (see lockThread). The guard's Pdeathsig follows
 // the thread that started it.
 func startGuarded(cmd *exec.Cmd) (*guard, error) {
 	r, w, err := os.Pipe()
@@ -113,7 +113,7 @@ func startGuarded(cmd *exec.Cmd) (*guard, error) {
 	return &guard{cmd: cmd, report: r}, nil
 }
 
-// stop asks the guard to kill the program and all it started; a guard
+// stop asks the guard to kill the program and all it started. A guard
 // that has not ended after pipeDrain is killed outright.
 func (g *guard) stop() {
 	g.mu.Lock()
@@ -156,7 +156,7 @@ func (g *guard) finish(prog string, waitErr error) outcome {
 	return waitOutcome(ws)
 }
 
-// runGuard is the guard: it runs argv and reports how it ended on fd 3.
+// runGuard is the guard. It runs argv and reports how it ended on fd 3.
 func runGuard(argv []string) int {
 	syscall.CloseOnExec(3) // the program must not hold the executor's pipe
 	report := os.NewFile(3, "report")
@@ -164,7 +164,8 @@ func runGuard(argv []string) int {
 		_, _ = io.WriteString(report, formatStartErr(fmt.Errorf("exec guard: cannot become a child subreaper: %w", err)))
 		return 1
 	}
-	// Before the program starts: the executor dying from here on is seen.
+	// This comes before the program starts. So the executor dying from
+	// here on is seen.
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	// The program's Pdeathsig follows this thread (see lockThread).
@@ -175,7 +176,7 @@ func runGuard(argv []string) int {
 		_, _ = io.WriteString(report, formatStartErr(err))
 		return 0
 	}
-	// Its stdio is the program's now: the executor sees their ends once
+	// Its stdio is the program's now. The executor sees their ends once
 	// the program and what it started close them.
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
 		for fd := range 3 {
@@ -202,7 +203,7 @@ func runGuard(argv []string) int {
 }
 
 // sweepGuarded kills the program's process group and every descendant
-// handed to the guard, until none is left: each one killed hands its own
+// handed to the guard, until none is left. Each one killed hands its own
 // children to the guard in turn.
 func sweepGuarded(pgid int) {
 	self, deadline := os.Getpid(), time.Now().Add(sweepLimit)
@@ -225,8 +226,8 @@ func sweepGuarded(pgid int) {
 	}
 }
 
-// childrenOf lists the processes whose parent is pid: from its threads'
-// children files where the kernel has them, else from all of /proc.
+// childrenOf lists the processes whose parent is pid. It reads its
+// threads' children files where the kernel has them, else all of /proc.
 func childrenOf(parent int) []int {
 	dir := "/proc/" + strconv.Itoa(parent) + "/task/"
 	if tasks, err := os.ReadDir(dir); err == nil {
@@ -279,7 +280,8 @@ func scanChildren(parent int) []int {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		// pid (comm) state ppid ...: comm may hold anything, ")" too.
+		// The line reads pid (comm) state ppid and so on. comm may hold
+		// anything, ")" too.
 		i := bytes.LastIndexByte(b, ')')
 		if i < 0 {
 			continue

@@ -8,7 +8,7 @@ import (
 )
 
 // Without Linux's parent-death signal and child subreaper there is no
-// guard: programs start directly, in their own process group.
+// guard. Programs start directly, in their own process group.
 
 func enableGuards() {}
 

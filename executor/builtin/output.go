@@ -6,7 +6,7 @@ import (
 )
 
 // cappedBuffer keeps the first max bytes written to it and counts the
-// rest, so that a chatty program never blocks on a full pipe nor fills the
+// rest. So a chatty program never blocks on a full pipe nor fills the
 // executor's memory. It is safe for concurrent use.
 type cappedBuffer struct {
 	mu        sync.Mutex
@@ -27,8 +27,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 	return n, nil // all of it "written", so that the copy goes on draining the pipe
 }
 
-// text returns what was kept as valid UTF-8 (invalid bytes, including a
-// sequence cut by the cap, become U+FFFD) and whether output was dropped.
+// text returns what was kept as valid UTF-8, and whether output was
+// dropped. Invalid bytes become U+FFFD, including a sequence cut by the cap.
 func (c *cappedBuffer) text() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

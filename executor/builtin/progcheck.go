@@ -7,14 +7,13 @@ import (
 	"runtime"
 )
 
-// CheckProgram refuses an allow-list entry that other users could change:
-// a program any user may write to, or one in a directory any user may
-// write to, could be replaced, and every exec task would then run the
-// replacement as the executor's user. Both the path as given and the file
-// it resolves to are checked. Every directory on the way must not be
-// world-writable, unless its sticky bit keeps others from renaming what
-// they do not own (as in /tmp); the program's own directory must not be
-// world-writable at all.
+// CheckProgram refuses an allow-list entry that other users could change.
+// Such a program could be replaced, if any user may write to it or to its
+// directory. Every exec task would then run the replacement as the
+// executor's user. Both the path as given and the file it resolves to are
+// checked. No directory on the way may be world-writable, unless its
+// sticky bit keeps others from renaming what they do not own (as in
+// /tmp). The program's own directory must not be world-writable at all.
 func CheckProgram(path string) error {
 	if runtime.GOOS == "windows" { // no such mode bits
 		return nil

@@ -26,9 +26,9 @@ func Echo() executor.Handler {
 // maxSleepMillis is the longest sleep a time.Duration holds.
 const maxSleepMillis = math.MaxInt64 / int64(time.Millisecond)
 
-// Sleep returns a handler that sleeps arg.ms milliseconds (a spec number,
-// required) and succeeds. A cancelled sleep returns the context's error; a
-// missing or bad arg.ms is a permanent failure.
+// Sleep returns a handler that sleeps arg.ms milliseconds and succeeds.
+// arg.ms is a spec number and required. A cancelled sleep returns the
+// context's error. A missing or bad arg.ms is a permanent failure.
 func Sleep() executor.Handler {
 	return executor.HandlerFunc(func(ctx context.Context, t *executor.Task) (executor.Result, error) {
 		raw, ok := t.Args["ms"]
@@ -53,9 +53,10 @@ func Sleep() executor.Handler {
 // DefaultFailError is Fail's error text when arg.error is absent.
 const DefaultFailError = "fail handler"
 
-// Fail returns a handler that always fails, with error=arg.error (when
-// absent or empty: "fail handler"), retryable unless arg.retryable=false. An arg.retryable
-// other than true or false is itself a permanent failure.
+// Fail returns a handler that always fails, with error=arg.error. When
+// arg.error is absent or empty, the error is "fail handler". The failure
+// is retryable unless arg.retryable=false. An arg.retryable other than
+// true or false is itself a permanent failure.
 func Fail() executor.Handler {
 	return executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
 		retryable := true
