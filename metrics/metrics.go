@@ -1,9 +1,9 @@
 // Package metrics writes the Prometheus text exposition format (version
-// 0.0.4) for a handful of counters, gauges and histograms, without a client
-// library: the main control needs a dozen series, not a framework.
+// 0.0.4) for a handful of counters, gauges and histograms. It uses no
+// client library. The main control needs a dozen series, not a framework.
 //
-// Counters and histograms are updated with atomics from any goroutine;
-// gauges are read from functions when scraped.
+// Counters and histograms are updated with atomics from any goroutine.
+// Gauges are read from functions when scraped.
 package metrics
 
 import (
@@ -36,7 +36,7 @@ func (r *Registry) add(name, help, kind string, write func(*bufio.Writer, string
 	r.items = append(r.items, item{name: name, help: help, kind: kind, write: write})
 }
 
-// addBlock registers a writer of whole families: several read together
+// addBlock registers a writer of whole families. They are read together
 // from one sample, each with its own HELP and TYPE lines.
 func (r *Registry) addBlock(write func(*bufio.Writer)) {
 	r.mu.Lock()
@@ -66,7 +66,7 @@ func (r *Registry) Counter(name, help string) *Counter {
 }
 
 // CounterVec registers one counter per value of label, the values fixed
-// up front; series are written in the order given.
+// up front. Series are written in the order given.
 func (r *Registry) CounterVec(name, help, label string, values []string) map[string]*Counter {
 	cs := make(map[string]*Counter, len(values))
 	for _, v := range values {
@@ -95,8 +95,8 @@ func (r *Registry) GaugeFunc(name, help string, fn func() float64) {
 	})
 }
 
-// GaugeVecFunc registers a gauge with one label, read from fn when scraped;
-// series are written in label order.
+// GaugeVecFunc registers a gauge with one label, read from fn when scraped.
+// Series are written in label order.
 func (r *Registry) GaugeVecFunc(name, help, label string, fn func() map[string]float64) {
 	r.add(name, help, "gauge", func(w *bufio.Writer, n string) {
 		vals := fn()
@@ -148,9 +148,9 @@ func (r *Registry) Histogram(name, help string, bounds []float64) *Histogram {
 	return h
 }
 
-// HistogramFunc registers a histogram whose per-bucket (not cumulative)
-// counts, sum and count are read from fn when scraped; counts has one entry
-// per bound plus one for +Inf.
+// HistogramFunc registers a histogram read from fn when scraped. fn gives
+// per-bucket (not cumulative) counts, the sum and the count. counts has
+// one entry per bound plus one for +Inf.
 func (r *Registry) HistogramFunc(name, help string, bounds []float64, fn func() (counts []uint64, sum float64)) {
 	r.add(name, help, "histogram", func(w *bufio.Writer, n string) {
 		counts, sum := fn()

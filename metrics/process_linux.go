@@ -10,7 +10,7 @@ import (
 )
 
 // writeProcess writes the process_* families from getrusage, getrlimit
-// and /proc/self: one small file read and one directory walk a scrape.
+// and /proc/self. A scrape costs one small file read and one directory walk.
 func writeProcess(w *bufio.Writer) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {

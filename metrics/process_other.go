@@ -4,6 +4,6 @@ package metrics
 
 import "bufio"
 
-// writeProcess writes nothing where /proc is missing: a series left out
+// writeProcess writes nothing where /proc is missing. A series left out
 // reads as absent, where a zero would read as a real value.
 func writeProcess(*bufio.Writer) {}

@@ -10,16 +10,16 @@ import (
 	"time"
 )
 
-// startTime stands for the process's start: package init runs within
+// startTime stands for the process's start. Package init runs within
 // moments of it, on every system.
 var startTime = time.Now()
 
-// RuntimeMetrics registers the Go runtime's and the process's metrics
-// under the names the Prometheus Go client gives them (go_*, process_*),
-// so that dashboards and alerts written for it work unchanged. Scrapes
-// read runtime/metrics and the GC's pause history, which stop nothing;
-// runtime.ReadMemStats, which stops the world, is not used. Process
-// metrics a system cannot give are left out rather than written as zero.
+// RuntimeMetrics registers the Go runtime's and the process's metrics.
+// They take the names the Prometheus Go client gives them (go_*,
+// process_*). So dashboards and alerts written for it work unchanged.
+// Scrapes read runtime/metrics and the GC's pause history, which stop
+// nothing. runtime.ReadMemStats stops the world, so it is not used.
+// Process metrics a system cannot give are left out, not written as zero.
 func (r *Registry) RuntimeMetrics() {
 	r.addBlock(func(w *bufio.Writer) {
 		writeGo(w)
