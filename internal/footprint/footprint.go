@@ -1,7 +1,7 @@
 // Package footprint keeps an idle daemon's resident memory small.
 //
-// Most of an idle daemon's RSS is its own binary: the kernel maps 64 KB
-// of cached file pages around every page fault, so startup alone leaves
+// Most of an idle daemon's RSS is its own binary. The kernel maps 64 KB
+// of cached file pages around every page fault. So startup alone leaves
 // about 80% of the text and read-only data mapped. Idle, the daemons use
 // about 1 MB of it. Release drops those mappings once startup is over.
 // A page used later maps back from the page cache, without any I/O.
@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// Keep calls Release once first has passed (startup is over by then),
-// then every every, until ctx ends: a burst of work (a snapshot, a
-// query, a task) leaves its pages mapped no longer than that. report
-// gets the first call's outcome (nil: released) and a later failure,
-// after which Keep stops: failing costs only memory.
+// Keep calls Release once first has passed, as startup is over by then.
+// It then calls it every every, until ctx ends. So a burst of work (a
+// snapshot, a query, a task) leaves its pages mapped no longer than that.
+// report gets the first call's outcome (nil when released). It also gets
+// a later failure, after which Keep stops. Failing costs only memory.
 func Keep(ctx context.Context, first, every time.Duration, report func(error)) {
 	t := time.NewTimer(first)
 	defer t.Stop()

@@ -14,7 +14,7 @@ import (
 
 // Release drops this process's mappings of the read-only segments of
 // its own executable (code and constants). The writable segment is left
-// alone: dropping it would lose the process's own changes.
+// alone. Dropping it would lose the process's own changes.
 func Release() error {
 	st, err := os.Stat("/proc/self/exe")
 	if err != nil {
