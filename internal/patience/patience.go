@@ -5,7 +5,7 @@
 // Otherwise it is one plus the one-minute load average per CPU, read from
 // /proc/loadavg, capped at MaxFactor. Where there is no /proc it is 1.
 //
-// Load-heavy tests run only when APOLLO11_LOAD_TESTS is set: see LoadTests.
+// Load-heavy tests run only when APOLLO11_LOAD_TESTS is set (see LoadTests).
 package patience
 
 import (
@@ -21,7 +21,7 @@ import (
 // ScaleEnv overrides the measured factor, for a machine known to be slow.
 const ScaleEnv = "APOLLO11_TEST_SCALE"
 
-// LoadEnv turns on the load-heavy tests. CI sets it; a developer may.
+// LoadEnv turns on the load-heavy tests. CI sets it, and a developer may.
 const LoadEnv = "APOLLO11_LOAD_TESTS"
 
 // MaxFactor bounds the factor, so that a hung test still ends.
