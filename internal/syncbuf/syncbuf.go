@@ -1,5 +1,6 @@
 // Package syncbuf is a byte buffer that goroutines may write while a test
-// reads it: the sink of a logger under test, or a child process's output.
+// reads it. It serves as the sink of a logger under test, or a child
+// process's output.
 package syncbuf
 
 import (
