@@ -1,6 +1,6 @@
 // Package testbin builds the apollo11 binary once per test process and runs
-// it as a child process, for tests that need the real thing: crash tests
-// (kill -9), CLI tests, the reliability suite.
+// it as a child process. It serves tests that need the real thing. Those
+// are crash tests (kill -9), CLI tests and the reliability suite.
 package testbin
 
 import (
@@ -70,9 +70,10 @@ func BuildCmd(t testing.TB, name string) string {
 	return path
 }
 
-// Main runs a test package's tests and removes the binary Build made (13
-// MB a package, left in the temp dir by every run before). A package
-// that uses Build calls it from TestMain: os.Exit(testbin.Main(m)).
+// Main runs a test package's tests and removes the binary Build made.
+// Otherwise each run would leave a binary per package in the temp dir.
+// A package that uses Build calls it from TestMain, as
+// os.Exit(testbin.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
 	if buildDir != "" {
@@ -112,9 +113,9 @@ func Start(t testing.TB, bin string, env []string, args ...string) *Proc {
 	p.Cmd = exec.Command(bin, args...)
 	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
-	// Pdeathsig: a test binary that dies without running its cleanups (a
-	// -timeout panic, a kill) takes its daemons with it instead of leaving
-	// them listening.
+	// With Pdeathsig, a test binary that dies without running its cleanups
+	// takes its daemons with it, instead of leaving them listening. It may
+	// die by a -timeout panic or a kill.
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatalf("cannot start %s: %v", bin, err)
@@ -200,8 +201,8 @@ func (p *Proc) Kill() {
 // Signal sends sig to the process.
 func (p *Proc) Signal(sig syscall.Signal) { _ = p.Cmd.Process.Signal(sig) }
 
-// Wait waits up to timeout for the exit and returns its error (nil: exit
-// status 0).
+// Wait waits up to timeout for the exit and returns its error. The error
+// is nil for exit status 0.
 func (p *Proc) Wait(timeout time.Duration) error {
 	select {
 	case <-p.done:
