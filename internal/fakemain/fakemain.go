@@ -1,7 +1,7 @@
 // Package fakemain is a scripted main control for the tests of the
-// client and executor packages: it accepts connections on loopback (or
-// over net.Pipe), sends `welcome`, and hands each connection to the test,
-// which plays the rest of the protocol by hand.
+// client and executor packages. It accepts connections on loopback (or
+// over net.Pipe) and sends `welcome`. It hands each connection to the
+// test, which plays the rest of the protocol by hand.
 package fakemain
 
 import (
@@ -44,11 +44,11 @@ func WithAuth() Option { return func(s *Server) { s.authMode = "hmac-sha256" } }
 // WithMaxFrame announces max_frame=n.
 func WithMaxFrame(n int) Option { return func(s *Server) { s.maxFrame.Store(int64(n)) } }
 
-// WithGreeting sends raw in place of the welcome: a broken frame, or
-// another service's banner.
+// WithGreeting sends raw in place of the welcome. raw may be a broken
+// frame, or another service's banner.
 func WithGreeting(raw []byte) Option { return func(s *Server) { s.greeting = raw } }
 
-// Start listens on 127.0.0.1:0; everything stops at the end of the test.
+// Start listens on 127.0.0.1:0. Everything stops at the end of the test.
 func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -111,7 +111,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // SetMaxFrame changes the max_frame later welcomes announce.
 func (s *Server) SetMaxFrame(n int) { s.maxFrame.Store(int64(n)) }
 
-// PipeDial connects through net.Pipe, with no socket: the server's side is
+// PipeDial connects through net.Pipe, with no socket. The server's side is
 // handed to Accept. It fits client and executor Dial options.
 func (s *Server) PipeDial(context.Context, string) (net.Conn, error) {
 	client, server := net.Pipe()
@@ -154,8 +154,8 @@ type Conn struct {
 	wmu   sync.Mutex
 }
 
-// Send writes a frame built from key/value pairs; it is safe from any
-// goroutine, and a failure fails the test.
+// Send writes a frame built from key/value pairs. It is safe from any
+// goroutine. A failure fails the test.
 func (c *Conn) Send(typ string, kv ...string) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -180,8 +180,8 @@ var BrokenFrames = []BrokenFrame{
 	{"too large", []byte{0x7f, 0xff, 0xff, 0xff}, wire.CodeFrameTooLarge},
 }
 
-// SendRaw writes bytes as they are (a broken frame, say); it is safe from
-// any goroutine, and a failure fails the test.
+// SendRaw writes bytes as they are, a broken frame say. It is safe from
+// any goroutine. A failure fails the test.
 func (c *Conn) SendRaw(b []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
