@@ -314,6 +314,7 @@ func (c *Core) applyDispatch(r *record) {
 	}
 	e.tasks.set(t.id, assignment{ver: t.version})
 	e.load++
+	t.typ.active++
 	c.refreshHeaps(e)
 }
 
@@ -326,6 +327,7 @@ func (c *Core) detach(id uint64) {
 	}
 	if e.tasks.del(id) {
 		e.load--
+		c.activeLeft(t.typ)
 		c.refreshHeaps(e)
 		c.queueIdle(e)
 	}

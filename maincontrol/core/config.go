@@ -21,6 +21,8 @@ const (
 	DefaultRetentionMax     = 100_000
 	DefaultMaxRetrying      = 10_000
 	DefaultMaxAttempts      = 3
+	DefaultRetryBase        = time.Second
+	DefaultRetryCap         = 60 * time.Second
 	MinMaxFrame             = 1024
 )
 
@@ -109,8 +111,8 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.HeartbeatInterval, c.HeartbeatTimeout/3)
 	def(&c.StartTimeout, DefaultStartTimeout)
 	def(&c.Retention, DefaultRetention)
-	def(&c.RetryBase, time.Second)
-	def(&c.RetryCap, 60*time.Second)
+	def(&c.RetryBase, DefaultRetryBase)
+	def(&c.RetryCap, DefaultRetryCap)
 	if c.HeartbeatInterval > c.HeartbeatTimeout/2 {
 		return c, fmt.Errorf("%w: heartbeat interval %v is above half of the heartbeat timeout %v",
 			ErrConfig, c.HeartbeatInterval, c.HeartbeatTimeout)

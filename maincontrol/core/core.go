@@ -100,7 +100,8 @@ type Core struct {
 	// lastMark is the log position of the latest record (Effects.Record);
 	// stateMark that of the latest change to the shared state.
 	lastMark, stateMark uint64
-	gates               gates // what task frames wait for (idx_gates.go)
+	gates               gates        // what task frames wait for (idx_gates.go)
+	pol                 *policyState // per-type policies (policy.go); nil: none
 }
 
 type peerKind uint8
@@ -307,6 +308,7 @@ func (c *Core) Tick() {
 	c.fireTimers(now)
 	c.checkLiveness(now)
 	c.applyRetention(now)
+	c.policyTick(now)
 	c.dispatchDirty()
 }
 

@@ -40,7 +40,7 @@ func (c *Core) dispatchDirty() {
 	for h.Len() > 0 {
 		tt := heap.Pop(&h).(*taskType)
 		t, e := c.nextPending(tt), tt.free.top()
-		if t == nil || e == nil {
+		if t == nil || e == nil || !c.mayDispatch(tt) {
 			tt.dirty = false // nothing left to match: marked again when that changes
 			continue
 		}
@@ -57,7 +57,7 @@ func (c *Core) dispatchDirty() {
 func (c *Core) dispatchType(tt *taskType) {
 	for tt.pending > 0 {
 		e := tt.free.top()
-		if e == nil {
+		if e == nil || !c.mayDispatch(tt) {
 			return
 		}
 		t := c.nextPending(tt)
@@ -105,6 +105,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 		return
 	}
 	t = c.tasks.get(r.id)
+	c.policyDispatched(t.typ, now)
 	c.obs.Dispatched(time.Duration(max(0, now-pendingSince)) * time.Millisecond)
 	c.logTransition(t, Pending, Dispatched, "dispatch")
 	b := wire.Begin(c.frame[:0], wire.KindTask)

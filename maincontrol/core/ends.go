@@ -150,7 +150,7 @@ func (c *Core) failAttempt(id uint64, retryable, immediate, takenBack bool, errT
 	case immediate:
 		r.due = now
 	case c.cfg.MaxRetrying < 0 || c.armed < c.cfg.MaxRetrying:
-		r.due = now + c.backoff(t.attempt).Milliseconds()
+		r.due = now + c.backoff(t.typ, t.attempt).Milliseconds()
 	default:
 		r.due = 0 // waits its turn behind the retry cap
 	}
@@ -186,7 +186,7 @@ func (c *Core) armWaiting() {
 		}
 		now := c.now()
 		r := c.newRecord(recArm)
-		r.id, r.at, r.due = t.id, now, now+c.backoff(t.attempt).Milliseconds()
+		r.id, r.at, r.due = t.id, now, now+c.backoff(t.typ, t.attempt).Milliseconds()
 		c.commit(r)
 	}
 }

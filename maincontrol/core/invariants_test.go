@@ -48,8 +48,17 @@ func checkInvariants(c *Core, loads map[string]int) error {
 			}
 		}
 	}
+	active := map[*taskType]int{}
+	for _, e := range c.execs {
+		for id := range e.tasks.all() {
+			active[c.tasks.get(id).typ]++
+		}
+	}
 	valid := map[*taskType]map[uint64]int{}
 	for _, tt := range c.types {
+		if tt.active != active[tt] {
+			return fmt.Errorf("type %s: active %d, %d dispatched or running", tt.name, tt.active, active[tt])
+		}
 		v := map[uint64]int{}
 		for p := range tt.queues {
 			q := tt.queues[p]
@@ -223,8 +232,8 @@ func checkInvariants(c *Core, loads map[string]int) error {
 			return fmt.Errorf("type %s: pending %d, queued tasks %d", tt.name, tt.pending, pendingOf[tt])
 		}
 		// Dispatch is eager: no queued task while an executor of its type
-		// has a free slot.
-		if c.available && pendingOf[tt] > 0 && len(tt.free.items) > 0 {
+		// has a free slot, unless the type's policy holds it.
+		if c.available && pendingOf[tt] > 0 && len(tt.free.items) > 0 && c.mayDispatch(tt) {
 			return fmt.Errorf("type %s: %d queued tasks and a free executor %s", tt.name, pendingOf[tt], tt.free.items[0].e.id)
 		}
 		for i, en := range tt.free.items {

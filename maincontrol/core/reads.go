@@ -138,6 +138,7 @@ func (c *Core) stats(p *peer, _ *wire.Message, req string) {
 	b.Str("retrying.armed", strconv.Itoa(c.armed))
 	b.Str("next_task_id", strconv.FormatUint(c.nextID, 10))
 	b.Bool("available", c.available)
+	b.Str("stuck", strconv.Itoa(c.Stuck().Stuck))
 	c.send(p.id, &b)
 }
 

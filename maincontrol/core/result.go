@@ -74,6 +74,7 @@ func (c *Core) result(p *peer, m *wire.Message) {
 		if len(sets) > 0 {
 			stateVer = c.stateVer + 1
 		}
+		c.noteRun(t, c.now())
 		if c.endWith(id, Succeeded, "", out, outKeys, sets, stateVer, 0, "succeeded") {
 			c.stateBytes += growth
 		}

@@ -18,7 +18,7 @@ func TestCore_BackoffBounds(t *testing.T) {
 		for n := uint32(1); n <= 40; n++ {
 			full := min(60*time.Second, time.Duration(1<<min(n-1, 20))*time.Second)
 			for range 200 {
-				d := h.c.backoff(n)
+				d := h.c.backoff(&taskType{name: "t"}, n)
 				require.GreaterOrEqual(t, d, full/2, "n=%d", n)
 				require.LessOrEqual(t, d, full, "n=%d", n)
 				if lo[n] == 0 || d < lo[n] {

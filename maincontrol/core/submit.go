@@ -218,6 +218,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.badRequest(p, req, err)
 		return
 	}
+	c.policyDefaults(&f, &s)
 	if taskFrameKeys+f.args.n > wire.MaxKeys {
 		c.sendError(p, req, wire.CodeBadRequest, "submit has too many args: a task frame holds at most "+
 			strconv.Itoa(wire.MaxKeys-taskFrameKeys)+" arg.* keys")

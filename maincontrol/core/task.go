@@ -169,6 +169,8 @@ type taskType struct {
 	mark uint64 // Core.typeMark when last seen in the register being applied
 	// urgency places the type in dispatchDirty's heap (urgentTypes).
 	urgency urgency
+	// active counts its dispatched and running tasks (policy max_running).
+	active int
 }
 
 // enqueue appends a pending task's entry to the queue of its priority.

@@ -228,6 +228,9 @@ func (c *Core) NextTickAt() (at int64, ok bool) {
 	if len(c.hsQueue) > 0 {
 		take(c.hsQueue[0].at)
 	}
+	if pa, pok := c.policyDue(); pok {
+		take(pa)
+	}
 	if c.retention.len() > 0 {
 		t := c.endOf(c.retention.peek())
 		terminal := c.terminal()
