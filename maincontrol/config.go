@@ -124,6 +124,11 @@ type Config struct {
 	IdleTick     time.Duration
 	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
 
+	// PolicyFile holds per-type policies (policyfile.go), read at start
+	// and again at each receive from Reload; "" means none.
+	PolicyFile string
+	Reload     <-chan struct{}
+
 	Core   core.Config
 	Logger *slog.Logger
 	// LogDropped, if set, counts the log records the logger's writer

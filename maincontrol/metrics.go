@@ -27,6 +27,7 @@ type serverMetrics struct {
 	// grows without bound and a restart replays all of it.
 	snapFailures *metrics.Counter
 	snapFailing  atomic.Bool
+	policy       policyCounts // policies.go
 }
 
 var _ core.Observer = (*serverMetrics)(nil)
@@ -105,6 +106,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 	for _, st := range []core.State{core.Succeeded, core.Failed, core.Cancelled} {
 		m.ended[st] = r.Counter("apollo11_tasks_"+st.String()+"_total", "Tasks that ended "+st.String()+".")
 	}
+	m.addPolicyMetrics(s)
 	if s.cfg.DataDir != "" {
 		m.addStoreMetrics(func() snapshot.Stats {
 			if s.store == nil { // still recovering

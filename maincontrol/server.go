@@ -93,6 +93,10 @@ func newServer(cfg Config) (*Server, error) {
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
+	if err := s.loadPolicies(); err != nil {
+		s.closeStore()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -191,6 +195,7 @@ func (s *Server) serve(ctx context.Context) error {
 	}
 	s.loops = loops
 	go s.acceptor.run()
+	go s.watchReload(ctx)
 	loopDied := s.watchTicks(s.cfg.watchEvery())
 	if err := s.startHTTP(); err != nil {
 		s.stopAccepting()

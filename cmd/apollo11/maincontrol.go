@@ -29,6 +29,8 @@ type maincontrolFlags struct {
 	maxUnauthConns                                            int
 	recoverTruncate, lockLoops                                bool
 	httpListen                                                string
+	policyFile                                                string
+	retryBase, retryCap                                       time.Duration
 	log                                                       logFlags
 }
 
@@ -53,6 +55,9 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.retentionMax, "retention-max", core.DefaultRetentionMax, "how many ended tasks are kept (newest)")
 	fs.IntVar(&f.retentionMaxBytes, "retention-max-bytes", core.DefaultRetentionMaxBytes, "bytes the ended tasks kept may hold, counted as for --max-pending-bytes with their outputs and error; past it the oldest ended are forgotten (-1: no cap)")
 	fs.IntVar(&f.maxRetrying, "max-retrying", core.DefaultMaxRetrying, "retrying tasks whose backoff runs at once; more wait their turn (-1: no cap)")
+	durationVar(fs, &f.retryBase, "retry-base", core.DefaultRetryBase, "first retry delay: attempt n waits min(--retry-cap, base x 2^(n-1)) x a random 0.5-1 (a type's policy may say otherwise)")
+	durationVar(fs, &f.retryCap, "retry-cap", core.DefaultRetryCap, "longest retry delay, before the random factor")
+	fs.StringVar(&f.policyFile, "policy-file", "", "YAML file of per-type policies (defaults, retry, limits, stuck tasks; docs/protocol.md 8.9), read at start; maincontrol reads it again on SIGHUP, which then reloads rather than stops")
 	fs.IntVar(&f.maxStateBytes, "max-state-bytes", core.DefaultMaxStateBytes, "largest shared state in bytes, each key counted as name + value (at least 20) + 64; results that would grow it past this fail (-1: no cap)")
 	fs.StringVar(&f.fsync, "fsync", "always", "when the log is fsynced: always, batch or never")
 	durationVar(fs, &f.fsyncInterval, "fsync-interval", snapshot.DefaultFsyncInterval, "longest wait between fsyncs with --fsync batch")
@@ -96,7 +101,8 @@ func (f *maincontrolFlags) checkPositive() error {
 		positive("event-loops", f.eventLoops), positive("max-waits", f.maxWaits),
 		positiveMs("handshake-timeout", f.handshakeTimeout), positiveMs("heartbeat-timeout", f.heartbeatTimeout),
 		positiveMs("start-timeout", f.startTimeout), positiveMs("retention", f.retention),
-		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval))
+		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval),
+		positiveMs("retry-base", f.retryBase), positiveMs("retry-cap", f.retryCap), retryOrder(f.retryBase, f.retryCap))
 }
 
 // config turns the flags into a maincontrol.Config whose logger writes
@@ -132,7 +138,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
 		MaxConns: f.maxConns, MaxUnauthConns: f.maxUnauthConns, MaxBuffers: f.maxBuffers, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
-		HTTPListen: f.httpListen,
+		HTTPListen: f.httpListen, PolicyFile: f.policyFile,
 		Core: core.Config{
 			Version: version, MaxFrame: f.maxFrame, Token: token, AdminToken: adminToken,
 			HandshakeTimeout: f.handshakeTimeout, HeartbeatInterval: f.heartbeatInterval,
@@ -140,6 +146,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 			MaxPending: f.maxPending, Retention: f.retention, RetentionMax: f.retentionMax,
 			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, MaxPendingBytes: f.maxPendingBytes,
 			RetentionMaxBytes: f.retentionMaxBytes, MaxWaits: f.maxWaits, Logger: logger,
+			RetryBase: f.retryBase, RetryCap: f.retryCap,
 		},
 	}
 	return cfg, nil
@@ -160,7 +167,13 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.LogDropped = sink.Dropped
 	notifier := systemd.FromEnv()
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
+	sigs := stopSignals()
+	if cfg.PolicyFile != "" {
+		var stopReload func()
+		sigs, cfg.Reload, stopReload = reloadOnHangup()
+		defer stopReload()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	cfg.OnReady = func(string) {
 		logNotifyErr(cfg, notifier.Ready())
