@@ -61,6 +61,11 @@ func (s *Server) ReloadPolicies() error {
 	}
 	ps, err := LoadPolicyFile(s.cfg.PolicyFile)
 	s.mu.Lock()
+	if s.stopping {
+		// Nothing is dispatched during a stop; the next start reads the file.
+		s.mu.Unlock()
+		return nil
+	}
 	if err == nil {
 		err = s.core.SetPolicies(ps)
 	}

@@ -95,3 +95,29 @@ func TestPolicyFile_SIGHUPReload(t *testing.T) {
 	mc.Signal(syscall.SIGTERM)
 	require.NoError(t, mc.Wait(20*time.Second), mc.Output())
 }
+
+// A running task past its type's stuck_after is flagged, logged and, with
+// stuck_action fail, taken back from the real executor and failed.
+func TestPolicyFile_StuckTaskFails(t *testing.T) {
+	bin := testbin.Build(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "policies.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("types:\n  sleep:\n    stuck_after: 1s\n    stuck_action: fail\n"), 0o644))
+	httpAddr := testbin.FreeAddr(t)
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", filepath.Join(dir, "data"), "--policy-file", file,
+		"--http-listen", httpAddr, "--heartbeat-timeout", "30s")
+	ex := startExecutor(t, bin, mc.Addr, "--id", "stuck-1", "--types", "sleep")
+	id := submitID(t, bin, mc.Addr, "--type", "sleep", "--arg", "ms=60000")
+	st := waitState(t, bin, mc.Addr, id, "failed")
+	assert.Contains(t, st["error"], "stuck: running")
+	waitOutput(t, mc, "task stuck: running past its type's limit", 1)
+	waitOutput(t, ex, "cancel", 1)
+	metrics := scrape(t, httpAddr)
+	assert.Contains(t, metrics, "apollo11_tasks_stuck_total 1")
+	assert.Contains(t, metrics, "apollo11_tasks_stuck_taken_back_total 1")
+	assert.Contains(t, metrics, "apollo11_tasks_stuck 0")
+	ex.Signal(syscall.SIGTERM)
+	require.NoError(t, ex.Wait(20*time.Second), ex.Output())
+	mc.Signal(syscall.SIGTERM)
+	require.NoError(t, mc.Wait(20*time.Second), mc.Output())
+}
