@@ -56,6 +56,9 @@
 //	kept.go        disconnected executors kept until their timeout
 //	taskbytes.go   the bytes tasks hold, against the caps
 //	epoch.go       restart epochs in dispatch versions
+//	policy.go      per-type policies: submit defaults, retry shape, limits
+//	stuck.go       running tasks past their type's limit, and p99 windows
+//	policyview.go  read-only views of the policies, for metrics
 //
 // Records, snapshots and recovery:
 //
