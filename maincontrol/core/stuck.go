@@ -213,13 +213,20 @@ func (c *Core) flagStuck(id, ver uint64, ranMs, limit int64, rule string, action
 }
 
 // pruneStuck forgets the flagged tasks that no longer run that dispatch.
-func (c *Core) pruneStuck() {
+// It returns how many are left whose type still has a stuck rule: a
+// reload may drop it, and the flag stays so that one back warns no more.
+func (c *Core) pruneStuck() int {
 	st := &c.pol.stuck
+	n := 0
 	for id, m := range st.flagged {
-		if t := c.tasks.get(id); t == nil || t.version != m.ver || t.state != Running {
+		t := c.tasks.get(id)
+		if t == nil || t.version != m.ver || t.state != Running {
 			delete(st.flagged, id)
+		} else if tp := c.pol.lookup(t.typ.name); tp != nil && tp.stuckRule() {
+			n++
 		}
 	}
+	return n
 }
 
 // StuckStats is what the stuck rules found.
@@ -234,7 +241,7 @@ func (c *Core) Stuck() StuckStats {
 	if c.pol == nil {
 		return StuckStats{}
 	}
-	c.pruneStuck()
+	n := c.pruneStuck()
 	st := &c.pol.stuck
-	return StuckStats{Stuck: len(st.flagged), Flagged: st.total, TakenBack: st.taken}
+	return StuckStats{Stuck: n, Flagged: st.total, TakenBack: st.taken}
 }
