@@ -14,9 +14,9 @@ import (
 var ErrCrashed = errors.New("simulated crash")
 
 // CrashFS is the real file system that stops after a number of changes,
-// as a process killed with SIGKILL does: every creation, write, fsync,
-// rename, removal and truncation counts as a step; once the budget is
-// spent each of them fails with ErrCrashed and changes nothing, so the
+// as a process killed with SIGKILL does. Every creation, write, fsync,
+// rename, removal and truncation counts as a step. Once the budget is
+// spent, each of them fails with ErrCrashed and changes nothing. So the
 // directory stays as the kill left it. Reads go on working.
 type CrashFS struct {
 	snapshot.FS
@@ -28,7 +28,7 @@ type CrashFS struct {
 
 var _ snapshot.FS = (*CrashFS)(nil)
 
-// NewCrashFS returns a CrashFS that crashes after n steps (n < 0: never).
+// NewCrashFS returns a CrashFS that crashes after n steps, or never if n < 0.
 func NewCrashFS(n int) *CrashFS { return &CrashFS{FS: snapshot.OS, budget: n} }
 
 // Steps returns the steps taken so far.
@@ -120,7 +120,7 @@ func (f *crashFile) Truncate(size int64) error {
 	return f.File.Truncate(size)
 }
 
-// CrashAfter sets the steps left before the crash (n < 0: never).
+// CrashAfter sets the steps left before the crash, or never if n < 0.
 func (c *CrashFS) CrashAfter(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

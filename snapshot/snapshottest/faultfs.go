@@ -1,6 +1,6 @@
 // Package snapshottest helps test code that stores through package
-// snapshot: FaultFS injects the disk faults (full disk, failing fsync)
-// that the log must survive.
+// snapshot. FaultFS injects the disk faults that the log must survive,
+// such as a full disk or a failing fsync.
 package snapshottest
 
 import (
@@ -14,19 +14,20 @@ import (
 )
 
 // FaultFS is the real file system with injectable faults on the files
-// Match selects: once FailWritesAfter is called those files take only n
-// more bytes (a short write first, as on a real full disk), then writes
-// fail; FailSyncs makes their fsyncs fail. Heal ends both. Files opened
-// before a fault are affected too: it is checked on each call.
+// Match selects. Once FailWritesAfter is called, those files take only n
+// more bytes, then writes fail. The first failure is a short write, as on
+// a real full disk. FailSyncs makes their fsyncs fail. Heal ends both.
+// Files opened before a fault are affected too, as it is checked on each
+// call.
 //
 // Files written whole (CreateAtomic) are still written by the real
-// renameio code: the faults wrap it, failing writes before they reach
-// the temporary file and failing the fsync that starts
+// renameio code. The faults wrap it. They fail writes before they reach
+// the temporary file. They fail the fsync that starts
 // CloseAtomicallyReplace before renameio makes it, so the rename never
 // happens. Match sees the target's path.
 type FaultFS struct {
 	snapshot.FS
-	// Match selects the files faults apply to; nil means LogSegments.
+	// Match selects the files faults apply to. nil means LogSegments.
 	Match func(name string, flag int) bool
 
 	mu      sync.Mutex
@@ -45,8 +46,8 @@ func LogSegments(name string, _ int) bool { return strings.HasSuffix(name, ".log
 // Writable selects every file opened for writing (segments and snapshots).
 func Writable(_ string, flag int) bool { return flag&(os.O_WRONLY|os.O_RDWR) != 0 }
 
-// NewFaultFS returns a FaultFS with no fault yet, applying to the files
-// match selects (nil: LogSegments).
+// NewFaultFS returns a FaultFS with no fault yet. Its faults apply to the
+// files match selects, or to LogSegments if match is nil.
 func NewFaultFS(match func(name string, flag int) bool) *FaultFS {
 	return &FaultFS{FS: snapshot.OS, Match: match, budget: -1}
 }
@@ -148,7 +149,7 @@ type faultPending struct {
 
 func (fp *faultPending) Write(p []byte) (int, error) { return fp.fs.write(fp.Pending, p) }
 
-// CloseAtomicallyReplace fsyncs before it renames: a failing fsync
+// CloseAtomicallyReplace fsyncs before it renames. So a failing fsync
 // leaves the target as it was.
 func (fp *faultPending) CloseAtomicallyReplace() error {
 	if err := fp.fs.syncFault(); err != nil {
