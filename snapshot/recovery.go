@@ -28,7 +28,7 @@ const (
 	snapInvalid
 )
 
-// dirList is the data dir sorted by kind; names are base names in LSN order.
+// dirList is the data dir sorted by kind. Names are base names in LSN order.
 type dirList struct {
 	segments []string
 	snaps    []*snapFile
@@ -64,9 +64,10 @@ func listDir(fsys FS, dir string) (dirList, error) {
 }
 
 // isTempName reports whether name is a temporary file a crash may have
-// left: renameio's (".<target><random digits>", see atomicFile) or an
-// older binary's ("<target>.tmp"). Other dot files (an operator's, NFS's
-// ".nfs<digits>") are not ours, so the target must be a name we write.
+// left. renameio names them ".<target><random digits>" (see atomicFile).
+// An older binary named them "<target>.tmp". Other dot files are not
+// ours, such as an operator's or NFS's ".nfs<digits>". So the target must
+// be a name we write.
 func isTempName(name string) bool {
 	if strings.HasSuffix(name, tmpSuffix) {
 		return true
@@ -75,7 +76,7 @@ func isTempName(name string) bool {
 	if !ok {
 		return false
 	}
-	// Targets may end in digits too: try every split before the suffix.
+	// Targets may end in digits too, so try every split before the suffix.
 	for i := len(strings.TrimRight(rest, "0123456789")); i < len(rest); i++ {
 		if isStoreName(rest[:i]) {
 			return true
@@ -111,12 +112,12 @@ type recovery struct {
 	problems  []Problem
 	replayErr error // the records Replay needs are missing
 	// lost bounds from above how many confirmed records RecoverTruncate
-	// dropped, at this Open and earlier ones not yet made up for (see
-	// Store.Lost).
+	// dropped. It counts this Open and earlier ones not yet made up for
+	// (see Store.Lost).
 	lost    uint64
 	changed bool // files were cut or removed: fsync the directory
 	// foreign is a segment planBridge found named inside a damaged
-	// segment's records but holding other bytes: never the log's head.
+	// segment's records but holding other bytes. It is never the log's head.
 	foreign string
 }
 
@@ -138,7 +139,7 @@ func (r *recovery) sweep(temps []string) {
 }
 
 // recordsIn bounds from above the records in a cut segment's dropped
-// bytes and in whole dropped segments: no record is shorter than its
+// bytes and in whole dropped segments. No record is shorter than its
 // header. A segment whose size cannot be read counts as the largest a
 // segment may grow to.
 func (r *recovery) recordsIn(cutBytes int64, dropped []string) uint64 {
@@ -161,11 +162,12 @@ func (r *recovery) recordsIn(cutBytes int64, dropped []string) uint64 {
 	return bytes/recordHeaderSize + 1
 }
 
-// recoverLog scans every segment and applies the rules of spec section 7:
-// a torn tail of the newest segment is cut off with a warning; any other
-// bad record (or a missing segment) is an error, or with RecoverTruncate
-// the log is bridged there when the base snapshot holds every record that
-// is lost by it (see bridge and dropCovered), and else cut there.
+// recoverLog scans every segment and applies the rules of spec section 7.
+// A torn tail of the newest segment is cut off with a warning. Any other
+// bad record, or a missing segment, is an error. With RecoverTruncate the
+// log is bridged there instead, when the base snapshot holds every record
+// that the bridge loses (see bridge and dropCovered). Otherwise it is cut
+// there.
 func (r *recovery) recoverLog(names []string) error {
 	for i := 0; i < len(names); i++ {
 		name := names[i]
@@ -236,12 +238,12 @@ func (r *recovery) recoverLog(names []string) error {
 }
 
 // skipWithoutLoss tries, for RecoverTruncate, the ways past the bad
-// record p of segment names[i] (or, with gap, the segments missing before
-// it) that lose no record Replay needs, in turn: cutting bad bytes that
-// hold no record, bridging the damage (bridge), and dropping the segments
-// before the next whole one (dropCovered). It reports whether one applied,
-// and the index of the last segment it dealt with: the scan goes on after
-// it.
+// record p of segment names[i] that lose no record Replay needs. With
+// gap, it tries the ways past the segments missing before names[i]. It
+// tries, in turn, cutting bad bytes that hold no record, bridging the
+// damage (bridge), and dropping the segments before the next whole one
+// (dropCovered). It reports whether one applied. It also returns the
+// index of the last segment it dealt with. The scan goes on after it.
 func (r *recovery) skipWithoutLoss(names []string, i int, seg *segment, p *Problem, gap bool) (int, bool, error) {
 	later := names[i+1:]
 	newest := len(later) == 0
@@ -250,10 +252,10 @@ func (r *recovery) skipWithoutLoss(names []string, i int, seg *segment, p *Probl
 		return i - 1, dropped, err // names[i] is whole: scan it again, now at the head of the log
 	}
 	if !newest && seg.last+1 == firstLSN(later[0]) {
-		// The next segment holds the record that would follow: the bad
-		// bytes hold none (a segment is started only after the one before
-		// it is complete), so they are cut, as a torn tail is, and nothing
-		// is lost.
+		// The next segment holds the record that would follow. So the bad
+		// bytes hold none, as a segment is started only after the one
+		// before it is complete. They are cut, as a torn tail is, and
+		// nothing is lost.
 		r.problems = append(r.problems, *p)
 		r.log.Error("LOG CORRUPTION: RecoverTruncate cuts bytes after the last record of a segment; the next segment continues the log, nothing is lost",
 			"file", seg.name, "offset", p.Offset, "reason", p.Detail, "bytes", p.Bytes, "last_lsn", seg.last, "next_segment", later[0])
@@ -283,21 +285,23 @@ func firstLSN(name string) uint64 {
 	return lsn
 }
 
-// dropCovered gets past what bridge cannot: damage after which nothing
-// whole resumes in the segment (a zeroed or garbled end, a whole segment
-// zeroed), or resumes but is not continued by the next segment, or a
-// segment missing between two others. When the base snapshot holds every
-// record from the first one lost up to where the next whole segment
-// starts, the segments before that one are removed, and the log starts
-// with it: nothing Replay needs is lost, and nothing is added to lost.
-// It reports whether it did so. seg and p are the segment and its
-// problem; with gap, seg itself is whole but does not follow the segment
-// before it, and is kept.
+// dropCovered gets past what bridge cannot. That is damage after which
+// nothing whole resumes in the segment, such as a zeroed or garbled end
+// or a whole segment zeroed. It is also damage after which the segment
+// resumes but the next segment does not continue it. And it is a segment
+// missing between two others. The base snapshot may hold every record
+// from the first one lost up to where the next whole segment starts. Then
+// the segments before that one are removed, and the log starts with it.
+// Nothing Replay needs is lost, and nothing is added to lost. It reports
+// whether it did so. seg and p are the segment and its problem. With gap,
+// seg itself is whole but does not follow the segment before it. It is
+// kept.
 //
-// The segments go oldest first, the directory fsynced after each removal,
-// so a crash leaves a log that still begins with the damage (or the gap)
-// for the next Open to refuse, or to drop again. With ReadOnly nothing is
-// removed; the Store's view starts at the kept segment all the same.
+// The segments go oldest first, and the directory is fsynced after each
+// removal. So a crash leaves a log that still begins with the damage (or
+// the gap). The next Open refuses it, or drops it again. With ReadOnly
+// nothing is removed. The Store's view starts at the kept segment all the
+// same.
 func (r *recovery) dropCovered(seg *segment, p *Problem, gap bool, later []string) (bool, error) {
 	if r.base == nil {
 		return false, nil
@@ -347,7 +351,7 @@ func (r *recovery) dropCovered(seg *segment, p *Problem, gap bool, later []strin
 }
 
 // warnLostFallbacks warns of every snapshot other than the base that can
-// no longer be loaded: the log now starts at LSN from, after it.
+// no longer be loaded. The log now starts at LSN from, after it.
 func (r *recovery) warnLostFallbacks(from uint64) {
 	for _, sf := range r.snaps {
 		if sf != r.base && sf.lsn+1 < from {

@@ -14,9 +14,10 @@ import (
 type ProblemKind string
 
 const (
-	// ProblemTorn is a torn tail of the newest segment: a record that runs
-	// past the end of the file, fails its checksum as the last record, or
-	// is followed only by zero bytes. Open cuts it off with a warning.
+	// ProblemTorn is a torn tail of the newest segment. It is a record
+	// that runs past the end of the file, fails its checksum as the last
+	// record, or is followed only by zero bytes. Open cuts it off with a
+	// warning.
 	ProblemTorn ProblemKind = "torn"
 	// ProblemCorrupt is any other bad record. Open refuses to start unless
 	// RecoverTruncate is set.
@@ -36,13 +37,13 @@ type Problem struct {
 	Bridge *Bridge `json:"bridge,omitempty"`
 }
 
-// Bridge is how RecoverTruncate got past a corrupt record: the records from
-// FirstLSN to LastLSN are unreadable, the log resumes with LastLSN+1 at
-// ResumeOffset in the damaged file, and every record before that one is
-// dropped (the damaged segment and the segments before it are removed;
-// the records kept are rewritten into Segment). Snapshot holds them all,
-// so nothing Replay needs is lost; an older snapshot can no longer be a
-// fallback.
+// Bridge is how RecoverTruncate got past a corrupt record. The records
+// from FirstLSN to LastLSN are unreadable. The log resumes with LastLSN+1
+// at ResumeOffset in the damaged file. Every record before that one is
+// dropped. The damaged segment and the segments before it are removed,
+// and the records kept are rewritten into Segment. Snapshot holds them
+// all, so nothing Replay needs is lost. An older snapshot can no longer
+// be a fallback.
 type Bridge struct {
 	FirstLSN     uint64 `json:"first_lsn"`     // the LSN the corrupt record should have had
 	LastLSN      uint64 `json:"last_lsn"`      // the last LSN skipped
@@ -56,13 +57,14 @@ type segment struct {
 	name  string
 	first uint64 // LSN of the first record: from the name, except in a bridged view (start > header)
 	last  uint64 // LSN of the last record; first-1 when empty
-	// header is the size of the segment's file header: fileHeaderSize,
-	// or 0 in a segment an older binary wrote (format 0, no header).
+	// header is the size of the segment's file header. It is
+	// fileHeaderSize, or 0 in a segment an older binary wrote (format 0,
+	// no header).
 	header int64
-	// start is the offset in the file of record first: header, except in
-	// a read-only Store's view of a segment whose damaged head
-	// RecoverTruncate bridges (see recovery.bridge), which skips the head
-	// without rewriting the file.
+	// start is the offset in the file of record first. It is header,
+	// except in a read-only Store's view of a segment whose damaged head
+	// RecoverTruncate bridges (see recovery.bridge). That view skips the
+	// head without rewriting the file.
 	start   int64
 	size    int64 // bytes of whole, valid records from start
 	records int
@@ -121,12 +123,12 @@ func scanSegment(fsys FS, dir, name string, first uint64, newest bool) (segment,
 	}
 }
 
-// readSegHeader reads the file header of segment name (f, of size bytes)
-// and returns the offset of its first record: fileHeaderSize, or 0 for a
-// segment of an older binary, which has none. A header cut short or
-// damaged is a problem at offset 0, torn when it is all the newest
-// segment holds (a crash while the segment was being created). A newer
-// format is an error.
+// readSegHeader reads the file header of segment name (f, of size bytes).
+// It returns the offset of its first record. That is fileHeaderSize, or 0
+// for a segment of an older binary, which has none. A header cut short or
+// damaged is a problem at offset 0. It is torn when it is all the newest
+// segment holds, as after a crash while the segment was being created. A
+// newer format is an error.
 func readSegHeader(f File, name string, size int64, newest bool) (int64, *Problem, error) {
 	b := make([]byte, min(size, fileHeaderSize))
 	if _, err := f.ReadAt(b, 0); err != nil {
@@ -155,12 +157,12 @@ func readSegHeader(f File, name string, size int64, newest bool) (int64, *Proble
 // the newest segment, whose LSN should have been lsn.
 //
 // A record that runs past the end of the file is torn only if no valid
-// record follows it: a write torn by a crash leaves nothing whole after
-// the record it tore, but a flipped bit in a length in the middle of the
-// log also makes its record run past the end, and cutting there would drop
-// every confirmed record after it (and hand their task ids out again). A
+// record follows it. A write torn by a crash leaves nothing whole after
+// the record it tore. But a flipped bit in a length in the middle of the
+// log also makes its record run past the end. Cutting there would drop
+// every confirmed record after it, and hand their task ids out again. A
 // whole record further on, with a later LSN and a good checksum, shows the
-// length is corrupt: startup stops, as for any corruption.
+// length is corrupt. Then startup stops, as for any corruption.
 func isTorn(f File, re *recordError, size int64, lsn uint64) (bool, error) {
 	switch {
 	case re.kind == errPastEnd:
@@ -182,7 +184,8 @@ func validRecordAfter(f File, off, size int64, lsn uint64) (bool, error) {
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return false, readErr(err)
 	}
-	// Every record takes at least a header: the LSNs that fit after off.
+	// Every record takes at least a header. This counts the LSNs that fit
+	// after off.
 	maxLSN := lsn + uint64(len(buf))/recordHeaderSize
 	_, _, ok := findRecord(buf, 1, lsn, maxLSN)
 	return ok, nil
@@ -208,8 +211,8 @@ func findRecord(buf []byte, pos int, lo, hi uint64) (int, uint64, bool) {
 	return 0, 0, false
 }
 
-// resumed is where a segment's records resume after a corrupt one: the
-// chain of records resync found.
+// resumed is where a segment's records resume after a corrupt one. It is
+// the chain of records resync found.
 type resumed struct {
 	start   int64  // offset of its first record
 	first   uint64 // that record's LSN
@@ -220,18 +223,19 @@ type resumed struct {
 }
 
 // resync looks for where the records of segment name resume after the
-// corrupt record at off whose LSN should have been lsn: the first offset
-// from off on holding a whole record with a good checksum and an LSN in
-// [lsn, maxLSN], from which records with consecutive LSNs run to the end
-// of the file, or (newest) to a torn tail. A record in a corrupt one's
-// place with a good checksum by chance, or one inside a payload, rarely
-// starts such a chain, and one that merges into the real chain before the
-// end can hold only LSNs of the records it overlaps. If the chain found
-// breaks at another corrupt record, the search goes on from that one,
-// with the LSN it should have had: its end is the end of the damage. It
-// returns nil when no such chain exists; the error is for I/O failures.
+// corrupt record at off whose LSN should have been lsn. That is the first
+// offset from off on holding a whole record with a good checksum and an
+// LSN in [lsn, maxLSN]. From there, records with consecutive LSNs must run
+// to the end of the file, or to a torn tail in the newest segment. A
+// record in a corrupt one's place with a good checksum by chance rarely
+// starts such a chain. Nor does one inside a payload. One that merges into
+// the real chain before the end can hold only LSNs of the records it
+// overlaps. If the chain found breaks at another corrupt record, the
+// search goes on from that one, with the LSN it should have had. Its end
+// is the end of the damage. It returns nil when no such chain exists. The
+// error is for I/O failures.
 //
-// The rest of the file is read into memory, as validRecordAfter does: a
+// The rest of the file is read into memory, as validRecordAfter does. A
 // segment is at most SegmentBytes plus one record.
 func resync(f File, name string, off, size int64, lsn, maxLSN uint64, newest bool) (*resumed, error) {
 	if off >= size {
@@ -264,8 +268,8 @@ func resync(f File, name string, off, size int64, lsn, maxLSN uint64, newest boo
 			if !errors.As(err, &re) {
 				return nil, err
 			}
-			// rr.next read the first record before (findRecord checked
-			// it), so re.off > 0: the search moves on.
+			// rr.next read the first record before, as findRecord checked
+			// it. So re.off > 0, and the search moves on.
 			bad := *re
 			bad.off += res.start
 			bad.end += res.start

@@ -13,13 +13,13 @@ import (
 	"time"
 )
 
-// Store is the durable storage of the main control: an append-only,
+// Store is the durable storage of the main control. It is an append-only,
 // segmented log of records plus atomic snapshot files.
 //
-// Goroutines: Append, LastLSN, DurableLSN, WaitDurable and Stats may be
-// called from any goroutine. Replay and Start are called once, in that
-// order, by the owner. WriteSnapshot runs on a background goroutine of the
-// caller, concurrently with Append. The callbacks given to Start run on the
+// Append, LastLSN, DurableLSN, WaitDurable and Stats may be called from
+// any goroutine. Replay and Start are called once, in that order, by the
+// owner. WriteSnapshot runs on a background goroutine of the caller,
+// concurrently with Append. The callbacks given to Start run on the
 // Store's writer goroutine.
 type Store struct {
 	opts Options
@@ -66,32 +66,32 @@ type Store struct {
 
 	snapBusy atomic.Bool
 	// incr is the structure of the newest snapshot when it is a
-	// manifest: what WriteIncremental builds on. Only the snapshot
+	// manifest. WriteIncremental builds on it. Only the snapshot
 	// writer (snapBusy) and Open touch it.
 	incr  *incrState
 	stats statsState
 }
 
-// Open scans opts.Dir (creating it unless ReadOnly), sweeps leftover
-// temporary files (see isTempName) with a warning, validates the log and picks the snapshot to load,
-// following spec section 7:
+// Open scans opts.Dir, creating it unless ReadOnly. It sweeps leftover
+// temporary files (see isTempName) with a warning. It validates the log
+// and picks the snapshot to load, following spec section 7.
 //
-//   - a torn tail of the newest segment (a record running past the end of
-//     the file, a bad checksum on its last record, or a tail of zero bytes)
-//     is cut off with a warning;
-//   - any other bad record, or a break in the LSN sequence, makes Open fail
-//     with a *CorruptError naming the file and offset, unless
-//     RecoverTruncate is set. Then damage that loses nothing Replay needs
-//     is skipped (recovery.skipWithoutLoss): bad bytes after a segment's
-//     last record that the next segment continues are cut, and damage the
-//     newest valid snapshot holds is bridged or the segments before the
-//     next whole one dropped. Otherwise the log is cut there, later
-//     segments are deleted and the loss is logged at error level;
-//   - the newest valid snapshot is chosen (an invalid one is skipped with a
-//     warning).
+//   - A torn tail of the newest segment is cut off with a warning. That is
+//     a record running past the end of the file, a bad checksum on its
+//     last record, or a tail of zero bytes.
+//   - Any other bad record, or a break in the LSN sequence, makes Open
+//     fail. The *CorruptError names the file and offset. RecoverTruncate
+//     changes that. Then damage that loses nothing Replay needs is skipped
+//     (recovery.skipWithoutLoss). Bad bytes after a segment's last record
+//     that the next segment continues are cut. Damage the newest valid
+//     snapshot holds is bridged, or the segments before the next whole one
+//     are dropped. Otherwise the log is cut there. Later segments are
+//     deleted and the loss is logged at error level.
+//   - The newest valid snapshot is chosen. An invalid one is skipped with a
+//     warning.
 //
 // With ReadOnly nothing in the directory is created, truncated, removed or
-// written; cuts and bridges are applied only to what Replay reads.
+// written. Cuts and bridges are applied only to what Replay reads.
 func Open(opts Options) (*Store, error) {
 	o := opts.withDefaults()
 	var lock *dirLock
@@ -164,7 +164,7 @@ func recoverDir(o Options) (*recovery, error) {
 	}
 	r := &recovery{opts: o, log: o.Logger, snaps: l.snaps, lost: kept}
 	r.sweep(l.temps)
-	// The snapshot is chosen first: that reads only snapshot files, so
+	// The snapshot is chosen first. That reads only snapshot files. So
 	// recoverLog can tell which records the base snapshot holds.
 	// checkCoverage needs both.
 	if err := r.chooseSnapshot(); err != nil {
@@ -182,9 +182,9 @@ func recoverDir(o Options) (*recovery, error) {
 	return r, nil
 }
 
-// syncRecovered makes Open's view durable: the newest segment may hold
-// data a crashed process wrote but never fsynced, and must be fsynced
-// before a new segment follows it; cuts and removals need a directory
+// syncRecovered makes Open's view durable. The newest segment may hold
+// data a crashed process wrote but never fsynced. It must be fsynced
+// before a new segment follows it. Cuts and removals need a directory
 // fsync.
 func syncRecovered(o Options, r *recovery) error {
 	if n := len(r.segs); n > 0 {
@@ -209,16 +209,17 @@ func syncRecovered(o Options, r *recovery) error {
 	return nil
 }
 
-// Start starts the writer goroutine. onDurable(lsn) is called, from that
-// goroutine and never concurrently with itself, whenever every record up to
-// lsn is durable (fsynced; with FsyncNever: written). onHealth(err) is
-// called with the error when writing or fsyncing starts failing, or stalls
-// past Options.StallTimeout (ErrStalled, from a timer goroutine while the
-// writer waits), and with nil when a write succeeds again; never two at
-// once. While unhealthy the
-// writer retries every second and whenever records arrive. Either callback
-// may be nil. Callbacks must not block for long (they delay the log) and
-// must not call Close (it waits for the writer goroutine).
+// Start starts the writer goroutine. onDurable(lsn) is called whenever
+// every record up to lsn is durable. Durable means fsynced, or written
+// with FsyncNever. It is called from that goroutine, never concurrently
+// with itself. onHealth(err) is called with the error when writing or
+// fsyncing starts failing. It is also called with ErrStalled when a write
+// or fsync stalls past Options.StallTimeout. That call comes from a timer
+// goroutine while the writer waits. onHealth(nil) is called when a write
+// succeeds again. Two onHealth calls never run at once. While unhealthy
+// the writer retries every second and whenever records arrive. Either
+// callback may be nil. Callbacks must not block for long, as they delay
+// the log. They must not call Close, which waits for the writer goroutine.
 //
 // Start panics if called twice, on a ReadOnly store, or when Replay found
 // records missing.
@@ -264,12 +265,12 @@ func (s *Store) Sync() error {
 
 // Append copies payload into the pending batch and returns its LSN. LSNs
 // are consecutive. Append never waits for disk I/O, only for a short
-// mutex; it keeps accepting while the disk is failing (the caller decides
-// whether to refuse changes, see Start's onHealth), holding records in
-// memory. After Close, on a ReadOnly store, or on a store whose Replay
-// fails for missing records, it drops the payload and
-// returns 0, which is never a valid LSN. The payload must be at most
-// MaxPayload bytes.
+// mutex. It keeps accepting while the disk is failing, holding records in
+// memory. The caller decides whether to refuse changes (see Start's
+// onHealth). Append drops the payload and returns 0, never a valid LSN,
+// in three cases. They are after Close, on a ReadOnly store, and on a
+// store whose Replay fails for missing records. The payload must be at
+// most MaxPayload bytes.
 func (s *Store) Append(payload []byte) uint64 {
 	s.mu.Lock()
 	if s.closed || s.opts.ReadOnly || s.replayErr != nil {
@@ -294,16 +295,17 @@ func (s *Store) Append(payload []byte) uint64 {
 func (s *Store) LastLSN() uint64 { return s.lastLSN.Load() }
 
 // Lost bounds from above how many confirmed records Open dropped with
-// RecoverTruncate, at this Open or at an earlier one whose caller did not
-// call ClearLost: 0 when none. Their effects are gone, but not the ids
-// they handed out; a caller that numbers things in its records skips
-// that many, makes that durable, then calls ClearLost.
+// RecoverTruncate. It counts this Open and earlier ones whose caller did
+// not call ClearLost. It is 0 when none were dropped. Their effects are
+// gone, but not the ids they handed out. A caller that numbers things in
+// its records skips that many, makes that durable, then calls ClearLost.
 func (s *Store) Lost() uint64 { return s.lost }
 
 // Problems returns the torn tails and corrupt records Open found in the
-// log and got past: the torn tails it cut, and with RecoverTruncate the
-// corruption it bridged (Problem.Bridge set) or cut the log at. A corrupt
-// record that made Open fail is in its *CorruptError instead.
+// log and got past. Those are the torn tails it cut. With RecoverTruncate
+// they include the corruption it bridged (Problem.Bridge set) or cut the
+// log at. A corrupt record that made Open fail is in its *CorruptError
+// instead.
 func (s *Store) Problems() []Problem { return slices.Clone(s.problems) }
 
 // DurableLSN returns the LSN up to which every record is durable.
@@ -312,7 +314,7 @@ func (s *Store) DurableLSN() uint64 { return s.durableLSN.Load() }
 // WaitDurable waits until every record up to lsn is durable. It returns
 // ctx.Err() if ctx ends first, and an error wrapping ErrClosed if the
 // Store closes without making lsn durable. The main control follows the
-// log through the onDurable callback; a snapshot waits here for the
+// log through the onDurable callback. A snapshot waits here for the
 // records it covers.
 func (s *Store) WaitDurable(ctx context.Context, lsn uint64) error {
 	for {
@@ -344,8 +346,8 @@ func (s *Store) setDurable(lsn uint64) {
 	s.durMu.Unlock()
 }
 
-// Close stops accepting records, writes and fsyncs everything pending (in
-// every fsync mode), stops the writer goroutine and closes files. If the
+// Close stops accepting records. It writes and fsyncs everything pending,
+// in every fsync mode. It stops the writer goroutine and closes files. If the
 // final write fails, the error says how many records were not written.
 // A second Close returns ErrClosed.
 func (s *Store) Close() error {

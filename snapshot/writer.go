@@ -34,7 +34,7 @@ type writer struct {
 }
 
 // run is the writer goroutine. With FsyncAlways it writes and fsyncs as
-// soon as records arrive; records appended during an fsync form the next
+// soon as records arrive. Records appended during an fsync form the next
 // batch (group commit). With FsyncBatch it waits until FsyncInterval has
 // passed since the previous fsync began. While unhealthy it retries every
 // retryInterval and whenever records arrive.
@@ -63,7 +63,7 @@ func (s *Store) run() {
 	}
 }
 
-// pace waits out the rest of the batch interval; it reports whether Close
+// pace waits out the rest of the batch interval. It reports whether Close
 // was called meanwhile.
 func (s *Store) pace() (closing bool) {
 	d := s.w.lastSync.Add(s.opts.FsyncInterval).Sub(now())
@@ -104,8 +104,8 @@ func (s *Store) writePending() error {
 	return nil
 }
 
-// drain is the last write, at Close: everything pending is written and
-// fsynced whatever the mode, then the active segment is closed.
+// drain is the last write, at Close. Everything pending is written and
+// fsynced whatever the mode. Then the active segment is closed.
 func (s *Store) drain() error {
 	s.grab()
 	var err error
@@ -131,7 +131,7 @@ func (s *Store) drain() error {
 // flush writes the writer's records in chunks that fit the active segment,
 // rotating as needed. Each chunk is fsynced (except with FsyncNever) and
 // then reported durable. On error the records not yet durable stay in
-// work; the next flush truncates the active segment back to the last
+// work. The next flush truncates the active segment back to the last
 // durable record and writes them again.
 func (s *Store) flush() error {
 	w := &s.w
@@ -184,11 +184,12 @@ func (s *Store) flush() error {
 	return nil
 }
 
-// openActive opens the segment the record first goes to: the newest
-// segment found by Open if it has room and this format, else a new one
-// named after first, which starts with its file header (the fsync of its
-// first records makes that durable). A segment of an older format is
-// never appended to. The directory is fsynced after creating a segment.
+// openActive opens the segment the record first goes to. That is the
+// newest segment found by Open if it has room and this format. Otherwise
+// it is a new one named after first, which starts with its file header.
+// The fsync of its first records makes that header durable. A segment of
+// an older format is never appended to. The directory is fsynced after
+// creating a segment.
 func (s *Store) openActive(first uint64) error {
 	w := &s.w
 	if seg := w.reuse; seg != nil && seg.header > 0 && seg.start == seg.header &&
@@ -222,8 +223,8 @@ func (s *Store) openActive(first uint64) error {
 	seg := &segment{name: name, first: first, last: first - 1, header: fileHeaderSize, start: fileHeaderSize}
 	s.filesMu.Lock()
 	if n := len(s.segs); n > 0 && s.segs[n-1].name == name {
-		// An empty segment Open found (an older format's, or one whose
-		// header a crash tore): the new one replaces it.
+		// Open found an empty segment, of an older format or with a header
+		// a crash tore. The new one replaces it.
 		s.segs[n-1] = seg
 	} else {
 		s.segs = append(s.segs, seg)
@@ -249,7 +250,7 @@ func (s *Store) rewind() error {
 }
 
 // rotate closes the full active segment, fsyncing it first if it holds
-// unsynced data: a new segment starts only after the previous one is
+// unsynced data. A new segment starts only after the previous one is
 // fsynced (spec section 7).
 func (s *Store) rotate() error {
 	w := &s.w
@@ -297,11 +298,11 @@ func (s *Store) durable(lsn uint64) {
 }
 
 // stallWatch reports the store unhealthy (ErrStalled) when one write or
-// fsync has not returned within StallTimeout: a disk that hangs rather
-// than fails would otherwise hold every reply of the main control, reads
+// fsync has not returned within StallTimeout. A disk may hang rather than
+// fail. It would otherwise hold every reply of the main control, reads
 // included, for as long as it hangs. The next durable write reports the
 // recovery, as after a failure. One timer serves every write and fsync,
-// re-armed each time: they are the log's hot path.
+// re-armed each time, since they are the log's hot path.
 type stallWatch struct {
 	mu     sync.Mutex
 	timer  *time.Timer // nil until the first watch
@@ -310,8 +311,8 @@ type stallWatch struct {
 	active bool
 }
 
-// watchStall starts watching a write or fsync; unwatch ends it. Both run
-// on the writer goroutine (or in Close).
+// watchStall starts watching a write or fsync, and unwatch ends it. Both
+// run on the writer goroutine, or in Close.
 func (s *Store) watchStall(op string) {
 	if s.opts.StallTimeout < 0 {
 		return
@@ -356,7 +357,7 @@ func (s *Store) stalled() {
 	}
 }
 
-// fail records a failed write or fsync; the first failure after a healthy
+// fail records a failed write or fsync. The first failure after a healthy
 // period is logged at error level and reported through onHealth.
 func (s *Store) fail(err error) {
 	s.stats.failed(err)
