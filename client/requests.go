@@ -33,7 +33,11 @@ func (c *Client) Query(ctx context.Context, id uint64) (TaskState, error) {
 		return TaskState{}, fmt.Errorf("query: bad task_state: %w", errs[0])
 	}
 	ts.State, ts.Type = m.Value("state"), m.Value("task_type")
-	ts.ExecutorID, ts.Error, ts.TraceID = m.Value("executor_id"), m.Value("error"), m.Value("trace_id")
+	for _, f := range textFields {
+		if f.state != nil {
+			*f.state(&ts) = m.Value(f.key)
+		}
+	}
 	ts.Out = prefixed(m, wire.PrefixOut)
 	if ts.Requeues, err = m.UintOr("requeues", 0); err != nil {
 		return TaskState{}, fmt.Errorf("query: bad task_state: %w", err)

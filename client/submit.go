@@ -89,11 +89,10 @@ func (r SubmitRequest) fill(wait bool) (func(*wire.Builder), error) {
 		if r.Delay > 0 {
 			b.Uint("delay_ms", millis(r.Delay))
 		}
-		if r.Key != "" {
-			b.Str("key", r.Key)
-		}
-		if r.TraceID != "" {
-			b.Str("trace_id", r.TraceID)
+		for _, f := range textFields {
+			if f.req != nil && f.req(&r) != "" {
+				b.Str(f.key, f.req(&r))
+			}
 		}
 		if len(r.DependsOn) > 0 {
 			ids := make([]string, len(r.DependsOn))

@@ -65,6 +65,20 @@ type Stats struct {
 	Extra        map[string]string `json:"extra"` // every other key, for forward compatibility
 }
 
+// textFields are the text keys of submit and task_state, each with the
+// field of SubmitRequest and of TaskState that holds it (nil: not sent, or
+// not shown). A new text key of a task is a field in each and a row here.
+var textFields = []struct {
+	key   string
+	req   func(*SubmitRequest) string
+	state func(*TaskState) *string
+}{
+	{"key", func(r *SubmitRequest) string { return r.Key }, nil},
+	{"trace_id", func(r *SubmitRequest) string { return r.TraceID }, func(s *TaskState) *string { return &s.TraceID }},
+	{"executor_id", nil, func(s *TaskState) *string { return &s.ExecutorID }},
+	{"error", nil, func(s *TaskState) *string { return &s.Error }},
+}
+
 // millis rounds d up to whole milliseconds, so that a positive duration
 // never becomes 0 ("none").
 func millis(d time.Duration) uint64 {

@@ -217,6 +217,9 @@ func printInspect(w io.Writer, rep *inspectReport, taskID uint64) {
 		if t.Error != "" {
 			fmt.Fprintf(w, "  error %s\n", t.Error)
 		}
+		for k, v := range t.Fields() {
+			fmt.Fprintf(w, "  %s %q\n", k, v)
+		}
 		for _, line := range nonEmptyLines(t.Args + "\n" + t.Out) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}

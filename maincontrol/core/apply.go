@@ -272,7 +272,7 @@ func (c *Core) applyNew(r *record) {
 		id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs,
 		createdMs: r.at, updatedMs: r.at, dueMs: r.due,
 		typ: tt, state: r.state, priority: r.priority,
-		args: r.args, argKeys: r.argKeys, x: newExtra(r.key, "", r.trace, encodeDeps(r.deps)),
+		args: r.args, argKeys: r.argKeys, x: taskExtra{key: r.key, traceID: r.trace, deps: encodeDeps(r.deps), fields: r.fields}.shared(),
 	}
 	if r.due <= r.at {
 		t.dueMs = 0

@@ -51,6 +51,7 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 			b.StrK(kRequeueReason, r)
 		}
 	}
+	t.fields().reply(&b)
 	c.send(p.id, &b)
 }
 

@@ -20,6 +20,8 @@ import (
 //   - Bytes after the last field this binary knows are ignored: a newer
 //     binary appended them. The log's and the snapshot's checksums, not
 //     this decoder, catch damaged bytes.
+//   - New and snap_task end with the task field table's values
+//     (taskfields.go): a new task field is a row there, not code here.
 //   - A field is never removed, reordered or given a new meaning, and an
 //     integer field only widens (varints read the same). A change an
 //     older binary must not misread gets a new kind, which it refuses.
@@ -99,7 +101,8 @@ type record struct {
 	slots       uint64
 	sets        []kv
 	stateVer    uint64
-	requeues    uint64 // snapTask: how many times the task was requeued (why: the latest reason)
+	requeues    uint64    // snapTask: how many times the task was requeued (why: the latest reason)
+	fields      fieldVals // recNew and snapTask: the task field table's values
 	// snapMeta
 	nextID, seqCounter, regSeq uint64
 	// epoch: the run that starts (recEpoch); in snapMeta, the epoch the
@@ -154,6 +157,7 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.ids(r.deps)
 		e.u(uint64(r.argKeys))
 		e.s(r.args)
+		e.fields(&r.fields) // last: a new field of this kind goes above, or in taskFields
 	case recDispatch:
 		e.u(r.id)
 		e.u(r.version)
@@ -256,6 +260,7 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.ids(r.deps)
 		e.u(r.requeues)
 		e.s(r.why)
+		e.fields(&r.fields) // last: a new field of this kind goes above, or in taskFields
 	}
 	return e.b
 }
@@ -401,6 +406,7 @@ func decodeRecord(payload []byte, r *record) error {
 		r.state, r.key, r.trace = d.state(), d.s(), d.s()
 		r.deps = d.ids(r.deps)
 		r.argKeys, r.args = d.u16(), d.s()
+		d.fields(&r.fields) // last, as written
 	case recDispatch:
 		r.id, r.version, r.attempt, r.exec, r.at, r.due = d.u(), d.u(), d.u32(), d.s(), d.i(), d.i()
 	case recStart:
@@ -460,6 +466,7 @@ func decodeRecord(payload []byte, r *record) error {
 		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()
 		r.deps = d.ids(r.deps)
 		r.requeues, r.why = d.optU(), d.optS() // absent before requeue
+		d.fields(&r.fields)                    // last, as written
 	default:
 		return fmt.Errorf("%w: unknown kind %d", ErrCorrupt, r.kind)
 	}

@@ -96,7 +96,7 @@ func taskEntry(t *task, r *record) {
 		attempt: t.attempt, typ: t.typ.name, state: t.state, priority: t.priority, flags: t.flags,
 		exec: t.execID, trace: t.ownTrace(), argKeys: t.argKeys, args: t.args, key: t.key(),
 		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps().appendTo(deps),
-		requeues: t.requeues(), why: t.requeueReason()}
+		requeues: t.requeues(), why: t.requeueReason(), fields: *t.fields()}
 }
 
 // LoadEntry loads one snapshot entry into an empty core, during recovery,
@@ -133,7 +133,8 @@ func (c *Core) loadRecord(r *record) error {
 			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
 			typ: tt, state: r.state, priority: r.priority, flags: r.flags,
 			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys,
-			x: newExtra(r.key, r.errText, r.trace, encodeDeps(r.deps)).withRequeue(r.requeues, r.why)}
+			x: taskExtra{key: r.key, errText: r.errText, traceID: r.trace, deps: encodeDeps(r.deps),
+				requeues: r.requeues, reason: r.why, fields: r.fields}.shared()}
 		c.tasks.insert(t)
 		c.counts[t.state]++
 		c.nextID = max(c.nextID, r.id+1)

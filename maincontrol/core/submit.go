@@ -18,6 +18,7 @@ type submitReq struct {
 	key         string
 	hasKey      bool
 	trace       string
+	fields      fieldVals
 	deps        []uint64 // known ids, deduplicated, in the order given
 	unknown     uint64   // the first id of depends_on that names no task, when hasUnknown
 	hasUnknown  bool
@@ -34,6 +35,7 @@ type submitFields struct {
 	typ, priority, maxAttempts, timeout, delay, key, trace, wait, deps          string
 	hasType, hasPriority, hasMaxAttempts, hasTimeout, hasDelay, hasKey, hasWait bool
 	args                                                                        lines
+	fields                                                                      fieldVals
 }
 
 func (f *submitFields) scan(m *wire.Message) {
@@ -61,6 +63,8 @@ func (f *submitFields) scan(m *wire.Message) {
 		default:
 			if strings.HasPrefix(fl.Key, wire.PrefixArg) {
 				f.args.add(i, fl)
+			} else {
+				f.fields.set(fl.Key, v)
 			}
 		}
 	}
@@ -107,6 +111,10 @@ func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 		return &wire.ValueError{Key: "key", Reason: "must not be empty"}
 	}
 	s.trace = f.trace
+	if err := f.fields.check(); err != nil {
+		return err
+	}
+	s.fields = f.fields
 	if f.hasWait {
 		if s.wait, err = wire.BoolValue("wait", f.wait); err != nil {
 			return err
@@ -271,6 +279,8 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		r.key = strings.Clone(s.key)
 	}
 	r.trace = strings.Clone(s.trace) // "": derived when needed (trace.go)
+	r.fields = s.fields
+	r.fields.clone()
 	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg, f.args)
 	r.deps = append(r.deps, s.deps...)
 	r.state = Pending
@@ -345,7 +355,7 @@ func submitBytes(s *submitReq, args lines) int64 {
 	if s.hasKey {
 		key = s.key
 	}
-	b := heldBytes(s.typ, "", key, s.trace, len(s.deps), "", "")
+	b := heldBytes(s.typ, "", key, s.trace, len(s.deps), "", "") + s.fields.bytes()
 	if args.n > 0 {
 		b += int64(args.size - 1) // args.size counts one LF past the last line
 	}

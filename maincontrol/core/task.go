@@ -60,22 +60,23 @@ const (
 // taskExtra holds what most tasks lack. It is immutable once made: change
 // it by building a new one.
 type taskExtra struct {
-	key     string // idempotency key
-	errText string // error of the latest end or failed attempt
-	traceID string // the submitter's trace_id; "" derives one (trace.go)
-	deps    depIDs // depends_on, deduplicated, in the order given
+	key     string    // idempotency key
+	errText string    // error of the latest end or failed attempt
+	traceID string    // the submitter's trace_id; "" derives one (trace.go)
+	deps    depIDs    // depends_on, deduplicated, in the order given
+	fields  fieldVals // the task field table's values (taskfields.go)
 	// requeues counts the requeues of the task; reason is the latest's.
 	requeues uint64
 	reason   string
 }
 
-// newExtra returns the extra block for these values, or nil when all are
-// empty.
-func newExtra(key, errText, traceID string, deps depIDs) *taskExtra {
-	if key == "" && errText == "" && traceID == "" && deps.len() == 0 {
+// shared returns x as a task's extra block, or nil when all is empty.
+func (x taskExtra) shared() *taskExtra {
+	if x.key == "" && x.errText == "" && x.traceID == "" && x.deps.len() == 0 && x.fields.empty() &&
+		x.requeues == 0 && x.reason == "" {
 		return nil
 	}
-	return &taskExtra{key: key, errText: errText, traceID: traceID, deps: deps}
+	return &x
 }
 
 func (t *task) key() string {
@@ -113,8 +114,12 @@ func (t *task) deps() depIDs {
 func (t *task) setOutcome(errText, out string, outKeys uint16) {
 	t.outs, t.outKeys = out, outKeys
 	if t.errText() != errText {
-		x := newExtra(t.key(), errText, t.ownTrace(), t.deps())
-		t.x = x.withRequeue(t.requeues(), t.requeueReason())
+		x := noExtra
+		if t.x != nil {
+			x = *t.x
+		}
+		x.errText = errText
+		t.x = x.shared()
 	}
 }
 

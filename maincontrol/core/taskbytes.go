@@ -41,6 +41,7 @@ const (
 //     counts it, so that a long name cannot carry what args may not;
 //   - its idempotency key, and the trace_id it was given ("" when the
 //     main control derives one, which is not stored);
+//   - the values of the task field table (taskfields.go);
 //   - DepBytes per depends_on id (deduplicated, as kept);
 //   - the out.* lines (as kept) and the error text of its latest result or
 //     end: while it has not ended, those of a failed attempt, kept until
@@ -62,7 +63,7 @@ func (t *task) bytes() int64 {
 	if x == nil {
 		x = &noExtra
 	}
-	return heldBytes(t.typ.name, t.args, x.key, x.traceID, x.deps.len(), t.outs, x.errText)
+	return heldBytes(t.typ.name, t.args, x.key, x.traceID, x.deps.len(), t.outs, x.errText) + x.fields.bytes()
 }
 
 // noExtra stands for the extra block of a task that has none.

@@ -8,42 +8,6 @@ import (
 	"time"
 )
 
-// TaskInfo is a read-only view of one task, for the offline inspector and
-// metrics.
-type TaskInfo struct {
-	ID          uint64    `json:"task_id"`
-	MaxAttempts uint64    `json:"max_attempts"`
-	TimeoutMs   uint64    `json:"timeout_ms"`
-	Version     uint64    `json:"version"`
-	Attempt     uint32    `json:"attempt"`
-	State       State     `json:"state"`
-	Priority    uint8     `json:"priority"`
-	Type        string    `json:"task_type"`
-	Executor    string    `json:"executor_id,omitempty"`
-	TraceID     string    `json:"trace_id"`
-	Key         string    `json:"key,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	Out         string    `json:"out,omitempty"`  // out.* lines as on the wire
-	Args        string    `json:"args,omitempty"` // arg.* lines as on the wire
-	DependsOn   []uint64  `json:"depends_on,omitempty"`
-	Created     time.Time `json:"created"`
-	Updated     time.Time `json:"updated"`
-}
-
-// Task returns a view of the task with this id. Like every getter, it
-// changes nothing: it shows recovered state once recovery has ended.
-func (c *Core) Task(id uint64) (TaskInfo, bool) {
-	t := c.tasks.get(id)
-	if t == nil {
-		return TaskInfo{}, false
-	}
-	out, _ := t.out()
-	return TaskInfo{ID: t.id, MaxAttempts: t.maxAttempts, TimeoutMs: t.timeoutMs, Version: t.version,
-		Attempt: t.attempt, State: t.state, Priority: t.priority, Type: t.typ.name, Executor: t.execID,
-		TraceID: t.trace(), Key: t.key(), Error: t.errText(), Out: out, Args: t.args,
-		DependsOn: t.deps().appendTo(nil), Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}, true
-}
-
 // Counts returns the number of tasks in each state, indexed by State.
 func (c *Core) Counts() [NumStates + 1]int {
 	return c.counts
@@ -156,6 +120,9 @@ func DescribeRecord(payload []byte) (Record, error) {
 		if r.args != "" {
 			add("args", strings.ReplaceAll(r.args, "\n", " "))
 		}
+		for k, v := range r.fields.all() {
+			add(k, v)
+		}
 	case recDispatch:
 		add("version", r.version)
 		add("attempt", r.attempt)
@@ -220,6 +187,9 @@ func DescribeRecord(payload []byte) (Record, error) {
 		add("task_type", r.typ)
 		if r.exec != "" {
 			add("executor", r.exec)
+		}
+		for k, v := range r.fields.all() {
+			add(k, v)
 		}
 	}
 	d.Text = strings.Join(f, " ")
