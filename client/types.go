@@ -15,6 +15,7 @@ type SubmitRequest struct {
 	Key         string            // idempotency key
 	TraceID     string
 	DependsOn   []uint64 // ids that must succeed first
+	Label       string   // free text for people, at most 256 bytes
 }
 
 // Submitted is the `submitted` reply. The JSON names of this and the
@@ -54,6 +55,7 @@ type TaskState struct {
 	// Requeues counts the task's requeues; RequeueReason is the latest's.
 	Requeues      uint64 `json:"requeues,omitempty"`
 	RequeueReason string `json:"requeue_reason,omitempty"`
+	Label         string `json:"label,omitempty"`
 }
 
 // Stats is the `stats` reply.
@@ -77,6 +79,7 @@ var textFields = []struct {
 	{"trace_id", func(r *SubmitRequest) string { return r.TraceID }, func(s *TaskState) *string { return &s.TraceID }},
 	{"executor_id", nil, func(s *TaskState) *string { return &s.ExecutorID }},
 	{"error", nil, func(s *TaskState) *string { return &s.Error }},
+	{"label", func(r *SubmitRequest) string { return r.Label }, func(s *TaskState) *string { return &s.Label }},
 }
 
 // millis rounds d up to whole milliseconds, so that a positive duration

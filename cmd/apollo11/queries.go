@@ -31,6 +31,9 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 			if st.ExecutorID != "" {
 				fmt.Fprintf(stdout, "executor %s\n", st.ExecutorID)
 			}
+			if st.Label != "" {
+				fmt.Fprintf(stdout, "label %s\n", shown(st.Label))
+			}
 			fmt.Fprintf(stdout, "created %s  updated %s\ntrace_id %s\n",
 				st.Created.UTC().Format(time.RFC3339Nano), st.Updated.UTC().Format(time.RFC3339Nano), st.TraceID)
 			if st.Error != "" {

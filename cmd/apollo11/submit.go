@@ -81,6 +81,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		durationVar(fs, &req.Delay, "delay", 0, "do not dispatch before this much time")
 		fs.StringVar(&req.Key, "key", "", "idempotency key: a known key returns its task instead")
 		fs.StringVar(&req.TraceID, "trace-id", "", "trace id (default: a new one)")
+		fs.StringVar(&req.Label, "label", "", "free text shown by status, at most 256 bytes")
 		fs.Var(&deps, "depends-on", "comma-separated task ids that must succeed first (repeat for more)")
 		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
 		durationVar(fs, &waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")

@@ -15,7 +15,7 @@ func sampleRecords() []record {
 	return []record{
 		{kind: recNew, id: 1 << 40, typ: "type=x", priority: 9, maxAttempts: 1 << 63, timeoutMs: 12345,
 			at: 1_700_000_000_123, due: -5, state: Waiting, key: "key\n", trace: "tr", deps: []uint64{1, 1 << 50, 3},
-			argKeys: 2, args: "arg.a=1\narg.b=2"},
+			argKeys: 2, args: "arg.a=1\narg.b=2", fields: fieldVals{fieldLabel: "batch 7"}},
 		{kind: recNew, id: 2, typ: "x", state: Pending}, // empty strings and lists
 		{kind: recDispatch, id: 7, version: 1<<32 - 1, attempt: 3, exec: "e1", at: 99, due: 5099},
 		{kind: recDispatch, id: 7, version: 1<<64 - 1, attempt: 3, exec: "e1", at: 99, due: 5099},
@@ -39,9 +39,15 @@ func sampleRecords() []record {
 		{kind: snapTask, id: 9, maxAttempts: 5, timeoutMs: 6, created: 7, at: 8, due: 9, seq: 10, version: 11,
 			attempt: 12, typ: "t", state: Retrying, priority: 3, flags: flagArmed | flagTakenBack, exec: "e",
 			trace: "tr", argKeys: 1, args: "arg.a=1", key: "k", errText: "err", outKeys: 2, out: "out.a=1\nout.b=2",
-			deps: []uint64{1, 2}, requeues: 3, why: "r"},
+			deps: []uint64{1, 2}, requeues: 3, why: "r", fields: fieldVals{fieldLabel: "l"}},
 		{kind: recRequeue, id: 9, at: 108, version: 12, state: Waiting, attempt: 2, why: "again"},
 	}
+}
+
+// withoutFields returns r without the task field table's values.
+func withoutFields(r record) record {
+	r.fields = fieldVals{}
+	return r
 }
 
 // normalized turns empty slices into nil, so records compare by value.
@@ -75,14 +81,20 @@ func TestRecord_RoundTrip(t *testing.T) {
 			assert.Equal(t, b, b2[len("prefix"):])
 
 			// Every strict prefix is refused, never a panic, but for a
-			// meta entry without the epoch, as written before epochs.
+			// meta entry without the epoch, as written before epochs, and
+			// a task without the field table's values, as format v1 wrote.
+			v1 := withoutFields(want)
+			noFields := len(appendRecord(nil, &v1))
 			for n := range len(b) {
 				if want.kind == snapMeta && n == len(b)-1 {
 					continue
 				}
+				if n == noFields && !want.fields.empty() {
+					continue
+				}
 				// A task entry without its requeue fields (3 bytes here),
 				// or without the reason, as written before requeue.
-				if want.kind == snapTask && (n == len(b)-3 || n == len(b)-2) {
+				if want.kind == snapTask && (n == noFields-3 || n == noFields-2) {
 					continue
 				}
 				require.ErrorIs(t, decodeRecord(b[:n], &r), ErrCorrupt, "prefix of %d bytes", n)

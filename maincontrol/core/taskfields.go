@@ -26,8 +26,12 @@ import (
 
 // numFields counts the rows; each row's index is a constant above it.
 const (
-	numFields = iota
+	fieldLabel = iota // label: free text for people, such as a batch name
+	numFields
 )
+
+// MaxLabelLen bounds a task's label, in bytes after unescaping.
+const MaxLabelLen = 256
 
 // taskField describes one field of the table.
 type taskField struct {
@@ -37,7 +41,10 @@ type taskField struct {
 }
 
 // taskFields is the table, indexed by the constants above.
-var taskFields = [numFields]taskField{}
+var taskFields = [numFields]taskField{
+	fieldLabel: {key: wire.MustKey("label"), check: maxText("label", MaxLabelLen),
+		info: func(ti *TaskInfo) *string { return &ti.Label }},
+}
 
 // fieldVals holds a task's values of the table's fields; "" is unset.
 type fieldVals [numFields]string
@@ -177,6 +184,7 @@ type TaskInfo struct {
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
 	// The task field table's fields (taskFields) follow.
+	Label string `json:"label,omitempty"`
 }
 
 // Task returns a view of the task with this id. Like every getter, it
