@@ -35,11 +35,11 @@ func request(fc *frameConn, b wire.Builder, req string, timeout time.Duration) (
 
 // stats asks a main control for its stats.
 func stats(fc *frameConn) (*wire.Message, error) {
-	m, err := request(fc, wire.Begin(nil, "stats"), "stats", 10*time.Second)
+	m, err := request(fc, wire.Begin(nil, wire.KindStats), "stats", 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	if m.Type() != "stats" {
+	if m.Kind() != wire.KindStats {
 		return nil, fmt.Errorf("%w: stats answered %s code=%s", ErrRefused, m.Type(), m.Value("code"))
 	}
 	return m, nil

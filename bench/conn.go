@@ -138,7 +138,7 @@ func dialWelcomeSize(addr string, timeout time.Duration, size int) (*frameConn, 
 		c.Close()
 		return nil, "", fmt.Errorf("%s: %w", addr, wire.WelcomeReadError(err))
 	}
-	if m.Type() != "welcome" {
+	if m.Kind() != wire.KindWelcome {
 		c.Close()
 		return nil, "", fmt.Errorf("%w: first frame from %s is %q, not welcome", ErrRefused, addr, m.Type())
 	}
@@ -153,7 +153,7 @@ func dialClient(addr string, token []byte, name string, timeout time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	b := wire.Begin(nil, "hello")
+	b := wire.Begin(nil, wire.KindHello)
 	b.Str("req", "h")
 	b.Str("client", name)
 	if token != nil {
@@ -172,7 +172,7 @@ func dialExecutor(addr string, token []byte, id string, types []string, slots in
 	if err != nil {
 		return nil, 0, err
 	}
-	b := wire.Begin(nil, "register")
+	b := wire.Begin(nil, wire.KindRegister)
 	b.Str("proto", "1")
 	b.Str("executor_id", id)
 	b.List("task_types", types)
@@ -207,7 +207,7 @@ func (f *frameConn) handshake(b wire.Builder, sent, want string, timeout time.Du
 	}
 	if m.Type() != want {
 		f.c.Close()
-		if m.Type() == "error" {
+		if m.Kind() == wire.KindError {
 			return 0, fmt.Errorf("%w: error code=%s message=%s", ErrRefused, m.Value("code"), m.Value("message"))
 		}
 		// Not a refusal: a peer that answers out of turn (or speaks

@@ -154,8 +154,8 @@ func (e *RawExecutor) Run(ctx context.Context) error {
 
 // handle answers one frame; it runs on the reading goroutine.
 func (e *RawExecutor) handle(m *wire.Message) error {
-	switch m.Type() {
-	case "task":
+	switch m.Kind() {
+	case wire.KindTask:
 		now := time.Now()
 		e.tasks.Add(1)
 		e.lastTask.Store(now.UnixNano())
@@ -174,15 +174,15 @@ func (e *RawExecutor) handle(m *wire.Message) error {
 			e.OnTask(id, ver)
 		}
 		return e.answer(m, id, ver)
-	case "result_ack":
+	case wire.KindResultAck:
 		if m.Value("accepted") != "true" {
 			e.refused.Add(1)
 		}
-	case "cancel":
+	case wire.KindCancel:
 		e.mu.Lock()
 		delete(e.running, m.Value("task_id")+"."+m.Value("version"))
 		e.mu.Unlock()
-	case "error":
+	case wire.KindError:
 		e.errFrames.Add(1)
 	}
 	return nil
@@ -198,7 +198,7 @@ func (e *RawExecutor) answer(m *wire.Message, id, ver string) error {
 		e.running[id+"."+ver] = struct{}{}
 		e.mu.Unlock()
 	}
-	b := wire.Begin(e.out, "started")
+	b := wire.Begin(e.out, wire.KindStarted)
 	b.StrK(keyTaskID, id)
 	b.StrK(keyVersion, ver)
 	out, err := b.Finish()
@@ -206,7 +206,7 @@ func (e *RawExecutor) answer(m *wire.Message, id, ver string) error {
 		e.out = out
 		return err
 	}
-	b = wire.Begin(out, "result")
+	b = wire.Begin(out, wire.KindResult)
 	b.StrK(keyTaskID, id)
 	b.StrK(keyVersion, ver)
 	b.StrK(keyStatus, "succeeded")
@@ -250,7 +250,7 @@ func (e *RawExecutor) heartbeats(ctx context.Context, done chan<- struct{}) {
 func (e *RawExecutor) heartbeat() error {
 	e.mu.Lock()
 	e.seq++
-	b := wire.Begin(nil, "heartbeat")
+	b := wire.Begin(nil, wire.KindHeartbeat)
 	b.Uint("seq", e.seq)
 	items := make([]string, 0, len(e.running))
 	for k := range e.running {
@@ -267,7 +267,7 @@ func (e *RawExecutor) heartbeat() error {
 
 // Bye sends a graceful leave; the main control answers bye_ack and closes.
 func (e *RawExecutor) Bye(reason string) error {
-	b := wire.Begin(nil, "bye")
+	b := wire.Begin(nil, wire.KindBye)
 	b.Str("reason", reason)
 	frame, err := b.Finish()
 	if err != nil {

@@ -295,7 +295,7 @@ func (f *failover) startVictim(ctx context.Context, mode ExecMode, inProcess boo
 
 // submit submits one failover task and returns its id.
 func (f *failover) submit() (string, error) {
-	b := wire.Begin(nil, "submit")
+	b := wire.Begin(nil, wire.KindSubmit)
 	b.Str("task_type", f.taskType())
 	b.Str("max_attempts", "10")
 	if f.cfg.Victim == "process" {
@@ -305,7 +305,7 @@ func (f *failover) submit() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if m.Type() != "submitted" {
+	if m.Kind() != wire.KindSubmitted {
 		return "", fmt.Errorf("%w: submit answered %s code=%s", ErrRefused, m.Type(), m.Value("code"))
 	}
 	return m.Value("task_id"), nil
@@ -316,7 +316,7 @@ func (f *failover) submit() (string, error) {
 func (f *failover) waitState(ctx context.Context, id, state, exec string) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		b := wire.Begin(nil, "query")
+		b := wire.Begin(nil, wire.KindQuery)
 		b.Str("task_id", id)
 		m, err := request(f.client, b, "q"+id, 10*time.Second)
 		if err != nil {

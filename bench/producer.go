@@ -132,7 +132,7 @@ func (p *producer) idle(ctx context.Context, now time.Time, sent int64) {
 // appendSubmit encodes one submit intended for at (Unix ns) and, in open
 // loop, written at sentAt (0: not sent apart from at).
 func (p *producer) appendSubmit(buf []byte, at, sentAt int64) []byte {
-	b := wire.Begin(buf, "submit")
+	b := wire.Begin(buf, wire.KindSubmit)
 	b.IntK(keyReq, at)
 	b.StrK(keyType, p.taskType)
 	b.IntK(keyArgT, at)
@@ -178,15 +178,15 @@ func (p *producer) read() error {
 func (p *producer) reply(m *wire.Message) int64 {
 	now := time.Now()
 	at, _ := wire.ParseInt(m.Value("req"))
-	switch m.Type() {
-	case "submitted":
+	switch m.Kind() {
+	case wire.KindSubmitted:
 		p.acked.Add(1)
 		p.ack.Record(now.UnixNano() - at)
 		if !p.wait {
 			p.tlDone.add(now, 1)
 			return 1
 		}
-	case "done":
+	case wire.KindDone:
 		p.done.Add(1)
 		p.doneLat.Record(now.UnixNano() - at)
 		p.tlDone.add(now, 1)
@@ -194,7 +194,7 @@ func (p *producer) reply(m *wire.Message) int64 {
 			p.failed.Add(1)
 		}
 		return 1
-	case "error":
+	case wire.KindError:
 		p.errs.Add(1)
 		p.codes[strings.Clone(m.Value("code"))]++ // the value borrows the read buffer
 		if m.Has("req") {

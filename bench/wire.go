@@ -212,7 +212,7 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 	fc := newFrameConn(conn)
 	_ = conn.SetDeadline(time.Now().Add(cfg.Timeout))
 	welcome, err := fc.next()
-	if err != nil || welcome.Type() != "welcome" {
+	if err != nil || welcome.Kind() != wire.KindWelcome {
 		res.outcome = "no welcome"
 		return res
 	}
@@ -235,7 +235,7 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 		case err != nil:
 			res.outcome = "hello: " + readOutcome("", err) // closed, timed out, sent what does not decode
 			return res
-		case m.Type() != "hello_ok":
+		case m.Kind() != wire.KindHelloOK:
 			res.outcome = "hello refused: " + answerName(m)
 			return res
 		}
@@ -299,7 +299,7 @@ func peerMaxFrame(cfg WireConfig) uint64 {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(cfg.Timeout))
 	m, err := newFrameConn(conn).next()
-	if err != nil || m.Type() != "welcome" {
+	if err != nil || m.Kind() != wire.KindWelcome {
 		return wire.DefaultMaxFrame
 	}
 	n, err := m.UintOr("max_frame", wire.DefaultMaxFrame)
@@ -316,7 +316,7 @@ func peerMaxFrame(cfg WireConfig) uint64 {
 // duplicate=true reply names a task someone else created, which is not
 // the harness's to cancel.
 func (res *probeResult) noteCreated(m *wire.Message) {
-	if m.Type() == "submitted" && m.Value("duplicate") != "true" {
+	if m.Kind() == wire.KindSubmitted && m.Value("duplicate") != "true" {
 		if id := m.Value("task_id"); id != "" {
 			res.created = append(res.created, strings.Clone(id))
 		}
@@ -355,7 +355,7 @@ func (rep *WireReport) cancelCreated(cfg WireConfig) {
 	for batch := range slices.Chunk(rep.created, cancelBatch) {
 		var out []byte
 		for _, id := range batch {
-			b := wire.Begin(out, "cancel")
+			b := wire.Begin(out, wire.KindCancel)
 			b.Str("req", "c"+id)
 			b.Str("task_id", id)
 			if out, err = b.Finish(); err != nil {
@@ -377,7 +377,7 @@ func (rep *WireReport) cancelCreated(cfg WireConfig) {
 			id, ok := strings.CutPrefix(m.Value("req"), "c")
 			switch code := wire.Code(m.Value("code")); {
 			case !ok || !left[id]:
-			case m.Type() == "cancelled", code == wire.CodeIllegalTransition, code == wire.CodeUnknownTask:
+			case m.Kind() == wire.KindCancelled, code == wire.CodeIllegalTransition, code == wire.CodeUnknownTask:
 				delete(left, id)
 			case rep.CleanupError == "":
 				rep.CleanupError = fmt.Sprintf("cancel of task %s answered %s code=%s", id, m.Type(), code)

@@ -15,7 +15,7 @@ import (
 // answerName is an answer as outcomes name it: its type, and for an error
 // its code ("error:bad_request").
 func answerName(m *wire.Message) string {
-	if m.Type() == "error" {
+	if m.Kind() == wire.KindError {
 		return "error:" + m.Value("code")
 	}
 	return m.Type()
@@ -66,7 +66,7 @@ func reqAnswered(m *wire.Message, reqs map[string]bool) bool {
 	if len(reqs) == 0 {
 		return true
 	}
-	if m.Type() == "error" {
+	if m.Kind() == wire.KindError {
 		switch wire.Code(m.Value("code")) {
 		case wire.CodeMalformed, wire.CodeFrameTooLarge:
 			return true

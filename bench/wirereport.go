@@ -135,11 +135,11 @@ func (rep *WireReport) checkAlive(cfg WireConfig) {
 	if err == nil {
 		defer fc.c.Close()
 		var m *wire.Message
-		m, err = request(fc, wire.Begin(nil, "stats"), "stats", cfg.Timeout) // within --timeout, like every probe
+		m, err = request(fc, wire.Begin(nil, wire.KindStats), "stats", cfg.Timeout) // within --timeout, like every probe
 		switch {
 		case isTimeout(err):
 			err = fmt.Errorf("no reply with req=stats within %v", cfg.Timeout)
-		case err == nil && m.Type() != "stats":
+		case err == nil && m.Kind() != wire.KindStats:
 			err = fmt.Errorf("stats answered %s code=%s", m.Type(), m.Value("code"))
 		}
 	}

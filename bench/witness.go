@@ -90,7 +90,7 @@ func (w *witness) roundTrip(ctx context.Context) (toArrival, toRead time.Duratio
 				return nil // nothing else is asked on this connection
 			}
 			found = true
-			if m.Type() == "error" {
+			if m.Kind() == wire.KindError {
 				return fmt.Errorf("%w: %s answered error code=%s message=%s", ErrRefused, w.kind, m.Value("code"), m.Value("message"))
 			}
 			return nil
