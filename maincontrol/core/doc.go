@@ -40,7 +40,8 @@
 // Inputs and rules:
 //
 //	core.go        Core, New, the inputs (Open, Handle, Closed, Tick)
-//	session.go     handshakes, and routing messages by peer role
+//	session.go     handshakes, and refusing what a peer may not send
+//	routes.go      the handler table of each peer role
 //	admin.go       the admin token's proof and the optional features
 //	submit.go      submit: parsing, keys, dependencies
 //	dispatch.go    matching pending tasks with free executor slots
@@ -63,6 +64,7 @@
 // Records, snapshots and recovery:
 //
 //	records.go     the record codec
+//	taskfields.go  the task field table: a row per field added after v1
 //	apply.go       commit and replay: check, then mutate
 //	snapshot.go    Freeze, snapshot entries, loading and Recovered
 //	snapdelta.go   incremental snapshots: what changed since the last
