@@ -9,27 +9,27 @@ import (
 	"os"
 )
 
-// bridgePlan is how RecoverTruncate gets past a corrupt record without
-// losing a record that the base snapshot does not hold (see bridge).
+// bridgePlan is how RecoverTruncate gets past a corrupt record.
+// It loses no record that the base snapshot does not hold (see bridge).
 type bridgePlan struct {
 	seg *segment // the damaged segment, as scanned up to the corrupt record
 	p   *Problem // the corrupt record
 	res *resumed // where the segment's records resume after it
-	// target is the segment file the resumed records are rewritten to,
-	// named after their first LSN (it may be seg's own name).
+	// target is the segment file the resumed records are rewritten to.
+	// It is named after their first LSN, which may be seg's own name.
 	target string
-	// leftover: target follows seg in the listing, written by a bridge a
-	// crash interrupted before it removed seg (it holds what this bridge
-	// writes again).
+	// leftover means target follows seg in the listing.
+	// A bridge wrote it, and a crash interrupted it before it removed seg.
+	// It holds what this bridge writes again.
 	leftover bool
 }
 
 // planBridge decides whether RecoverTruncate can bridge the corrupt record
-// p of seg rather than cut the log there: the base snapshot must hold the
-// LSN the record should have had, and the segment's records must resume
-// (resync) at a record whose LSN is at most one past the base, running to
-// the end of the file and continued by the next segment, later. It
-// returns nil when any of that fails: then the log is cut, as before.
+// p of seg rather than cut the log there.
+// The base snapshot must hold the LSN the record should have had.
+// The segment's records must resume (resync) at most one LSN past the base.
+// They must run to the end of the file and on into the next segment.
+// It returns nil when any of that fails, and then the log is cut as before.
 func (r *recovery) planBridge(seg *segment, p *Problem, later []string, newest bool) (*bridgePlan, error) {
 	lsn := seg.last + 1 // the LSN the corrupt record should have had
 	if r.base == nil || lsn > r.base.lsn {
@@ -49,7 +49,7 @@ func (r *recovery) planBridge(seg *segment, p *Problem, later []string, newest b
 	}
 	b := &bridgePlan{seg: seg, p: p, res: res, target: segName(res.first)}
 	if len(later) > 0 && later[0] == b.target {
-		// A segment named inside seg's LSNs: a bridge interrupted after
+		// A segment named inside seg's LSNs is a bridge interrupted after
 		// its rename. Anything else by that name is not ours to replace.
 		same, err := r.holdsResumed(f, res, b.target)
 		if err != nil {
@@ -70,7 +70,7 @@ func (r *recovery) planBridge(seg *segment, p *Problem, later []string, newest b
 }
 
 // holdsResumed reports whether segment file name holds exactly the bytes
-// of res in f, after its header (an older binary's bridge wrote none).
+// of res in f, after its header. An older binary's bridge wrote no header.
 func (r *recovery) holdsResumed(f File, res *resumed, name string) (bool, error) {
 	n := res.end - res.start
 	other, err := r.opts.FS.OpenFile(r.path(name), os.O_RDONLY, 0)
@@ -99,44 +99,46 @@ func (r *recovery) holdsResumed(f File, res *resumed, name string) (bool, error)
 	return bytes.Equal(want, got), nil
 }
 
-// bridge gets past the corrupt record of b without cutting the log: every
-// record before the one the segment resumes with (LSN R = b.res.first) is
-// dropped, and every record from R on is kept. That loses nothing: R-1 is
-// at most the base snapshot's LSN, so Replay, which starts after the
-// base, never needed what is dropped; nothing is added to lost. Only a
-// fallback to an older snapshot, which would need the records after it,
-// is no longer possible.
+// bridge gets past the corrupt record of b without cutting the log.
+// Let R be the LSN the segment resumes with (b.res.first).
+// Every record before R is dropped, and every record from R on is kept.
+// That loses nothing, because R-1 is at most the base snapshot's LSN.
+// Replay starts after the base, so it never needed what is dropped.
+// Nothing is added to lost. Only a fallback to an older snapshot is lost.
+// That fallback would need the records after the older snapshot.
 //
-// The log must stay a list of files named by their first LSN with
-// consecutive records (recoverLog checks that at every Open), so the
-// records from R on are rewritten into a new segment file named R, and
-// the damaged segment and every segment before it are removed: all their
-// other records are below R. In this order:
+// The log must stay a list of files named by their first LSN.
+// Their records must be consecutive, and recoverLog checks that at every Open.
+// So the records from R on are rewritten into a new segment file named R.
+// The damaged segment and every segment before it are removed.
+// All their other records are below R. The steps run in this order:
 //
-//  1. a torn tail after the resumed records (newest segment only) is cut
-//     off the damaged segment and fsynced, as Open does for any torn tail;
-//  2. the resumed records are copied into a temporary file, which is
-//     fsynced, renamed to <R>.log, and the directory fsynced (createAtomic);
-//  3. the segments before the damaged one are removed, oldest first, then
-//     the damaged one, the directory being fsynced after each removal.
+//  1. A torn tail after the resumed records is cut off the damaged segment
+//     and fsynced. Only the newest segment has one. Open does the same.
+//  2. The resumed records are copied into a temporary file. It is fsynced
+//     and renamed to <R>.log, and the directory is fsynced (createAtomic).
+//  3. The segments before the damaged one are removed, oldest first.
+//     The damaged one goes last. The directory is fsynced after each removal.
 //
-// A crash at any point leaves a dir that a later Open handles without a
-// loss. Before step 2's rename the damaged segment is as it was (step 1
-// only cut a torn tail, and a leftover temporary file is swept): Open refuses it
-// again, or bridges it again. After the rename, <R>.log sits after the
-// damaged segment in the listing; the damaged segment is still whole and
-// still first among what is left (removals run oldest first and are
-// durable one by one, the damaged one last), so Open refuses it again
-// without RecoverTruncate, and with it bridges it again, finds <R>.log
-// holding exactly the records it would write (planBridge), and writes it
-// again. Once the damaged segment is removed, <R>.log heads the log and
-// nothing is amiss. No record is appended before Open has finished, so
-// <R>.log never grows while the damaged segment exists. (If R is the
-// damaged segment's own first LSN, the rename replaces it in one step.)
+// A crash at any point leaves a dir that a later Open handles without loss.
+// Before step 2's rename, the damaged segment is as it was.
+// Step 1 only cut a torn tail, and a leftover temporary file is swept.
+// So Open refuses it again, or bridges it again.
+// After the rename, <R>.log sits after the damaged segment in the listing.
+// The damaged segment is still whole and still first among what is left.
+// That holds because removals run oldest first and are durable one by one.
+// So Open without RecoverTruncate refuses it again.
+// With RecoverTruncate, Open bridges it again.
+// planBridge finds <R>.log holding exactly the records it would write.
+// Open then writes it again.
+// Once the damaged segment is removed, <R>.log heads the log.
+// Nothing is amiss then. No record is appended before Open has finished.
+// So <R>.log never grows while the damaged segment exists.
+// If R is the damaged segment's own first LSN, the rename replaces it in one step.
 //
-// With ReadOnly nothing is written or removed: the Store's view of the
-// log starts at R inside the damaged file (segment.start), so Replay and
-// ReadLog read what a real Open would leave.
+// With ReadOnly, nothing is written or removed.
+// The Store's view of the log starts at R inside the damaged file (segment.start).
+// So Replay and ReadLog read what a real Open would leave.
 func (r *recovery) bridge(b *bridgePlan) error {
 	res, p, seg := b.res, b.p, b.seg
 	var removed []string
@@ -187,8 +189,8 @@ func (r *recovery) bridge(b *bridgePlan) error {
 	return nil
 }
 
-// rewrite copies the records of res in segment name into the segment
-// file target, atomically.
+// rewrite atomically copies the records of res in segment name
+// into the segment file target.
 func (r *recovery) rewrite(name string, res *resumed, target string) error {
 	f, err := r.opts.FS.OpenFile(r.path(name), os.O_RDONLY, 0)
 	if err != nil {

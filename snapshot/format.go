@@ -8,21 +8,23 @@ import (
 	"hash/crc32"
 )
 
-// Every file of the data dir starts with a format version, so that a
-// newer binary reads every format an older one wrote, and an older binary
-// refuses, by name, a file it cannot read (spec section 7). A new file
-// kind starts with a file header:
+// Every file of the data dir starts with a format version.
+// So a newer binary reads every format an older one wrote.
+// And an older binary refuses, by name, a file it cannot read (spec section 7).
+// A new file kind starts with a big-endian file header:
 //
 //	magic [8]byte | version uint32 | crc uint32
 //
-// big-endian, crc being CRC32C over the magic and the version. Each
-// magic's first byte is 0xff: a log segment without a header (written
-// before format versions) starts with a record's length, and no record
-// of 4 GiB minus 16 MiB or more was ever written, so the two never meet.
+// crc is CRC32C over the magic and the version.
+// Each magic's first byte is 0xff, to tell it from a headerless log segment.
+// Such a segment was written before format versions.
+// It starts with a record's length.
+// No record of 4 GiB minus 16 MiB or more was ever written.
+// So the two never meet.
 const fileHeaderSize = 16
 
-// Log segment format versions. 0 is the segment of older binaries, with
-// no header: records from the first byte.
+// Log segment format versions. 0 is the segment of older binaries.
+// It has no header, and records start at the first byte.
 const (
 	segMagic   = "\xffA11LOG\x00"
 	segVersion = 1
@@ -31,9 +33,9 @@ const (
 // ErrNewerFormat is matched by *FormatError.
 var ErrNewerFormat = errors.New("file format newer than this binary reads")
 
-// FormatError is a file written in a format newer than this binary
-// reads, by a newer binary. Open refuses the data dir rather than skip
-// the file: what it holds may be the only copy of confirmed changes.
+// FormatError is a file a newer binary wrote, in a format this binary cannot read.
+// Open refuses the data dir rather than skip the file.
+// What it holds may be the only copy of confirmed changes.
 type FormatError struct {
 	File    string // file name in the data dir
 	Version uint32 // the file's format version
@@ -72,15 +74,15 @@ type headerState int
 
 const (
 	headerNone    headerState = iota // does not start with the magic
-	headerPartial                    // a strict prefix of a header: torn, or cut short
+	headerPartial                    // a strict prefix of a header, torn or cut short
 	headerBad                        // the magic, but a checksum mismatch or version 0
 	headerOK
 )
 
-// parseFileHeader reads the file header at the start of b, which holds
-// the first fileHeaderSize bytes of file name (fewer when the file is
-// shorter). With headerOK it returns the version, and a *FormatError
-// when that is newer than known.
+// parseFileHeader reads the file header at the start of b.
+// b holds the first fileHeaderSize bytes of file name, fewer when the file is shorter.
+// With headerOK it returns the version.
+// It also returns a *FormatError when that version is newer than known.
 func parseFileHeader(name string, b []byte, magic string, known uint32) (headerState, uint32, error) {
 	if len(b) < fileHeaderSize {
 		if len(b) > 0 && bytes.HasPrefix([]byte(magic), b[:min(len(b), len(magic))]) {

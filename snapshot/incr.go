@@ -5,47 +5,49 @@ import (
 	"slices"
 )
 
-// Source is the state an incremental snapshot is written from (see
-// Store.WriteIncremental). Entries are keyed by a uint64; keys fall in
-// ranges of 1<<RangeBits consecutive keys, the unit in which the Store
-// rewrites what it keeps. A Source describes its state as it is now and
-// as it was at the snapshot BaseLSN names, so that it can say what
-// changed since.
+// Source is the state an incremental snapshot is written from.
+// Store.WriteIncremental reads it. Entries are keyed by a uint64.
+// Keys fall in ranges of 1<<RangeBits consecutive keys.
+// The Store rewrites what it keeps one range at a time.
+// A Source describes its state now and at the snapshot BaseLSN names.
+// That is how it can say what changed since.
 type Source interface {
-	// BaseLSN is the LSN of the snapshot the changes are relative to: the
-	// last one this Store wrote or loaded. 0 (or any other LSN) makes the
-	// Store write every range whole.
+	// BaseLSN is the LSN of the snapshot the changes are relative to.
+	// It is the last one this Store wrote or loaded.
+	// 0, or any other LSN, makes the Store write every range whole.
 	BaseLSN() uint64
-	// RangeBits is log2 of the keys per range; it must not change.
+	// RangeBits is log2 of the keys per range. It must not change.
 	RangeBits() uint
 	// Head streams the small entries every manifest holds whole.
 	Head(add func(p []byte) error) error
-	// StateChanged reports whether the unkeyed state changed since
-	// BaseLSN; State streams all of it.
+	// StateChanged reports whether the unkeyed state changed since BaseLSN.
+	// State streams all of it.
 	StateChanged() bool
 	State(add func(p []byte) error) error
-	// Floor returns the lowest key range r holds now: every key below it
-	// in the range is gone, and needs no tombstone.
+	// Floor returns the lowest key range r holds now.
+	// Every key below it in the range is gone and needs no tombstone.
 	Floor(r uint64) uint64
-	// Ranges calls fn, in ascending order, for every range that holds
-	// entries now or held some at BaseLSN: live is how many it holds now,
-	// changed whether any of them changed (or went) since BaseLSN, settled
-	// whether no new key can appear in it.
+	// Ranges calls fn in ascending order for every range that holds
+	// entries now or held some at BaseLSN.
+	// live is how many entries it holds now.
+	// changed says whether any of them changed or went since BaseLSN.
+	// settled says whether no new key can appear in it.
 	Ranges(fn func(r uint64, live int, changed, settled bool))
-	// WriteRange streams range r in ascending key order: every entry when
-	// full, else the entries that changed since BaseLSN (put) and the keys
-	// gone since (drop).
+	// WriteRange streams range r in ascending key order.
+	// When full is set it streams every entry.
+	// Otherwise it puts the entries that changed since BaseLSN.
+	// It drops the keys gone since then.
 	WriteRange(r uint64, full bool, put func(key uint64, p []byte) error, drop func(key uint64) error) error
 }
 
-// Compaction limits. A range's base is rewritten once its deltas outgrow
-// it, once it is settled with a quarter of it in deltas, or once the
-// part holding its base is mostly void; the rest of the time a snapshot
-// writes only what changed.
+// Compaction limits. A range's base is rewritten in three cases.
+// Its deltas outgrow it, or it is settled with a quarter of it in deltas.
+// Or the part holding its base is mostly void.
+// The rest of the time a snapshot writes only what changed.
 const (
-	// maxDeltaParts bounds the parts kept for a delta they hold: beyond
-	// it the ranges holding the oldest are rewritten. It bounds the
-	// manifest and the files startup reads.
+	// maxDeltaParts bounds the parts kept for a delta they hold.
+	// Beyond it, the ranges holding the oldest are rewritten.
+	// It bounds the manifest and the files startup reads.
 	maxDeltaParts = 128
 	// minTombRebase is the fewest tombstones that make a range rewritten
 	// once they are three times its entries left.
@@ -62,18 +64,18 @@ type partMeta struct {
 
 // rangeState is what the Store knows of one key range.
 type rangeState struct {
-	base     uint64 // LSN of the part holding its base: older entries are void
+	base     uint64 // LSN of the part holding its base (older entries are void)
 	baseN    int    // entries in its base
 	deltaN   int    // entries in parts after its base
 	deltaImg int    // images (not tombstones) among them
-	// floor is the range's lowest key left (0: none gone): entries of
-	// keys below it are void, so that a range expiring in key order
-	// writes no tombstones.
+	// floor is the range's lowest key left, or 0 when none is gone.
+	// Entries of keys below it are void.
+	// So a range expiring in key order writes no tombstones.
 	floor uint64
 }
 
-// incrState is the structure of the newest snapshot: its parts and the
-// base of each range.
+// incrState is the structure of the newest snapshot.
+// It holds the parts and the base of each range.
 type incrState struct {
 	lsn       uint64
 	rangeBits uint
@@ -102,8 +104,8 @@ func (st *incrState) baseOf(r uint64) uint64 {
 // inForce reports whether part p holds entries of range r that count.
 func (st *incrState) inForce(p *partMeta, r uint64) bool { return p.ref.lsn >= st.baseOf(r) }
 
-// settle recounts every range from the parts, drops the parts no range
-// needs and the ranges nothing refers to.
+// settle recounts every range from the parts.
+// It drops the parts no range needs and the ranges nothing refers to.
 func (st *incrState) settle() {
 	for _, rs := range st.ranges {
 		rs.baseN, rs.deltaN, rs.deltaImg = 0, 0, 0
@@ -141,9 +143,9 @@ func (st *incrState) settle() {
 	}
 }
 
-// neededRecords returns the ranges whose record must be in the manifest:
-// a kept part older than the base holds entries of them, or a kept part
-// holds entries its floor voids.
+// neededRecords returns the ranges whose record must be in the manifest.
+// A range needs one when a kept part older than its base holds its entries.
+// It also needs one when a kept part holds entries its floor voids.
 func (st *incrState) neededRecords() map[uint64]bool {
 	need := map[uint64]bool{}
 	for _, p := range st.parts {
@@ -197,12 +199,12 @@ func (st *incrState) partNames() []string {
 const (
 	actNone  = iota
 	actDelta // write what changed
-	actFull  // rewrite the range whole: a new base
-	actEmpty // the range is empty: a new base with no entry
+	actFull  // rewrite the range whole as a new base
+	actEmpty // the range is empty, so a new base with no entry
 )
 
-// plan decides, for the snapshot at lsn, what to write of each range.
-// full: the Store has no structure the Source's changes apply to.
+// plan decides what the snapshot at lsn writes of each range.
+// full means the Store has no structure the Source's changes apply to.
 func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 	acts := map[uint64]int{}
 	lives := map[uint64]int{}
@@ -225,8 +227,8 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 			case rs.deltaN > 2*(rs.baseN+live):
 				acts[r] = actFull
 			case tombs(rs) >= max(3*live, minTombRebase):
-				// Mostly expired: the few left cost less than the parts
-				// its tombstones hold.
+				// Mostly expired. The few entries left cost less
+				// than the parts its tombstones hold.
 				acts[r] = actFull
 			default:
 				acts[r] = actDelta
@@ -254,9 +256,9 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 		}
 		return st.baseOf(r)
 	}
-	// A part holding bases mostly void (superseded or expired) has the
-	// rest of them rewritten: at three quarters void, the rewrite costs a
-	// third of what it frees.
+	// A part whose bases are mostly void has the rest of them rewritten.
+	// Void means superseded or expired.
+	// At three quarters void, the rewrite costs a third of what it frees.
 	for _, p := range st.parts {
 		var void uint64
 		var bases []uint64
@@ -274,8 +276,8 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 			}
 		}
 	}
-	// Too many parts kept for their deltas: the ranges holding the
-	// oldest ones get new bases.
+	// Too many parts are kept for their deltas.
+	// The ranges holding the oldest ones get new bases.
 	for {
 		var held []*partMeta
 		for _, p := range st.parts {

@@ -6,24 +6,26 @@ import (
 	"slices"
 )
 
-// WriteIncremental writes the snapshot at lsn from src, at the cost of
-// what changed since the Store's newest snapshot rather than of the whole
-// state (spec section 7): one part with the changed entries of each range
-// (and the ranges it rewrites whole, see incrState.plan), a state part
-// when the state changed, then the manifest snapshot-<lsn> that lists the
-// parts it uses. Each file is published atomically; the manifest, last,
-// only once every record up to lsn is durable. A part is never changed
-// once published.
+// WriteIncremental writes the snapshot at lsn from src (spec section 7).
+// It costs what changed since the Store's newest snapshot, not the whole state.
+// It writes one part with the changed entries of each range.
+// That part also holds the ranges it rewrites whole (see incrState.plan).
+// A state part follows when the state changed.
+// Last comes the manifest snapshot-<lsn>, which lists the parts it uses.
+// Each file is published atomically.
+// The manifest goes last, only once every record up to lsn is durable.
+// A part is never changed once published.
 //
-// Retention is WriteSnapshot's: the new snapshot and the previous valid
-// one are kept with every part either uses; older manifests go first,
-// then the parts no kept snapshot uses. A crash at any step leaves the
-// previous snapshots whole; startup removes the parts no loadable
-// snapshot uses.
+// Retention is WriteSnapshot's. The new snapshot and the previous valid one
+// are kept, with every part either uses.
+// Older manifests go first, then the parts no kept snapshot uses.
+// A crash at any step leaves the previous snapshots whole.
+// Startup removes the parts no loadable snapshot uses.
 //
-// When the Store's newest snapshot is not the one src.BaseLSN names (a
-// whole snapshot, none, or a failed write in between) every range is
-// written whole. Errors and concurrency are as for WriteSnapshot.
+// The Store's newest snapshot may not be the one src.BaseLSN names.
+// It may be a whole snapshot, none, or a failed write may lie in between.
+// Then every range is written whole.
+// Errors and concurrency are as for WriteSnapshot.
 func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 	if err := s.beginSnapshot(lsn); err != nil {
 		return err
@@ -96,7 +98,7 @@ func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 	name := snapName(lsn)
 	size, entries, err := s.writeManifest(name, lsn, next.index(), src)
 	if err != nil {
-		if size < 0 { // the manifest may be published: keep its parts
+		if size < 0 { // the manifest may be published, so keep its parts
 			return err
 		}
 		return fail(err)
@@ -112,7 +114,7 @@ func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 }
 
 // writeTaskPart writes the entries acts asks for into the part
-// snapshot-<lsn>-tasks; nil when there is none.
+// snapshot-<lsn>-tasks. It returns nil when there is none.
 func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, floors map[uint64]uint64, src Source) (*partMeta, error) {
 	var rs []uint64
 	for r, a := range acts {
@@ -142,8 +144,8 @@ func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, floors
 	})
 }
 
-// writeStatePart writes the whole state into snapshot-<lsn>-state; nil
-// when the state is empty.
+// writeStatePart writes the whole state into snapshot-<lsn>-state.
+// It returns nil when the state is empty.
 func (s *Store) writeStatePart(lsn uint64, src Source) (*partMeta, error) {
 	return s.writePart(lsn, partState, 0, func(pw *partWriter) error {
 		return src.State(func(p []byte) error {
@@ -156,7 +158,7 @@ func (s *Store) writeStatePart(lsn uint64, src Source) (*partMeta, error) {
 }
 
 // writePart writes and publishes the part snapshot-<lsn>-<kind> that fill
-// puts entries into; nil when fill put none.
+// puts entries into. It returns nil when fill put none.
 func (s *Store) writePart(lsn uint64, kind byte, bits uint, fill func(pw *partWriter) error) (*partMeta, error) {
 	name := partName(lsn, kind)
 	pw, err := newPartWriter(s.fsys, filepath.Join(s.dir, name), lsn, kind, bits)
@@ -182,8 +184,8 @@ func (s *Store) writePart(lsn uint64, kind byte, bits uint, fill func(pw *partWr
 	return pm, nil
 }
 
-// writeManifest publishes the manifest: its index, then the source's
-// head entries.
+// writeManifest publishes the manifest.
+// It writes its index, then the source's head entries.
 func (s *Store) writeManifest(name string, lsn uint64, idx *manifestIndex, src Source) (int64, uint64, error) {
 	return s.writeSnapshotFile(name, lsn, manifestVersion, func(w *SnapshotWriter) error {
 		if err := w.Add(idx.encode()); err != nil {

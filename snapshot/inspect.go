@@ -11,8 +11,8 @@ type DirInfo struct {
 	Snapshots []SnapshotInfo `json:"snapshots"`            // in LSN order
 	Segments  []SegmentInfo  `json:"segments"`             // in LSN order
 	TempFiles []string       `json:"temp_files,omitempty"` // leftover temporary files (Open removes them)
-	// UnusedParts are snapshot parts no valid manifest uses (Open
-	// removes them).
+	// UnusedParts are snapshot parts no valid manifest uses.
+	// Open removes them.
 	UnusedParts []string  `json:"unused_parts,omitempty"`
 	Problems    []Problem `json:"problems,omitempty"` // torn tails and corruption found in the log
 
@@ -22,8 +22,8 @@ type DirInfo struct {
 	OpenError    string `json:"open_error,omitempty"` // why Open or Replay would fail; "" if they would not
 
 	// RecoverTruncate is what Open and Replay would do with
-	// Options.RecoverTruncate set, when they would fail without it; nil
-	// otherwise. The Problems it would bridge carry a Bridge.
+	// Options.RecoverTruncate set, when they would fail without it.
+	// It is nil otherwise. The Problems it would bridge carry a Bridge.
 	RecoverTruncate *RecoverInfo `json:"recover_truncate,omitempty"`
 }
 
@@ -32,14 +32,14 @@ type DirInfo struct {
 type RecoverInfo struct {
 	LoadSnapshot string `json:"load_snapshot"` // the snapshot they would load; "" if none
 	LastLSN      uint64 `json:"last_lsn"`      // the last LSN after recovery
-	// Lost bounds from above the confirmed records that would be dropped
-	// (see Store.Lost): 0 when every corruption is bridged.
+	// Lost bounds from above the confirmed records that would be dropped.
+	// It is 0 when every corruption is bridged (see Store.Lost).
 	Lost      uint64 `json:"lost"`
 	OpenError string `json:"open_error,omitempty"` // why Open or Replay would still fail
 }
 
-// SnapshotInfo describes one snapshot file: a whole snapshot (format
-// 1) or a manifest (format 2) with the parts it uses.
+// SnapshotInfo describes one snapshot file.
+// That is a whole snapshot (format 1) or a manifest (format 2) with its parts.
 type SnapshotInfo struct {
 	Name    string     `json:"name"`
 	LSN     uint64     `json:"lsn"`
@@ -73,10 +73,10 @@ type SegmentInfo struct {
 	Records    int    `json:"records"`     // valid records
 }
 
-// Inspect describes the data dir opts.Dir without modifying it (ReadOnly
-// is forced): every snapshot is validated, every segment scanned, and
-// problems are reported rather than returned. The error is for a dir that
-// cannot be read.
+// Inspect describes the data dir opts.Dir without modifying it.
+// It forces ReadOnly. Every snapshot is validated and every segment scanned.
+// Problems are reported rather than returned.
+// The error is for a dir that cannot be read.
 func Inspect(opts Options) (*DirInfo, error) {
 	opts.ReadOnly = true
 	o := opts.withDefaults()
@@ -148,8 +148,8 @@ func Inspect(opts Options) (*DirInfo, error) {
 	return info, nil
 }
 
-// dryRun opens the dir read-only with o and says what Open and Replay
-// would do; it marks the Problems that Open bridges.
+// dryRun opens the dir read-only with o and says what Open and Replay would do.
+// It marks the Problems that Open bridges.
 func (info *DirInfo) dryRun(o Options) *RecoverInfo {
 	ri := &RecoverInfo{}
 	s, err := Open(o)

@@ -11,15 +11,15 @@ import (
 	"strings"
 )
 
-// lostName is the file in the data dir that keeps, until the caller has
-// made up for them (Store.ClearLost), how many confirmed records
-// RecoverTruncate dropped. It is written before any record is cut, so that
-// a crash between the cut and the caller's own record of the loss cannot
-// forget it: the next Open reports it again.
+// lostName is the file in the data dir that counts the confirmed records
+// RecoverTruncate dropped. It keeps the count until the caller has made up
+// for them (Store.ClearLost). It is written before any record is cut.
+// So a crash between the cut and the caller's own record cannot forget the loss.
+// The next Open reports it again.
 const lostName = "lost-records"
 
-// lostFormat starts the file, with its format version; older binaries
-// wrote the bare count, which is still read.
+// lostFormat starts the file and carries its format version.
+// Older binaries wrote the bare count, which is still read.
 const (
 	lostFormat  = "apollo11 lost-records "
 	lostVersion = 1
@@ -56,21 +56,21 @@ func readLost(fsys FS, dir string) (uint64, error) {
 		return 0, fmt.Errorf("%s in %s holds %q, not a count: fix or remove it (then task ids may repeat)", lostName, dir, b)
 	}
 	if n > maxLost {
-		// The main control skips this many task ids: a count no log
-		// could have held (a hand-edited file) would wrap the id counter
-		// and hand out ids again.
+		// The main control skips this many task ids.
+		// A count no log could have held, as in a hand-edited file,
+		// would wrap the id counter and hand out ids again.
 		return 0, fmt.Errorf("%s in %s holds %d, more records than a log can lose: fix or remove it (then task ids may repeat)", lostName, dir, n)
 	}
 	return n, nil
 }
 
-// maxLost is the largest count of lost records taken: 2^48, far more
-// records than any log holds, and far from wrapping a task id.
+// maxLost is the largest count of lost records taken, 2^48.
+// It is far more records than any log holds, and far from wrapping a task id.
 const maxLost = 1 << 48
 
-// addLost adds n to the count of lost records (r.lost starts at the
-// count kept in lostName) and keeps the sum there, durably, before the
-// records are dropped.
+// addLost adds n to the count of lost records.
+// r.lost starts at the count kept in lostName.
+// It keeps the sum there durably before the records are dropped.
 func (r *recovery) addLost(n uint64) error {
 	r.lost += n
 	if r.opts.ReadOnly {
@@ -87,8 +87,8 @@ func (r *recovery) addLost(n uint64) error {
 	return a.Commit()
 }
 
-// ClearLost forgets the records Open reported as lost (see Lost), once
-// the caller has made up for them durably.
+// ClearLost forgets the records Open reported as lost (see Lost).
+// Call it once the caller has made up for them durably.
 func (s *Store) ClearLost() error {
 	if s.lost == 0 {
 		return nil

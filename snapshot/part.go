@@ -18,16 +18,17 @@ import (
 //	entries: len uint32 | key uint64 | payload (len bytes), repeated
 //	trailer: entry count uint64 | crc uint32
 //
-// lsn is the LSN of the snapshot that wrote the part, kind says what it
-// holds (partTasks, partState). An entry of length 0 is a tombstone: the
-// key is gone. Task entries are in ascending key order. crc is CRC32C over
-// every byte before it. A published part never changes.
+// lsn is the LSN of the snapshot that wrote the part.
+// kind says what it holds (partTasks, partState).
+// An entry of length 0 is a tombstone, meaning the key is gone.
+// Task entries are in ascending key order.
+// crc is CRC32C over every byte before it. A published part never changes.
 const (
 	partMagic       = "A11PART\x00"
 	partVersion     = 1
 	partHeaderSize  = len(partMagic) + 4 + 8 + 4
 	partEntryHeader = 4 + 8
-	// partBufSize is the write buffer: most parts are small deltas.
+	// partBufSize is the write buffer. It is small because most parts are small deltas.
 	partBufSize = 64 << 10
 )
 
@@ -44,7 +45,7 @@ func partKindName(kind byte) string {
 	return "tasks"
 }
 
-// partName is snapshot-<lsn>-<kind>: it sorts beside its manifest.
+// partName is snapshot-<lsn>-<kind>, so it sorts beside its manifest.
 func partName(lsn uint64, kind byte) string { return snapName(lsn) + "-" + partKindName(kind) }
 
 // parsePartName parses a part's file name.
@@ -106,7 +107,7 @@ func (w *partWriter) write(p []byte) {
 	w.size += int64(len(p))
 }
 
-// put adds an entry; an empty payload is a tombstone.
+// put adds an entry. An empty payload is a tombstone.
 func (w *partWriter) put(key uint64, payload []byte) error {
 	if uint64(len(payload)) > MaxPayload {
 		return fmt.Errorf("snapshot entry of %d bytes is larger than MaxPayload", len(payload))
@@ -133,8 +134,9 @@ func (w *partWriter) put(key uint64, payload []byte) error {
 	return w.err
 }
 
-// finish writes the trailer and publishes the part (fsync, rename, fsync
-// of the directory). It returns the part's checksum.
+// finish writes the trailer and publishes the part.
+// Publishing is fsync, rename, then fsync of the directory.
+// It returns the part's checksum.
 func (w *partWriter) finish() (uint32, error) {
 	var t [snapTrailerSize]byte
 	binary.BigEndian.PutUint64(t[0:8], w.count)
@@ -157,8 +159,8 @@ func (w *partWriter) finish() (uint32, error) {
 
 func (w *partWriter) abort() { w.af.Abort() }
 
-// partEntry is what walkPart hands its callback: a tombstone has a nil
-// payload.
+// partEntry is what walkPart hands its callback.
+// A tombstone has a nil payload.
 type partEntry struct {
 	key     uint64
 	payload []byte
@@ -172,10 +174,12 @@ type partSummary struct {
 	perRange map[uint64]rangeCount
 }
 
-// walkPart reads the part file at path, checking its header (which must
-// carry lsn and kind), structure, key order and checksum. fn, if not nil,
-// is called for each entry before the checksum is known: callers validate
-// first with fn == nil. Errors about the content wrap ErrBadSnapshot.
+// walkPart reads the part file at path.
+// It checks its header, structure, key order and checksum.
+// The header must carry lsn and kind.
+// fn, if not nil, is called for each entry before the checksum is known.
+// So callers validate first with fn == nil.
+// Errors about the content wrap ErrBadSnapshot.
 func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn func(e partEntry) error) (partSummary, error) {
 	var sum partSummary
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)

@@ -17,8 +17,8 @@ import (
 //
 //	len uint32 | crc uint32 | lsn uint64 | payload (len bytes)
 //
-// crc is CRC32C over the len bytes, the lsn bytes and the payload, so the
-// checksum covers the length (spec section 7).
+// crc is CRC32C over the len bytes, the lsn bytes and the payload.
+// So the checksum covers the length too (spec section 7).
 const recordHeaderSize = 16
 
 // MaxPayload is the largest payload a record or snapshot entry can hold.
@@ -41,8 +41,8 @@ func appendRecord(dst []byte, lsn uint64, payload []byte) []byte {
 	return append(dst, payload...)
 }
 
-// recordCRC computes the checksum of a record from its header (crc field
-// ignored) and payload.
+// recordCRC computes the checksum of a record from its header and payload.
+// It ignores the crc field of the header.
 func recordCRC(hdr, payload []byte) uint32 {
 	c := crc32.Update(0, castagnoli, hdr[0:4])
 	c = crc32.Update(c, castagnoli, hdr[8:16])
@@ -53,9 +53,9 @@ func recordCRC(hdr, payload []byte) uint32 {
 func recordLSN(buf []byte) uint64 { return binary.BigEndian.Uint64(buf[8:16]) }
 
 // chunk returns how many bytes of whole records from the start of buf fit
-// in room bytes, how many records that is, and the LSN of the last of them.
-// If atLeastOne, the first record is taken even if it is larger than room
-// (an oversized record gets a segment of its own).
+// in room bytes. It also returns how many records that is and the last LSN.
+// If atLeastOne, the first record is taken even if it is larger than room.
+// That way an oversized record gets a segment of its own.
 func chunk(buf []byte, room int64, atLeastOne bool) (n, records int, last uint64) {
 	for n < len(buf) {
 		sz := recordHeaderSize + int(binary.BigEndian.Uint32(buf[n:]))
@@ -69,8 +69,8 @@ func chunk(buf []byte, room int64, atLeastOne bool) (n, records int, last uint64
 	return n, records, last
 }
 
-// Segment and snapshot file names carry an LSN as 20 zero-padded digits,
-// so that names sort in LSN order.
+// Segment and snapshot file names carry an LSN as 20 zero-padded digits.
+// That way names sort in LSN order.
 const (
 	segSuffix  = ".log"
 	snapPrefix = "snapshot-"
@@ -83,8 +83,8 @@ func joinDir(dir, name string) string { return filepath.Join(dir, name) }
 func segName(first uint64) string { return fmt.Sprintf("%020d%s", first, segSuffix) }
 func snapName(lsn uint64) string  { return fmt.Sprintf("%s%020d", snapPrefix, lsn) }
 
-// parseSegName parses a segment name; LSNs start at 1, so a segment
-// named 0 is not one of ours.
+// parseSegName parses a segment name. LSNs start at 1,
+// so a segment named 0 is not one of ours.
 func parseSegName(name string) (uint64, bool) {
 	s, ok := strings.CutSuffix(name, segSuffix)
 	if !ok {
@@ -129,8 +129,8 @@ type recordError struct {
 
 func (e *recordError) Error() string { return fmt.Sprintf("offset %d: %s", e.off, e.detail) }
 
-// recordReader decodes the records of one segment sequentially, checking
-// checksums and that LSNs run consecutively from the first one expected.
+// recordReader decodes the records of one segment in order.
+// It checks checksums and that LSNs run on from the first one expected.
 type recordReader struct {
 	r      *bufio.Reader
 	off    int64 // offset of the next record
@@ -140,15 +140,15 @@ type recordReader struct {
 	buf    []byte
 }
 
-// newRecordReader reads records from r, which is at offset off of a file
-// of size bytes; offsets in errors are the file's.
+// newRecordReader reads records from r, at offset off of a file of size bytes.
+// Offsets in errors are the file's.
 func newRecordReader(r io.Reader, off, size int64, first uint64) *recordReader {
 	return &recordReader{r: bufio.NewReaderSize(r, 1<<20), off: off, size: size, expect: first}
 }
 
-// next returns the next record; the payload is valid until the next call.
-// It returns io.EOF at the end, a *recordError for a bad record, or an
-// I/O error.
+// next returns the next record. The payload is valid until the next call.
+// It returns io.EOF at the end and a *recordError for a bad record.
+// Otherwise it may return an I/O error.
 func (rr *recordReader) next() (uint64, []byte, error) {
 	rem := rr.size - rr.off
 	if rem == 0 {
@@ -184,8 +184,8 @@ func (rr *recordReader) next() (uint64, []byte, error) {
 	return lsn, rr.buf, nil
 }
 
-// readErr turns a short read of a file whose size was checked into an
-// error: the file shrank under us.
+// readErr turns a short read of a file whose size was checked into an error.
+// Such a read means the file shrank under us.
 func readErr(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("file shrank while reading: %w", io.ErrUnexpectedEOF)
