@@ -1,7 +1,7 @@
-// Package cli is the flag plumbing of apollo11's commands. Every flag
-// also reads an environment variable, operands may sit between flags,
-// and a bad command line exits 2 with one error line and a pointer to
-// --help.
+// Package cli is the flag plumbing of apollo11's commands.
+// Every flag also reads an environment variable.
+// Operands may sit between flags.
+// A bad command line exits 2 with one error line and a pointer to --help.
 package cli
 
 import (
@@ -15,8 +15,8 @@ import (
 	"strings"
 )
 
-// Program is one command-line program: its name in usage and errors,
-// and the prefix of its flags' environment variables.
+// Program is one command-line program.
+// It holds its name in usage and errors, and its flags' variable prefix.
 type Program struct {
 	Name      string
 	EnvPrefix string
@@ -29,16 +29,17 @@ type Program struct {
 	fromEnv map[string]string
 }
 
-// EnvName returns the variable of a flag: the prefix, then the name in
-// upper case with - as _.
+// EnvName returns the variable of a flag.
+// That is the prefix, then the name in upper case with - as _.
 func (p *Program) EnvName(flagName string) string {
 	return p.EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// NewFlagSet returns a flag set named name (the subcommand). Its usage,
-// printed on stdout for --help only, lists each flag with its variable.
-// The flag package's own output is discarded: a parse error is returned,
-// and the caller prints it as one line.
+// NewFlagSet returns a flag set named name (the subcommand).
+// Its usage lists each flag with its variable.
+// The usage is printed on stdout, for --help only.
+// The flag package's own output is discarded.
+// A parse error is returned instead, and the caller prints it as one line.
 func (p *Program) NewFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -65,9 +66,10 @@ func (p *Program) NewFlagSet(name, synopsis string, stdout io.Writer) *flag.Flag
 	return fs
 }
 
-// Parse applies the command line, then the variables of the flags it did
-// not set, for a command that takes no operands. A stray word is an
-// error: the flag package would silently drop every flag after it.
+// Parse is for a command that takes no operands.
+// It applies the command line, then the variables of the flags it did not set.
+// A stray word is an error.
+// Otherwise the flag package would silently drop every flag after it.
 func (p *Program) Parse(fs *flag.FlagSet, args []string) error {
 	if err := p.ParseOperands(fs, args); err != nil {
 		return err
@@ -78,11 +80,12 @@ func (p *Program) Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// ParseOperands is Parse for a command that takes operands, which it
-// reads from fs.Args(). Flags may come before, between or after them.
-// After "--" every word is an operand. A negative number is an operand
-// too, unless it is a flag's value: no flag is named by digits, and the
-// command refuses it in its own words.
+// ParseOperands is Parse for a command that takes operands.
+// The command reads them from fs.Args().
+// Flags may come before, between or after them.
+// After "--" every word is an operand.
+// A negative number is an operand too, unless it is a flag's value.
+// No flag is named by digits, and the command refuses it in its own words.
 func (p *Program) ParseOperands(fs *flag.FlagSet, args []string) error {
 	var operands []string
 	for len(args) > 0 {
@@ -114,8 +117,8 @@ func (p *Program) ParseOperands(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(append([]string{"--"}, operands...)) // leaves fs.Args() = operands
 }
 
-// flagsEnd returns where the words Parse may take end: at the first
-// negative number that is not a flag's value, or at the end.
+// flagsEnd returns where the words Parse may take end.
+// That is the first negative number that is not a flag's value, or the end.
 func flagsEnd(fs *flag.FlagSet, args []string) int {
 	for i := 0; i < len(args); i++ {
 		word := args[i]
@@ -145,8 +148,8 @@ func isNegativeNumber(word string) bool {
 	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
 }
 
-// parseQuiet is fs.Parse without the usage the flag package prints on
-// every error: ParseOperands prints it for --help only.
+// parseQuiet is fs.Parse without the usage the flag package prints on every error.
+// ParseOperands prints the usage for --help only.
 func parseQuiet(fs *flag.FlagSet, args []string) error {
 	usage := fs.Usage
 	fs.Usage = func() {}
@@ -154,9 +157,10 @@ func parseQuiet(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(args)
 }
 
-// applyEnv sets each flag the command line did not set from its
-// variable. After the command line, not before: a repeatable flag adds
-// each value, so the variable must not be applied when the flag is given.
+// applyEnv sets each flag the command line did not set from its variable.
+// It runs after the command line, not before.
+// A repeatable flag adds each value.
+// So the variable must not be applied when the flag is given.
 func (p *Program) applyEnv(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -189,10 +193,10 @@ func (p *Program) FromEnv(flag string) string { return p.fromEnv[flag] }
 // ForgetEnv forgets which flags the environment set, for a new run.
 func (p *Program) ForgetEnv() { clear(p.fromEnv) }
 
-// NameEnvSources adds to an error message that names a flag set from
-// the environment which variable set it: the operator typed no such
-// flag. A flag counts as named as --flag, by its words ("heartbeat
-// timeout"), or as itself; setting gives a check's own word for a flag.
+// NameEnvSources adds the variable to an error message that names a flag
+// set from the environment. The operator typed no such flag.
+// A flag counts as named as --flag, by its words ("heartbeat timeout"),
+// or as itself. setting gives a check's own word for a flag.
 func (p *Program) NameEnvSources(msg string, setting func(flag string) string) string {
 	lower := strings.ToLower(msg)
 	for _, name := range slices.Sorted(maps.Keys(p.fromEnv)) {

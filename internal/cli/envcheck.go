@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// WarnUnknownEnv warns about variables with the program's prefix that
-// no flag reads (known), skipping those skip says are read elsewhere. A
-// misspelling in an environment file was ignored without a word.
+// WarnUnknownEnv warns about variables with the program's prefix
+// that no flag reads (known). It skips those skip says are read elsewhere.
+// Without it, a misspelling in an environment file was ignored without a word.
 func (p *Program) WarnUnknownEnv(w io.Writer, cmd string, environ []string, known func() map[string]bool, skip func(string) bool) {
 	var set []string
 	for _, kv := range environ {
@@ -37,8 +37,8 @@ func (p *Program) WarnUnknownEnv(w io.Writer, cmd string, environ []string, know
 }
 
 // EnvVarsOf returns the variable of every flag of every flag set made
-// while show runs. show asks each command for its --help, which makes
-// the command's flag set and returns before anything runs.
+// while show runs. show asks each command for its --help.
+// That makes the command's flag set and returns before anything runs.
 func (p *Program) EnvVarsOf(show func()) map[string]bool {
 	var sets []*flag.FlagSet
 	p.Made = func(fs *flag.FlagSet) { sets = append(sets, fs) }
@@ -51,8 +51,8 @@ func (p *Program) EnvVarsOf(show func()) map[string]bool {
 	return known
 }
 
-// nearestName returns the known name closest to name (at most 2 edits,
-// underscores not counted), or "".
+// nearestName returns the known name closest to name, or "".
+// It allows at most 2 edits, not counting underscores.
 func nearestName(name string, known map[string]bool) string {
 	strip := func(s string) string { return strings.ReplaceAll(s, "_", "") }
 	best, bestD := "", 3

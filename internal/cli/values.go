@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Positive refuses a flag value at or below 0. Config types read a zero
-// as "the default", which suits Go callers but not a command line.
+// Positive refuses a flag value at or below 0.
+// Config types read a zero as "the default".
+// That suits Go callers but not a command line.
 func Positive[T int | time.Duration](name string, v T) error {
 	if v > 0 {
 		return nil
@@ -26,8 +27,8 @@ func FirstErr(errs ...error) error {
 	return nil
 }
 
-// durationValue is a duration flag whose error says what is wanted: the
-// flag package's own says only "parse error".
+// durationValue is a duration flag whose error says what is wanted.
+// The flag package's own error says only "parse error".
 type durationValue time.Duration
 
 func (d *durationValue) String() string { return (*time.Duration)(d).String() }
@@ -46,8 +47,7 @@ func DurationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 	fs.Var((*durationValue)(p), name, usage)
 }
 
-// AutoBool is a boolean flag whose default, "auto", is decided at run
-// time.
+// AutoBool is a boolean flag whose default, "auto", is decided at run time.
 type AutoBool struct{ set, v bool }
 
 func (a *AutoBool) String() string {
