@@ -11,14 +11,13 @@ import (
 	"time"
 )
 
-// connLoss counts the run's connections that failed while the run still
-// needed them: a main control that went away (killed, crashed, restarted)
-// closes them all, and waiting out --drain for replies that cannot come
-// only hides that.
+// connLoss counts the run's connections that failed while the run still needed them.
+// A main control that went away (killed, crashed, restarted) closes them all.
+// Waiting out --drain for replies that cannot come would only hide that.
 type connLoss struct {
 	mu      sync.Mutex
-	closing bool            // the harness is closing them itself: not a loss
-	conns   map[string]bool // the failed ones: a producer's reader and writer both see its failure
+	closing bool            // the harness is closing them itself, so not a loss
+	conns   map[string]bool // the failed ones (a producer's reader and writer both see its failure)
 	first   error
 	lost    chan struct{} // closed at the first loss
 }
@@ -39,8 +38,8 @@ func (l *connLoss) add(conn string, err error) {
 	l.conns[conn] = true
 }
 
-// stop marks the end of the run: errors from here on are the harness
-// closing the connections.
+// stop marks the end of the run.
+// Errors from here on are the harness closing the connections.
 func (l *connLoss) stop() {
 	l.mu.Lock()
 	l.closing = true
@@ -53,11 +52,11 @@ func (l *connLoss) get() (int, error) {
 	return len(l.conns), l.first
 }
 
-// settled is get, after a moment for the rest of n connections to fail
-// when some have, or when failed says something else of the run's did: a
-// main control that went away closed every connection, but the others
-// notice a moment after the first, and the count should say "all" when
-// it was all.
+// settled is get, after a moment for the rest of n connections to fail.
+// It waits when some have failed, or when failed says something else of the run's did.
+// A main control that went away closed every connection.
+// But the others notice a moment after the first.
+// The count should say "all" when it was all.
 func (l *connLoss) settled(n int, failed bool) (int, error) {
 	nLost, first := l.get()
 	for settle := time.Now().Add(250 * time.Millisecond); (nLost > 0 || failed) && nLost < n && time.Now().Before(settle); {

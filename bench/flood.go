@@ -9,42 +9,44 @@ import (
 	"time"
 )
 
-// FloodRequests are the requests bench flood can send: cheap ones that a
-// client may send after hello and that change nothing on the main
-// control, so a run leaves no trace on a main control it is aimed at.
+// FloodRequests are the requests bench flood can send.
+// They are cheap, a client may send them after hello, and they change nothing.
+// So a run leaves no trace on a main control it is aimed at.
 var FloodRequests = []string{"stats", "state_get"}
 
-// FloodConfig is the fairness scenario: many client connections pipeline
-// a cheap request as fast as the main control takes it, while one
-// well-behaved client (the witness) sends the same request one at a time
-// and times each round trip, first alone, then under the flood.
+// FloodConfig is the fairness scenario.
+// Many client connections pipeline a cheap request as fast as the main control takes it.
+// Meanwhile one well-behaved client, the witness, sends the same request one at a time.
+// It times each round trip, first alone, then under the flood.
 type FloodConfig struct {
-	// Addr is a main control to load; "" starts one as a child process
-	// (no data dir), which lets the report include its CPU and memory.
+	// Addr is a main control to load.
+	// "" starts one as a child process with no data dir.
+	// That lets the report include its CPU and memory.
 	Addr string
-	// PID is the process id of the main control at Addr, if known, for
-	// its CPU and memory; 0 leaves them out.
+	// PID is the process id of the main control at Addr, if known.
+	// It gives its CPU and memory. 0 leaves them out.
 	PID int
-	// TokenFile is a shared token file: the connections prove it to the
-	// main control at Addr, and one the harness starts requires it.
+	// TokenFile is a shared token file.
+	// The connections prove it to the main control at Addr.
+	// A main control the harness starts requires it.
 	TokenFile string
 	Binary    string   // for a started main control; "" is DefaultBinary
 	Args      []string // more flags for a started main control
 
 	Flooders int    // flooding connections (default 16)
 	Request  string // one of FloodRequests (default stats)
-	// Window is the most requests a flooder leaves unanswered (default
-	// 65,536): enough that its socket, not the window, holds it back.
+	// Window is the most requests a flooder leaves unanswered (default 65,536).
+	// That is enough that its socket, not the window, holds it back.
 	Window          int
 	Duration        time.Duration // of the flood (default 10 s)
 	Alone           time.Duration // the witness alone, before (default 2 s)
 	WitnessInterval time.Duration // pause between witness round trips (default 10 ms)
 
-	Progress io.Writer // progress bar destination; nil: none
+	Progress io.Writer // progress bar destination, or nil for none
 }
 
-// withDefaults fills zero values and refuses the rest of what cannot be
-// meant (the command line refuses zeros before they get here).
+// withDefaults fills zero values and refuses the rest of what cannot be meant.
+// The command line refuses zeros before they get here.
 func (c FloodConfig) withDefaults() (FloodConfig, error) {
 	if c.Flooders == 0 {
 		c.Flooders = 16
@@ -84,11 +86,10 @@ func (c FloodConfig) withDefaults() (FloodConfig, error) {
 	return c, nil
 }
 
-// RunFlood measures the witness alone for cfg.Alone, then under the
-// flood for cfg.Duration. Interrupted (ctx), it returns the report of
-// the part that ran with ctx's error; a lost connection ends the run at
-// once, with the report and an error naming it. A main control it started
-// is stopped before it returns.
+// RunFlood measures the witness alone for cfg.Alone, then under the flood for cfg.Duration.
+// When ctx interrupts it, it returns the report of the part that ran with ctx's error.
+// A lost connection ends the run at once, with the report and an error naming it.
+// A main control it started is stopped before it returns.
 func RunFlood(ctx context.Context, cfg FloodConfig) (*FloodReport, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -139,9 +140,9 @@ func runFlood(ctx context.Context, cfg FloodConfig, t *target, token []byte) (*F
 	return rep, err
 }
 
-// dial connects the witness and the flooders; they stay idle until
-// measure uses them, so that alone and under the flood the main control
-// holds the same connections.
+// dial connects the witness and the flooders.
+// They stay idle until measure uses them.
+// So alone and under the flood, the main control holds the same connections.
 func (f *flood) dial(addr string, token []byte) error {
 	fc, err := dialClient(addr, token, "apollo11-bench-flood-witness", 10*time.Second)
 	if err != nil {
@@ -206,8 +207,8 @@ func (f *flood) measure(ctx context.Context, rep *FloodReport) error {
 	m1 := markCost(f.pid)
 	rep.Flood.set(times, m0, m1)
 	rep.Flood.setFlooders(f.flooders, m1.at.Sub(m0.at))
-	// A witness that failed may have been the first to see its main
-	// control go: the flooders' losses, if they follow, say so.
+	// A witness that failed may have been the first to see its main control go.
+	// The flooders' losses, if they follow, say so.
 	nLost, firstLost := lost.settled(len(f.flooders), err != nil)
 	lost.stop()
 	stopWriters()
@@ -237,15 +238,15 @@ func (f *flood) counts() (answered, sent int64) {
 	return answered, sent
 }
 
-// phase runs the witness for d (its last round trip may end later),
-// until ctx ends or until lost is closed, drawing a progress bar of what
-// count returns.
+// phase runs the witness for d, until ctx ends or until lost is closed.
+// Its last round trip may end later.
+// It draws a progress bar of what count returns.
 func (f *flood) phase(ctx context.Context, label string, d time.Duration, count func() (done, sent int64),
 	lost <-chan struct{}) (witnessTimes, error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The witness's wait for a reply ends with pctx: a blocked read
-	// does not watch a context, its deadline does.
+	// The witness's wait for a reply ends with pctx.
+	// A blocked read does not watch a context, but its deadline does.
 	stop := context.AfterFunc(pctx, func() { _ = f.w.fc.c.SetReadDeadline(time.Now()) })
 	defer stop()
 	start := time.Now()

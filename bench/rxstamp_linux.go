@@ -8,17 +8,18 @@ import (
 	"unsafe"
 )
 
-// rxStamper reads a TCP connection with recvmsg and keeps the kernel's
-// software receive timestamp (SO_TIMESTAMPNS) of the last segment each
-// read returned: when the bytes reached this host's socket, before the
-// harness's own goroutine was scheduled to read them.
+// rxStamper reads a TCP connection with recvmsg.
+// It keeps the kernel's software receive timestamp (SO_TIMESTAMPNS)
+// of the last segment each read returned.
+// That is when the bytes reached this host's socket.
+// It comes before the harness's own goroutine was scheduled to read them.
 type rxStamper struct {
 	rc  syscall.RawConn
 	oob []byte
 }
 
-// newRxStamper turns receive timestamps on for c; nil when the
-// connection or the kernel does not offer them.
+// newRxStamper turns receive timestamps on for c.
+// It returns nil when the connection or the kernel does not offer them.
 func newRxStamper(c net.Conn) *rxStamper {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -57,10 +58,10 @@ func (s *rxStamper) read(p []byte) (int, time.Time, error) {
 	}
 	at := stampOf(s.oob[:oobn])
 	if at.IsZero() {
-		// The kernel turns receive timestamps on for the whole host from
-		// a work queue after the first socket asks, and segments that
-		// arrived before that carry none: take the read's own time, which
-		// errs long, as a late stamp does.
+		// The kernel turns receive timestamps on for the whole host
+		// from a work queue, after the first socket asks.
+		// Segments that arrived before that carry none.
+		// So take the read's own time, which errs long, as a late stamp does.
 		at = time.Now()
 	}
 	return n, at, nil

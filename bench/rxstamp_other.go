@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// rxStamper needs Linux's SO_TIMESTAMPNS; elsewhere there is none and
-// arrival is taken when the harness reads.
+// rxStamper needs Linux's SO_TIMESTAMPNS. Elsewhere there is none.
+// There, arrival is taken when the harness reads.
 type rxStamper struct{}
 
 func newRxStamper(net.Conn) *rxStamper { return nil }

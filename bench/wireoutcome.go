@@ -12,8 +12,8 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// answerName is an answer as outcomes name it: its type, and for an error
-// its code ("error:bad_request").
+// answerName is an answer as outcomes name it.
+// That is its type, and for an error its code ("error:bad_request").
 func answerName(m *wire.Message) string {
 	if m.Kind() == wire.KindError {
 		return "error:" + m.Value("code")
@@ -21,9 +21,9 @@ func answerName(m *wire.Message) string {
 	return m.Type()
 }
 
-// welcomeProblem names what in a welcome breaks spec section 3 (proto=1,
-// a nonce of 32 lower-case hex characters, auth none or hmac-sha256, a
-// max_frame), or "" when nothing does.
+// welcomeProblem names what in a welcome breaks spec section 3, or "" when nothing does.
+// The section asks for proto=1 and a nonce of 32 lower-case hex characters.
+// It also asks for auth none or hmac-sha256, and a max_frame.
 func welcomeProblem(m *wire.Message) string {
 	if m.Value("proto") != "1" {
 		return "proto is not 1"
@@ -40,9 +40,9 @@ func welcomeProblem(m *wire.Message) string {
 	return ""
 }
 
-// sentReqs returns the req of every whole frame in payload that a reply
-// must echo: present and valid (at most 64 bytes). Damaged bytes yield
-// none.
+// sentReqs returns the req of every whole frame in payload that a reply must echo.
+// Such a req is present and valid (at most 64 bytes).
+// Damaged bytes yield none.
 func sentReqs(payload []byte) map[string]bool {
 	reqs := map[string]bool{}
 	var d wire.Decoder
@@ -59,9 +59,9 @@ func sentReqs(payload []byte) map[string]bool {
 	return reqs
 }
 
-// reqAnswered says whether m carries one of the reqs sent (spec section
-// 3: every reply carries its request's req). Errors about the framing
-// itself may lack it: the request was never read.
+// reqAnswered says whether m carries one of the reqs sent.
+// Spec section 3 says every reply carries its request's req.
+// Errors about the framing itself may lack it, since the request was never read.
 func reqAnswered(m *wire.Message, reqs map[string]bool) bool {
 	if len(reqs) == 0 {
 		return true
@@ -121,17 +121,17 @@ func matches(expect, outcome string) bool {
 	return false
 }
 
-// anyAnswer says whether outcome is one the "any" cases accept: damaged
-// bytes were sent after a good handshake and the peer either answered
-// with one well-formed frame carrying no req but the probe's (an error
-// or, when the damage left a valid request, its reply), or closed the
-// connection, with or without such an answer first. What it does not
-// accept is everything that shows a fault of the peer: no answer and the
-// connection left open ("timeout", the hang the cases exist to find); an
-// answer that does not decode; a reply with a foreign req; an error
-// malformed or frame_too_large left open, which spec section 1 and 2
-// require closing; and a handshake or welcome that failed before the
-// damaged bytes went out.
+// anyAnswer says whether outcome is one the "any" cases accept.
+// In those cases damaged bytes were sent after a good handshake.
+// The peer may answer with one well-formed frame carrying no req but the probe's.
+// That frame is an error, or the reply when the damage left a valid request.
+// The peer may also close the connection, with or without such an answer first.
+// It does not accept anything that shows a fault of the peer.
+//   - No answer and the connection left open ("timeout"). That is the hang the cases exist to find.
+//   - An answer that does not decode.
+//   - A reply with a foreign req.
+//   - An error malformed or frame_too_large left open. Spec sections 1 and 2 require closing.
+//   - A handshake or welcome that failed before the damaged bytes went out.
 func anyAnswer(outcome string) bool {
 	if outcome == "close" {
 		return true
@@ -145,8 +145,8 @@ func anyAnswer(outcome string) bool {
 	}
 	switch name {
 	case "timeout", "malformed-answer", "error", "error:":
-		// "error" alone is a read that failed otherwise (errClass), not
-		// an error frame, which always has a code.
+		// "error" alone is a read that failed otherwise (errClass).
+		// It is not an error frame, which always has a code.
 		return false
 	case "error:malformed", "error:frame_too_large":
 		return closed
