@@ -5,14 +5,15 @@ import (
 	"time"
 )
 
-// Pacer is the open-loop schedule of one producer: task i is meant to be
-// sent at start + (i + phase) / rate, whatever happened to earlier tasks.
-// Latency is measured from that intended time, not from when the send
-// really happened, so a stalled server is charged for the tasks it kept
-// the producer from sending (no coordinated omission).
+// Pacer is the open-loop schedule of one producer.
+// Task i is meant to be sent at start + (i + phase) / rate.
+// That holds whatever happened to earlier tasks.
+// Latency is measured from that intended time, not from the real send.
+// So a stalled server is charged for the tasks it kept the producer from sending.
+// That avoids coordinated omission.
 //
-// A Pacer with rate 0 is closed-loop: every task is due at once, and the
-// caller limits what is in flight instead.
+// A Pacer with rate 0 is closed-loop. Every task is due at once.
+// The caller limits what is in flight instead.
 type Pacer struct {
 	start time.Time
 	rate  float64 // tasks per second; 0: closed loop
@@ -20,10 +21,11 @@ type Pacer struct {
 	total int64   // tasks to send; <0: unbounded
 }
 
-// NewPacer returns the schedule of one of producers producers sharing a
-// total rate (tasks per second) and total task count (negative: no limit).
-// Producer k of n sends every n-th slot of the shared schedule, so together
-// they send evenly at rate.
+// NewPacer returns the schedule of one of producers producers.
+// They share a total rate (tasks per second) and a total task count.
+// A negative count means no limit.
+// Producer k of n sends every n-th slot of the shared schedule.
+// So together they send evenly at rate.
 func NewPacer(start time.Time, rate float64, total int64, k, n int) Pacer {
 	if n < 1 {
 		n = 1
@@ -39,7 +41,7 @@ func NewPacer(start time.Time, rate float64, total int64, k, n int) Pacer {
 	return p
 }
 
-// Total returns how many tasks this producer sends (negative: no limit).
+// Total returns how many tasks this producer sends, negative for no limit.
 func (p Pacer) Total() int64 { return p.total }
 
 // Intended returns when task i should be sent.
@@ -50,10 +52,11 @@ func (p Pacer) Intended(i int64) time.Time {
 	return p.start.Add(time.Duration((float64(i) + p.phase) / p.rate * 1e9))
 }
 
-// Due returns how many tasks should have been sent by now: the count of i
-// with Intended(i) <= now, capped at the total. Before the start nothing
-// is due, closed loop too: a run is timed from its start, so a submit sent
-// earlier would make the run look shorter than it was.
+// Due returns how many tasks should have been sent by now.
+// That is the count of i with Intended(i) <= now, capped at the total.
+// Before the start nothing is due, in closed loop too.
+// A run is timed from its start.
+// So a submit sent earlier would make the run look shorter than it was.
 func (p Pacer) Due(now time.Time) int64 {
 	var n int64
 	if now.Before(p.start) {

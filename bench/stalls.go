@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// StallsConfig is the host probe: how often, and for how long, a thread
-// that never blocks is kept off its CPU. Latency targets in the
-// milliseconds are only meaningful where such stalls are rarer than the
-// percentile asked for; on a shared VM they often are not, and no server
-// can answer faster than the CPU it runs on is given to it.
+// StallsConfig is the host probe.
+// It finds how often, and for how long, a thread that never blocks is kept off its CPU.
+// Latency targets in the milliseconds need such stalls rarer than the percentile asked for.
+// On a shared VM they often are not.
+// No server can answer faster than the CPU it runs on is given to it.
 type StallsConfig struct {
 	Duration  time.Duration // default (0) 10 s
 	Threshold time.Duration // a longer gap between two clock reads is a stall (default 50 µs)
@@ -27,11 +27,11 @@ type StallsReport struct {
 	DurationS   float64       `json:"duration_s"`
 	ThresholdUs float64       `json:"threshold_us"`
 	Threads     []StallThread `json:"threads"`
-	// OtherShare is the share of the machine's CPU that other processes
-	// used meanwhile: stalls on a busy machine are mostly its other load.
+	// OtherShare is the share of the machine's CPU that other processes used meanwhile.
+	// Stalls on a busy machine are mostly its other load.
 	OtherShare float64 `json:"other_share"`
-	// Interrupted is set when the run was cut short (Ctrl-C): the report
-	// covers DurationS, the part that ran.
+	// Interrupted is set when the run was cut short (Ctrl-C).
+	// The report then covers DurationS, the part that ran.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
@@ -42,10 +42,10 @@ type StallThread struct {
 	StalledPct float64   `json:"stalled_pct"` // share of the run spent in stalls
 	MaxMs      float64   `json:"max_ms"`
 	TopMs      []float64 `json:"top_ms"` // the longest stalls, longest first
-	// Residual is, for each bound, the share of instants at which the
-	// thread was inside a stall with more than that bound still to go:
-	// the chance that work arriving at a random moment waits at least that
-	// long for this CPU, before any queueing of its own.
+	// Residual gives, for each bound, a share of instants.
+	// At those instants the thread was inside a stall with more than that bound still to go.
+	// That is the chance that work arriving at a random moment waits that long for this CPU.
+	// It counts before any queueing of its own.
 	Residual []ResidualShare `json:"residual"`
 }
 
@@ -58,10 +58,10 @@ type ResidualShare struct {
 // residualBounds are the waits the report gives the odds of.
 var residualBounds = []time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond}
 
-// RunStalls spins cfg.Threads threads, each locked to its own OS thread,
-// reading the monotonic clock in a tight loop for cfg.Duration, and
-// reports every gap between two reads longer than cfg.Threshold. Run it on
-// an otherwise idle machine: it keeps every CPU busy while it runs.
+// RunStalls spins cfg.Threads threads, each locked to its own OS thread.
+// Each reads the monotonic clock in a tight loop for cfg.Duration.
+// It reports every gap between two reads longer than cfg.Threshold.
+// Run it on an otherwise idle machine, because it keeps every CPU busy.
 func RunStalls(ctx context.Context, cfg StallsConfig) (*StallsReport, error) {
 	if cfg.Duration < 0 || cfg.Threshold < 0 || cfg.Threads < 0 {
 		return nil, fmt.Errorf("%w: negative duration, threshold or thread count", ErrBadConfig)
@@ -94,8 +94,9 @@ func RunStalls(ctx context.Context, cfg StallsConfig) (*StallsReport, error) {
 		}()
 	}
 	wg.Wait()
-	// Cut short, the report covers what ran: the stalls seen so far over
-	// the time spun so far, returned with the context's error.
+	// Cut short, the report covers what ran.
+	// It holds the stalls seen so far over the time spun so far.
+	// It is returned with the context's error.
 	span := max(min(time.Since(start), cfg.Duration), time.Microsecond) // never 0: it divides
 	rep := &StallsReport{DurationS: span.Seconds(), ThresholdUs: float64(cfg.Threshold) / 1e3, Interrupted: ctx.Err() != nil}
 	for _, g := range gaps {
@@ -108,10 +109,10 @@ func RunStalls(ctx context.Context, cfg StallsConfig) (*StallsReport, error) {
 	return rep, ctx.Err()
 }
 
-// spin reads the clock until d has passed and returns the gaps longer
-// than threshold. Nothing in the loop blocks or allocates (but the rare
-// append), so a gap is time the thread was not running: the hypervisor
-// took the CPU, an interrupt ran, or another thread was scheduled.
+// spin reads the clock until d has passed and returns the gaps longer than threshold.
+// Nothing in the loop blocks or allocates, but the rare append.
+// So a gap is time the thread was not running.
+// The hypervisor took the CPU, an interrupt ran, or another thread was scheduled.
 func spin(ctx context.Context, d, threshold time.Duration) []time.Duration {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -135,8 +136,7 @@ func spin(ctx context.Context, d, threshold time.Duration) []time.Duration {
 	}
 }
 
-// summarizeStalls turns one thread's gaps over a run of length span into
-// its summary.
+// summarizeStalls turns one thread's gaps over a run of length span into its summary.
 func summarizeStalls(gaps []time.Duration, span time.Duration) StallThread {
 	sorted := slices.Clone(gaps)
 	slices.SortFunc(sorted, func(a, b time.Duration) int { return int(b - a) })

@@ -19,10 +19,10 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// WireConfig is a protocol probe run: valid and damaged frames sent to a
-// main control (ours or anyone's implementation of wire-v1) at a set rate,
-// each probe on its own connection, with the answers checked against the
-// spec.
+// WireConfig is a protocol probe run.
+// It sends valid and damaged frames to a main control at a set rate.
+// The main control may be ours or anyone's implementation of wire-v1.
+// Each probe has its own connection, and the answers are checked against the spec.
 type WireConfig struct {
 	Addr   string // "" starts a main control as a child process
 	Binary string // apollo11 binary for that; "" is DefaultBinary
@@ -34,17 +34,17 @@ type WireConfig struct {
 	Rate     float64       // probes per second (default 200)
 	Duration time.Duration // default 10 s
 	Seed     uint64        // same seed, same probes
-	// Probe, when >= 0, runs only probe number Probe of the seed's
-	// sequence and reports its bytes: how to reproduce a finding.
+	// Probe, when >= 0, runs only probe number Probe of the seed's sequence.
+	// It reports its bytes, which is how to reproduce a finding.
 	Probe       int
 	Timeout     time.Duration // how long to wait for an answer (default 2 s)
 	Linger      time.Duration // how long to watch for a close after an answer (default 200 ms)
 	Concurrency int           // probes in flight at most (default 256)
 	Cases       string        // only cases whose name contains this
-	// MaxFrame is the peer's largest payload, which the probes that send
-	// more (or announce more) are built from; 0 reads it from the
-	// peer's welcome before the run (1 MiB, the spec's default, when that
-	// has none).
+	// MaxFrame is the peer's largest payload.
+	// The probes that send or announce more are built from it.
+	// 0 reads it from the peer's welcome before the run.
+	// A welcome without one gives 1 MiB, the spec's default.
 	MaxFrame uint64
 	Progress io.Writer
 }
@@ -80,8 +80,9 @@ type probeResult struct {
 	dialErr error
 }
 
-// RunWire runs the probes and tallies the answers. It returns an error only
-// when it could not run at all; a peer that misbehaves is in the report.
+// RunWire runs the probes and tallies the answers.
+// It returns an error only when it could not run at all.
+// A peer that misbehaves is in the report.
 func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
 	cfg = cfg.withDefaults()
 	_, _ = RaiseFileLimit()
@@ -132,9 +133,9 @@ func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
 	rep.finish()
 	rep.checkAlive(cfg)
 	if mc == nil {
-		// A main control the harness started goes away with its tasks;
-		// anyone else's keeps them, pending forever if nobody serves
-		// bench-wire-probe, counting against its --max-pending.
+		// A main control the harness started goes away with its tasks.
+		// Anyone else's keeps them, pending forever if nobody serves bench-wire-probe.
+		// They count against its --max-pending.
 		rep.cancelCreated(cfg)
 	}
 	if mc != nil {
@@ -147,8 +148,7 @@ func RunWire(ctx context.Context, cfg WireConfig) (*WireReport, error) {
 	return rep, ctx.Err()
 }
 
-// runProbes sends probes on an open-loop schedule, at most Concurrency at
-// once.
+// runProbes sends probes on an open-loop schedule, at most Concurrency at once.
 func runProbes(ctx context.Context, cfg WireConfig, cases []wireCase, start time.Time, rep *WireReport) {
 	total := int64(cfg.Rate * cfg.Duration.Seconds())
 	pacer := NewPacer(start, cfg.Rate, total, 0, 1)
@@ -190,8 +190,8 @@ func runProbes(ctx context.Context, cfg WireConfig, cases []wireCase, start time
 	<-collected
 }
 
-// probeRand is the random source of probe i: the same seed and index give
-// the same probe.
+// probeRand is the random source of probe i.
+// The same seed and index give the same probe.
 func probeRand(seed uint64, i int) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, uint64(i)))
 }
@@ -287,10 +287,11 @@ func runProbe(cfg WireConfig, cases []wireCase, i int) probeResult {
 	return res
 }
 
-// peerMaxFrame reads the max_frame of the peer's welcome: the size the
-// oversize probes are built from. A peer that cannot be reached, or whose
-// welcome has no valid max_frame, gets the spec's default; the probes
-// then report what is wrong with it.
+// peerMaxFrame reads the max_frame of the peer's welcome.
+// The oversize probes are built from that size.
+// A peer that cannot be reached gets the spec's default.
+// So does one whose welcome has no valid max_frame.
+// The probes then report what is wrong with it.
 func peerMaxFrame(cfg WireConfig) uint64 {
 	conn, err := net.DialTimeout("tcp", cfg.Addr, cfg.Timeout)
 	if err != nil {
@@ -306,15 +307,15 @@ func peerMaxFrame(cfg WireConfig) uint64 {
 	if err != nil || n == 0 {
 		return wire.DefaultMaxFrame
 	}
-	// A 4-byte header cannot announce more than the uint32 maximum: a
-	// larger max_frame is that maximum here (no frame can exceed it).
+	// A 4-byte header cannot announce more than the uint32 maximum.
+	// So a larger max_frame is that maximum here, as no frame can exceed it.
 	return min(n, math.MaxUint32)
 }
 
-// noteCreated keeps the id of a task that reply m says the probe created:
-// a valid submit's, and a mutated submit's, whatever its task type. A
-// duplicate=true reply names a task someone else created, which is not
-// the harness's to cancel.
+// noteCreated keeps the id of a task that reply m says the probe created.
+// That is a valid submit's task, or a mutated submit's, whatever its task type.
+// A duplicate=true reply names a task someone else created.
+// That task is not the harness's to cancel.
 func (res *probeResult) noteCreated(m *wire.Message) {
 	if m.Kind() == wire.KindSubmitted && m.Value("duplicate") != "true" {
 		if id := m.Value("task_id"); id != "" {
@@ -326,10 +327,11 @@ func (res *probeResult) noteCreated(m *wire.Message) {
 // cancelBatch is how many cancels go out before their replies are read.
 const cancelBatch = 256
 
-// cancelCreated cancels every task the probes created, pipelining the
-// cancels on one connection. A task that ended meanwhile
-// (illegal_transition) or was dropped (unknown_task) counts as cleaned
-// up too; the ids it could not cancel are reported.
+// cancelCreated cancels every task the probes created.
+// It pipelines the cancels on one connection.
+// A task that ended meanwhile (illegal_transition) counts as cleaned up too.
+// So does one that was dropped (unknown_task).
+// The ids it could not cancel are reported.
 func (rep *WireReport) cancelCreated(cfg WireConfig) {
 	rep.TasksCreated = int64(len(rep.created))
 	if len(rep.created) == 0 {

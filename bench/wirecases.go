@@ -10,32 +10,33 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// wireCase is one kind of probe of `apollo11-bench wire`: the bytes it
-// sends after the welcome (and after a hello when hello is set) and the
-// answer wire-v1 requires of a main control.
+// wireCase is one kind of probe of `apollo11-bench wire`.
+// It holds the bytes it sends after the welcome, and after a hello when hello is set.
+// It also holds the answer wire-v1 requires of a main control.
 type wireCase struct {
 	name  string
 	hello bool
 	build func(r *rand.Rand, req string) []byte
-	// expect lists the acceptable outcomes, separated by |. An outcome is
-	// the reply's type, ":code" for errors, "+close" when the peer closed
-	// after it; "close" alone is a close without a reply, "timeout" no
-	// answer within the timeout. "any" is for damage whose right answer
-	// the harness does not work out: it accepts one well-formed answer,
-	// with or without a close, or a bare close, and nothing that shows a
-	// fault (a hang with the connection open, garbage, a foreign req,
-	// malformed or frame_too_large left open, a failed handshake): see
-	// anyAnswer.
+	// expect lists the acceptable outcomes, separated by |.
+	// An outcome is the reply's type, with ":code" for errors.
+	// "+close" follows when the peer closed after it.
+	// "close" alone is a close without a reply.
+	// "timeout" is no answer within the timeout.
+	// "any" is for damage whose right answer the harness does not work out.
+	// It accepts one well-formed answer, with or without a close, or a bare close.
+	// It accepts nothing that shows a fault (see anyAnswer).
+	// Such faults are a hang with the connection open, garbage, or a foreign req.
+	// So are malformed or frame_too_large left open, and a failed handshake.
 	expect  string
 	replies int // frames expected (pipelined cases); 0 means 1
 	// buildOver, when set, replaces build for a case whose bytes depend
-	// on the max_frame the peer announced; it returns nil when no such
-	// probe can be made (the case is then left out of the run).
+	// on the max_frame the peer announced.
+	// It returns nil when no such probe can be made.
+	// The case is then left out of the run.
 	buildOver func(r *rand.Rand, maxFrame uint64) []byte
 }
 
-// probeBytes builds probe bytes of c for a peer whose max_frame is
-// maxFrame.
+// probeBytes builds probe bytes of c for a peer whose max_frame is maxFrame.
 func (c *wireCase) probeBytes(r *rand.Rand, req string, maxFrame uint64) []byte {
 	if c.buildOver != nil {
 		return c.buildOver(r, maxFrame)
@@ -43,11 +44,11 @@ func (c *wireCase) probeBytes(r *rand.Rand, req string, maxFrame uint64) []byte 
 	return c.build(r, req)
 }
 
-// expectFor is what the peer must answer to payload, a probe of c: the
-// case's expectation, unless the first frame announces more than the
-// peer's max_frame, which spec section 1 answers frame_too_large and a
-// close whatever the payload (the "1025 keys" probe, some 7 KB, exceeds a
-// --max-frame of a few KB).
+// expectFor is what the peer must answer to payload, a probe of c.
+// That is the case's expectation, unless the first frame announces more
+// than the peer's max_frame.
+// Spec section 1 answers that with frame_too_large and a close, whatever the payload.
+// The "1025 keys" probe, some 7 KB, exceeds a --max-frame of a few KB.
 func (c *wireCase) expectFor(payload []byte, maxFrame uint64) string {
 	if len(payload) >= wire.HeaderLen && uint64(binary.BigEndian.Uint32(payload)) > maxFrame {
 		return "error:frame_too_large+close"
@@ -55,11 +56,12 @@ func (c *wireCase) expectFor(payload []byte, maxFrame uint64) string {
 	return c.expect
 }
 
-// oversizeHeader is a header announcing more than maxFrame, or nil when
-// maxFrame is the most a header can announce. Half the probes announce a
-// little more than maxFrame (an off-by-one in the peer's check), half
-// anything up to the uint32 maximum (a peer that allocates what it is
-// told).
+// oversizeHeader is a header announcing more than maxFrame.
+// It is nil when maxFrame is the most a header can announce.
+// Half the probes announce a little more than maxFrame.
+// They catch an off-by-one in the peer's check.
+// Half announce anything up to the uint32 maximum.
+// They catch a peer that allocates what it is told.
 func oversizeHeader(r *rand.Rand, maxFrame uint64) []byte {
 	if maxFrame >= math.MaxUint32 {
 		return nil
@@ -74,8 +76,8 @@ func oversizeHeader(r *rand.Rand, maxFrame uint64) []byte {
 	return binary.BigEndian.AppendUint32(nil, uint32(n))
 }
 
-// frame encodes a message given as alternating keys and values, type
-// first, without checks: the point is to send what the caller says.
+// frame encodes a message given as alternating keys and values, type first.
+// It does no checks, because the point is to send what the caller says.
 func frame(kv ...string) []byte {
 	var p []byte
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -155,7 +157,7 @@ var wireCases = []wireCase{
 	{name: "valid unknown key", hello: true, expect: "stats",
 		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "x-future", "1") }},
 
-	// Well-formed but wrong: an error, the connection stays open.
+	// Well-formed but wrong. An error comes, and the connection stays open.
 	{name: "unknown type", hello: true, expect: "error:unknown_type",
 		build: func(_ *rand.Rand, req string) []byte { return frame("type", "frobnicate", "req", req) }},
 	{name: "bad value priority=10", hello: true, expect: "error:bad_request",
@@ -181,7 +183,7 @@ var wireCases = []wireCase{
 	{name: "hello proto=abc", expect: "error:bad_request|error:unsupported_proto+close",
 		build: func(_ *rand.Rand, req string) []byte { return frame("type", "hello", "req", req, "proto", "abc") }},
 
-	// Malformed: an error, then the connection closes.
+	// Malformed. An error comes, then the connection closes.
 	{name: "duplicate key", hello: true, expect: "error:malformed+close",
 		build: func(_ *rand.Rand, req string) []byte { return frame("type", "stats", "req", req, "req", req) }},
 	{name: "bad escape", hello: true, expect: "error:malformed+close",
@@ -222,14 +224,14 @@ var wireCases = []wireCase{
 	{name: "malformed before hello", expect: "error:malformed+close",
 		build: func(_ *rand.Rand, _ string) []byte { return rawFrame([]byte("type=hello\nreq=a\nreq=b")) }},
 
-	// Incomplete: the peer must keep waiting for the rest.
+	// Incomplete. The peer must keep waiting for the rest.
 	{name: "truncated frame", hello: true, expect: "timeout",
 		build: func(r *rand.Rand, req string) []byte {
 			f := frame("type", "stats", "req", req, "pad", strings.Repeat("p", 20))
 			return f[:len(f)-1-r.IntN(20)]
 		}},
 
-	// Random damage: an answer or a close, never a hang (see anyAnswer).
+	// Random damage. An answer or a close comes, never a hang (see anyAnswer).
 	{name: "bit flip in payload", hello: true, expect: "any",
 		build: func(r *rand.Rand, req string) []byte { return flipPayloadBit(r, validSubmit(r, req)) }},
 	{name: "random bytes", hello: true, expect: "any",
