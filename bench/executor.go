@@ -17,13 +17,13 @@ type ExecMode string
 
 // Raw executor modes.
 const (
-	// ExecEcho answers every task at once with started and a succeeded
-	// result echoing arg.* as out.*, in one write.
+	// ExecEcho answers every task at once, in one write.
+	// It sends started and a succeeded result echoing arg.* as out.*.
 	ExecEcho ExecMode = "echo"
-	// ExecHold sends started and keeps the task running (listed in every
-	// heartbeat) until the main control cancels it or the connection ends.
+	// ExecHold sends started and keeps the task running, listed in every heartbeat.
+	// It runs until the main control cancels it or the connection ends.
 	ExecHold ExecMode = "hold"
-	// ExecNoStart keeps the task dispatched: it never sends started.
+	// ExecNoStart keeps the task dispatched. It never sends started.
 	ExecNoStart ExecMode = "nostart"
 )
 
@@ -36,14 +36,15 @@ func ParseExecMode(s string) (ExecMode, error) {
 	return "", fmt.Errorf("executor mode %q: want echo, hold or nostart", s)
 }
 
-// RawExecutor is an executor that speaks the wire protocol directly, with
-// none of the executor library's machinery, so that it costs the harness
-// as little as possible. It registers, heartbeats on the announced
-// interval and answers tasks as its mode says. It timestamps every task's
-// arrival: a task whose args carry arg.t (the Unix time in nanoseconds the
-// task was meant to be submitted) adds its submit-to-dispatch latency to
-// the executor's histogram, and one with arg.s (when the submit was really
-// written) its sent-to-dispatch latency to a second one.
+// RawExecutor is an executor that speaks the wire protocol directly.
+// It has none of the executor library's machinery.
+// So it costs the harness as little as possible.
+// It registers, heartbeats on the announced interval and answers tasks as its mode says.
+// It timestamps every task's arrival.
+// arg.t is the Unix time in nanoseconds the task was meant to be submitted.
+// A task whose args carry it adds its submit-to-dispatch latency to the executor's histogram.
+// arg.s is when the submit was really written.
+// A task with it adds its sent-to-dispatch latency to a second histogram.
 type RawExecutor struct {
 	ID   string
 	mode ExecMode
@@ -65,8 +66,8 @@ type RawExecutor struct {
 	seq     uint64
 
 	// OnTask, if set before Run, is called on the reading goroutine for
-	// every task received, with its id and version. The strings borrow
-	// from the read buffer: clone what is kept.
+	// every task received, with its id and version.
+	// The strings borrow from the read buffer, so clone what is kept.
 	OnTask func(taskID, version string)
 }
 
@@ -80,8 +81,8 @@ type ExecutorOptions struct {
 	Token   []byte
 	Timeout time.Duration // for the handshake; default 10 s
 	Start   time.Time     // origin of the per-second timeline
-	// BufSize is the read buffer in bytes (default 256 KiB); idle fleets
-	// of thousands of executors use a small one.
+	// BufSize is the read buffer in bytes (default 256 KiB).
+	// Idle fleets of thousands of executors use a small one.
 	BufSize int
 }
 
@@ -120,15 +121,15 @@ func (e *RawExecutor) Heartbeat() time.Duration { return e.hb }
 // Tasks returns how many tasks arrived so far.
 func (e *RawExecutor) Tasks() int64 { return e.tasks.Load() }
 
-// Run reads and answers until ctx ends or the connection fails; it closes
-// the connection when it returns. A closed connection after ctx ended is
-// not an error.
+// Run reads and answers until ctx ends or the connection fails.
+// It closes the connection when it returns.
+// A closed connection after ctx ended is not an error.
 func (e *RawExecutor) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { e.fc.c.Close() })
 	defer stop()
-	// The heartbeats stop with the read loop: waiting for the next tick's
-	// failed write to end them held up a broken executor's report of its
-	// lost connection by up to a heartbeat interval.
+	// The heartbeats stop with the read loop.
+	// Waiting for the next tick's failed write would hold up a broken
+	// executor's report of its lost connection by up to a heartbeat interval.
 	hctx, stopHB := context.WithCancel(ctx)
 	hbDone := make(chan struct{})
 	defer func() { stopHB(); <-hbDone }()
@@ -152,7 +153,7 @@ func (e *RawExecutor) Run(ctx context.Context) error {
 	}
 }
 
-// handle answers one frame; it runs on the reading goroutine.
+// handle answers one frame. It runs on the reading goroutine.
 func (e *RawExecutor) handle(m *wire.Message) error {
 	switch m.Kind() {
 	case wire.KindTask:
@@ -229,8 +230,8 @@ var (
 	keyWait    = wire.MustKey("wait")
 )
 
-// heartbeats sends a heartbeat every announced interval until ctx ends or
-// a write fails.
+// heartbeats sends a heartbeat every announced interval
+// until ctx ends or a write fails.
 func (e *RawExecutor) heartbeats(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(e.hb)
@@ -265,7 +266,7 @@ func (e *RawExecutor) heartbeat() error {
 	return e.fc.write(frame)
 }
 
-// Bye sends a graceful leave; the main control answers bye_ack and closes.
+// Bye sends a graceful leave. The main control answers bye_ack and closes.
 func (e *RawExecutor) Bye(reason string) error {
 	b := wire.Begin(nil, wire.KindBye)
 	b.Str("reason", reason)

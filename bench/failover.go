@@ -14,22 +14,22 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// FailoverConfig is scenario 5: how long a task held by an executor that
-// dies, or leaves with bye, takes to reach another executor.
+// FailoverConfig is scenario 5.
+// It times how long a task takes to reach another executor
+// when the executor holding it dies or leaves with bye.
 type FailoverConfig struct {
 	Binary string // apollo11, for the main control (see DefaultBinary)
-	// Harness runs the raw victim as `Harness executor`: apollo11-bench;
+	// Harness runs the raw victim as `Harness executor`, that is apollo11-bench.
 	// "" is this executable.
 	Harness          string
 	HeartbeatTimeout time.Duration // the main control's --heartbeat-timeout (default 2 s)
 	Rounds           int           // per variant (default 5)
-	// Victim is how the executor that dies runs: "raw" (an
-	// `apollo11-bench executor` child process speaking the wire directly) or
-	// "process" (a real `apollo11 executor` running a sleep task).
+	// Victim is how the executor that dies runs.
+	// "raw" is an `apollo11-bench executor` child process speaking the wire directly.
+	// "process" is a real `apollo11 executor` running a sleep task.
 	Victim string
-	// TokenFile is a shared token: the main control requires it (auth
-	// on) and every executor and client of the run proves it; "" is
-	// auth off.
+	// TokenFile is a shared token. The main control requires it (auth on).
+	// Every executor and client of the run proves it. "" is auth off.
 	TokenFile string
 	Args      []string // more maincontrol flags
 	Progress  io.Writer
@@ -52,8 +52,8 @@ type FailoverVariant struct {
 	Max    float64   `json:"max_ms"`
 }
 
-// taskType is what the victim serves: a type of its own for raw victims;
-// the built-in sleep for a real executor.
+// taskType is what the victim serves.
+// Raw victims serve a type of their own, and a real executor the built-in sleep.
 func (f *failover) taskType() string {
 	if f.cfg.Victim == "process" {
 		return "sleep"
@@ -61,9 +61,9 @@ func (f *failover) taskType() string {
 	return "bench-failover"
 }
 
-// RunFailover starts a main control with a short heartbeat timeout and, for
-// each variant and round, lets a victim executor take a task, loses the
-// victim, and times until a rescuer executor receives the task again.
+// RunFailover starts a main control with a short heartbeat timeout.
+// For each variant and round, a victim executor takes a task and is then lost.
+// It times until a rescuer executor receives the task again.
 func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, error) {
 	if cfg.HeartbeatTimeout <= 0 {
 		cfg.HeartbeatTimeout = 2 * time.Second
@@ -128,9 +128,9 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 	return rep, nil
 }
 
-// spread returns the min, median and max of xs; with an even count the
-// median is the mean of the two middle values (the upper one made the
-// median of two rounds their max).
+// spread returns the min, median and max of xs.
+// With an even count, the median is the mean of the two middle values.
+// Taking the upper one would make the median of two rounds their max.
 func spread(xs []float64) (lo, med, hi float64) {
 	s := append([]float64(nil), xs...)
 	for i := range s { // insertion sort: a handful of rounds
@@ -154,8 +154,8 @@ type failover struct {
 	n      int
 }
 
-// victim is the executor that is lost: a child process, or (for bye) an
-// in-process raw executor.
+// victim is the executor that is lost.
+// It is a child process, or for bye an in-process raw executor.
 type victim struct {
 	id   string
 	cmd  *exec.Cmd
@@ -311,8 +311,8 @@ func (f *failover) submit() (string, error) {
 	return m.Value("task_id"), nil
 }
 
-// waitState polls the task until it is in state on executor exec (any
-// executor when exec is "").
+// waitState polls the task until it is in state on executor exec.
+// Any executor will do when exec is "".
 func (f *failover) waitState(ctx context.Context, id, state, exec string) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {

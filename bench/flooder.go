@@ -8,16 +8,17 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// floodBatch bounds the bytes a flooder writes at once: about two
-// thousand small requests, enough that the main control always finds a
-// full socket buffer, and one syscall of the harness per batch.
+// floodBatch bounds the bytes a flooder writes at once, about two thousand small requests.
+// That is enough that the main control always finds a full socket buffer.
+// The harness pays one syscall per batch.
 const floodBatch = 40 << 10
 
-// flooder is one client connection pipelining one cheap request as fast
-// as the main control takes it: a writer goroutine sends batches while
-// fewer than window requests are unanswered, a reader goroutine counts
-// the replies. Every request is the same frame, so there is nothing to
-// match: the reader only counts frames (frameCounter).
+// flooder is one client connection pipelining one cheap request
+// as fast as the main control takes it.
+// A writer goroutine sends batches while fewer than window requests are unanswered.
+// A reader goroutine counts the replies.
+// Every request is the same frame, so there is nothing to match.
+// The reader only counts frames (frameCounter).
 type flooder struct {
 	fc     *frameConn
 	batch  []byte // the request frame, repeated to fill floodBatch
@@ -30,13 +31,13 @@ type flooder struct {
 	wake     chan struct{}
 }
 
-// floodRequest returns the frame a flooder (and the witness, with its own
-// req) sends for request kind kind, one of FloodRequests.
+// floodRequest returns the frame a flooder sends for request kind kind, one of FloodRequests.
+// The witness sends it too, with its own req.
 func floodRequest(kind, req string) ([]byte, error) {
 	b := wire.Begin(nil, wire.Kind(kind))
 	b.Str("req", req)
 	if kind == "state_get" {
-		// A key nobody sets: the reply is the state_version alone,
+		// A key nobody sets. The reply is the state_version alone,
 		// however much shared state the main control holds.
 		b.Str("keys", "apollo11-bench-flood")
 	}
@@ -52,8 +53,8 @@ func newFlooder(fc *frameConn, frame []byte, window int) *flooder {
 	return &flooder{fc: fc, batch: batch, frame: len(frame), window: int64(window), wake: make(chan struct{}, 1)}
 }
 
-// write sends requests until ctx ends or a write fails. A write blocked
-// on a full socket returns only when the connection is closed.
+// write sends requests until ctx ends or a write fails.
+// A write blocked on a full socket returns only when the connection is closed.
 func (f *flooder) write(ctx context.Context) error {
 	perBatch := int64(len(f.batch) / f.frame)
 	for ctx.Err() == nil {

@@ -5,20 +5,19 @@ import (
 	"errors"
 )
 
-// errorHead is how an error reply's payload starts when it has more keys
-// than type (every error of the main control has a code): encoders write
-// type first.
+// errorHead is how an error reply's payload starts when it has more keys than type.
+// Every error of the main control has a code. Encoders write type first.
 const errorHead = "type=error\n"
 
-// errZeroLength is a frame header announcing no payload, which wire-v1
-// calls malformed: after it the stream's framing cannot be trusted.
+// errZeroLength is a frame header announcing no payload, which wire-v1 calls malformed.
+// After it the stream's framing cannot be trusted.
 var errZeroLength = errors.New("frame of length 0 from the main control")
 
-// frameCounter counts the frames of a byte stream, and the error replies
-// among them, without decoding them. The flooders' readers use it: under
-// a flood the harness shares the machine with the main control it loads,
-// and decoding every reply would take CPU the main control then lacks.
-// It is resumable: bytes may arrive split anywhere, a header included.
+// frameCounter counts the frames of a byte stream, and the error replies among them.
+// It does not decode them. The flooders' readers use it.
+// Under a flood the harness shares the machine with the main control it loads.
+// Decoding every reply would take CPU the main control then lacks.
+// It is resumable. Bytes may arrive split anywhere, a header included.
 // Nothing is buffered beyond a header and the first bytes of a payload.
 type frameCounter struct {
 	hdr  [4]byte
@@ -31,7 +30,7 @@ type frameCounter struct {
 	frames, errors int64
 }
 
-// feed consumes p; it fails only on a frame of length 0.
+// feed consumes p. It fails only on a frame of length 0.
 func (c *frameCounter) feed(p []byte) error {
 	for len(p) > 0 {
 		if c.nhdr < len(c.hdr) {

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// IdleConfig is scenario 3: many executors connected, doing nothing but
-// heartbeats. The harness starts the main control so that it can read its
-// memory.
+// IdleConfig is scenario 3.
+// Many executors are connected, doing nothing but heartbeats.
+// The harness starts the main control so that it can read its memory.
 type IdleConfig struct {
 	Binary    string
 	Executors int           // default 10,000
@@ -34,17 +34,16 @@ type IdleReport struct {
 	RSSAfter     int64   `json:"rss_after_bytes"`
 	PeakRSS      int64   `json:"peak_rss_bytes"`
 	BytesPerConn float64 `json:"bytes_per_connection"`
-	// IdleCoreShare is the main control's CPU over the hold, as a share of
-	// one core: the cost of the heartbeats alone.
+	// IdleCoreShare is the main control's CPU over the hold, as a share of one core.
+	// It is the cost of the heartbeats alone.
 	IdleCoreShare    float64 `json:"idle_core_share"`
 	HarnessCoreShare float64 `json:"harness_core_share"`
 	HoldS            float64 `json:"hold_s"`
-	// Interrupted is set when the hold was cut short (Ctrl-C): the CPU
-	// figures cover HoldS, the part that ran.
+	// Interrupted is set when the hold was cut short (Ctrl-C).
+	// The CPU figures then cover HoldS, the part that ran.
 	Interrupted bool `json:"interrupted,omitempty"`
-	// InterruptedConnecting is set when Ctrl-C came before every executor
-	// had registered: the memory figures are for the Registered ones, and
-	// there was no hold.
+	// InterruptedConnecting is set when Ctrl-C came before every executor had registered.
+	// The memory figures are then for the Registered ones, and there was no hold.
 	InterruptedConnecting bool `json:"interrupted_connecting,omitempty"`
 }
 
@@ -99,8 +98,8 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 	rep.Registered = len(execs)
 	rep.HeartbeatMs = execs[0].Heartbeat().Milliseconds()
 	if err != nil {
-		// Ctrl-C while connecting: what those registered so far cost is
-		// still worth a report.
+		// Ctrl-C came while connecting.
+		// What those registered so far cost is still worth a report.
 		rep.Interrupted, rep.InterruptedConnecting = true, true
 		if rep.RSSAfter, rep.PeakRSS, err = ProcMem(mc.PID()); err != nil {
 			return nil, err
@@ -121,8 +120,8 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	bar.finish()
-	// Cut short during the hold, the report covers the part held, and
-	// is returned with the context's error; the memory is the same.
+	// Cut short during the hold, the report covers the part held.
+	// It is returned with the context's error. The memory is the same.
 	rep.Interrupted = ctx.Err() != nil
 	hold := time.Since(holdStart)
 	cpu1, _ := ProcCPU(mc.PID())
@@ -136,9 +135,9 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 	return rep, ctx.Err()
 }
 
-// dialIdle registers n executors, a few at a time. Interrupted (ctx), it
-// returns those registered so far with ctx's error; on any other error it
-// closes them.
+// dialIdle registers n executors, a few at a time.
+// When ctx interrupts it, it returns those registered so far with ctx's error.
+// On any other error it closes them.
 func dialIdle(ctx context.Context, addr string, cfg IdleConfig, token []byte) ([]*RawExecutor, time.Duration, error) {
 	start := time.Now()
 	execs := make([]*RawExecutor, cfg.Executors)

@@ -30,47 +30,48 @@ type Report struct {
 	Elapsed    float64          `json:"elapsed_s"`
 	Throughput float64          `json:"throughput"` // completed tasks per second
 
-	// SendLag is how late the harness wrote each submit after its intended
-	// time (open loop only): latency the harness itself added.
+	// SendLag is how late the harness wrote each submit after its intended time.
+	// It is latency the harness itself added (open loop only).
 	SendLag          Summary `json:"send_lag"`
 	SubmitToAck      Summary `json:"submit_to_ack"`
 	SubmitToDispatch Summary `json:"submit_to_dispatch"`
-	// SentToDispatch is measured from when the submit was really written
-	// (open loop only): submit -> dispatch without the harness's lateness.
+	// SentToDispatch is measured from when the submit was really written (open loop only).
+	// It is submit -> dispatch without the harness's lateness.
 	SentToDispatch Summary `json:"sent_to_dispatch"`
-	// SentToArrival ends when the task frame reached the executor's
-	// socket (the kernel's receive timestamp, Linux only), not when the
-	// harness's goroutine read it: the main control's part alone.
+	// SentToArrival ends when the task frame reached the executor's socket.
+	// That is the kernel's receive timestamp, Linux only.
+	// It does not wait for the harness's goroutine to read it.
+	// So it measures the main control's part alone.
 	SentToArrival Summary `json:"sent_to_arrival"`
 	SubmitToDone  Summary `json:"submit_to_done"`
 
-	// ConnErrors counts the connections (producers' and raw executors')
-	// that failed during the run, and ConnError is the first failure: a
-	// main control that went away.
+	// ConnErrors counts the connections that failed during the run.
+	// They are producers' and raw executors' connections.
+	// ConnError is the first failure, which shows a main control that went away.
 	Conns      int    `json:"connections"` // producers' and raw executors'
 	ConnErrors int64  `json:"connection_errors,omitempty"`
 	ConnError  string `json:"connection_error,omitempty"`
 
 	MainControl *ProcReport `json:"main_control,omitempty"` // nil when its pid is unknown or it exited
-	// Disk is what the main control wrote to disk; nil when its pid is
-	// unknown or /proc/PID/io cannot be read.
+	// Disk is what the main control wrote to disk.
+	// It is nil when its pid is unknown or /proc/PID/io cannot be read.
 	Disk *DiskReport `json:"disk,omitempty"`
 	// MainControlNote says why MainControl is nil when a pid was known.
 	MainControlNote string `json:"main_control_note,omitempty"`
-	// CPUInterval is the wall time every CPU figure is taken over: from
-	// just before the first submit to the end of the wait for the last
-	// reply (the drain included). Elapsed ends at the last completion.
+	// CPUInterval is the wall time every CPU figure is taken over.
+	// It runs from just before the first submit to the end of the wait for the last reply.
+	// The drain is included. Elapsed ends at the last completion.
 	CPUInterval float64    `json:"cpu_interval_s"`
 	Harness     ProcReport `json:"harness"`
-	// HarnessProcs is the harness's GOMAXPROCS: how many threads its
-	// goroutines ran on at once.
+	// HarnessProcs is the harness's GOMAXPROCS.
+	// It is how many threads its goroutines ran on at once.
 	HarnessProcs int `json:"harness_procs"`
 	// ExecutorProcs is the executor processes' CPU (process mode).
 	ExecutorProcs *ProcReport `json:"executor_processes,omitempty"`
 	Cores         int         `json:"cores"`
-	// MachineBusy is the share of the whole machine's CPU time that was
-	// busy during the run, and OtherShare the part of it used by neither
-	// the main control nor the harness: other load that skews the numbers.
+	// MachineBusy is the share of the whole machine's CPU time that was busy during the run.
+	// OtherShare is the part of it used by neither the main control nor the harness.
+	// That is other load, and it skews the numbers.
 	MachineBusy float64 `json:"machine_busy"`
 	OtherShare  float64 `json:"other_share"`
 
@@ -83,7 +84,7 @@ type Report struct {
 // ProcReport is one process's resource use during the measured interval.
 type ProcReport struct {
 	CPUSeconds float64 `json:"cpu_s"`
-	// CoreShare is CPU time over wall time: 1 is one core busy all along.
+	// CoreShare is CPU time over wall time. 1 is one core busy all along.
 	CoreShare float64 `json:"core_share"`
 	// MachineShare is CoreShare over the number of cores.
 	MachineShare float64 `json:"machine_share"`
@@ -187,7 +188,7 @@ func (r *Report) setMachine(busy, total time.Duration) {
 	r.OtherShare = max(other, 0)
 }
 
-// writeJSON writes v as indented JSON: every report's --json form.
+// writeJSON writes v as indented JSON. It is every report's --json form.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
