@@ -9,11 +9,12 @@ import (
 
 // Config is one throughput and latency run.
 type Config struct {
-	// Addr is a main control to load; "" starts one as a child process
-	// (MainControl), which lets the report include its CPU and memory.
+	// Addr is a main control to load.
+	// "" starts one as a child process (MainControl).
+	// That lets the report include its CPU and memory.
 	Addr string
-	// PID is the process id of the main control at Addr, if known, for
-	// its CPU and memory; 0 leaves them out.
+	// PID is the process id of the main control at Addr, if known.
+	// It gives its CPU and memory. 0 leaves them out.
 	PID   int
 	Token []byte // shared token when the main control has auth on
 
@@ -36,11 +37,11 @@ type Config struct {
 	RateOfPeak   float64 // > 0: measure the closed-loop peak first, then run at this fraction of it
 	PeakDuration time.Duration
 	Window       int // closed loop: tasks in flight per producer (default 1024)
-	// PaceTick is the shortest sleep of an open-loop producer: tasks
-	// falling due meanwhile go out together in one write. Longer ticks
-	// cost the harness less CPU and add at most the tick to the measured
-	// latency (shown as intended -> sent). 0 sleeps until each task's
-	// own time.
+	// PaceTick is the shortest sleep of an open-loop producer.
+	// Tasks falling due meanwhile go out together in one write.
+	// Longer ticks cost the harness less CPU.
+	// They add at most the tick to the measured latency (shown as intended -> sent).
+	// 0 sleeps until each task's own time.
 	PaceTick     time.Duration
 	Drain        time.Duration // wait for stragglers after the last submit (default 30 s)
 	ExecutorArgs []string      // more `apollo11 executor` flags (process mode)
@@ -98,8 +99,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: --pid is for a main control at --addr; the harness knows the pid of one it starts", ErrBadConfig)
 	}
 	if c.PID > 0 {
-		// Checked now, not found missing after the run: a mistyped pid
-		// would silently drop the main control's figures.
+		// Checked now, not found missing after the run.
+		// A mistyped pid would silently drop the main control's figures.
 		if _, err := ProcCPU(c.PID); err != nil {
 			return c, fmt.Errorf("%w: --pid %d: no such process (%v)", ErrBadConfig, c.PID, err)
 		}

@@ -15,17 +15,18 @@ import (
 // readChunk is the size of a connection's read buffer and of each read.
 const readChunk = 256 << 10
 
-// frameConn reads frames in batches: one read, then every whole frame that
-// read completed. Callers answer a batch with one write, which is how the
-// raw producers and executors pipeline. Writes may come from several
-// goroutines and are serialised by a mutex.
+// frameConn reads frames in batches.
+// A batch is one read, then every whole frame that read completed.
+// Callers answer a batch with one write.
+// That is how the raw producers and executors pipeline.
+// Writes may come from several goroutines and are serialised by a mutex.
 type frameConn struct {
 	c          net.Conn
 	dec        wire.Decoder
 	buf        []byte
 	start, end int
-	// rx, when not nil, reads with the kernel's receive timestamps, and
-	// arrived is that of the newest bytes of the last read.
+	// rx, when not nil, reads with the kernel's receive timestamps.
+	// arrived is the timestamp of the newest bytes of the last read.
 	rx      *rxStamper
 	arrived time.Time
 
@@ -34,14 +35,14 @@ type frameConn struct {
 
 func newFrameConn(c net.Conn) *frameConn { return newFrameConnSize(c, readChunk) }
 
-// newFrameConnSize uses a read buffer of size bytes (it grows for a frame
-// that does not fit).
+// newFrameConnSize uses a read buffer of size bytes.
+// The buffer grows for a frame that does not fit.
 func newFrameConnSize(c net.Conn, size int) *frameConn {
 	return &frameConn{c: c, buf: make([]byte, max(size, 512))}
 }
 
-// readBatch reads once and calls fn for each whole frame now buffered. The
-// message borrows from the buffer: it is valid only during fn.
+// readBatch reads once and calls fn for each whole frame now buffered.
+// The message borrows from the buffer, so it is valid only during fn.
 func (f *frameConn) readBatch(fn func(m *wire.Message) error) error {
 	if f.start > 0 {
 		f.end = copy(f.buf, f.buf[f.start:f.end])
@@ -76,8 +77,9 @@ func (f *frameConn) readBatch(fn func(m *wire.Message) error) error {
 	return err
 }
 
-// next returns the next frame, reading as needed. It is for handshakes,
-// before the batch loop starts; the message is valid until the next call.
+// next returns the next frame, reading as needed.
+// It is for handshakes, before the batch loop starts.
+// The message is valid until the next call.
 func (f *frameConn) next() (*wire.Message, error) {
 	for {
 		if f.end > f.start {
@@ -187,10 +189,9 @@ func dialExecutor(addr string, token []byte, id string, types []string, slots in
 	return f, hb, nil
 }
 
-// handshake sends the built frame (of type sent) and waits for the wanted
-// reply type; it
-// returns the reply's heartbeat_ms as a duration (0 when absent). On error
-// the connection is closed.
+// handshake sends the built frame (of type sent) and waits for the wanted reply type.
+// It returns the reply's heartbeat_ms as a duration, 0 when absent.
+// On error the connection is closed.
 func (f *frameConn) handshake(b wire.Builder, sent, want string, timeout time.Duration) (time.Duration, error) {
 	frame, err := b.Finish()
 	if err == nil {
@@ -210,8 +211,8 @@ func (f *frameConn) handshake(b wire.Builder, sent, want string, timeout time.Du
 		if m.Kind() == wire.KindError {
 			return 0, fmt.Errorf("%w: error code=%s message=%s", ErrRefused, m.Value("code"), m.Value("message"))
 		}
-		// Not a refusal: a peer that answers out of turn (or speaks
-		// something else) would read "refused: hello_ok code= message=".
+		// Not a refusal. A peer that answers out of turn, or speaks something else,
+		// would otherwise read "refused: hello_ok code= message=".
 		return 0, fmt.Errorf("unexpected reply %s to %s (want %s or error)", m.Type(), sent, want)
 	}
 	_ = f.c.SetDeadline(time.Time{})

@@ -12,14 +12,14 @@ import (
 // maxBatch bounds the bytes one producer writes at once.
 const maxBatch = 64 << 10
 
-// producer submits tasks on one client connection, pipelining them: a
-// writer goroutine sends batches of submits on the pacer's schedule (or as
-// the window allows, closed loop), and a reader goroutine matches replies
-// by req. Each submit's req and arg.t carry the Unix nanosecond at which it
-// was meant to be sent, so latencies come straight from the replies and
-// from the executors without any map from id to time. In open loop arg.s
-// also carries when the batch was really written, so that the executors
-// can tell the main control's part of the latency from the harness's.
+// producer submits tasks on one client connection, pipelining them.
+// A writer goroutine sends batches of submits on the pacer's schedule.
+// In closed loop it sends as the window allows.
+// A reader goroutine matches replies by req.
+// Each submit's req and arg.t carry the Unix nanosecond it was meant to be sent.
+// So latencies come straight from the replies and the executors, with no map from id to time.
+// In open loop arg.s also carries when the batch was really written.
+// So the executors can tell the main control's part of the latency from the harness's.
 type producer struct {
 	fc       *frameConn
 	pacer    Pacer
@@ -105,8 +105,8 @@ func (p *producer) write(ctx context.Context) error {
 	return nil
 }
 
-// idle waits for the next intended send time (open loop) or for a reply
-// to free the window (closed loop).
+// idle waits for the next intended send time in open loop.
+// In closed loop it waits for a reply to free the window.
 func (p *producer) idle(ctx context.Context, now time.Time, sent int64) {
 	if wait := p.pacer.start.Sub(now); wait > 0 {
 		time.Sleep(wait) // the run has not started
@@ -129,8 +129,8 @@ func (p *producer) idle(ctx context.Context, now time.Time, sent int64) {
 	}
 }
 
-// appendSubmit encodes one submit intended for at (Unix ns) and, in open
-// loop, written at sentAt (0: not sent apart from at).
+// appendSubmit encodes one submit intended for at (Unix ns).
+// In open loop it was written at sentAt, where 0 means not sent apart from at.
 func (p *producer) appendSubmit(buf []byte, at, sentAt int64) []byte {
 	b := wire.Begin(buf, wire.KindSubmit)
 	b.IntK(keyReq, at)

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// target is the main control a run loads: started here, or given.
+// target is the main control a run loads. It is started here, or given.
 type target struct {
 	addr string
 	pid  int
@@ -38,11 +38,12 @@ func (t *target) close() error {
 	return t.mc.Close()
 }
 
-// Run loads a main control with producers and executors as cfg says and
-// reports throughput, latencies and CPU. With RateOfPeak it first measures
-// the closed-loop peak for PeakDuration, then runs open loop at that
-// fraction of it. A main control it started is stopped, and its temp data
-// dir removed, before Run returns, also when ctx is cancelled.
+// Run loads a main control with producers and executors as cfg says.
+// It reports throughput, latencies and CPU.
+// With RateOfPeak it first measures the closed-loop peak for PeakDuration.
+// Then it runs open loop at that fraction of it.
+// A main control it started is stopped before Run returns, even when ctx is cancelled.
+// Its temp data dir is removed too.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -143,9 +144,8 @@ func (f *fleet) spawn(cfg Config, addr, id string) error {
 	return nil
 }
 
-// run starts the raw executors' loops; their timelines begin at start. A
-// loop that ends with an error (its connection failed) is a lost
-// connection.
+// run starts the raw executors' loops. Their timelines begin at start.
+// A loop that ends with an error (its connection failed) is a lost connection.
 func (f *fleet) run(ctx context.Context, start time.Time, lost *connLoss) {
 	ectx, cancel := context.WithCancel(ctx)
 	prev := f.stop
@@ -221,9 +221,9 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 			return nil, fmt.Errorf("producer %d: %w", i, err)
 		}
 	}
-	// Every CPU figure, the machine's included, is taken over one interval,
-	// cpu0 to cpu1, so that the shares agree. It is sampled before the start
-	// so that it holds the run however slow the samples are.
+	// Every CPU figure, the machine's included, is taken over one interval, cpu0 to cpu1.
+	// That way the shares agree.
+	// It is sampled before the start, so it holds the run however slow the samples are.
 	mc0 := sampleProc(t.pid)
 	disk0 := markDisk(t)
 	self0 := SelfCPU()
@@ -304,8 +304,8 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 	if nLost > 0 {
 		rep.ConnErrors = int64(nLost)
 		rep.ConnError = firstLost.Error()
-		// The lost connections are the cause: an unfinished drain or a
-		// cancelled context after them says less.
+		// The lost connections are the cause.
+		// An unfinished drain or a cancelled context after them says less.
 		err = fmt.Errorf("lost %d of %d connections to the main control; first: %w", nLost, nConns, firstLost)
 	}
 	return rep, err
@@ -328,8 +328,8 @@ func (w *waiter) sent() (sent, finished int64, writing bool) {
 	return
 }
 
-// completed is the run's count of tasks done end to end: done replies with
-// wait=true; else tasks that reached an executor.
+// completed is the run's count of tasks done end to end.
+// With wait=true those are done replies, else tasks that reached an executor.
 func (w *waiter) completed() int64 {
 	if w.wait {
 		var n int64
@@ -341,9 +341,8 @@ func (w *waiter) completed() int64 {
 	return w.fleet.tasks()
 }
 
-// until waits for every submit to finish (and, without wait=true, for raw
-// executors to receive the accepted tasks), for ctx, or for drain after
-// the writers stopped.
+// until waits for every submit to finish, for ctx, or for drain after the writers stopped.
+// Without wait=true it also waits for raw executors to receive the accepted tasks.
 func (w *waiter) until(ctx context.Context, drain time.Duration, bar *progress) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -418,8 +417,8 @@ func sampleProc(pid int) procSample {
 	}
 	rss, peak, err := ProcMem(pid)
 	if err != nil || rss == 0 {
-		// No resident memory is a zombie: a process that exited and
-		// was not reaped yet, whose figures are its last ones.
+		// No resident memory means a zombie.
+		// The process exited and was not reaped yet, so its figures are its last ones.
 		return procSample{}
 	}
 	return procSample{ok: true, cpu: cpu, rss: rss, peak: peak}

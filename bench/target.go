@@ -20,8 +20,9 @@ import (
 // MainControlOptions says how to start a main control child process.
 type MainControlOptions struct {
 	Binary string // the apollo11 binary; "" is DefaultBinary
-	// Fsync is "off" (no data dir: persistence off), "never", "batch" or
-	// "always"; the three last use DataDir, or a temp dir removed at Stop.
+	// Fsync is "off", "never", "batch" or "always".
+	// "off" has no data dir, so persistence is off.
+	// The three last use DataDir, or a temp dir removed at Stop.
 	Fsync   string
 	DataDir string
 	Args    []string // more maincontrol flags
@@ -44,8 +45,8 @@ type MainControl struct {
 	started time.Time
 }
 
-// DefaultBinary finds the apollo11 binary the harness starts: the one
-// beside this executable, else the one on PATH.
+// DefaultBinary finds the apollo11 binary the harness starts.
+// It takes the one beside this executable, else the one on PATH.
 func DefaultBinary() (string, error) {
 	if exe, err := os.Executable(); err == nil {
 		beside := filepath.Join(filepath.Dir(exe), "apollo11")
@@ -96,10 +97,10 @@ func StartMainControl(ctx context.Context, o MainControlOptions) (*MainControl, 
 	return m, nil
 }
 
-// loadTokenFile reads the shared token of a scenario that starts its own
-// main control, and returns it with the flags that make that main control
-// require it: with --token-file the scenario measures a main control with
-// auth on, and each of its connections proves the token. "" is auth off.
+// loadTokenFile reads the shared token of a scenario that starts its own main control.
+// It returns it with the flags that make that main control require it.
+// With --token-file the scenario measures a main control with auth on.
+// Each of its connections then proves the token. "" is auth off.
 func loadTokenFile(path string) (token []byte, mcArgs []string, err error) {
 	if path == "" {
 		return nil, nil, nil
@@ -120,9 +121,9 @@ func FreeAddr() (string, error) {
 	return addr, ln.Close()
 }
 
-// Start starts the process (again, after Stop or Kill, on the same address
-// and data dir) and returns how long it took until the listener answered
-// with a welcome.
+// Start starts the process, or starts it again after Stop or Kill.
+// A restart uses the same address and data dir.
+// It returns how long it took until the listener answered with a welcome.
 func (m *MainControl) Start(ctx context.Context) (time.Duration, error) {
 	fsync := m.opts.Fsync
 	if fsync == "off" {
@@ -144,8 +145,8 @@ func (m *MainControl) Start(ctx context.Context) (time.Duration, error) {
 	cmd.Env = childEnv()
 	m.stderr = &tailBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = m.stderr, m.stderr
-	// Its own process group keeps a terminal's Ctrl-C away from it (the
-	// harness stops it itself); Pdeathsig kills it if the harness dies.
+	// Its own process group keeps a terminal's Ctrl-C away from it.
+	// The harness stops it itself. Pdeathsig kills it if the harness dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	m.started = time.Now()
 	if err := cmd.Start(); err != nil {
@@ -195,8 +196,8 @@ func (m *MainControl) PID() int {
 // Stderr returns the last 64 KiB the process wrote.
 func (m *MainControl) Stderr() string { return m.stderr.String() }
 
-// Stop sends SIGTERM and waits for a graceful stop (SIGKILL after 60 s). It
-// returns how long the stop took.
+// Stop sends SIGTERM and waits for a graceful stop, with SIGKILL after 60 s.
+// It returns how long the stop took.
 func (m *MainControl) Stop() (time.Duration, error) {
 	if m.cmd == nil {
 		return 0, nil
@@ -250,9 +251,9 @@ func exitErr(cmd *exec.Cmd) error {
 	return fmt.Errorf("main control exited with %s", cmd.ProcessState)
 }
 
-// childEnv is this process's environment without APOLLO11_* variables,
-// so that a main control or executor started for a run gets exactly the
-// flags the harness gives it, not settings meant for a production one.
+// childEnv is this process's environment without APOLLO11_* variables.
+// A main control or executor started for a run gets exactly the flags the harness gives it.
+// It must not get settings meant for a production one.
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {

@@ -12,14 +12,14 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// witnessTimeout is the longest one witness round trip may take before
-// the run fails: an unfair main control makes round trips long, one that
-// stopped answering makes them endless.
+// witnessTimeout is the longest one witness round trip may take before the run fails.
+// An unfair main control makes round trips long.
+// One that stopped answering makes them endless.
 const witnessTimeout = 30 * time.Second
 
-// witness is a well-behaved client: one request at a time, the next only
-// after the reply and a pause. What its round trips become while other
-// connections flood the main control is what bench flood measures.
+// witness is a well-behaved client. It sends one request at a time.
+// It sends the next only after the reply and a pause.
+// bench flood measures what its round trips become while other connections flood.
 type witness struct {
 	fc       *frameConn
 	kind     string // the request, one of FloodRequests
@@ -28,17 +28,18 @@ type witness struct {
 	rounds   atomic.Int64 // round trips of the current phase, for the progress bar
 }
 
-// witnessTimes are one phase's round trips. Arrival ends when the reply
-// reached the witness's socket (the kernel's receive timestamp, on
-// Linux): under a flood the harness's own goroutines compete for the CPU
-// too, and read ends only when the witness's goroutine got to run.
+// witnessTimes are one phase's round trips.
+// Arrival ends when the reply reached the witness's socket.
+// That is the kernel's receive timestamp, on Linux.
+// Under a flood the harness's own goroutines compete for the CPU too.
+// So read ends only when the witness's goroutine got to run.
 type witnessTimes struct {
 	arrival, read *Histogram
 }
 
-// run does round trips until end (at least one) or until ctx ends, and
-// returns them. A failed round trip ends the phase with its error; one
-// cut short by ctx is not counted.
+// run does round trips until end (at least one) or until ctx ends, and returns them.
+// A failed round trip ends the phase with its error.
+// One cut short by ctx is not counted.
 func (w *witness) run(ctx context.Context, end time.Time) (witnessTimes, error) {
 	t := witnessTimes{arrival: NewHistogram(), read: NewHistogram()}
 	w.rounds.Store(0)
@@ -64,8 +65,8 @@ func (w *witness) run(ctx context.Context, end time.Time) (witnessTimes, error) 
 	return t, nil
 }
 
-// roundTrip sends one request and waits for its reply. ctx's end cuts
-// the wait short through the read deadline (see RunFlood).
+// roundTrip sends one request and waits for its reply.
+// ctx's end cuts the wait short through the read deadline (see RunFlood).
 func (w *witness) roundTrip(ctx context.Context) (toArrival, toRead time.Duration, err error) {
 	w.n++
 	req := "w" + strconv.Itoa(w.n)
@@ -73,8 +74,8 @@ func (w *witness) roundTrip(ctx context.Context) (toArrival, toRead time.Duratio
 	if err != nil {
 		return 0, 0, err
 	}
-	// The deadline before the check: a ctx ending after the check sets
-	// its own, earlier deadline after this one.
+	// Set the deadline before the check.
+	// A ctx ending after the check then sets its own, earlier deadline after this one.
 	_ = w.fc.c.SetReadDeadline(time.Now().Add(witnessTimeout))
 	if ctx.Err() != nil {
 		return 0, 0, ctx.Err()
