@@ -21,6 +21,9 @@ const (
 	CodeIllegalTransition Code = "illegal_transition"
 	CodeQueueFull         Code = "queue_full"
 	CodeUnavailable       Code = "unavailable"
+	// CodeConflict: a compare-and-set named a state_version that is not
+	// the current one (protocol section 8.6).
+	CodeConflict Code = "conflict"
 )
 
 // CloseAfter reports whether the main control closes the connection after

@@ -336,6 +336,9 @@ func (b *Builder) RawString(raw string, keys int) {
 // Len returns the payload length so far.
 func (b *Builder) Len() int { return len(b.buf) - b.start - 4 }
 
+// Keys returns the number of keys written so far, type included.
+func (b *Builder) Keys() int { return b.keys }
+
 // Err returns the first error so far.
 func (b *Builder) Err() error { return b.err }
 

@@ -48,6 +48,19 @@ const (
 	KindCancelWhere  Kind = "cancel_where"
 	KindPurgeWhere   Kind = "purge_where"
 	KindMatched      Kind = "matched"
+
+	// Version 1.1 (protocol sections 8.5 to 8.7).
+	KindPause        Kind = "pause"
+	KindPaused       Kind = "paused"
+	KindResume       Kind = "resume"
+	KindResumed      Kind = "resumed"
+	KindStateSet     Kind = "state_set"
+	KindStateDel     Kind = "state_del"
+	KindStateChanged Kind = "state_changed"
+	KindTypeList     Kind = "type_list"
+	KindTypePage     Kind = "type_page"
+	KindTypes        Kind = "types"
+	KindTypesOK      Kind = "types_ok"
 )
 
 // Role is a set of peer roles: who may send a message type.
@@ -99,6 +112,18 @@ var kindSenders = map[Kind]Role{
 	KindCancelWhere:  RoleClient,
 	KindPurgeWhere:   RoleClient,
 	KindMatched:      RoleMain,
+
+	KindPause:        RoleClient,
+	KindPaused:       RoleMain,
+	KindResume:       RoleClient,
+	KindResumed:      RoleMain,
+	KindStateSet:     RoleClient,
+	KindStateDel:     RoleClient,
+	KindStateChanged: RoleMain,
+	KindTypeList:     RoleClient,
+	KindTypePage:     RoleMain,
+	KindTypes:        RoleExecutor,
+	KindTypesOK:      RoleMain,
 }
 
 // Known reports whether k is a message type of the spec.

@@ -87,6 +87,8 @@ func (c *Core) check(r *record) error {
 		return nil
 	case recRequeue:
 		return c.checkRequeue(r)
+	case recStateFix, recPause, recExecTypes:
+		return c.checkOps(r)
 	case recNew:
 		if r.id < c.nextID || c.tasks.get(r.id) != nil {
 			return fmt.Errorf("%w: task id %d reused (next is %d)", ErrCorrupt, r.id, c.nextID)
@@ -163,6 +165,7 @@ func (c *Core) mutate(r *record) {
 		c.applyDispatch(r)
 	case recStart:
 		t := c.setState(r.id, Running, r.at)
+		t.startOff = startOffset(t.createdMs, r.at)
 		t.dueMs = r.due
 		if r.due > 0 {
 			c.addTimer(timer{at: r.due, id: t.id, ver: t.version, kind: timerDue})
@@ -198,6 +201,12 @@ func (c *Core) mutate(r *record) {
 		c.epoch, c.nextEpoch = r.epoch, r.epoch+1
 	case recExecReg:
 		c.applyExecReg(r)
+	case recStateFix:
+		c.applyStateFix(r)
+	case recPause:
+		c.applyPause(r.typ, r.on)
+	case recExecTypes:
+		c.applyExecTypes(r)
 	case recExecGone:
 		e := c.execs[r.exec]
 		e.peer = 0
@@ -224,7 +233,13 @@ func (c *Core) setState(id uint64, s State, at int64) *task {
 	t, from := c.tasks.setState(id, s)
 	c.counts[from]--
 	c.counts[s]++
+	t.typ.counts[from]--
+	t.typ.counts[s]++
+	c.leftMs = t.updatedMs // when the state it leaves began: logTransition's in_state_ms
 	t.updatedMs = at
+	if s != Running && len(c.progs) > 0 {
+		delete(c.progs, id) // progress belongs to one dispatch while it runs
+	}
 	return t
 }
 
@@ -232,6 +247,9 @@ func (c *Core) typeFor(name string) *taskType {
 	tt := c.types[name]
 	if tt == nil {
 		tt = &taskType{name: name}
+		if len(c.paused) > 0 {
+			_, tt.paused = c.paused[name]
+		}
 		c.types[name] = tt
 	}
 	return tt
@@ -279,6 +297,7 @@ func (c *Core) applyNew(r *record) {
 	}
 	c.nextID = max(c.nextID, r.id+1)
 	c.counts[r.state]++
+	tt.counts[r.state]++
 	st := c.tasks.insert(t)
 	c.pendingBytes += st.bytes()
 	if r.key != "" {
@@ -305,6 +324,7 @@ func (c *Core) applyDispatch(r *record) {
 		c.setPendingOutcome(t, "", "", 0)
 	}
 	t.version, t.attempt = r.version, r.attempt
+	t.startOff = 0
 	e := c.execNamed(r)
 	t.execID = e.id
 	t.flags &^= flagTakenBack | flagRequeued
@@ -404,6 +424,7 @@ func (c *Core) forget(id uint64) {
 		delete(c.keys, k)
 	}
 	c.counts[t.state]--
+	t.typ.counts[t.state]--
 	c.retainedBytes -= t.bytes()
 	c.waiters.drop(id)
 	if len(c.depsMet) > 0 {
@@ -414,6 +435,13 @@ func (c *Core) forget(id uint64) {
 }
 
 func (c *Core) writeState(k, v string) {
+	c.ownState()
+	c.state[k] = v
+}
+
+// ownState copies the shared state when a frozen snapshot holds it, so that
+// a change does not reach the snapshot.
+func (c *Core) ownState() {
 	if c.stateShared {
 		clone := make(map[string]string, len(c.state)+1)
 		for kk, vv := range c.state {
@@ -422,7 +450,6 @@ func (c *Core) writeState(k, v string) {
 		c.state = clone
 		c.stateShared = false
 	}
-	c.state[k] = v
 }
 
 func (c *Core) applyExecReg(r *record) {

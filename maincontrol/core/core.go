@@ -102,6 +102,14 @@ type Core struct {
 	lastMark, stateMark uint64
 	gates               gates        // what task frames wait for (idx_gates.go)
 	pol                 *policyState // per-type policies (policy.go); nil: none
+
+	// paused holds the paused task types (pause.go); progs the latest
+	// progress of running dispatches (durations.go); leftMs when the state
+	// a task last left began (setState).
+	paused map[string]struct{}
+	progs  map[uint64]taskProgress
+	leftMs int64
+	ops    OpsCounts
 }
 
 type peerKind uint8
@@ -156,6 +164,8 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		depsMet:   make(map[uint64]depCursor),
 		state:     make(map[string]string),
 		execs:     make(map[string]*executor),
+		paused:    make(map[string]struct{}),
+		progs:     make(map[uint64]taskProgress),
 		peers:     make(map[PeerID]*peer),
 		waiters:   newWaiterSet(),
 		available: true,

@@ -55,7 +55,7 @@ func (c *Core) dispatchDirty() {
 }
 
 func (c *Core) dispatchType(tt *taskType) {
-	for tt.pending > 0 {
+	for tt.pending > 0 && !tt.paused {
 		e := tt.free.top()
 		if e == nil || !c.mayDispatch(tt) {
 			return
@@ -128,12 +128,15 @@ func (c *Core) logTransition(t *task, from, to State, why string) {
 		return
 	}
 	fromName := from.String()
+	// setState kept when the state left began; a new task left none.
+	inState := max(0, t.updatedMs-c.leftMs)
 	if from == 0 {
 		fromName = "none" // created by this transition
+		inState = 0
 	}
 	c.log.Debug("task transition",
 		slog.Uint64("task_id", t.id), slog.Uint64("version", t.version),
 		slog.String("from", fromName), slog.String("to", to.String()),
 		slog.String("executor", t.execID), slog.String("trace_id", t.trace()),
-		slog.String("why", why))
+		slog.String("why", why), slog.Int64("in_state_ms", inState))
 }

@@ -259,7 +259,8 @@ func (c *Core) started(p *peer, m *wire.Message) {
 	c.startTask(t, c.now(), "started")
 }
 
-// progress is optional and informational: checked, then logged.
+// progress is optional and informational: checked, kept for query
+// (protocol section 8.8) and logged.
 func (c *Core) progress(p *peer, m *wire.Message) {
 	id, ver, ok := c.parseDispatchToken(p, m)
 	if !ok {
@@ -274,6 +275,14 @@ func (c *Core) progress(p *peer, m *wire.Message) {
 		c.badRequest(p, "", &wire.ValueError{Key: "percent", Reason: "must be 0 to 100"})
 		return
 	}
+	t := c.currentDispatch(p.exec, id, ver)
+	if t == nil || (t.state != Dispatched && t.state != Running) {
+		if c.debugEnabled() {
+			c.log.Debug("progress ignored: not a current dispatch", "task_id", id, "version", ver, "executor", p.exec.id)
+		}
+		return
+	}
+	c.keepProgress(t, pct, m.Value("note"))
 	if c.debugEnabled() {
 		c.log.Debug("task progress", "task_id", id, "version", ver, "percent", pct, "note", m.Value("note"), "executor", p.exec.id)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -219,8 +220,10 @@ func dump(c *Core) string {
 		tnames = append(tnames, n)
 	}
 	slices.Sort(tnames)
+	fmt.Fprintf(&b, "paused %v\n", slices.Sorted(maps.Keys(c.paused)))
 	for _, n := range tnames {
 		tt := c.types[n]
+		fmt.Fprintf(&b, "type %q counts=%v paused=%v\n", n, tt.counts, tt.paused)
 		for p := 9; p >= 0; p-- {
 			var ids []uint64
 			q := tt.queues[p]
@@ -276,7 +279,7 @@ func dump(c *Core) string {
 
 // appendTaskLine renders one task for dump, as
 //
-//	task %d v%d %s att=%d/%d type=%s prio=%d flags=%b due=%d seq=%d exec=%q trace=%q args=%q/%d key=%q err=%q out=%q/%d deps=%v created=%d updated=%d timeout=%d
+//	task %d v%d %s att=%d/%d type=%s prio=%d flags=%b due=%d seq=%d exec=%q trace=%q args=%q/%d key=%q err=%q out=%q/%d deps=%v created=%d updated=%d timeout=%d start=%d
 //
 // with strconv rather than fmt: the property test dumps often.
 func appendTaskLine(b []byte, t *task) []byte {
@@ -317,5 +320,6 @@ func appendTaskLine(b []byte, t *task) []byte {
 		u(" requeues=", n)
 		q(" reason=", t.requeueReason())
 	}
+	u(" start=", uint64(t.startOff))
 	return append(b, '\n')
 }

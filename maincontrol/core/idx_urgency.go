@@ -37,7 +37,7 @@ func (h *urgentTypes) Pop() any {
 // executor to match, leaves it out (and no longer dirty).
 func (c *Core) pushUrgent(h *urgentTypes, tt *taskType) {
 	t := c.nextPending(tt)
-	if t == nil || tt.free.top() == nil {
+	if tt.paused || t == nil || tt.free.top() == nil {
 		tt.dirty = false
 		return
 	}

@@ -133,13 +133,13 @@ func (c *Core) forgetExecutor(e *executor) {
 // regRoom reports whether a register of id with these types fits the
 // bounds above, forgetting the idle executors disconnected longest to
 // make room, and answers the register with unavailable when it does not.
-func (c *Core) regRoom(p *peer, id string, types []string) bool {
+func (c *Core) regRoom(p *peer, req, what, id string, types []string) bool {
 	if c.execs[id] == nil {
 		// A fresh id may disconnect later: room for it is made now.
 		for len(c.execs)-c.liveExecs >= maxKeptExecutors && c.forgetOldestKept("") {
 		}
 		if n := len(c.execs) - c.liveExecs; n >= maxKeptExecutors {
-			c.sendError(p, "", wire.CodeUnavailable, "register refused: "+strconv.Itoa(n)+
+			c.sendError(p, req, wire.CodeUnavailable, what+" refused: "+strconv.Itoa(n)+
 				" disconnected executors are kept (at most "+strconv.Itoa(maxKeptExecutors)+
 				") and all hold tasks until their heartbeat timeout; retry later")
 			return false
@@ -181,7 +181,7 @@ func (c *Core) regRoom(p *peer, id string, types []string) bool {
 	if !over() {
 		return true
 	}
-	c.sendError(p, "", wire.CodeUnavailable, "register refused: the executors known hold "+strconv.Itoa(c.regBytes)+
+	c.sendError(p, req, wire.CodeUnavailable, what+" refused: the executors known hold "+strconv.Itoa(c.regBytes)+
 		" bytes of registrations (at most "+strconv.Itoa(maxRegBytes)+") and "+strconv.Itoa(len(c.types))+
 		" task types are known (at most "+strconv.Itoa(maxTaskTypes)+"); register fewer types, or retry later")
 	return false

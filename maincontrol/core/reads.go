@@ -52,6 +52,7 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 		}
 	}
 	t.fields().reply(&b)
+	c.taskStateExtras(&b, t)
 	c.send(p.id, &b)
 }
 
@@ -140,6 +141,7 @@ func (c *Core) stats(p *peer, _ *wire.Message, req string) {
 	b.Str("next_task_id", strconv.FormatUint(c.nextID, 10))
 	b.Bool("available", c.available)
 	b.Str("stuck", strconv.Itoa(c.Stuck().Stuck))
+	b.Str("types.paused", strconv.Itoa(len(c.paused)))
 	c.send(p.id, &b)
 }
 

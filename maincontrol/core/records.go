@@ -53,10 +53,20 @@ const (
 	recEpoch
 	// recRequeue: failed or cancelled -> pending or waiting (requeue.go).
 	recRequeue
+	// recStateFix sets or deletes one shared-state key by hand
+	// (state_set, state_del).
+	recStateFix
+	// recPause pauses or resumes a task type; snapshots hold one per
+	// paused type.
+	recPause
+	// recExecTypes changes a registered executor's task types (the
+	// executor's types message); its registration order stays.
+	recExecTypes
 )
 
 var recNames = [...]string{"", "new", "dispatch", "start", "back", "retry", "arm", "ready", "end", "drop",
-	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids", "epoch", "requeue"}
+	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids", "epoch", "requeue",
+	"state_fix", "pause", "exec_types"}
 
 func (k recKind) String() string {
 	if int(k) < len(recNames) && k != 0 {
@@ -103,6 +113,11 @@ type record struct {
 	stateVer    uint64
 	requeues    uint64    // snapTask: how many times the task was requeued (why: the latest reason)
 	fields      fieldVals // recNew and snapTask: the task field table's values
+	// on: recStateFix sets the key (else deletes it); recPause pauses
+	// the type (else resumes it).
+	on bool
+	// startOff is a snapTask's start of its latest attempt (task.startOff).
+	startOff uint32
 	// snapMeta
 	nextID, seqCounter, regSeq uint64
 	// epoch: the run that starts (recEpoch); in snapMeta, the epoch the
@@ -226,6 +241,20 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.byte(uint8(r.state))
 		e.u(uint64(r.attempt))
 		e.s(r.why)
+	case recStateFix:
+		e.s(r.key)
+		e.s(r.args)
+		e.byte(boolByte(r.on))
+		e.u(r.stateVer)
+	case recPause:
+		e.s(r.typ)
+		e.byte(boolByte(r.on))
+	case recExecTypes:
+		e.s(r.exec)
+		e.u(uint64(len(r.types)))
+		for _, t := range r.types {
+			e.s(t)
+		}
 	case snapMeta:
 		e.u(r.nextID)
 		e.u(r.stateVer)
@@ -260,6 +289,7 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.ids(r.deps)
 		e.u(r.requeues)
 		e.s(r.why)
+		e.u(uint64(r.startOff))
 		e.fields(&r.fields) // last: a new field of this kind goes above, or in taskFields
 	}
 	return e.b
@@ -360,6 +390,15 @@ func (d *dec) optU() uint64 {
 	return d.u()
 }
 
+// optU32 reads an optional trailing 32-bit number: 0 when the record
+// ends here.
+func (d *dec) optU32() uint32 {
+	if !d.more() {
+		return 0
+	}
+	return d.u32()
+}
+
 // optI reads an optional trailing signed number: 0 when the record ends.
 func (d *dec) optI() int64 {
 	if !d.more() {
@@ -383,6 +422,22 @@ func (d *dec) prio() uint8 {
 		d.fail()
 	}
 	return p
+}
+
+// bool reads a flag byte: 0 or 1.
+func (d *dec) bool() bool {
+	b := d.byte()
+	if b > 1 {
+		d.fail()
+	}
+	return b == 1
+}
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (d *dec) state() State {
@@ -451,6 +506,19 @@ func decodeRecord(payload []byte, r *record) error {
 		r.epoch = d.u()
 	case recRequeue:
 		r.id, r.at, r.version, r.state, r.attempt, r.why = d.u(), d.i(), d.u(), d.state(), d.u32(), d.s()
+	case recStateFix:
+		r.key, r.args, r.on, r.stateVer = d.s(), d.s(), d.bool(), d.u()
+	case recPause:
+		r.typ, r.on = d.s(), d.bool()
+	case recExecTypes:
+		r.exec = d.s()
+		n := d.u()
+		if n > uint64(len(d.b)) {
+			d.fail()
+		}
+		for ; n > 0 && d.err == nil; n-- {
+			r.types = append(r.types, d.s())
+		}
 	case snapMeta:
 		r.nextID, r.stateVer, r.seqCounter, r.regSeq = d.u(), d.u(), d.u(), d.u()
 		r.epoch = d.optU() // absent before restart epochs: none begun
@@ -466,6 +534,7 @@ func decodeRecord(payload []byte, r *record) error {
 		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()
 		r.deps = d.ids(r.deps)
 		r.requeues, r.why = d.optU(), d.optS() // absent before requeue
+		r.startOff = d.optU32()                // absent before durations: no start known
 		d.fields(&r.fields)                    // last, as written
 	default:
 		return fmt.Errorf("%w: unknown kind %d", ErrCorrupt, r.kind)

@@ -39,8 +39,13 @@ func sampleRecords() []record {
 		{kind: snapTask, id: 9, maxAttempts: 5, timeoutMs: 6, created: 7, at: 8, due: 9, seq: 10, version: 11,
 			attempt: 12, typ: "t", state: Retrying, priority: 3, flags: flagArmed | flagTakenBack, exec: "e",
 			trace: "tr", argKeys: 1, args: "arg.a=1", key: "k", errText: "err", outKeys: 2, out: "out.a=1\nout.b=2",
-			deps: []uint64{1, 2}, requeues: 3, why: "r", fields: fieldVals{fieldLabel: "l"}},
+			deps: []uint64{1, 2}, requeues: 3, why: "r", fields: fieldVals{fieldLabel: "l"}, startOff: 9},
 		{kind: recRequeue, id: 9, at: 108, version: 12, state: Waiting, attempt: 2, why: "again"},
+		{kind: recStateFix, key: "k", args: "v=1", on: true, stateVer: 7},
+		{kind: recStateFix, key: "k", stateVer: 1 << 40},
+		{kind: recPause, typ: "a b,c", on: true},
+		{kind: recPause, typ: "x"},
+		{kind: recExecTypes, exec: "e-1:x", types: []string{"a", ""}},
 	}
 }
 
@@ -92,9 +97,10 @@ func TestRecord_RoundTrip(t *testing.T) {
 				if n == noFields && !want.fields.empty() {
 					continue
 				}
-				// A task entry without its requeue fields (3 bytes here),
-				// or without the reason, as written before requeue.
-				if want.kind == snapTask && (n == noFields-3 || n == noFields-2) {
+				// A task entry without its start (1 byte here), its requeue
+				// reason too (3), or its requeue fields too (4), as written
+				// before durations and requeue.
+				if want.kind == snapTask && (n == noFields-1 || n == noFields-3 || n == noFields-4) {
 					continue
 				}
 				require.ErrorIs(t, decodeRecord(b[:n], &r), ErrCorrupt, "prefix of %d bytes", n)
@@ -110,7 +116,7 @@ func TestRecord_RoundTrip(t *testing.T) {
 			assert.Equal(t, normalized(want), normalized(r))
 		})
 	}
-	for k := recNew; k <= recRequeue; k++ {
+	for k := recNew; k <= recExecTypes; k++ {
 		assert.True(t, kinds[k], "no sample of %s", k)
 	}
 	assert.Equal(t, "kind99", recKind(99).String())

@@ -32,6 +32,11 @@ var (
 		wire.KindRequeueWhere: (*Core).requeueWhere,
 		wire.KindCancelWhere:  (*Core).cancelWhere,
 		wire.KindPurgeWhere:   (*Core).purgeWhere,
+		wire.KindPause:        func(c *Core, p *peer, m *wire.Message, req string) { c.pauseRequest(p, m, req, true) },
+		wire.KindResume:       func(c *Core, p *peer, m *wire.Message, req string) { c.pauseRequest(p, m, req, false) },
+		wire.KindStateSet:     func(c *Core, p *peer, m *wire.Message, req string) { c.stateFix(p, m, req, true) },
+		wire.KindStateDel:     func(c *Core, p *peer, m *wire.Message, req string) { c.stateFix(p, m, req, false) },
+		wire.KindTypeList:     (*Core).typeList,
 	}
 	// executorHandlers take a registered executor's messages.
 	executorHandlers = map[wire.Kind]messageHandler{
@@ -41,6 +46,7 @@ var (
 		wire.KindResult:    (*Core).result,
 		wire.KindStateGet:  (*Core).executorStateGet,
 		wire.KindBye:       (*Core).bye,
+		wire.KindTypes:     (*Core).execTypes,
 	}
 )
 

@@ -141,7 +141,7 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.sendError(p, "", wire.CodeDuplicateExecutor, "executor "+id+" is already connected")
 		return
 	}
-	if !c.regRoom(p, id, types) {
+	if !c.regRoom(p, "", "register", id, types) {
 		return
 	}
 	// The message borrows from the read buffer: copy what is kept.

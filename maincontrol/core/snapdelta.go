@@ -47,7 +47,7 @@ func (d *Changes) Head(add func(p []byte) error) error {
 			return err
 		}
 	}
-	return nil
+	return d.cur.writePaused(buf, add)
 }
 
 // StateChanged reports whether the shared state changed since prev.
@@ -209,6 +209,7 @@ func (c *Core) DropTask(id uint64) error {
 		return nil
 	}
 	c.counts[t.state]--
+	t.typ.counts[t.state]--
 	c.releaseType(t.typ)
 	c.tasks.remove(id)
 	return nil

@@ -18,6 +18,7 @@ type Snapshot struct {
 	meta     record
 	execs    []record
 	nextID   uint64
+	paused   []string // the paused task types, sorted
 }
 
 // Freeze captures the durable state. The core goes on changing; the
@@ -44,7 +45,19 @@ func (c *Core) Freeze() *Snapshot {
 		}
 		s.execs = append(s.execs, r)
 	}
+	s.paused = slices.Sorted(maps.Keys(c.paused))
 	return s
+}
+
+// writePaused streams one pause entry per paused type.
+func (s *Snapshot) writePaused(buf []byte, add func(p []byte) error) error {
+	for _, name := range s.paused {
+		buf = appendRecord(buf[:0], &record{kind: recPause, typ: name, on: true})
+		if err := add(buf); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteTo streams the snapshot's entries to add, in an order LoadEntry
@@ -68,6 +81,9 @@ func (s *Snapshot) WriteTo(add func(payload []byte) error) error {
 		if err := emit(&s.execs[i]); err != nil {
 			return err
 		}
+	}
+	if err := s.writePaused(buf, add); err != nil {
+		return err
 	}
 	var err error
 	var r record
@@ -96,7 +112,7 @@ func taskEntry(t *task, r *record) {
 		attempt: t.attempt, typ: t.typ.name, state: t.state, priority: t.priority, flags: t.flags,
 		exec: t.execID, trace: t.ownTrace(), argKeys: t.argKeys, args: t.args, key: t.key(),
 		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps().appendTo(deps),
-		requeues: t.requeues(), why: t.requeueReason(), fields: *t.fields()}
+		requeues: t.requeues(), why: t.requeueReason(), fields: *t.fields(), startOff: t.startOff}
 }
 
 // LoadEntry loads one snapshot entry into an empty core, during recovery,
@@ -123,6 +139,11 @@ func (c *Core) loadRecord(r *record) error {
 		c.applyExecReg(r)
 		c.regSeq = seq // restore the counter from meta; order is kept by entry order
 		c.execs[r.exec].regSeq = uint64(len(c.execs))
+	case recPause:
+		if r.typ == "" || !r.on {
+			return fmt.Errorf("%w: pause entry of type %q paused=%v in a snapshot", ErrCorrupt, r.typ, r.on)
+		}
+		c.applyPause(r.typ, true)
 	case snapTask:
 		if c.tasks.get(r.id) != nil || r.id == 0 {
 			return fmt.Errorf("%w: snapshot task %d twice", ErrCorrupt, r.id)
@@ -132,11 +153,12 @@ func (c *Core) loadRecord(r *record) error {
 		t := task{id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs, createdMs: r.created,
 			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
 			typ: tt, state: r.state, priority: r.priority, flags: r.flags,
-			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys,
+			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys, startOff: r.startOff,
 			x: taskExtra{key: r.key, errText: r.errText, traceID: r.trace, deps: encodeDeps(r.deps),
 				requeues: r.requeues, reason: r.why, fields: r.fields}.shared()}
 		c.tasks.insert(t)
 		c.counts[t.state]++
+		tt.counts[t.state]++
 		c.nextID = max(c.nextID, r.id+1)
 	default:
 		return fmt.Errorf("%w: %s entry in a snapshot", ErrCorrupt, r.kind)

@@ -28,6 +28,10 @@ type task struct {
 	flags    taskFlags
 	argKeys  uint16
 	outKeys  uint16
+	// startOff is when the latest dispatch started running, in ms after
+	// createdMs plus 1; 0 when it has not started, or started too late to
+	// fit (durations.go). It fits the padding after outKeys.
+	startOff uint32
 	execID   string // executor of the latest dispatch, "" before the first
 	args     string // pre-encoded arg.* lines, joined by LF
 	// outs are the pre-encoded out.* lines of the latest result. They live
@@ -176,6 +180,10 @@ type taskType struct {
 	urgency urgency
 	// active counts its dispatched and running tasks (policy max_running).
 	active int
+	// counts are its known tasks by state, for type_list.
+	counts [NumStates + 1]int32
+	// paused: none of its tasks is dispatched (pause.go).
+	paused bool
 }
 
 // enqueue appends a pending task's entry to the queue of its priority.

@@ -178,6 +178,20 @@ func DescribeRecord(payload []byte) (Record, error) {
 		add("next_task_id", r.nextID)
 	case recEpoch:
 		add("epoch", r.epoch)
+	case recStateFix:
+		if r.on {
+			add("set", r.key)
+			add("value", r.args)
+		} else {
+			add("del", r.key)
+		}
+		add("state_version", r.stateVer)
+	case recPause:
+		add("task_type", r.typ)
+		add("paused", r.on)
+	case recExecTypes:
+		add("executor", r.exec)
+		add("task_types", strings.Join(r.types, ","))
 	case snapState:
 		add(r.key, r.args)
 	case snapTask:
