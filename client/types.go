@@ -56,6 +56,13 @@ type TaskState struct {
 	Requeues      uint64 `json:"requeues,omitempty"`
 	RequeueReason string `json:"requeue_reason,omitempty"`
 	Label         string `json:"label,omitempty"`
+	// Progress and ProgressNote are the current dispatch's latest
+	// progress, while dispatched or running; QueuedMs and RunMs the
+	// durations of an ended task (protocol section 8.8). nil: not shown.
+	Progress     *uint64 `json:"progress,omitempty"`
+	ProgressNote string  `json:"progress_note,omitempty"`
+	QueuedMs     *uint64 `json:"queued_ms,omitempty"`
+	RunMs        *uint64 `json:"run_ms,omitempty"`
 }
 
 // Stats is the `stats` reply.

@@ -20,7 +20,7 @@ func (e *Executor) handleFrame(s *session, m *wire.Message) {
 	case wire.KindResultAck:
 		e.onResultAck(s, m)
 	case wire.KindPong:
-	case wire.KindState:
+	case wire.KindState, wire.KindTypesOK:
 		s.deliver(m)
 	case wire.KindError:
 		if m.Has("req") {

@@ -26,7 +26,7 @@ const (
 type Executor struct {
 	cfg   Config
 	log   *slog.Logger
-	types []string
+	types []string // the task types it takes, sorted; guarded by mu (ChangeTypes)
 
 	// maxFrame is the max_frame of the latest registered connection, used to
 	// encode results before taking mu.
@@ -89,7 +89,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if !e.runCalled.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	e.log.Info("executor starting", "addr", e.cfg.Addr, "task_types", e.types, "slots", e.cfg.Slots)
+	e.log.Info("executor starting", "addr", e.cfg.Addr, "task_types", e.TaskTypes(), "slots", e.cfg.Slots)
 	loopCtx, stopLoop := context.WithCancel(e.hardCtx)
 	defer stopLoop()
 	loopDone := make(chan struct{})

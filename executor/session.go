@@ -113,7 +113,7 @@ func (e *Executor) registerFrame(authMode, nonce string, slots int) ([]byte, err
 	b := wire.Begin(nil, wire.KindRegister)
 	b.Uint("proto", 1)
 	b.Str("executor_id", e.cfg.ID)
-	b.List("task_types", e.types)
+	b.List("task_types", e.TaskTypes())
 	b.Uint("slots", uint64(slots))
 	switch {
 	case authMode == "none" || authMode == "":

@@ -94,6 +94,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 		defer s.mu.Unlock()
 		return float64(s.core.RetainedBytes())
 	})
+	addOpsMetrics(r, s)
 	r.CounterFunc("apollo11_timer_wakeups_total", "Times the main control's timers woke it: ticks, early ticks for a deadline an input brought, rounds of the event loops' watch. When idle, at most about one a second.",
 		func() float64 { return float64(s.timers.wakeups.Load()) })
 	m.dispatchWait = r.Histogram("apollo11_dispatch_wait_seconds", "Time tasks waited in pending before dispatch, in whole milliseconds (the core keeps time in ms).", msBounds)

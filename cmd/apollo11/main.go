@@ -57,6 +57,11 @@ func init() {
 		"stats":       {"show the main control's counters", runStats},
 		"state":       {"show the shared state: every key, or the KEYs given", runState},
 		"debug":       {"turn the main control's frame logging on or off", runDebug},
+		"pause":       {"stop dispatching one task type (submits still accepted)", runPause},
+		"resume":      {"dispatch a paused task type again", runResume},
+		"state-set":   {"set one shared-state key by hand (--if-version: compare and set)", runStateSet},
+		"state-del":   {"delete one shared-state key by hand (--if-version: compare and set)", runStateDel},
+		"types":       {"list the task types: pending, running, paused, executors, slots", runTypes},
 	}
 }
 

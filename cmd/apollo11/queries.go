@@ -36,6 +36,20 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 			}
 			fmt.Fprintf(stdout, "created %s  updated %s\ntrace_id %s\n",
 				st.Created.UTC().Format(time.RFC3339Nano), st.Updated.UTC().Format(time.RFC3339Nano), st.TraceID)
+			if st.Progress != nil {
+				fmt.Fprintf(stdout, "progress %d%%", *st.Progress)
+				if st.ProgressNote != "" {
+					fmt.Fprintf(stdout, "  %s", shown(st.ProgressNote))
+				}
+				fmt.Fprintln(stdout)
+			}
+			if st.QueuedMs != nil {
+				fmt.Fprintf(stdout, "queued %s", time.Duration(*st.QueuedMs)*time.Millisecond)
+				if st.RunMs != nil {
+					fmt.Fprintf(stdout, "  ran %s", time.Duration(*st.RunMs)*time.Millisecond)
+				}
+				fmt.Fprintln(stdout)
+			}
 			if st.Error != "" {
 				fmt.Fprintf(stdout, "error: %s\n", shown(st.Error))
 			}

@@ -20,6 +20,7 @@ var updateReadme = flag.Bool("update", false, "rewrite the flag tables of docs/c
 var documented = [][]string{
 	{"maincontrol"}, {"executor"}, {"dev"}, {"submit"}, {"status"}, {"cancel"}, {"requeue"}, {"purge"}, {"list"},
 	{"stats"}, {"state"}, {"debug"}, {"inspect"}, {"backup"}, {"pipeline", "run", "x.yaml"}, {"pipeline", "status"},
+	{"pause"}, {"resume"}, {"state-set"}, {"state-del"}, {"types"},
 }
 
 var helpFlag = regexp.MustCompile(`^  --(\S+)  \[(\S+)\]$`)

@@ -27,6 +27,7 @@ func Echo() executor.Handler {
 const maxSleepMillis = math.MaxInt64 / int64(time.Millisecond)
 
 // Sleep returns a handler that sleeps arg.ms milliseconds and succeeds.
+// It reports progress 0 with what it sleeps, so status can show it.
 // arg.ms is a spec number and required. A cancelled sleep returns the
 // context's error. A missing or bad arg.ms is a permanent failure.
 func Sleep() executor.Handler {
@@ -39,6 +40,9 @@ func Sleep() executor.Handler {
 		if !ok || ms > uint64(maxSleepMillis) {
 			return executor.Result{}, executor.Permanent(fmt.Errorf("sleep: bad arg.ms %q: want milliseconds", raw))
 		}
+		// Say what it does, so that status shows progress; advisory, so
+		// its error (between connections) is ignored.
+		_ = t.Progress(0, "sleeping "+raw+" ms")
 		timer := time.NewTimer(time.Duration(ms) * time.Millisecond)
 		defer timer.Stop()
 		select {

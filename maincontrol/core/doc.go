@@ -60,6 +60,12 @@
 //	policy.go      per-type policies: submit defaults, retry shape, limits
 //	stuck.go       running tasks past their type's limit, and p99 windows
 //	policyview.go  read-only views of the policies, for metrics
+//	statefix.go    state_set and state_del: shared-state repair, with CAS
+//	pause.go       pause and resume of a task type
+//	typelist.go    type_list: the known task types, a page at a time
+//	exectypes.go   an executor's types message, and the ops records' checks
+//	durations.go   kept progress, queued and run times
+//	opsdesk.go     what the operator's requests share, and their counts
 //
 // Records, snapshots and recovery:
 //

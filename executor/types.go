@@ -1,0 +1,90 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/apollo11/apollo11/wire"
+)
+
+// ChangeTypes changes the task types this executor takes without
+// reconnecting (the `types` message, protocol section 8.7): add gives the
+// handlers of types to take (a type already taken gets the new handler),
+// drop names types to take no more. Tasks of a dropped type that already
+// run finish with their handler. It waits for the main control's
+// `types_ok`; between connections it returns nil at once, and the next
+// register lists the new types. A type in both add and drop, a bad type
+// name or a nil handler is an error wrapping ErrConfig, and changes
+// nothing.
+func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop ...string) error {
+	for typ, h := range add {
+		if !validTaskType(typ) {
+			return configErr("task type %q: want non-empty UTF-8 without commas, spaces or control characters", typ)
+		}
+		if h == nil {
+			return configErr("task type %q: nil handler", typ)
+		}
+	}
+	for _, typ := range drop {
+		if _, both := add[typ]; both {
+			return configErr("task type %q: both added and dropped", typ)
+		}
+	}
+	e.mu.Lock()
+	next := maps.Clone(e.cfg.Handlers)
+	maps.Copy(next, add)
+	for _, typ := range drop {
+		delete(next, typ)
+	}
+	if len(next) > wire.MaxExecutorTypes {
+		e.mu.Unlock()
+		return configErr("%d task types: a main control takes at most %d from one executor", len(next), wire.MaxExecutorTypes)
+	}
+	// Added handlers serve at once: the main control may dispatch a task
+	// of an added type before its types_ok. Dropped ones go after it, as
+	// a task of theirs may still be on its way.
+	kept := maps.Clone(next)
+	for _, typ := range drop {
+		if h, ok := e.cfg.Handlers[typ]; ok {
+			kept[typ] = h
+		}
+	}
+	e.cfg.Handlers = kept
+	e.types = slices.Sorted(maps.Keys(next))
+	s := e.cur
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		for _, typ := range drop {
+			if _, back := add[typ]; !back && !slices.Contains(e.types, typ) {
+				delete(e.cfg.Handlers, typ)
+			}
+		}
+		e.mu.Unlock()
+	}()
+	e.log.Info("changing task types", "add", slices.Sorted(maps.Keys(add)), "drop", drop, "task_types", len(next))
+	if s == nil {
+		return nil
+	}
+	_, err := s.request(ctx, func(b *wire.Builder) {
+		if len(add) > 0 {
+			b.List("add", slices.Sorted(maps.Keys(add)))
+		}
+		if len(drop) > 0 {
+			b.List("drop", drop)
+		}
+	}, "types")
+	if err != nil {
+		return fmt.Errorf("types: %w", err)
+	}
+	return nil
+}
+
+// TaskTypes returns the task types the executor takes now, sorted.
+func (e *Executor) TaskTypes() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.types)
+}
