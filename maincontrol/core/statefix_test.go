@@ -109,3 +109,21 @@ func TestStateFix_NotFromExecutors(t *testing.T) {
 	h.send(ex, "state_set", "key", "k", "value", "v")
 	h.expectErr(ex, wire.CodeNotPermitted)
 }
+
+// With an admin token, state repairs and pauses need its proof in hello.
+func TestStateFix_AdminTokenRequired(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.AdminToken = []byte("admin-secret") })
+	cl := h.client()
+	for _, kv := range [][]string{
+		{"state_set", "key", "k", "value", "v"}, {"state_del", "key", "k"},
+		{"pause", "task_type", "t"}, {"resume", "task_type", "t"},
+	} {
+		h.send(cl, kv[0], append([]string{"req", "a"}, kv[1:]...)...)
+		assert.Equal(t, "a", h.expectErr(cl, wire.CodeNotPermitted).Value("req"), "%v", kv)
+	}
+	assert.Empty(t, h.c.state)
+	assert.Empty(t, h.c.paused)
+	// Reads need no proof.
+	h.send(cl, "type_list", "req", "l")
+	h.expect(cl, "type_page")
+}
