@@ -146,8 +146,11 @@ func TestConformance_Query(t *testing.T) {
 	ex.start(task)
 	ex.finish(task, "status", "failed", "error", "e=2", "out.o", "w")
 	m = cl.query(id)
+	// An ended task also shows its durations (protocol section 8.8).
 	assertKeys(t, m, "type", "req", "task_id", "version", "state", "attempt", "max_attempts", "task_type",
-		"executor_id", "error", "out.o", "created_ms", "updated_ms", "trace_id")
+		"executor_id", "error", "out.o", "created_ms", "updated_ms", "trace_id", "queued_ms", "run_ms")
+	assertUint(t, m, "queued_ms")
+	assertUint(t, m, "run_ms")
 	assert.Equal(t, "failed", m.Value("state"))
 	assert.Equal(t, "2", m.Value("version"))
 	assert.Equal(t, "2", m.Value("attempt"))
