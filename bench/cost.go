@@ -3,8 +3,8 @@ package bench
 import "time"
 
 // costMark is the CPU the machine, the harness and a main control had
-// used at one moment. Two marks give an interval's shares, all over the
-// same span, so that they add up (as Run's figures do).
+// used at one moment. Two marks give an interval's shares.
+// They are all over the same span, so they add up, as Run's figures do.
 type costMark struct {
 	at        time.Time
 	mc        procSample
@@ -24,9 +24,9 @@ type PhaseCost struct {
 	// MainControl is nil when its pid is unknown or it exited.
 	MainControl *ProcReport `json:"main_control,omitempty"`
 	Harness     ProcReport  `json:"harness"`
-	// MachineBusy is the busy share of the whole machine's CPU time, and
-	// OtherShare the part of it used by neither the main control nor
-	// the harness: other load that skews the numbers.
+	// MachineBusy is the busy share of the whole machine's CPU time.
+	// OtherShare is the part of it used by neither the main control nor the harness.
+	// That is other load, and it skews the numbers.
 	MachineBusy float64 `json:"machine_busy"`
 	OtherShare  float64 `json:"other_share"`
 }

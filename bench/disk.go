@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// ProcWriteBytes returns the bytes a process caused to be written to
-// storage (write_bytes of /proc/<pid>/io). Pages of tmpfs are not counted:
-// measure with the data dir on a real block device.
+// ProcWriteBytes returns the bytes a process caused to be written to storage.
+// It reads write_bytes of /proc/<pid>/io.
+// Pages of tmpfs are not counted.
+// So measure with the data dir on a real block device.
 func ProcWriteBytes(pid int) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
@@ -30,8 +31,8 @@ func ProcWriteBytes(pid int) (uint64, error) {
 const snapshotMetric = "apollo11_snapshot_written_bytes_total"
 
 // SnapshotWritten returns the bytes of snapshot files the main control
-// has written, from its /metrics; false when it does not say (an older
-// binary, or no HTTP listener).
+// has written, from its /metrics.
+// It returns false when it does not say, as with an older binary or no HTTP listener.
 func (m *MainControl) SnapshotWritten() (uint64, bool) {
 	if m == nil || m.HTTP == "" {
 		return 0, false
@@ -57,8 +58,8 @@ func (m *MainControl) SnapshotWritten() (uint64, bool) {
 type DiskReport struct {
 	WrittenBytes uint64  `json:"written_bytes"`
 	PerTask      float64 `json:"written_bytes_per_task"`
-	// SnapshotBytes is the part of it that snapshot files took (as the
-	// main control counts them); omitted when it does not say.
+	// SnapshotBytes is the part of it that snapshot files took, as the main control counts them.
+	// It is omitted when the main control does not say.
 	SnapshotBytes   *uint64 `json:"snapshot_bytes,omitempty"`
 	SnapshotPerTask float64 `json:"snapshot_bytes_per_task,omitempty"`
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// FloodReport is what the witness saw alone and under the flood, and
-// what each phase cost.
+// FloodReport is what the witness saw alone and under the flood.
+// It also holds what each phase cost.
 type FloodReport struct {
 	Target            string  `json:"target"`
 	Request           string  `json:"request"`
@@ -18,8 +18,8 @@ type FloodReport struct {
 	Window            int     `json:"window"`
 	WitnessIntervalMs float64 `json:"witness_interval_ms"`
 	// KernelArrival says the witness's round trips end at the kernel's
-	// receive timestamp of the reply; without one (not Linux) they end
-	// when the harness read it, like WitnessRead.
+	// receive timestamp of the reply.
+	// Without one (not Linux) they end when the harness read it, like WitnessRead.
 	KernelArrival bool `json:"kernel_arrival"`
 
 	Alone FloodPhase `json:"alone"`
@@ -30,34 +30,35 @@ type FloodReport struct {
 	// MainControlNote says why the main control's figures are missing
 	// when its pid was known.
 	MainControlNote string `json:"main_control_note,omitempty"`
-	// Conns is the witness's and the flooders' connections; ConnErrors
-	// counts the flooders' lost during the flood (the witness's loss
-	// is the run's error), ConnError is the first loss.
+	// Conns is the witness's and the flooders' connections.
+	// ConnErrors counts the flooders' connections lost during the flood.
+	// The witness's loss is the run's error. ConnError is the first loss.
 	Conns      int    `json:"connections"`
 	ConnErrors int    `json:"connection_errors,omitempty"`
 	ConnError  string `json:"connection_error,omitempty"`
-	// Interrupted is set when the run was cut short (Ctrl-C): the figures
-	// cover the part that ran.
+	// Interrupted is set when the run was cut short (Ctrl-C).
+	// The figures then cover the part that ran.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// FloodPhase is one phase: the witness alone, or under the flood.
+// FloodPhase is one phase, the witness alone or under the flood.
 type FloodPhase struct {
 	Seconds float64 `json:"seconds"`
-	// Witness is each round trip from the write of the request to the
-	// reply's arrival at the witness's socket; WitnessRead ends when the
-	// harness read it, which adds the harness's own scheduling.
+	// Witness is each round trip, from the write of the request
+	// to the reply's arrival at the witness's socket.
+	// WitnessRead ends when the harness read it.
+	// That adds the harness's own scheduling.
 	Witness     Summary `json:"witness_round_trip"`
 	WitnessRead Summary `json:"witness_round_trip_read"`
 
-	// The flooders' figures, under the flood only: requests sent and
-	// answered (error replies included) over Seconds.
+	// The flooders' figures, under the flood only.
+	// They are requests sent and answered (error replies included) over Seconds.
 	Sent         int64   `json:"sent,omitempty"`
 	Answered     int64   `json:"answered,omitempty"`
 	ErrorReplies int64   `json:"error_replies,omitempty"`
 	AnsweredPerS float64 `json:"answered_per_s,omitempty"`
-	// MinAnswered and MaxAnswered are the least and the most answered to
-	// one flooder: how evenly the main control served the flooders.
+	// MinAnswered and MaxAnswered are the least and the most answered to one flooder.
+	// They show how evenly the main control served the flooders.
 	MinAnswered int64 `json:"min_answered_per_flooder,omitempty"`
 	MaxAnswered int64 `json:"max_answered_per_flooder,omitempty"`
 

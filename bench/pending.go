@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// PendingConfig is scenario 4: a million tasks nobody serves, then
-// restarts. The harness starts the main control with a data dir.
+// PendingConfig is scenario 4. It holds a million tasks nobody serves, then restarts.
+// The harness starts the main control with a data dir.
 type PendingConfig struct {
 	Binary    string
 	Tasks     int64  // default 1,000,000
@@ -35,9 +35,9 @@ type PendingReport struct {
 	PeakRSS      int64   `json:"peak_rss_bytes"`
 	BytesPerTask float64 `json:"bytes_per_task"`
 	DataDirBytes int64   `json:"data_dir_bytes"`
-	// StopS is how long a SIGTERM took (answering what is in flight and a
-	// last snapshot); CleanRestartS the start after it, until the
-	// listener said welcome.
+	// StopS is how long a SIGTERM took.
+	// That covers answering what is in flight and a last snapshot.
+	// CleanRestartS is the start after it, until the listener said welcome.
 	StopS         float64 `json:"stop_s"`
 	CleanRestartS float64 `json:"clean_restart_s"`
 	CleanPending  uint64  `json:"clean_restart_pending"`
@@ -47,9 +47,10 @@ type PendingReport struct {
 	KillPending  uint64  `json:"kill_restart_pending"`
 }
 
-// RunPending submits cfg.Tasks tasks of a type no executor serves, reports
-// the memory they take, then restarts the main control twice (SIGTERM,
-// then kill -9) and times each start until the listener answers.
+// RunPending submits cfg.Tasks tasks of a type no executor serves.
+// It reports the memory they take.
+// Then it restarts the main control twice, by SIGTERM and then kill -9.
+// It times each start until the listener answers.
 func RunPending(ctx context.Context, cfg PendingConfig) (*PendingReport, error) {
 	if cfg.Tasks <= 0 {
 		cfg.Tasks = 1_000_000

@@ -14,16 +14,15 @@ import (
 // It is 100 on every Linux build Go supports.
 const clockTick = 100
 
-// ProcCPU returns the user+system CPU time a process has used, from
-// /proc/<pid>/stat.
+// ProcCPU returns the user+system CPU time a process has used, from /proc/<pid>/stat.
 func ProcCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
-	// The command name may hold spaces and parentheses: split after the
-	// last ')'. Fields then start at field 3 (state); utime and stime are
-	// fields 14 and 15.
+	// The command name may hold spaces and parentheses.
+	// So split after the last ')'. Fields then start at field 3 (state).
+	// utime and stime are fields 14 and 15.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, fmt.Errorf("cannot parse /proc/%d/stat", pid)
@@ -40,8 +39,8 @@ func ProcCPU(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clockTick, nil
 }
 
-// ProcMem returns a process's resident set size and its peak (VmRSS and
-// VmHWM of /proc/<pid>/status), in bytes.
+// ProcMem returns a process's resident set size and its peak, in bytes.
+// They are VmRSS and VmHWM of /proc/<pid>/status.
 func ProcMem(pid int) (rss, peak int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -79,8 +78,8 @@ func SelfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// RaiseFileLimit raises this process's open-file soft limit to its hard
-// limit and returns the new soft limit. Child processes inherit it.
+// RaiseFileLimit raises this process's open-file soft limit to its hard limit.
+// It returns the new soft limit. Child processes inherit it.
 func RaiseFileLimit() (uint64, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -95,8 +94,8 @@ func RaiseFileLimit() (uint64, error) {
 	return lim.Cur, nil
 }
 
-// MachineCPU returns the busy and total CPU time of the whole machine so
-// far, summed over its cores, from the first line of /proc/stat.
+// MachineCPU returns the busy and total CPU time of the whole machine so far.
+// It sums over its cores, from the first line of /proc/stat.
 func MachineCPU() (busy, total time.Duration, err error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
