@@ -1,23 +1,24 @@
-// Command peers loads beanstalkd or gearmand with the workload `apollo11
-// bench` puts on apollo11, so the numbers can be compared: producers
-// pipelining submits with a window, workers answering at once, payloads
-// of the same size, the daemon started here so its CPU and memory can be
-// read from /proc.
+// Command peers loads beanstalkd or gearmand with the workload `apollo11 bench` puts on apollo11.
+// That way the numbers can be compared.
+// Producers pipeline submits with a window, and workers answer at once.
+// Payloads have the same size.
+// The daemon is started here, so its CPU and memory can be read from /proc.
 //
 //	go run ./bench/peers --system beanstalkd --tasks 500000
 //	go run ./bench/peers --system beanstalkd --fsync always --tasks 100000
 //	go run ./bench/peers --system gearmand --tasks 500000
 //	go run ./bench/peers --regime one-at-a-time --system beanstalkd --fsync always --tasks 30000
 //
-// Two regimes: throughput (the defaults: a few workers holding many jobs
-// each) and one-at-a-time (8 workers x 1 job, 4 producers with 64 jobs in
-// flight each, 100-byte payloads), where each worker's next job waits on
-// the server's durability path.
+// There are two regimes.
+// Throughput is the default, with a few workers holding many jobs each.
+// One-at-a-time runs 8 workers x 1 job and 4 producers with 64 jobs in flight each.
+// Its payloads are 100 bytes.
+// There each worker's next job waits on the server's durability path.
 //
-// beanstalkd has no completion notice to the producer: its equivalent of
-// apollo11's submit-to-done is not measured, and the apollo11 run to
-// compare with is `--wait=false` (dispatch only). gearmand's foreground
-// jobs do send WORK_COMPLETE back, like apollo11's wait=true.
+// beanstalkd has no completion notice to the producer.
+// So its equivalent of apollo11's submit-to-done is not measured.
+// The apollo11 run to compare with is `--wait=false` (dispatch only).
+// gearmand's foreground jobs do send WORK_COMPLETE back, like apollo11's wait=true.
 package main
 
 import (
@@ -77,7 +78,7 @@ func main() {
 	}
 }
 
-// applyRegime presets the load of a regime; flags given explicitly win.
+// applyRegime presets the load of a regime. Flags given explicitly win.
 func applyRegime(c *config, regime string) error {
 	switch regime {
 	case "throughput":
@@ -180,7 +181,7 @@ type counters struct {
 	last                          atomic.Int64 // Unix ns of the latest completion
 }
 
-// payload returns the job body: the send time, padded to size.
+// payload returns the job body, the send time padded to size.
 func payload(at int64, size int) []byte {
 	b := strconv.AppendInt(nil, at, 10)
 	for len(b) < size {
@@ -329,8 +330,8 @@ func produce(conn net.Conn, c config, n int64, cnt *counters, done *bench.Histog
 	return <-errc
 }
 
-// produceReplies reads acks (and, for gearmand, completions) and hands
-// back window credits.
+// produceReplies reads acks, and completions for gearmand.
+// It hands back window credits.
 func produceReplies(conn net.Conn, c config, n int64, cnt *counters, done *bench.Histogram, credits chan struct{}) error {
 	r := bufio.NewReaderSize(conn, 64<<10)
 	var finished int64
