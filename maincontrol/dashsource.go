@@ -18,7 +18,7 @@ type dashSource struct{ s *Server }
 func (d dashSource) Overview() dashboard.Overview {
 	d.s.mu.Lock()
 	defer d.s.mu.Unlock()
-	return dashboard.Overview{Counts: d.s.core.Counts(), Executors: d.s.core.Executors()}
+	return dashboard.Overview{Counts: d.s.core.Counts(), Executors: d.s.core.Executors(), Paused: d.s.core.PausedNames()}
 }
 
 func (d dashSource) Totals() dashboard.Totals {

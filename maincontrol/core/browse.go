@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -97,4 +98,14 @@ func summarize(t *task) TaskSummary {
 	return TaskSummary{ID: t.id, State: t.state, Type: t.typ.name, TraceID: t.trace(), Executor: t.execID,
 		Attempt: t.attempt, MaxAttempts: t.maxAttempts, Priority: t.priority, Error: e,
 		Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}
+}
+
+// PausedNames returns the paused task types, sorted.
+func (c *Core) PausedNames() []string {
+	names := make([]string, 0, len(c.paused))
+	for n := range c.paused {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

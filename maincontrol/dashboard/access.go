@@ -106,6 +106,8 @@ func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
 var flashes = map[string]string{
 	"cancel":  "Cancel sent: the main control confirmed it.",
 	"requeue": "Requeue sent: the main control confirmed it.",
+	"pause":   "Task type paused: its tasks are not dispatched until it is resumed.",
+	"resume":  "Task type resumed.",
 }
 
 // actionFunc performs an action and returns where to go next.

@@ -39,7 +39,7 @@ type Source interface {
 type Overview struct {
 	Counts    [core.NumStates + 1]int
 	Executors []core.ExecutorInfo
-	Paused    []string // task types paused; nil while the server has no pause
+	Paused    []string // task types paused, sorted
 }
 
 // Totals are counters since the main control started, sampled for the
@@ -56,6 +56,8 @@ type Totals struct {
 type Actor interface {
 	Cancel(ctx context.Context, id uint64) error
 	Requeue(ctx context.Context, id uint64) error
+	Pause(ctx context.Context, taskType string) error
+	Resume(ctx context.Context, taskType string) error
 }
 
 // Options configure a Dashboard.
@@ -149,6 +151,8 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /runs", d.page(d.runs))
 	m.HandleFunc("POST /tasks/{id}/cancel", d.action(d.cancel))
 	m.HandleFunc("POST /tasks/{id}/requeue", d.adminAction(d.requeue))
+	m.HandleFunc("POST /types/pause", d.adminAction(d.pause))
+	m.HandleFunc("POST /types/resume", d.adminAction(d.resume))
 	d.mux = m
 }
 

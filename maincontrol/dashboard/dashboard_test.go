@@ -284,7 +284,7 @@ func withCookie(c *http.Cookie) *http.Request {
 	return r
 }
 
-// Requeue needs a session that proved the admin token
+// Requeue, pause and resume need a session that proved the admin token
 // when the main control has one; cancel needs only the login.
 func TestDashboard_AdminActions(t *testing.T) {
 	d, act, _ := newTestDashboardAdmin(t, []byte("tok"), []byte("adm"))
@@ -300,7 +300,7 @@ func TestDashboard_AdminActions(t *testing.T) {
 	assert.NotContains(t, page, `id="requeue"`)
 	assert.Contains(t, page, "admin token to requeue")
 	csrf := csrfRE.FindStringSubmatch(page)[1]
-	for _, a := range []struct{ path, typ string }{{"/tasks/3/requeue", ""}} {
+	for _, a := range []struct{ path, typ string }{{"/tasks/3/requeue", ""}, {"/types/pause", "fail"}, {"/types/resume", "fail"}} {
 		w := do(d, "POST", a.path, farPeer, url.Values{"csrf": {csrf}, "type": {a.typ}}, plain)
 		assert.Equal(t, http.StatusForbidden, w.Code, a.path)
 	}
@@ -312,18 +312,24 @@ func TestDashboard_AdminActions(t *testing.T) {
 	w := do(d, "POST", "/tasks/3/requeue", farPeer, url.Values{"csrf": {csrf}}, admin)
 	assert.Equal(t, http.StatusSeeOther, w.Code)
 	assert.Equal(t, "/tasks/3?done=requeue", w.Header().Get("Location"))
-	assert.Equal(t, []string{"requeue 3"}, act.otherCalls())
+	w = do(d, "POST", "/types/pause", farPeer, url.Values{"csrf": {csrf}, "type": {"fail"}}, admin)
+	assert.Equal(t, http.StatusSeeOther, w.Code)
+	w = do(d, "POST", "/types/resume", farPeer, url.Values{"csrf": {csrf}, "type": {"fail"}}, admin)
+	assert.Equal(t, http.StatusSeeOther, w.Code)
+	w = do(d, "POST", "/types/pause", farPeer, url.Values{"csrf": {csrf}, "type": {""}}, admin)
+	assert.Equal(t, http.StatusBadRequest, w.Code, "an empty type")
+	assert.Equal(t, []string{"requeue 3", "pause fail", "resume fail"}, act.otherCalls())
 
 	// Without an admin token, a logged-in session may take them all.
 	d2, act2, _ := newTestDashboardAdmin(t, []byte("tok"), nil)
 	w = do(d2, "POST", "/login", farPeer, url.Values{"token": {"tok"}})
 	c := sessionOf(t, w)
-	w = do(d2, "GET", "/tasks/3", farPeer, nil, c)
-	assert.Contains(t, w.Body.String(), `id="requeue"`)
+	w = do(d2, "GET", "/", farPeer, nil, c)
+	assert.Contains(t, w.Body.String(), `id="pause"`)
 	csrf = csrfRE.FindStringSubmatch(w.Body.String())[1]
-	w = do(d2, "POST", "/tasks/3/requeue", farPeer, url.Values{"csrf": {csrf}}, c)
+	w = do(d2, "POST", "/types/pause", farPeer, url.Values{"csrf": {csrf}, "type": {"echo"}}, c)
 	assert.Equal(t, http.StatusSeeOther, w.Code)
-	assert.Equal(t, []string{"requeue 3"}, act2.otherCalls())
+	assert.Equal(t, []string{"pause echo"}, act2.otherCalls())
 }
 
 // Without a token, a Host that is not an IP, localhost or the listen

@@ -250,6 +250,29 @@ func TestDashboard_Browser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), ts.Requeues)
 
+	// Pause a task type from the overview, then resume it.
+	typeState := func(name string) client.TypeInfo {
+		t.Helper()
+		types, err := c.TypeListAll(func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 10*time.Second) })
+		require.NoError(t, err)
+		for _, ti := range types {
+			if ti.Name == name {
+				return ti
+			}
+		}
+		t.Fatalf("no task type %s in %v", name, types)
+		return client.TypeInfo{}
+	}
+	do(chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#pause-type")),
+		chromedp.SendKeys(css("#pause-type"), "sleep"))
+	follow("#pause")
+	do(chromedp.WaitVisible(css("#flash")))
+	assert.Contains(t, text("#paused"), "sleep")
+	assert.True(t, typeState("sleep").Paused)
+	follow("#paused .resume")
+	do(chromedp.WaitVisible(css("#flash")))
+	assert.False(t, typeState("sleep").Paused)
+
 	// Runs: the three steps grouped by their trace id.
 	do(chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css("#runs")),
 		chromedp.Click(css(`a[href="/runs?trace=e2e-run"]`)), chromedp.WaitVisible(css("#run-tasks")))

@@ -71,6 +71,22 @@ func (l *Loopback) Requeue(ctx context.Context, id uint64) error {
 	})
 }
 
+// Pause sends `pause`.
+func (l *Loopback) Pause(ctx context.Context, taskType string) error {
+	return l.do(ctx, func(c *client.Client) error {
+		_, err := c.Pause(ctx, taskType)
+		return err
+	})
+}
+
+// Resume sends `resume`.
+func (l *Loopback) Resume(ctx context.Context, taskType string) error {
+	return l.do(ctx, func(c *client.Client) error {
+		_, err := c.Resume(ctx, taskType)
+		return err
+	})
+}
+
 // Close closes the connection; later actions fail with client.ErrClosed.
 func (l *Loopback) Close() {
 	l.mu.Lock()

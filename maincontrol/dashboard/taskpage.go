@@ -92,6 +92,37 @@ func (d *Dashboard) requeue(ctx context.Context, r *http.Request) (string, error
 	return "/tasks/" + strconv.FormatUint(id, 10) + "?done=requeue", nil
 }
 
+// formType is the task type a pause or resume form names.
+func formType(r *http.Request) (string, error) {
+	t := r.PostForm.Get("type")
+	if t == "" || len(t) > maxFilterTypeLen {
+		return "", &errStatus{http.StatusBadRequest, errors.New("a task type of 1 to 256 bytes, please")}
+	}
+	return t, nil
+}
+
+func (d *Dashboard) pause(ctx context.Context, r *http.Request) (string, error) {
+	t, err := formType(r)
+	if err != nil {
+		return "", err
+	}
+	if err := d.o.Actor.Pause(ctx, t); err != nil {
+		return "", actionError("pause", err)
+	}
+	return "/?done=pause", nil
+}
+
+func (d *Dashboard) resume(ctx context.Context, r *http.Request) (string, error) {
+	t, err := formType(r)
+	if err != nil {
+		return "", err
+	}
+	if err := d.o.Actor.Resume(ctx, t); err != nil {
+		return "", actionError("resume", err)
+	}
+	return "/?done=resume", nil
+}
+
 // actionError gives a refusal by the main control its HTTP status: the
 // request was fine, the task was not in a state for it.
 func actionError(what string, err error) error {
