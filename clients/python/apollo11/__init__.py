@@ -5,12 +5,11 @@
 - :class:`Client` / :class:`AsyncClient`: submit, wait, query, cancel, list,
   stats, state_get, pipelined over one connection;
 - :class:`Executor` / :class:`AsyncExecutor`: run tasks by type;
-- :mod:`apollo11.admin`: the v1.1 requests (requeue, and requests by
-  filter), methods of both clients.
+- :mod:`apollo11.admin`: the v1.1 requests (requeue, by filter, pause and
+  resume, shared-state repair, type_list), methods of both clients.
 """
 
-from .admin import Matched, Requeued
-
+from .admin import Conflict, Matched, Requeued, StateChanged, TypeInfo, TypePage
 from .client import AsyncClient, AsyncWatch, Client, Watch
 from .codec import DEFAULT_MAX_FRAME, FrameReader, Message, decode_frame, decode_payload, encode_frame, encode_payload
 from .connection import AsyncConnection, Connection, Welcome, load_token, sign
@@ -32,10 +31,10 @@ from .task import Failure, Result, Task
 
 __all__ = [
     "AsyncClient", "AsyncConnection", "AsyncExecutor", "AsyncWatch", "Apollo11Error", "AuthRequired",
-    "Client", "ClientClosed", "Connection", "ConnectionLost", "DEFAULT_MAX_FRAME", "Done", "EncodeError",
+    "Client", "ClientClosed", "Conflict", "Connection", "ConnectionLost", "DEFAULT_MAX_FRAME", "Done", "EncodeError",
     "Executor", "Failure", "FrameReader", "FrameTooLargeError", "MalformedError", "Matched", "Message", "ProtocolError",
-    "ReplyError", "Requeued", "Result", "ServerError", "SharedState", "Stats", "Submitted", "Task",
-    "TaskPage", "TaskState",
+    "ReplyError", "Requeued", "Result", "ServerError", "SharedState", "StateChanged", "Stats", "Submitted", "Task",
+    "TaskPage", "TaskState", "TypeInfo", "TypePage",
     "Watch", "Welcome", "decode_frame", "decode_payload", "encode_frame", "encode_payload", "load_token", "sign",
 ]
 __version__ = "0.1.0"

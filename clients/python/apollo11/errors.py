@@ -48,11 +48,13 @@ class ReplyError(ProtocolError):
 class ServerError(Apollo11Error):
     """An ``error`` frame from the main control, such as ``queue_full``."""
 
-    def __init__(self, code: str, message: str = "") -> None:
+    def __init__(self, code: str, message: str = "", fields: dict[str, str] | None = None) -> None:
         text = f"main control error {code}" + (f": {message}" if message else "")
         super().__init__(text)
         self.code = code
         self.message = message
+        #: the error frame's other keys (``state_version`` of a ``conflict``)
+        self.fields: dict[str, str] = fields or {}
 
     @property
     def queue_full(self) -> bool:

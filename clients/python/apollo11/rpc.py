@@ -41,7 +41,8 @@ def _fail(fut: asyncio.Future[Any] | None, err: BaseException) -> None:
 def expect(m: Message, what: str, want: str | None) -> Message:
     """``m`` itself; an ``error`` raises ServerError, another type than ``want`` ReplyError."""
     if m.type == "error":
-        raise ServerError(m.get("code") or "", m.get("message") or "")
+        extra = {k: v for k, v in m.items() if k not in ("type", "req", "code", "message")}
+        raise ServerError(m.get("code") or "", m.get("message") or "", extra)
     if want is not None and m.type != want:
         raise ReplyError(f"{what}: expected {want}, got {m.type!r}")
     return m

@@ -8,7 +8,7 @@ import os
 import time
 import unittest
 
-from apollo11 import AsyncClient, Client, Message, ServerError
+from apollo11 import AsyncClient, Client, Conflict, Executor, Message, ServerError
 from apollo11.connection import Welcome, hello_message, sign
 
 from harness import BinaryTest
@@ -62,6 +62,7 @@ class WelcomeFeaturesTest(unittest.TestCase):
         self.assertIsNone(hello_message(w, None).get("admin_auth"))
 
 
+WAIT = 60.0
 
 
 def admin_token_file(test: BinaryTest) -> str:
@@ -117,6 +118,68 @@ class RequeueTest(BinaryTest):
                 self.assertEqual("not_permitted", cm.exception.code)
         with Client(mc.addr, admin_token_file=admin) as c:
             self.assertEqual(1, c.cancel_where(task_type="x").count)
+
+
+class PauseStateTypesTest(BinaryTest):
+    """Pause and resume, shared-state repair, type_list (8.5 to 8.7)."""
+
+    def test_they_need_the_admin_token(self) -> None:
+        admin = admin_token_file(self)
+        mc = self.main_control("--admin-token-file", admin)
+        with Client(mc.addr) as c:
+            for call in (lambda: c.pause("x"), lambda: c.resume("x"), lambda: c.state_set("k", "v"),
+                         lambda: c.state_del("k")):
+                with self.assertRaises(ServerError) as cm:
+                    call()
+                self.assertEqual("not_permitted", cm.exception.code)
+            self.assertEqual([], c.type_list().types, "type_list is not an admin request")
+        with Client(mc.addr, admin_token_file=admin) as c:
+            self.assertTrue(c.pause("x"))
+
+    def test_shared_state_repair_with_compare_and_set(self) -> None:
+        mc = self.main_control()
+        with Client(mc.addr) as c:
+            v0 = c.state_get().version
+            ch = c.state_set("limit", "10")
+            self.assertEqual(("limit", v0 + 1, True), (ch.key, ch.state_version, ch.changed))
+            self.assertEqual("10", c.state_get("limit").values["limit"])
+            with self.assertRaises(Conflict) as cm:
+                c.state_set("limit", "20", state_version=v0)
+            self.assertEqual(v0 + 1, cm.exception.state_version)
+            self.assertEqual("conflict", cm.exception.code)
+            self.assertTrue(c.state_set("limit", "20", state_version=v0 + 1).changed)
+            self.assertTrue(c.state_del("limit").changed)
+            self.assertFalse(c.state_del("limit").changed, "not set any more")
+
+    def test_pause_resume_and_type_list(self) -> None:
+        mc = self.main_control()
+        ex = Executor(mc.addr, executor_id="py-admin", slots=3)
+
+        @ex.handler("py.admin")
+        def run(task):
+            return {"ok": "yes"}
+
+        ex.start()
+        self.addCleanup(ex.stop, False, WAIT)
+        self.assertTrue(ex.wait_registered(WAIT))
+
+        async def go() -> None:
+            c = await AsyncClient.connect(mc.addr)
+            async with c:
+                self.assertIn("types", c.features)
+                self.assertTrue(await c.pause("py.admin"))
+                self.assertFalse(await c.pause("py.admin"), "already paused")
+                watch = await c.submit_watch("py.admin")
+                types = {t.name: t for t in await c.type_list_all()}
+                self.assertTrue(types["py.admin"].paused)
+                self.assertEqual((1, 3), (types["py.admin"].executors, types["py.admin"].slots))
+                self.assertEqual("pending", (await c.query(watch.task_id)).state)
+                self.assertTrue(await c.resume("py.admin"))
+                done = await asyncio.wait_for(watch.done(), WAIT)
+                self.assertEqual(("succeeded", {"ok": "yes"}), (done.state, done.out))
+                page = await c.type_list(limit=1)
+                self.assertEqual(1, len(page.types))
+        asyncio.run(go())
 
 if __name__ == "__main__":
     unittest.main()
