@@ -334,7 +334,6 @@ func (c *Core) applyDispatch(r *record) {
 	}
 	e.tasks.set(t.id, assignment{ver: t.version})
 	e.load++
-	t.typ.active++
 	c.refreshHeaps(e)
 }
 

@@ -56,8 +56,8 @@ func checkInvariants(c *Core, loads map[string]int) error {
 	}
 	valid := map[*taskType]map[uint64]int{}
 	for _, tt := range c.types {
-		if tt.active != active[tt] {
-			return fmt.Errorf("type %s: active %d, %d dispatched or running", tt.name, tt.active, active[tt])
+		if tt.active() != active[tt] {
+			return fmt.Errorf("type %s: active %d, %d held by executors", tt.name, tt.active(), active[tt])
 		}
 		v := map[uint64]int{}
 		for p := range tt.queues {

@@ -359,7 +359,7 @@ func (c *Core) mayDispatch(tt *taskType) bool {
 	if tp == nil {
 		return true
 	}
-	if tp.MaxRunning > 0 && tt.active >= tp.MaxRunning {
+	if tp.MaxRunning > 0 && tt.active() >= tp.MaxRunning {
 		return false // a task of tt leaving its executor marks it dirty (detach)
 	}
 	if tp.RatePerSec > 0 {
@@ -385,7 +385,6 @@ func (c *Core) policyDispatched(tt *taskType, now int64) {
 // activeLeft notes that a dispatched or running task of tt left its
 // executor: a type held by max_running may go on.
 func (c *Core) activeLeft(tt *taskType) {
-	tt.active--
 	if c.pol != nil && c.pol.anyLimit {
 		c.markDirty(tt)
 	}

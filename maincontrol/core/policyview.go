@@ -33,7 +33,7 @@ func (c *Core) PolicyTypes() []PolicyTypeInfo {
 	for name, tp := range ps.byType {
 		info := PolicyTypeInfo{Type: name, Policy: tp.Policy}
 		if tt := c.types[name]; tt != nil {
-			info.Active = tt.active
+			info.Active = tt.active()
 			info.Held = c.heldBy(tt, tp, now)
 		}
 		out = append(out, info)
@@ -48,7 +48,7 @@ func (c *Core) heldBy(tt *taskType, tp *typePolicy, now int64) string {
 		return ""
 	}
 	switch {
-	case tp.MaxRunning > 0 && tt.active >= tp.MaxRunning:
+	case tp.MaxRunning > 0 && tt.active() >= tp.MaxRunning:
 		return "max_running"
 	case tp.RatePerSec > 0 && !tp.recent.room(now, tp.RatePerSec):
 		return "rate"

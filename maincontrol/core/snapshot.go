@@ -211,7 +211,6 @@ func (c *Core) finishLoad() {
 			}
 			e.tasks.set(t.id, assignment{ver: t.version})
 			e.load++
-			t.typ.active++
 		}
 		if t.state == Waiting {
 			for d := range t.deps().all() {

@@ -178,13 +178,14 @@ type taskType struct {
 	mark uint64 // Core.typeMark when last seen in the register being applied
 	// urgency places the type in dispatchDirty's heap (urgentTypes).
 	urgency urgency
-	// active counts its dispatched and running tasks (policy max_running).
-	active int
-	// counts are its known tasks by state, for type_list.
+	// counts are its known tasks by state, for type_list and max_running.
 	counts [NumStates + 1]int32
 	// paused: none of its tasks is dispatched (pause.go).
 	paused bool
 }
+
+// active counts its dispatched and running tasks (policy max_running).
+func (tt *taskType) active() int { return int(tt.counts[Dispatched] + tt.counts[Running]) }
 
 // enqueue appends a pending task's entry to the queue of its priority.
 func (tt *taskType) enqueue(t *task) {
