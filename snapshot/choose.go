@@ -32,11 +32,12 @@ func (r *recovery) checkPart(cache map[string]*partCheck, p partRef, bits uint) 
 	return c
 }
 
-// chooseSnapshot validates snapshots from the newest down and picks the
-// first valid one as the base. A manifest is valid when it and every part
-// it uses are. The manifests older than the base are read too (not their
-// parts), so that their parts are kept while they are fallbacks. A
-// corrupt part that every valid manifest uses is an error naming it.
+// chooseSnapshot validates snapshots from the newest down.
+// It picks the first valid one as the base.
+// A manifest is valid when it and every part it uses are.
+// The manifests older than the base are read too, but not their parts.
+// That keeps their parts while they are fallbacks.
+// A corrupt part that every valid manifest uses is an error naming it.
 func (r *recovery) chooseSnapshot() error {
 	cache := map[string]*partCheck{}
 	var badPart string
@@ -112,8 +113,8 @@ func buildIncr(lsn uint64, idx *manifestIndex, cache map[string]*partCheck) *inc
 		}
 		pm.perRange = cache[p.name()].sum.perRange
 		st.parts = append(st.parts, pm)
-		// A range the index leaves out has no older part: its oldest
-		// part is its base, as when it was written.
+		// A range the index leaves out has no older part.
+		// Its oldest part is its base, as when it was written.
 		for r := range pm.perRange {
 			if st.ranges[r] == nil {
 				st.ranges[r] = &rangeState{base: p.lsn}
@@ -124,9 +125,9 @@ func buildIncr(lsn uint64, idx *manifestIndex, cache map[string]*partCheck) *inc
 	return st
 }
 
-// sweepParts removes the parts that no snapshot startup could load uses:
-// those of invalid manifests and those a crash left before their
-// manifest was published (spec section 7).
+// sweepParts removes the parts that no snapshot startup could load uses.
+// Those are the parts of invalid manifests.
+// They are also the parts a crash left before their manifest was published (spec section 7).
 func (r *recovery) sweepParts(parts []string) {
 	used := map[string]bool{}
 	for _, sf := range r.snaps {
@@ -153,9 +154,9 @@ func (r *recovery) sweepParts(parts []string) {
 	}
 }
 
-// replayManifest loads the snapshot the manifest idx describes: its head
-// entries, the state part, then the task parts in LSN order, each entry
-// of a range only from its base on.
+// replayManifest loads the snapshot the manifest idx describes.
+// It loads its head entries, the state part, then the task parts in LSN order.
+// It takes each entry of a range only from its base on.
 func (s *Store) replayManifest(b *snapFile, idx *manifestIndex, l Loader) error {
 	if _, _, _, _, err := readManifest(s.fsys, joinDir(s.dir, b.name), b.lsn, l.Entry); err != nil {
 		return fmt.Errorf("cannot load snapshot %s: %w", b.name, err)

@@ -2,16 +2,18 @@ package snapshot
 
 import "fmt"
 
-// checkCoverage checks that the log holds every record after the base
-// snapshot and sets lastLSN. A log that ends before a valid base snapshot
-// (possible only after a power loss with FsyncNever) is wholly covered by
-// it: its segments are removed so that the next record starts a new one.
+// checkCoverage checks that the log holds every record after the base snapshot.
+// It sets lastLSN.
+// A log may end before a valid base snapshot, but only after a power loss with FsyncNever.
+// The snapshot then covers it wholly.
+// Its segments are removed so that the next record starts a new one.
 //
-// A newer, invalid snapshot was published only once the log was durable
-// up to its LSN, so every record it covered was confirmed. When the log
-// cannot bring them back (it starts after the base, or ends before that
-// LSN), Replay fails naming them; with RecoverTruncate they are counted
-// as lost and what cannot be replayed is dropped (cutGone).
+// A newer, invalid snapshot was published only once the log was durable up to its LSN.
+// So every record it covered was confirmed.
+// The log may not bring them back, because it starts after the base or ends before that LSN.
+// Then Replay fails naming them.
+// With RecoverTruncate they are counted as lost.
+// What cannot be replayed is then dropped (cutGone).
 func (r *recovery) checkCoverage() error {
 	var base, newest uint64
 	from := "no valid snapshot"
@@ -55,11 +57,11 @@ func (r *recovery) checkCoverage() error {
 	return nil
 }
 
-// missing handles records lo..hi that neither a valid snapshot nor the
-// log holds. Without RecoverTruncate Replay fails naming them. With it
-// they are counted as lost, the log is cut after LSN keep (every segment
-// goes when keep is the base's LSN), and the invalid snapshots past keep
-// are removed: the next Open would refuse them again.
+// missing handles records lo..hi that neither a valid snapshot nor the log holds.
+// Without RecoverTruncate Replay fails naming them.
+// With it they are counted as lost, and the log is cut after LSN keep.
+// Every segment goes when keep is the base's LSN.
+// The invalid snapshots past keep are removed, since the next Open would refuse them again.
 func (r *recovery) missing(lo, hi, keep uint64, why string) error {
 	if !r.opts.RecoverTruncate {
 		r.replayErr = fmt.Errorf("%w: records %d..%d (%d records) are in no valid snapshot and not in the log: %s", ErrMissingLog, lo, hi, hi-lo+1, why)
@@ -88,7 +90,7 @@ func (r *recovery) missing(lo, hi, keep uint64, why string) error {
 	return r.removeInvalidAfter(keep)
 }
 
-// dropLog removes every segment: none of its records can be replayed.
+// dropLog removes every segment, because none of its records can be replayed.
 func (r *recovery) dropLog() error {
 	for _, seg := range r.segs {
 		if err := r.remove(seg.name); err != nil {
@@ -99,9 +101,9 @@ func (r *recovery) dropLog() error {
 	return nil
 }
 
-// removeInvalidAfter removes the invalid snapshots past LSN keep (unless
-// ReadOnly): RecoverTruncate gave up their records, and the log now ends
-// before them, so every later Open would refuse the dir again.
+// removeInvalidAfter removes the invalid snapshots past LSN keep, unless ReadOnly.
+// RecoverTruncate gave up their records, and the log now ends before them.
+// So every later Open would refuse the dir again.
 func (r *recovery) removeInvalidAfter(keep uint64) error {
 	kept := r.snaps[:0:0]
 	for _, sf := range r.snaps {

@@ -7,12 +7,13 @@ import (
 	"slices"
 )
 
-// A manifest is snapshot-<lsn> in format version 2: the framing of a
-// whole snapshot (snapfile.go), whose first entry is the index below and
-// whose other entries are the caller's head entries (small state kept
-// whole in every snapshot). The index lists the parts the snapshot uses
-// and, per key range, the LSN of the part holding its base: entries of
-// that range in older parts are void.
+// A manifest is snapshot-<lsn> in format version 2.
+// It has the framing of a whole snapshot (snapfile.go).
+// Its first entry is the index below.
+// Its other entries are the caller's head entries, small state kept whole in every snapshot.
+// The index lists the parts the snapshot uses.
+// Per key range it gives the LSN of the part holding its base.
+// Entries of that range in older parts are void.
 //
 //	index: uvarint rangeBits
 //	       uvarint parts, then per part:
@@ -34,8 +35,8 @@ type partRef struct {
 
 func (p partRef) name() string { return partName(p.lsn, p.kind) }
 
-// rangeRec says that range r's entries in parts older than base are
-// void, and so are those of keys below floor (0: none), all gone.
+// rangeRec says that range r's entries in parts older than base are void.
+// So are those of keys below floor, all gone. A floor of 0 means none.
 type rangeRec struct{ r, base, floor uint64 }
 
 type manifestIndex struct {
@@ -137,7 +138,7 @@ func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
 	return m, nil
 }
 
-// rangeOf returns the record of range r (zero: every entry counts).
+// rangeOf returns the record of range r. A zero record means every entry counts.
 func (m *manifestIndex) rangeOf(r uint64) rangeRec {
 	i, ok := slices.BinarySearchFunc(m.ranges, r, func(x rangeRec, r uint64) int {
 		switch {
@@ -154,10 +155,10 @@ func (m *manifestIndex) rangeOf(r uint64) rangeRec {
 	return m.ranges[i]
 }
 
-// readManifest reads snapshot file name: its format version and, for a
-// manifest, its index. head, if not nil, gets the head entries (for a
-// whole snapshot, every entry). Errors about the content wrap
-// ErrBadSnapshot.
+// readManifest reads snapshot file name.
+// It returns its format version and, for a manifest, its index.
+// head, if not nil, gets the head entries, or every entry of a whole snapshot.
+// Errors about the content wrap ErrBadSnapshot.
 func readManifest(fsys FS, path string, lsn uint64, head func(p []byte) error) (version uint32, idx *manifestIndex, entries uint64, size int64, err error) {
 	first := true
 	version, entries, size, err = walkSnap(fsys, path, lsn, func(v uint32, p []byte) error {

@@ -27,9 +27,9 @@ const (
 	snapBufSize     = 1 << 20
 )
 
-// SnapshotWriter streams the entries of one snapshot into its file. It is
-// handed to the fill function of Store.WriteSnapshot and is valid only
-// during that call.
+// SnapshotWriter streams the entries of one snapshot into its file.
+// It is handed to the fill function of Store.WriteSnapshot.
+// It is valid only during that call.
 type SnapshotWriter struct {
 	w     *bufio.Writer
 	crc   uint32
@@ -54,8 +54,9 @@ func newSnapshotWriter(dst io.Writer, lsn uint64, version uint32) *SnapshotWrite
 	return w
 }
 
-// Add appends one entry. The payload is copied (into the file buffer)
-// before Add returns. After the first error every call returns it.
+// Add appends one entry.
+// The payload is copied into the file buffer before Add returns.
+// After the first error every call returns it.
 func (w *SnapshotWriter) Add(payload []byte) error {
 	if w.done {
 		return errors.New("snapshot: SnapshotWriter used after its fill function returned")
@@ -101,10 +102,11 @@ func (w *SnapshotWriter) finish() error {
 	return w.err
 }
 
-// walkSnapshot reads the snapshot file at path, checking its header (which
-// must carry lsn), structure and checksum. If fn is non-nil it is called
-// for each entry, in order, before the checksum is known: callers validate
-// first with fn == nil. Errors about the file's content wrap ErrBadSnapshot.
+// walkSnapshot reads the snapshot file at path.
+// It checks its header, which must carry lsn, its structure and its checksum.
+// If fn is non-nil it is called for each entry, in order, before the checksum is known.
+// So callers validate first with fn == nil.
+// Errors about the file's content wrap ErrBadSnapshot.
 func walkSnapshot(fsys FS, path string, lsn uint64, fn func(payload []byte) error) (entries uint64, size int64, err error) {
 	var vfn func(uint32, []byte) error
 	if fn != nil {
@@ -114,8 +116,8 @@ func walkSnapshot(fsys FS, path string, lsn uint64, fn func(payload []byte) erro
 	return entries, size, err
 }
 
-// walkSnap is walkSnapshot that also returns the file's format version:
-// 1 for a whole snapshot, 2 for a manifest (manifest.go).
+// walkSnap is walkSnapshot that also returns the file's format version.
+// That is 1 for a whole snapshot and 2 for a manifest (manifest.go).
 func walkSnap(fsys FS, path string, lsn uint64, fn func(version uint32, payload []byte) error) (version uint32, entries uint64, size int64, err error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -192,9 +194,9 @@ func walkSnap(fsys FS, path string, lsn uint64, fn func(version uint32, payload 
 }
 
 // newerFormat is the error for a file whose header names a newer format.
-// The version is trusted only when the trailer checksum, which every
-// format keeps over every byte before it, holds: a flipped version byte
-// is damage, so Open falls back instead of refusing the data dir.
+// The version is trusted only when the trailer checksum holds.
+// Every format keeps that checksum over every byte before it.
+// A flipped version byte is damage, so Open falls back instead of refusing the data dir.
 func newerFormat(f File, size int64, path string, version, known uint32) error {
 	h := crc32.New(castagnoli)
 	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-4)); err != nil {
