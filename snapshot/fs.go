@@ -9,26 +9,29 @@ import (
 	"github.com/google/renameio/v2"
 )
 
-// FS is the file layer under the Store. It exists so tests can inject
-// faults (ENOSPC, EIO); production code uses OS.
+// FS is the file layer under the Store.
+// It exists so tests can inject faults (ENOSPC, EIO). Production code uses OS.
 //
-// Contract: implementations must be safe for concurrent use. The writer
-// goroutine (segment writes, fsyncs, rotation), the WriteSnapshot caller
-// (snapshot files, deletions) and the Open/Replay caller use it at the same
-// time. Paths are passed as given to Open, joined with filepath.Join.
+// Implementations must be safe for concurrent use.
+// Three goroutines use it at the same time.
+// The writer goroutine does segment writes, fsyncs and rotation.
+// The WriteSnapshot caller writes snapshot files and deletes.
+// The Open/Replay caller uses it too.
+// Paths are passed as given to Open, joined with filepath.Join.
 type FS interface {
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
 	Remove(name string) error
 	Rename(oldpath, newpath string) error
 	ReadDir(name string) ([]fs.DirEntry, error)
 	MkdirAll(path string, perm fs.FileMode) error
-	// SyncDir makes the directory's entries durable: open it read-only,
-	// Sync, close.
+	// SyncDir makes the directory's entries durable.
+	// It opens it read-only, calls Sync, and closes it.
 	SyncDir(path string) error
-	// CreateAtomic starts a file that appears at path whole or not at
-	// all. Its bytes go to a temporary file in path's directory, whose
-	// name starts with "."; CloseAtomicallyReplace fsyncs, closes and
-	// renames it to path. The directory is not fsynced: callers do that.
+	// CreateAtomic starts a file that appears at path whole or not at all.
+	// Its bytes go to a temporary file in path's directory.
+	// That file's name starts with ".".
+	// CloseAtomicallyReplace fsyncs, closes and renames it to path.
+	// The directory is not fsynced, so callers do that.
 	CreateAtomic(path string, perm fs.FileMode) (Pending, error)
 }
 
@@ -95,8 +98,8 @@ func (osFS) SyncDir(path string) error {
 	return err
 }
 
-// CreateAtomic uses renameio, with the temporary file beside the target:
-// a rename never crosses file systems, and startup finds leftovers there.
+// CreateAtomic uses renameio, with the temporary file beside the target.
+// That way a rename never crosses file systems, and startup finds leftovers there.
 func (osFS) CreateAtomic(path string, perm fs.FileMode) (Pending, error) {
 	p, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)), renameio.WithPermissions(perm))
 	if err != nil {

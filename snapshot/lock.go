@@ -9,17 +9,19 @@ import (
 	"syscall"
 )
 
-// lockName is the lock file in the data dir. Two main controls writing one
-// log would corrupt it, so Open takes exclusive flocks; the kernel drops
-// them when the process dies, even by kill -9. ReadOnly opens take no
-// lock: the inspector may read a copy, or the live dir.
+// lockName is the lock file in the data dir.
+// Two main controls writing one log would corrupt it.
+// So Open takes exclusive flocks.
+// The kernel drops them when the process dies, even by kill -9.
+// ReadOnly opens take no lock, so the inspector may read a copy or the live dir.
 //
-// The flock that counts is on the directory itself: a lock file can be
-// deleted (it looks like a stale pid file after a kill -9) and a new one
-// at the same path is another inode, which a second main control would
-// lock freely. The directory cannot go away while it holds our log. The
-// file is still created and locked, so that a main control built before
-// the directory lock also sees the dir as taken.
+// The flock that counts is on the directory itself.
+// A lock file can be deleted, as it looks like a stale pid file after a kill -9.
+// A new one at the same path is another inode.
+// A second main control would lock that one freely.
+// The directory cannot go away while it holds our log.
+// The file is still created and locked.
+// So a main control built before the directory lock also sees the dir as taken.
 const lockName = "lock"
 
 // ErrLocked is returned by Open when another process holds the data dir.
@@ -30,10 +32,11 @@ type dirLock struct {
 	dir, file *os.File
 }
 
-// lockDir takes the data dir's flocks. Where the directory itself cannot
-// be flocked (NFS emulates flock with POSIX locks, which need a file open
-// for writing: EBADF; some file systems refuse it), it warns and keeps the
-// lock file's alone, as before the directory lock.
+// lockDir takes the data dir's flocks.
+// The directory itself may not take a flock.
+// NFS emulates flock with POSIX locks, which need a file open for writing (EBADF).
+// Some file systems refuse it.
+// Then it warns and keeps the lock file's flock alone, as before the directory lock.
 func lockDir(dir string, log *slog.Logger) (*dirLock, error) {
 	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
@@ -66,8 +69,8 @@ func lockDir(dir string, log *slog.Logger) (*dirLock, error) {
 	return &dirLock{dir: d, file: f}, nil
 }
 
-// flockDir locks the directory; a variable so that tests can play a file
-// system that refuses it.
+// flockDir locks the directory.
+// It is a variable so that tests can play a file system that refuses it.
 var flockDir = flock
 
 // unlockable reports whether a flock failed because the file system does

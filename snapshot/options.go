@@ -11,14 +11,15 @@ import (
 type FsyncMode int
 
 const (
-	// FsyncAlways fsyncs as soon as possible, with group commit: records
-	// that arrive while an fsync runs share the next one. The default.
+	// FsyncAlways fsyncs as soon as possible, with group commit.
+	// Records that arrive while an fsync runs share the next one.
+	// It is the default.
 	FsyncAlways FsyncMode = iota
 	// FsyncBatch fsyncs at most once per Options.FsyncInterval and
 	// confirms records after that fsync.
 	FsyncBatch
-	// FsyncNever confirms records once write(2) returns and leaves
-	// flushing to the OS: confirmed records can be lost on power loss.
+	// FsyncNever confirms records once write(2) returns and leaves flushing to the OS.
+	// So confirmed records can be lost on power loss.
 	// The log is still fsynced before a segment rotation and on Close.
 	FsyncNever
 )
@@ -65,14 +66,15 @@ type Options struct {
 	RecoverTruncate bool          // on mid-log corruption, start anyway (loud warning): bridge it when a snapshot holds the records it drops, else cut the log there
 	ReadOnly        bool          // offline inspection: never create, truncate, delete or write anything
 	// StallTimeout is how long one write or fsync of the log may take
-	// before the store reports itself unhealthy (ErrStalled through
-	// onHealth) while it goes on waiting; 0: DefaultStallTimeout, < 0: never.
+	// before the store reports itself unhealthy.
+	// It reports ErrStalled through onHealth, and goes on waiting.
+	// 0 means DefaultStallTimeout, and < 0 means never.
 	StallTimeout time.Duration
 	Logger       *slog.Logger // nil: slog.Default()
 }
 
-// DefaultStallTimeout is Options.StallTimeout when zero: longer than the
-// slowest fsync of a healthy SD card.
+// DefaultStallTimeout is Options.StallTimeout when zero.
+// It is longer than the slowest fsync of a healthy SD card.
 const DefaultStallTimeout = 10 * time.Second
 
 func (o Options) withDefaults() Options {

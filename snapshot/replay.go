@@ -5,34 +5,34 @@ import (
 	"path/filepath"
 )
 
-// Replay rebuilds the caller's state. It loads the newest valid snapshot
-// (Open already skipped invalid ones with a warning, falling back to the
-// previous) by calling entry for each of its entries in order, then calls
-// record for every log record with LSN greater than the snapshot's LSN,
-// in order. It returns the snapshot's LSN (0 without a snapshot).
+// Replay rebuilds the caller's state.
+// It loads the newest valid snapshot by calling entry for each of its entries in order.
+// Open already skipped invalid ones with a warning, falling back to the previous.
+// Then it calls record for every log record with LSN greater than the snapshot's LSN, in order.
+// It returns the snapshot's LSN, or 0 without a snapshot.
 //
-// Without a valid snapshot the log is replayed from LSN 1; if the records
-// needed are not on disk the error wraps ErrMissingLog and names the
-// files. Payloads are valid only during the callback: copy what you keep.
-// An error from a callback stops Replay and is returned wrapped. Either
-// callback may be nil. Replay must be called once, before Start.
+// Without a valid snapshot the log is replayed from LSN 1.
+// If the records needed are not on disk, the error wraps ErrMissingLog and names the files.
+// Payloads are valid only during the callback, so copy what you keep.
+// An error from a callback stops Replay and is returned wrapped.
+// Either callback may be nil. Replay must be called once, before Start.
 func (s *Store) Replay(entry func(payload []byte) error, record func(lsn uint64, payload []byte) error) (snapLSN uint64, err error) {
 	return s.ReplayWith(Loader{Entry: entry}, record)
 }
 
-// Loader takes a snapshot's entries during Replay. Entry gets the
-// unkeyed ones: a whole snapshot's, a manifest's head entries and the
-// state. Put gets a keyed entry of a part, replacing any entry loaded
-// before with the same key; Drop says the key is gone. A nil Put hands
-// the payload to Entry; a nil Drop makes a tombstone an error.
+// Loader takes a snapshot's entries during Replay.
+// Entry gets the unkeyed ones.
+// Those are a whole snapshot's entries, a manifest's head entries and the state.
+// Put gets a keyed entry of a part, replacing any entry loaded before with the same key.
+// Drop says the key is gone.
+// A nil Put hands the payload to Entry. A nil Drop makes a tombstone an error.
 type Loader struct {
 	Entry func(payload []byte) error
 	Put   func(key uint64, payload []byte) error
 	Drop  func(key uint64) error
 }
 
-// ReplayWith is Replay with a Loader, for snapshots written by
-// WriteIncremental.
+// ReplayWith is Replay with a Loader, for snapshots written by WriteIncremental.
 func (s *Store) ReplayWith(l Loader, record func(lsn uint64, payload []byte) error) (snapLSN uint64, err error) {
 	if l.Entry == nil {
 		l.Entry = func([]byte) error { return nil }
@@ -69,9 +69,10 @@ func (s *Store) ReplayWith(l Loader, record func(lsn uint64, payload []byte) err
 	return snapLSN, nil
 }
 
-// ReadLog calls record for every log record on disk, in order, from the
-// oldest segment kept, snapshot or not: the inspector shows a task's whole
-// remaining history with it. It may be called on a ReadOnly store.
+// ReadLog calls record for every log record on disk, in order.
+// It starts from the oldest segment kept, snapshot or not.
+// The inspector shows a task's whole remaining history with it.
+// It may be called on a ReadOnly store.
 func (s *Store) ReadLog(record func(lsn uint64, payload []byte) error) error {
 	return s.readLogAfter(0, record)
 }

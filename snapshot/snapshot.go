@@ -6,23 +6,24 @@ import (
 	"path/filepath"
 )
 
-// WriteSnapshot writes the snapshot file snapshot-<lsn> atomically: fill
-// streams entries into a temporary file beside the target through the
-// SnapshotWriter; the file is fsynced, renamed into place and the
-// directory fsynced (atomicFile). The snapshot is published only once every record up
-// to lsn is durable (it waits for the writer), so that a snapshot is never
-// ahead of the log.
+// WriteSnapshot writes the snapshot file snapshot-<lsn> atomically.
+// fill streams entries through the SnapshotWriter into a temporary file beside the target.
+// The file is fsynced and renamed into place, then the directory is fsynced (atomicFile).
+// The snapshot is published only once every record up to lsn is durable.
+// It waits for the writer, so a snapshot is never ahead of the log.
 //
-// Afterwards it keeps the new snapshot and the previous valid one, deletes
-// older snapshot files, and deletes the log segments all of whose records
-// are <= the previous snapshot's LSN, so that falling back to the previous
-// snapshot still finds its log. The active segment is never deleted.
+// Afterwards it keeps the new snapshot and the previous valid one.
+// It deletes older snapshot files.
+// It deletes the log segments whose records are all <= the previous snapshot's LSN.
+// So falling back to the previous snapshot still finds its log.
+// The active segment is never deleted.
 // Failing deletions are logged, not returned.
 //
-// lsn must be <= LastLSN (the caller froze its state at lsn) and greater
-// than the newest snapshot's LSN. WriteSnapshot runs on a caller's
-// background goroutine, concurrently with Append; a second concurrent call
-// returns ErrSnapshotBusy. If fill returns an error, nothing is published.
+// lsn must be <= LastLSN, since the caller froze its state at lsn.
+// It must be greater than the newest snapshot's LSN.
+// WriteSnapshot runs on a caller's background goroutine, concurrently with Append.
+// A second concurrent call returns ErrSnapshotBusy.
+// If fill returns an error, nothing is published.
 func (s *Store) WriteSnapshot(lsn uint64, fill func(w *SnapshotWriter) error) error {
 	if err := s.beginSnapshot(lsn); err != nil {
 		return err
@@ -43,10 +44,10 @@ func (s *Store) WriteSnapshot(lsn uint64, fill func(w *SnapshotWriter) error) er
 	return nil
 }
 
-// writeSnapshotFile writes a whole snapshot or a manifest (version says
-// which) and publishes it once every record up to lsn is durable. A size
-// of -1 with an error says the file may have been published: the error
-// came after its rename.
+// writeSnapshotFile writes a whole snapshot or a manifest, as version says.
+// It publishes it once every record up to lsn is durable.
+// A size of -1 with an error says the file may have been published.
+// The error came after its rename.
 func (s *Store) writeSnapshotFile(name string, lsn uint64, version uint32, fill func(w *SnapshotWriter) error) (int64, uint64, error) {
 	af, err := createAtomic(s.fsys, filepath.Join(s.dir, name))
 	if err != nil {
@@ -72,8 +73,7 @@ func (s *Store) writeSnapshotFile(name string, lsn uint64, version uint32, fill 
 	return sw.size, sw.count, nil
 }
 
-// newestSnapshot returns the LSN of the newest snapshot not known to be
-// invalid.
+// newestSnapshot returns the LSN of the newest snapshot not known to be invalid.
 func (s *Store) newestSnapshot() (uint64, bool) {
 	s.filesMu.Lock()
 	defer s.filesMu.Unlock()
@@ -85,10 +85,10 @@ func (s *Store) newestSnapshot() (uint64, bool) {
 	return 0, false
 }
 
-// retain applies the retention rule after the snapshot ns was written:
-// it keeps ns and the previous valid snapshot, with the parts either
-// uses, and removes older snapshots first, then the parts no kept one
-// uses (ns and the directory are already fsynced).
+// retain applies the retention rule after the snapshot ns was written.
+// It keeps ns and the previous valid snapshot, with the parts either uses.
+// It removes older snapshots first, then the parts no kept one uses.
+// ns and the directory are already fsynced.
 func (s *Store) retain(ns *snapFile) {
 	s.filesMu.Lock()
 	var prev *snapFile
@@ -143,8 +143,9 @@ func (s *Store) retain(ns *snapFile) {
 	}
 }
 
-// beginSnapshot checks that a snapshot at lsn may be written now and, when
-// it may, marks the one snapshot under way; the caller clears snapBusy.
+// beginSnapshot checks that a snapshot at lsn may be written now.
+// When it may, it marks the one snapshot under way.
+// The caller clears snapBusy.
 func (s *Store) beginSnapshot(lsn uint64) error {
 	if s.opts.ReadOnly {
 		return ErrReadOnly

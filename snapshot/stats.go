@@ -19,12 +19,12 @@ var fsyncBounds = [...]time.Duration{
 // FsyncBuckets is the number of buckets of Stats.FsyncHist.
 const FsyncBuckets = len(fsyncBounds) + 1
 
-// FsyncBucketBounds returns the inclusive upper bounds of the buckets of
-// Stats.FsyncHist; the last bucket, which has no bound, counts the rest.
+// FsyncBucketBounds returns the inclusive upper bounds of the buckets of Stats.FsyncHist.
+// The last bucket has no bound and counts the rest.
 func FsyncBucketBounds() []time.Duration { return slices.Clone(fsyncBounds[:]) }
 
-// Stats are counters for metrics and `apollo11 inspect`. Counters run
-// from Open.
+// Stats are counters for metrics and `apollo11 inspect`.
+// Counters run from Open.
 type Stats struct {
 	LastLSN      uint64 // last appended
 	DurableLSN   uint64 // last durable
@@ -44,8 +44,8 @@ type Stats struct {
 	SnapshotLSN      uint64        // LSN of the newest snapshot (loaded or written)
 	SnapshotBytes    int64         // its size
 	SnapshotDuration time.Duration // time the last WriteSnapshot took
-	// SnapshotWritten counts the bytes of every snapshot file written
-	// (manifests and parts), the disk cost of snapshots.
+	// SnapshotWritten counts the bytes of every snapshot file written, manifests and parts.
+	// It is the disk cost of snapshots.
 	SnapshotWritten uint64
 
 	Segments int   // log segments
