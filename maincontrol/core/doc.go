@@ -70,6 +70,7 @@
 // Records, snapshots and recovery:
 //
 //	records.go     the record codec
+//	reccodec.go    the varint and string primitives records are written with
 //	taskfields.go  the task field table: a row per field added after v1
 //	apply.go       commit and replay: check, then mutate
 //	snapshot.go    Freeze, snapshot entries, loading and Recovered

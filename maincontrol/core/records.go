@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -138,19 +137,6 @@ func (r *record) reset() {
 	deps, ids, types, sets := r.deps[:0], r.ids[:0], r.types[:0], r.sets[:0]
 	*r = record{}
 	r.deps, r.ids, r.types, r.sets = deps, ids, types, sets
-}
-
-type enc struct{ b []byte }
-
-func (e *enc) u(v uint64)   { e.b = binary.AppendUvarint(e.b, v) }
-func (e *enc) i(v int64)    { e.b = binary.AppendVarint(e.b, v) }
-func (e *enc) s(v string)   { e.u(uint64(len(v))); e.b = append(e.b, v...) }
-func (e *enc) byte(v uint8) { e.b = append(e.b, v) }
-func (e *enc) ids(v []uint64) {
-	e.u(uint64(len(v)))
-	for _, x := range v {
-		e.u(x)
-	}
 }
 
 // appendRecord encodes r after dst.
@@ -293,159 +279,6 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.fields(&r.fields) // last: a new field of this kind goes above, or in taskFields
 	}
 	return e.b
-}
-
-// dec reads a record; the first failure sticks and every later read
-// returns zero values, so decodeRecord checks once at the end.
-type dec struct {
-	b   []byte
-	err error
-}
-
-func (d *dec) fail() {
-	if d.err == nil {
-		d.err = ErrCorrupt
-	}
-	d.b = nil
-}
-
-func (d *dec) u() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *dec) u32() uint32 {
-	v := d.u()
-	if v > 1<<32-1 {
-		d.fail()
-	}
-	return uint32(v)
-}
-
-func (d *dec) u16() uint16 {
-	v := d.u()
-	if v > 1<<16-1 {
-		d.fail()
-	}
-	return uint16(v)
-}
-
-func (d *dec) i() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *dec) byte() uint8 {
-	if len(d.b) < 1 {
-		d.fail()
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *dec) s() string {
-	n := d.u()
-	if n > uint64(len(d.b)) {
-		d.fail()
-		return ""
-	}
-	v := string(d.b[:n])
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *dec) ids(dst []uint64) []uint64 {
-	n := d.u()
-	if n > uint64(len(d.b)) { // each id takes at least one byte
-		d.fail()
-		return dst
-	}
-	for ; n > 0; n-- {
-		dst = append(dst, d.u())
-	}
-	return dst
-}
-
-// more reports whether bytes follow the fields read so far: an optional
-// trailing field is present only then.
-func (d *dec) more() bool { return d.err == nil && len(d.b) > 0 }
-
-// optU reads an optional trailing number: 0 when the record ends here.
-func (d *dec) optU() uint64 {
-	if !d.more() {
-		return 0
-	}
-	return d.u()
-}
-
-// optU32 reads an optional trailing 32-bit number: 0 when the record
-// ends here.
-func (d *dec) optU32() uint32 {
-	if !d.more() {
-		return 0
-	}
-	return d.u32()
-}
-
-// optI reads an optional trailing signed number: 0 when the record ends.
-func (d *dec) optI() int64 {
-	if !d.more() {
-		return 0
-	}
-	return d.i()
-}
-
-// optS reads an optional trailing string: "" when the record ends here.
-func (d *dec) optS() string {
-	if !d.more() {
-		return ""
-	}
-	return d.s()
-}
-
-// prio reads a priority, 0 to 9: it indexes the queues.
-func (d *dec) prio() uint8 {
-	p := d.byte()
-	if p > 9 {
-		d.fail()
-	}
-	return p
-}
-
-// bool reads a flag byte: 0 or 1.
-func (d *dec) bool() bool {
-	b := d.byte()
-	if b > 1 {
-		d.fail()
-	}
-	return b == 1
-}
-
-func boolByte(b bool) uint8 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func (d *dec) state() State {
-	s := State(d.byte())
-	if s == 0 || s > NumStates {
-		d.fail()
-	}
-	return s
 }
 
 // decodeRecord decodes payload into r (reusing r's slices). Fields of a
