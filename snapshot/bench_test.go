@@ -27,9 +27,9 @@ func fillN(n int, entry []byte) func(w *snapshot.SnapshotWriter) error {
 	}
 }
 
-// BenchmarkAppend: 64 concurrent appenders with FsyncAlways, each waiting
-// until its record is durable; reports durable records per second and how
-// many records share an fsync.
+// BenchmarkAppend runs 64 concurrent appenders with FsyncAlways.
+// Each waits until its record is durable.
+// It reports durable records per second and how many records share an fsync.
 func BenchmarkAppend(b *testing.B) {
 	s, _ := MustStart(b, benchOptions(b.TempDir()))
 	payload := make([]byte, 150)
@@ -52,8 +52,8 @@ func BenchmarkAppend(b *testing.B) {
 	b.ReportMetric(float64(b.N)/float64(s.Stats().Fsyncs-fsyncs), "records/fsync")
 }
 
-// BenchmarkWriteSnapshot: one snapshot of 1,000,000 entries of 150 bytes,
-// written, fsynced and renamed into place.
+// BenchmarkWriteSnapshot times one snapshot of 1,000,000 entries of 150 bytes.
+// It is written, fsynced and renamed into place.
 func BenchmarkWriteSnapshot(b *testing.B) {
 	const entries = 1_000_000
 	s, _ := MustStart(b, benchOptions(b.TempDir()))
@@ -65,8 +65,8 @@ func BenchmarkWriteSnapshot(b *testing.B) {
 	}
 }
 
-// BenchmarkReplay: Open and Replay of a snapshot of 1,000,000 entries of
-// 150 bytes followed by 100,000 log records of 150 bytes.
+// BenchmarkReplay times Open and Replay of a snapshot of 1,000,000 entries of 150 bytes.
+// 100,000 log records of 150 bytes follow the snapshot.
 func BenchmarkReplay(b *testing.B) {
 	const entries, records = 1_000_000, 100_000
 	opts := benchOptions(b.TempDir())

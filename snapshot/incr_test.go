@@ -15,8 +15,8 @@ import (
 	"github.com/apollo11/apollo11/snapshot/snapshottest"
 )
 
-// incrWriter writes incremental snapshots of a kvState into a Store, as
-// the main control does: each against the state last written.
+// incrWriter writes incremental snapshots of a kvState into a Store, as the main control does.
+// Each is written against the state last written.
 type incrWriter struct {
 	tb   testing.TB
 	opts snapshot.Options
@@ -58,8 +58,8 @@ func (w *incrWriter) open() {
 
 func (w *incrWriter) close() { _ = w.s.Close() }
 
-// write appends a record (a snapshot needs one after the last) and writes
-// the snapshot of cur.
+// write appends a record, since a snapshot needs one after the last.
+// Then it writes the snapshot of cur.
 func (w *incrWriter) write(cur *kvState) error {
 	w.tb.Helper()
 	lsn := appendN(w.tb, w.s, 1)
@@ -77,10 +77,10 @@ func (w *incrWriter) write(cur *kvState) error {
 
 func writtenBytes(s *snapshot.Store) uint64 { return s.Stats().SnapshotWritten }
 
-// TestIncremental_Equivalence: what a data dir loads from its manifest and
-// parts is the state written, after every snapshot of a random workload
-// (new keys, changes, retention, scattered changes and removals, state
-// changes), across reopens; the parts kept stay bounded.
+// TestIncremental_Equivalence checks that a data dir loads the state written
+// from its manifest and parts. It checks after every snapshot of a random workload.
+// The workload has new keys, changes, retention, scattered changes and removals, and state changes.
+// It holds across reopens, and the parts kept stay bounded.
 func TestIncremental_Equivalence(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		dir := t.TempDir()
@@ -105,8 +105,8 @@ func TestIncremental_Equivalence(t *testing.T) {
 	}
 }
 
-// TestIncremental_CostFollowsChange: a snapshot after a few changes to a
-// large state writes a few entries, not the state.
+// TestIncremental_CostFollowsChange checks that a snapshot after a few changes
+// to a large state writes a few entries, not the state.
 func TestIncremental_CostFollowsChange(t *testing.T) {
 	opts, _ := testOptions(t.TempDir())
 	cur := newKV(10)
@@ -138,10 +138,10 @@ func TestIncremental_CostFollowsChange(t *testing.T) {
 	require.Equal(t, cur.want(), got)
 }
 
-// TestIncremental_KillAtEveryStep: a kill at any step of writing a
-// snapshot (every create, write, fsync, rename, removal) leaves a dir that
-// loads the snapshot before it or the new one, never anything else; the
-// next start removes what the kill left and snapshots go on.
+// TestIncremental_KillAtEveryStep kills at every step of writing a snapshot.
+// The steps are every create, write, fsync, rename and removal.
+// The dir left loads the snapshot before it or the new one, never anything else.
+// The next start removes what the kill left, and snapshots go on.
 func TestIncremental_KillAtEveryStep(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 3))
 	for step := 0; ; step++ {
@@ -176,7 +176,7 @@ func TestIncremental_KillAtEveryStep(t *testing.T) {
 		} else {
 			require.Equal(t, cur.want(), got)
 		}
-		// A start cleans up; the next snapshot builds on what it loads.
+		// A start cleans up. The next snapshot builds on what it loads.
 		w2 := startIncr(t, opts)
 		require.Equal(t, got, w2.prev.want())
 		assertNoUnusedParts(t, dir)
@@ -264,9 +264,8 @@ func flipByte(t *testing.T, path string) {
 	})
 }
 
-// TestIncremental_CorruptPartFallsBack: a corrupt part that only the newest
-// snapshot uses makes startup load the previous one, and replay the log
-// from it.
+// TestIncremental_CorruptPartFallsBack checks a corrupt part that only the newest snapshot uses.
+// Startup loads the previous snapshot and replays the log from it.
 func TestIncremental_CorruptPartFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	opts, logs := testOptions(dir)
@@ -287,8 +286,8 @@ func TestIncremental_CorruptPartFallsBack(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
-// TestIncremental_CorruptSharedPartStops: a corrupt part that every
-// loadable snapshot uses stops startup with an error naming it.
+// TestIncremental_CorruptSharedPartStops checks a corrupt part that every loadable snapshot uses.
+// It stops startup with an error naming it.
 func TestIncremental_CorruptSharedPartStops(t *testing.T) {
 	dir := t.TempDir()
 	opts, _ := testOptions(dir)
@@ -308,8 +307,8 @@ func TestIncremental_CorruptSharedPartStops(t *testing.T) {
 	require.Contains(t, info.OpenError, shared[0])
 }
 
-// TestIncremental_CorruptManifestFallsBack: a corrupt manifest makes
-// startup load the previous snapshot.
+// TestIncremental_CorruptManifestFallsBack checks that a corrupt manifest
+// makes startup load the previous snapshot.
 func TestIncremental_CorruptManifestFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	opts, _ := testOptions(dir)
@@ -332,10 +331,10 @@ func TestIncremental_CorruptManifestFallsBack(t *testing.T) {
 	assertNoUnusedParts(t, dir)
 }
 
-// TestIncremental_AfterWholeSnapshot: a data dir whose newest snapshot is
-// whole (format 1, as older releases wrote) loads, and the first
-// incremental snapshot after it writes every range; the whole one is kept
-// as the fallback until the next.
+// TestIncremental_AfterWholeSnapshot checks a data dir whose newest snapshot is whole.
+// That is format 1, as older releases wrote. The dir loads.
+// The first incremental snapshot after it writes every range.
+// The whole one is kept as the fallback until the next.
 func TestIncremental_AfterWholeSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	opts, _ := testOptions(dir)
@@ -362,9 +361,9 @@ func TestIncremental_AfterWholeSnapshot(t *testing.T) {
 	require.Equal(t, uint32(2), ms[1].Format)
 }
 
-// TestIncremental_NewerPartRefused: a part of a newer format stops startup
-// with an error naming it and both versions, rather than a fallback that
-// may miss records.
+// TestIncremental_NewerPartRefused checks that a part of a newer format stops startup.
+// The error names it and both versions.
+// A fallback instead might miss records.
 func TestIncremental_NewerPartRefused(t *testing.T) {
 	dir := t.TempDir()
 	opts, _ := testOptions(dir)
@@ -382,9 +381,9 @@ func TestIncremental_NewerPartRefused(t *testing.T) {
 	require.ErrorContains(t, err, only[0]+" has format version 9, and this binary reads up to version 1")
 }
 
-// TestIncremental_FlippedVersionFallsBack: a flipped version byte in the
-// newest manifest or a part only it uses fails the checksum: that is
-// damage, and startup loads the previous snapshot.
+// TestIncremental_FlippedVersionFallsBack flips a version byte in the newest manifest
+// or in a part only it uses. That fails the checksum.
+// It is damage, so startup loads the previous snapshot.
 func TestIncremental_FlippedVersionFallsBack(t *testing.T) {
 	for _, which := range []string{"manifest", "part"} {
 		dir := t.TempDir()

@@ -45,8 +45,9 @@ func TestParseOperands(t *testing.T) {
 	}
 }
 
-// A variable sets a flag the command line did not give, and the error
-// of a bad one names it; --help prints every flag with its variable.
+// A variable sets a flag the command line did not give.
+// The error of a bad one names it.
+// --help prints every flag with its variable.
 func TestEnvAndHelp(t *testing.T) {
 	p := &Program{Name: "prog", EnvPrefix: "CLITEST_"}
 	t.Setenv("CLITEST_MAX_N", "9")
