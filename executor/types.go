@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,7 +18,8 @@ import (
 // `types_ok`; between connections it returns nil at once, and the next
 // register lists the new types. A type in both add and drop, a bad type
 // name or a nil handler is an error wrapping ErrConfig, and changes
-// nothing.
+// nothing. If the main control refuses the change or ctx ends first, the
+// executor keeps taking its old types, with their handlers.
 func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop ...string) error {
 	for typ, h := range add {
 		if !validTaskType(typ) {
@@ -45,6 +47,8 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 	// Added handlers serve at once: the main control may dispatch a task
 	// of an added type before its types_ok. Dropped ones go after it, as
 	// a task of theirs may still be on its way.
+	before := maps.Clone(e.cfg.Handlers)
+	oldTypes := e.types
 	kept := maps.Clone(next)
 	for _, typ := range drop {
 		if h, ok := e.cfg.Handlers[typ]; ok {
@@ -55,17 +59,9 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 	e.types = slices.Sorted(maps.Keys(next))
 	s := e.cur
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		for _, typ := range drop {
-			if _, back := add[typ]; !back && !slices.Contains(e.types, typ) {
-				delete(e.cfg.Handlers, typ)
-			}
-		}
-		e.mu.Unlock()
-	}()
 	e.log.Info("changing task types", "add", slices.Sorted(maps.Keys(add)), "drop", drop, "task_types", len(next))
 	if s == nil {
+		e.dropHandlers(add, drop)
 		return nil
 	}
 	_, err := s.request(ctx, func(b *wire.Builder) {
@@ -76,10 +72,51 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 			b.List("drop", drop)
 		}
 	}, "types")
-	if err != nil {
+	switch {
+	case err == nil, errors.Is(err, ErrDisconnected):
+		// The next register lists the new types, so the change stands.
+		e.dropHandlers(add, drop)
+		return nil
+	default:
+		e.rollbackTypes(err, before, oldTypes, add)
 		return fmt.Errorf("types: %w", err)
 	}
-	return nil
+}
+
+// dropHandlers forgets the dropped types' handlers once the main control
+// dispatches them no more; a type added again since keeps its handler.
+func (e *Executor) dropHandlers(add map[string]Handler, drop []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, typ := range drop {
+		if _, back := add[typ]; !back && !slices.Contains(e.types, typ) {
+			delete(e.cfg.Handlers, typ)
+		}
+	}
+}
+
+// rollbackTypes restores the types taken before a failed change. A refused
+// or unsent change keeps the old handlers only; after a timeout the main
+// control may have applied it, so the added handlers stay too.
+func (e *Executor) rollbackTypes(err error, before map[string]Handler, oldTypes []string, add map[string]Handler) {
+	var refused *wire.ErrorReply
+	unapplied := errors.As(err, &refused) || errors.Is(err, ErrRequestTooLarge)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.types = oldTypes
+	for typ, h := range before {
+		e.cfg.Handlers[typ] = h
+	}
+	if unapplied {
+		for typ := range add {
+			if h, ok := before[typ]; ok {
+				e.cfg.Handlers[typ] = h
+			} else {
+				delete(e.cfg.Handlers, typ)
+			}
+		}
+	}
+	e.log.Warn("task types unchanged", "err", err, "task_types", len(oldTypes))
 }
 
 // TaskTypes returns the task types the executor takes now, sorted.
