@@ -186,11 +186,10 @@ func (p *Policy) stuckRule() bool {
 	return p.StuckAfter > 0 || p.StuckFactor > 0
 }
 
-// typePolicy is a policy in force, with the type's dispatch times of the
-// last second when the policy caps the rate.
+// typePolicy is a policy in force. The defaults' one serves every
+// unlisted type, so the rate window lives on each taskType instead.
 type typePolicy struct {
 	Policy
-	recent rateWindow
 }
 
 // policyState is what SetPolicies installed (nil before any).
@@ -234,28 +233,22 @@ func (c *Core) SetPolicies(ps Policies) error {
 		return err
 	}
 	next := &policyState{set: ps, byType: make(map[string]*typePolicy, len(ps.Types))}
-	var old *policyState
 	if c.pol != nil {
-		old = c.pol
-		next.stuck = old.stuck
+		next.stuck = c.pol.stuck
 	}
-	keep := func(name string, p Policy) *typePolicy {
+	keep := func(p Policy) *typePolicy {
+		// The rate windows stay on the types: a reload does not reopen
+		// a full second's worth of dispatches.
 		tp := &typePolicy{Policy: p}
-		if old != nil && p.RatePerSec > 0 {
-			// A reload must not reopen a full second's worth of dispatches.
-			if prev := old.lookup(name); prev != nil {
-				tp.recent = prev.recent
-			}
-		}
 		next.anyLimit = next.anyLimit || p.limits()
 		next.anyStuck = next.anyStuck || p.stuckRule()
 		return tp
 	}
 	for name, p := range ps.Types {
-		next.byType[name] = keep(name, p.merge(ps.Default))
+		next.byType[name] = keep(p.merge(ps.Default))
 	}
 	if ps.Default != (Policy{}) {
-		next.other = keep("", ps.Default)
+		next.other = keep(ps.Default)
 	}
 	if !next.anyStuck {
 		next.stuck = stuckState{}
@@ -364,8 +357,8 @@ func (c *Core) mayDispatch(tt *taskType) bool {
 	}
 	if tp.RatePerSec > 0 {
 		now := c.now()
-		if !tp.recent.room(now, tp.RatePerSec) {
-			c.holdForRate(tt.name, tp.recent.freeAt(tp.RatePerSec))
+		if w := tt.rate; w != nil && !w.room(now, tp.RatePerSec) {
+			c.holdForRate(tt.name, w.freeAt(tp.RatePerSec))
 			return false
 		}
 	}
@@ -378,7 +371,10 @@ func (c *Core) policyDispatched(tt *taskType, now int64) {
 		return
 	}
 	if tp := c.pol.lookup(tt.name); tp != nil && tp.RatePerSec > 0 {
-		tp.recent.add(now)
+		if tt.rate == nil {
+			tt.rate = &rateWindow{}
+		}
+		tt.rate.add(now)
 	}
 }
 

@@ -256,3 +256,27 @@ func TestPolicy_Names(t *testing.T) {
 	_, err = ParseStuckAction("kill")
 	assert.ErrorContains(t, err, "want none, requeue or fail")
 }
+
+// The defaults' rate holds each unlisted type apart: one shared window
+// would let two types together dispatch only the rate of one.
+func TestPolicyDefaultRateIsPerType(t *testing.T) {
+	h := newHarness(t)
+	if err := h.c.SetPolicies(Policies{Default: Policy{RatePerSec: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	cl := h.client()
+	for i := 0; i < 3; i++ {
+		h.submit(cl, "task_type", "a")
+		h.submit(cl, "task_type", "b")
+	}
+	ex := h.executor("e1", "a,b", 10)
+	n := 0
+	for _, m := range h.fx.frames[ex] {
+		if m.Type() == "task" {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d tasks dispatched in the first second, want 4 (2 per type)", n)
+	}
+}

@@ -50,7 +50,7 @@ func (c *Core) heldBy(tt *taskType, tp *typePolicy, now int64) string {
 	switch {
 	case tp.MaxRunning > 0 && tt.active() >= tp.MaxRunning:
 		return "max_running"
-	case tp.RatePerSec > 0 && !tp.recent.room(now, tp.RatePerSec):
+	case tp.RatePerSec > 0 && tt.rate != nil && !tt.rate.room(now, tp.RatePerSec):
 		return "rate"
 	}
 	return ""

@@ -182,6 +182,9 @@ type taskType struct {
 	counts [NumStates + 1]int32
 	// paused: none of its tasks is dispatched (pause.go).
 	paused bool
+	// rate holds its dispatches of the last second, made by the first
+	// dispatch under a rate: each type has its own, listed or not.
+	rate *rateWindow
 }
 
 // active counts its dispatched and running tasks (policy max_running).
