@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apollo11/apollo11/wire"
@@ -44,9 +45,10 @@ func clipNote(s string) string {
 	return s[:n] + "..."
 }
 
-// keepProgress records a progress of t's current dispatch.
+// keepProgress records a progress of t's current dispatch. The note is
+// copied: the message borrows the connection's read buffer.
 func (c *Core) keepProgress(t *task, pct uint64, note string) {
-	c.progs[t.id] = taskProgress{percent: uint8(pct), note: clipNote(note)}
+	c.progs[t.id] = taskProgress{percent: uint8(pct), note: strings.Clone(clipNote(note))}
 }
 
 // taskStateExtras appends the optional keys of protocol section 8.8 to a

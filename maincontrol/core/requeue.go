@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -35,7 +36,8 @@ func parseRequeue(m *wire.Message) (requeueWanted, error) {
 	if len(reason) > maxReasonLen {
 		return requeueWanted{}, &wire.ValueError{Key: "reason", Reason: "longer than " + strconv.Itoa(maxReasonLen) + " bytes"}
 	}
-	return requeueWanted{keepAttempts: keep, reason: reason}, nil
+	// The reason is kept with the task; the message borrows the read buffer.
+	return requeueWanted{keepAttempts: keep, reason: strings.Clone(reason)}, nil
 }
 
 // requeuePlan is what a dry run of requeue_where would have requeued so
