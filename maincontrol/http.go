@@ -70,6 +70,9 @@ func (s *Server) startHTTP() error {
 		if s.cfg.Core.Token == nil {
 			s.log.Warn("dashboard beyond loopback without --token-file: its pages show tasks and their args to anyone who reaches it (its actions are taken only from this host)",
 				"http_listen", s.cfg.HTTPListen)
+		} else {
+			s.log.Warn("dashboard beyond loopback over plain HTTP: the login token and the session cookie travel in clear; put a TLS proxy in front or listen on loopback",
+				"http_listen", s.cfg.HTTPListen)
 		}
 	}
 	return nil
