@@ -55,7 +55,7 @@ type Totals struct {
 // user as they are.
 type Actor interface {
 	Cancel(ctx context.Context, id uint64) error
-	Requeue(ctx context.Context, id uint64) error
+	Requeue(ctx context.Context, id uint64, reason string) error
 	Pause(ctx context.Context, taskType string) error
 	Resume(ctx context.Context, taskType string) error
 }

@@ -64,8 +64,8 @@ func (a *fakeActor) note(s string) error {
 	return nil
 }
 
-func (a *fakeActor) Requeue(_ context.Context, id uint64) error {
-	return a.note(fmt.Sprint("requeue ", id))
+func (a *fakeActor) Requeue(_ context.Context, id uint64, reason string) error {
+	return a.note(fmt.Sprint("requeue ", id, " (", reason, ")"))
 }
 func (a *fakeActor) Pause(_ context.Context, t string) error  { return a.note("pause " + t) }
 func (a *fakeActor) Resume(_ context.Context, t string) error { return a.note("resume " + t) }
@@ -318,7 +318,7 @@ func TestDashboard_AdminActions(t *testing.T) {
 	assert.Equal(t, http.StatusSeeOther, w.Code)
 	w = do(d, "POST", "/types/pause", farPeer, url.Values{"csrf": {csrf}, "type": {""}}, admin)
 	assert.Equal(t, http.StatusBadRequest, w.Code, "an empty type")
-	assert.Equal(t, []string{"requeue 3", "pause fail", "resume fail"}, act.otherCalls())
+	assert.Equal(t, []string{"requeue 3 (dashboard " + farPeer + ")", "pause fail", "resume fail"}, act.otherCalls())
 
 	// Without an admin token, a logged-in session may take them all.
 	d2, act2, _ := newTestDashboardAdmin(t, []byte("tok"), nil)

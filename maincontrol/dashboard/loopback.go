@@ -63,10 +63,10 @@ func (l *Loopback) Cancel(ctx context.Context, id uint64) error {
 	return l.do(ctx, func(c *client.Client) error { return c.Cancel(ctx, id) })
 }
 
-// Requeue sends `requeue`, with a reason that names the dashboard.
-func (l *Loopback) Requeue(ctx context.Context, id uint64) error {
+// Requeue sends `requeue` with reason, which names who asked for it.
+func (l *Loopback) Requeue(ctx context.Context, id uint64, reason string) error {
 	return l.do(ctx, func(c *client.Client) error {
-		_, err := c.Requeue(ctx, id, client.RequeueOptions{Reason: "requeued from the dashboard"})
+		_, err := c.Requeue(ctx, id, client.RequeueOptions{Reason: reason})
 		return err
 	})
 }

@@ -86,7 +86,7 @@ func (d *Dashboard) requeue(ctx context.Context, r *http.Request) (string, error
 	if err != nil {
 		return "", err
 	}
-	if err := d.o.Actor.Requeue(ctx, id); err != nil {
+	if err := d.o.Actor.Requeue(ctx, id, "dashboard "+r.RemoteAddr); err != nil {
 		return "", actionError("requeue", err)
 	}
 	return "/tasks/" + strconv.FormatUint(id, 10) + "?done=requeue", nil
