@@ -11,6 +11,10 @@ import (
 // snapshot writes it whole.
 const maxPausedTypes = 1024
 
+// maxPausedNameLen bounds a paused name, so that the whole set stays
+// within 1 MiB of every snapshot.
+const maxPausedNameLen = 1024
+
 // pauseRequest answers pause and resume (protocol section 8.5).
 func (c *Core) pauseRequest(p *peer, m *wire.Message, req string, pause bool) {
 	if !c.requireAdmin(p, m, req) {
@@ -30,6 +34,12 @@ func (c *Core) pauseRequest(p *peer, m *wire.Message, req string, pause bool) {
 		b.StrK(kTaskType, name)
 		b.Bool("changed", false)
 		c.send(p.id, &b)
+		return
+	}
+	if pause && len(name) > maxPausedNameLen {
+		// resume takes any length: a longer name is not paused.
+		c.badRequest(p, req, &wire.ValueError{Key: "task_type", Reason: "longer than " +
+			strconv.Itoa(maxPausedNameLen) + " bytes, the most a paused type may have"})
 		return
 	}
 	if pause && len(c.paused) >= maxPausedTypes {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,20 @@ func TestPause_UnknownTypeAndBounds(t *testing.T) {
 	h.c.SetAvailable(true)
 	ops := h.c.Ops()
 	assert.EqualValues(t, maxPausedTypes, ops.Pauses)
+	h.checkReplay()
+}
+
+// A paused name is at most 1 KiB: 1,024 names near max_frame would put
+// a GiB into every snapshot.
+func TestPause_NameLengthBound(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	assert.Equal(t, "true", h.pause(cl, "pause", strings.Repeat("n", 1024)))
+	long := strings.Repeat("n", 1025)
+	h.send(cl, "pause", "req", "b", "task_type", long)
+	assert.Contains(t, h.expectErr(cl, wire.CodeBadRequest).Value("message"), "longer than 1024 bytes")
+	assert.Len(t, h.c.paused, 1)
+	// resume takes any name: a longer one is not paused.
+	assert.Equal(t, "false", h.pause(cl, "resume", long))
 	h.checkReplay()
 }
