@@ -97,6 +97,20 @@ func fuzzSeeds() [][]byte {
 			fuzzStep(cl, "cancel", "req", "c", "task_id", "1"), reg, fuzzTick(cl, 1),
 			fuzzStep(cl, "debug", "req", "d", "on", "true"), []byte{cl | fuzzRestartOp<<2}, reg, hello,
 			fuzzStep(ex, "heartbeat", "seq", "1", "running", "1.1")),
+		// Admin requests that keep strings from the message: the payload
+		// scribbling after Handle catches any kept without a copy. No
+		// restart here: it would reload the live state from the records.
+		fuzzProgram(hello, reg, fuzzStep(cl, "submit", "req", "s1", "task_type", "x", "max_attempts", "1"),
+			fuzzStep(ex, "started", "task_id", "1", "version", "1"),
+			fuzzStep(ex, "progress", "task_id", "1", "version", "1", "percent", "40", "note", "busy"),
+			fuzzStep(ex, "result", "task_id", "1", "version", "1", "status", "failed", "retryable", "false",
+				"error", "boom", "out.k", "v"),
+			fuzzStep(cl, "requeue", "req", "r", "task_id", "1", "reason", "fixed the disk"),
+			fuzzStep(cl, "state_set", "req", "ss", "key", "a", "value", "hand set"),
+			fuzzStep(cl, "state_del", "req", "sd", "key", "a", "state_version", "1"),
+			fuzzStep(cl, "pause", "req", "p", "task_type", "x"),
+			fuzzStep(cl, "requeue_where", "req", "rw", "state", "failed", "reason", "bulk"),
+			fuzzStep(cl, "resume", "req", "u", "task_type", "x"), fuzzStep(cl, "query", "req", "q", "task_id", "1")),
 		fuzzProgram(reg, submit, hello, submit, submit, started, []byte{ex | fuzzReconnectOp<<2}, reg,
 			fuzzStep(ex, "state_get", "req", "g"), fuzzStep(ex, "unknown", "x", "y"),
 			fuzzStep(cl, "register", "executor_id", "e3", "task_types", "echo"), fuzzTick(cl, 3), fuzzTick(cl, 4)),
