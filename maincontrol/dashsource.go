@@ -42,6 +42,12 @@ func (d dashSource) Task(id uint64) (core.TaskInfo, bool) {
 	return d.s.core.Task(id)
 }
 
+func (d dashSource) History(id uint64) []core.Transition {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	return d.s.core.TaskHistory(id)
+}
+
 // loopbackAddr is where the dashboard dials the main port: its bound
 // address, with an unspecified host (0.0.0.0, ::) made loopback.
 func loopbackAddr(a net.Addr) string {

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // Memory each item costs the core besides the bytes the caps count,
@@ -50,5 +51,7 @@ func MemoryBudget(cfg Config) ([]BudgetItem, error) {
 		{"registrations: " + n(maxRegBytes>>20) + " MiB counted, twice that in memory", 2 * maxRegBytes},
 		{"disconnected executors kept: " + n(maxKeptExecutors) + " x " + n(KeptExecutorCost) + " B",
 			maxKeptExecutors * KeptExecutorCost},
+		{"recent transitions for the dashboard: " + n(historySize) + " x " + n(int(unsafe.Sizeof(historyEntry{}))) + " B",
+			historySize * int64(unsafe.Sizeof(historyEntry{}))},
 	}, nil
 }

@@ -19,6 +19,7 @@ type Core struct {
 	rnd   *rand.Rand
 
 	tasks table
+	hist  history // the latest transitions, for the dashboard
 	types map[string]*taskType
 	// typeMark numbers the registers applied, for deduplicating a
 	// register's types (taskType.mark).

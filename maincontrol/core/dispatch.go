@@ -124,6 +124,8 @@ func (c *Core) dispatch(t *task, e *executor) {
 // logTransition logs a task transition with the fields the brief asks for.
 // It is at debug level: at full speed there are several per task.
 func (c *Core) logTransition(t *task, from, to State, why string) {
+	c.hist.add(t.id, Transition{AtMs: t.updatedMs, Version: t.version, Attempt: t.attempt,
+		From: from, To: to, Executor: t.execID})
 	if !c.debugEnabled() {
 		return
 	}

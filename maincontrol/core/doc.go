@@ -65,6 +65,7 @@
 //	typelist.go    type_list: the known task types, a page at a time
 //	exectypes.go   an executor's types message, and the ops records' checks
 //	durations.go   kept progress, queued and run times
+//	history.go     the latest transitions of all tasks, for the dashboard
 //	opsdesk.go     what the operator's requests share, and their counts
 //
 // Records, snapshots and recovery:

@@ -33,6 +33,8 @@ type Source interface {
 	Totals() Totals
 	Browse(core.BrowseQuery) core.BrowsePage
 	Task(id uint64) (core.TaskInfo, bool)
+	// History is the task's recent transitions, oldest first.
+	History(id uint64) []core.Transition
 }
 
 // Overview is the state the overview page shows.

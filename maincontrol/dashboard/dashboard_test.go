@@ -22,9 +22,10 @@ import (
 
 // fakeSource serves a fixed state, and records the latest Browse.
 type fakeSource struct {
-	tasks map[uint64]core.TaskInfo
-	mu    sync.Mutex
-	last  core.BrowseQuery
+	tasks   map[uint64]core.TaskInfo
+	history map[uint64][]core.Transition
+	mu      sync.Mutex
+	last    core.BrowseQuery
 }
 
 func (f *fakeSource) Overview() Overview {
@@ -49,6 +50,7 @@ func (f *fakeSource) Browse(q core.BrowseQuery) core.BrowsePage {
 	return p
 }
 func (f *fakeSource) Task(id uint64) (core.TaskInfo, bool) { t, ok := f.tasks[id]; return t, ok }
+func (f *fakeSource) History(id uint64) []core.Transition  { return f.history[id] }
 
 // fakeActor records the actions it gets.
 type fakeActor struct {
@@ -432,4 +434,22 @@ func TestThroughput(t *testing.T) {
 	assert.Equal(t, "2.0", c.Now.Failed)
 	assert.Equal(t, 2, len(strings.Fields(c.Submitted)), "a point per interval")
 	assert.True(t, throughput(ss[:1], 5*time.Second, 3).Empty)
+}
+
+// The task page lists the task's recent transitions, with the executor
+// and version of each dispatch.
+func TestDashboard_TaskHistory(t *testing.T) {
+	d, _, src := newTestDashboardSource(t, nil)
+	src.history = map[uint64][]core.Transition{1: {
+		{AtMs: 1_700_000_000_000, To: core.Pending},
+		{AtMs: 1_700_000_000_500, Version: 4294967297, From: core.Pending, To: core.Dispatched, Attempt: 1, Executor: "ex-<9>"},
+	}}
+	w := do(d, "GET", "/tasks/1", loopPeer, nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	body := w.Body.String()
+	assert.Contains(t, body, `id="history"`)
+	assert.Contains(t, body, "4294967297")
+	assert.Contains(t, body, "ex-&lt;9&gt;", "executor names are escaped")
+	assert.Contains(t, body, "<td>-</td><td>pending</td>", "the submit came from no state")
+	assert.Contains(t, body, "<td>pending</td><td>dispatched</td>")
 }

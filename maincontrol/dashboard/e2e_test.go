@@ -232,6 +232,8 @@ func TestDashboard_Browser(t *testing.T) {
 	do(chromedp.Navigate(base+"/tasks/"+strconv.FormatUint(echo.ID, 10)), chromedp.WaitVisible(css("#outputs")))
 	assert.Contains(t, text("#args"), "hello <b>dashboard</b>")
 	assert.Contains(t, text("#outputs"), "hello <b>dashboard</b>")
+	do(chromedp.WaitVisible(css("#history")))
+	assert.Contains(t, text("#history"), "succeeded", "the history shows how the task ended")
 	do(chromedp.Navigate(base+"/tasks/"+strconv.FormatUint(failed.ID, 10)), chromedp.WaitVisible(css("#task-error")))
 	assert.Equal(t, "failed", text("#state"))
 

@@ -25,6 +25,7 @@ type taskPage struct {
 	Terminal bool
 	Waiting  bool
 	Requeue  bool // failed or cancelled: requeue may give it another run
+	History  []core.Transition
 }
 
 // fields decodes stored `prefix<k>=<v>` lines (escaped as on the wire)
@@ -65,7 +66,7 @@ func (d *Dashboard) taskPage(r *http.Request, v *view) (string, int, error) {
 	}
 	p := taskPage{T: t, State: t.State.String(), Args: fields(t.Args, wire.PrefixArg),
 		Out: fields(t.Out, wire.PrefixOut), Terminal: t.State.Terminal(), Waiting: t.State == core.Waiting,
-		Requeue: t.State == core.Failed || t.State == core.Cancelled}
+		Requeue: t.State == core.Failed || t.State == core.Cancelled, History: d.o.Source.History(id)}
 	v.Title, v.Nav, v.Page = "Task "+strconv.FormatUint(id, 10), "tasks", p
 	return "task", http.StatusOK, nil
 }
