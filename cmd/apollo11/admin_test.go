@@ -143,6 +143,7 @@ func TestCLI_RequeueCancelPurge(t *testing.T) {
 	_, errOut, code := run("cancel", "--type", "nobody")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not_permitted", "no admin proof")
+	assert.Contains(t, errOut, "pass --admin-token-file FILE", "a hint in command-line terms")
 
 	assert.Equal(t, "2 tasks would be cancelled\n", adm("cancel", "--type", "nobody", "--dry-run"))
 	assert.Equal(t, "2 tasks cancelled\n", adm("cancel", "--type", "nobody", "--state", "pending"))

@@ -115,6 +115,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		ee = exitError{Code: 1, Err: err}
 	}
+	if ee.Hint == "" {
+		ee.Hint = adminTokenHint(ee.Err)
+	}
 	if ee.Err != nil {
 		if jsonMode(args[1:]) {
 			printJSONErr(stderr, args[0], ee)
