@@ -53,9 +53,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 			if st.Error != "" {
 				fmt.Fprintf(stdout, "error: %s\n", shown(st.Error))
 			}
-			if st.Requeues > 0 {
-				fmt.Fprintf(stdout, "requeued %d times; last reason: %s\n", st.Requeues, shown(st.RequeueReason))
-			}
+			printRequeues(stdout, st.Requeues, st.RequeueReason)
 			printOut(stdout, st.Out)
 			return nil
 		})
@@ -290,4 +288,17 @@ func runDebug(args []string, stdout, stderr io.Writer) error {
 			_, err := fmt.Fprintf(stdout, "frame logging %s\n", fs.Arg(0))
 			return err
 		})
+}
+
+// printRequeues says how often a task was requeued, and why the last time
+// when the requeue gave a reason.
+func printRequeues(w io.Writer, n uint64, reason string) {
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "requeued %d times", n)
+	if reason != "" {
+		fmt.Fprintf(w, "; last reason: %s", shown(reason))
+	}
+	fmt.Fprintln(w)
 }
