@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,8 +60,13 @@ func (c *Client) TypeListAll(pageCtx func() (context.Context, context.CancelFunc
 			return all, err
 		}
 		all = append(all, page.Types...)
-		if !page.More || len(page.Types) == 0 {
+		if !page.More {
 			return all, nil
+		}
+		if len(page.Types) == 0 {
+			// An older server may pass over only too-large names: there
+			// is no name to page after, so say the list is cut short.
+			return all, errors.New("type_list: more=true with no type to page after; the list is incomplete")
 		}
 		after, first = page.Types[len(page.Types)-1].Name, false
 	}

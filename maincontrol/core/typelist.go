@@ -1,7 +1,7 @@
 package core
 
 import (
-	"maps"
+	"container/heap"
 	"slices"
 	"strconv"
 
@@ -56,24 +56,37 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 		c.badRequest(p, req, &wire.ValueError{Key: "limit", Reason: "must be 1 to " + strconv.Itoa(maxTypeListLimit)})
 		return
 	}
-	names := slices.Collect(maps.Keys(c.types))
+	base := len("type=type_page\nreq=") + wire.EscapedLen(req) + len("\ncount=") + 20 +
+		len("\nmore=false") + len("\nskipped=") + 20
+	// One pass keeps the limit smallest names after `after` (a heap of
+	// at most 100), not a sort of every known type: a request costs
+	// O(types) with maxTaskTypes + maxPausedTypes bounding types. Names
+	// too large alone are set aside in the pass, so a page never ends on
+	// them and paging always goes on.
+	var pick nameHeap
+	var tooLarge []string
+	eligible := 0
+	consider := func(name string) {
+		if paged && name <= after {
+			return
+		}
+		if base+maxTypeRowLen(name) > c.cfg.MaxFrame {
+			tooLarge = append(tooLarge, name)
+			return
+		}
+		eligible++
+		pick.offer(name, int(limit))
+	}
+	for name := range c.types {
+		consider(name)
+	}
 	for name := range c.paused {
 		if c.types[name] == nil {
-			names = append(names, name)
+			consider(name)
 		}
 	}
-	slices.Sort(names)
-	start := 0
-	if paged {
-		start, _ = slices.BinarySearch(names, after)
-		if start < len(names) && names[start] == after {
-			start++
-		}
-	}
-	// Rows for a page's worth of candidates; those that do not fit wait
-	// for the next page.
-	cand := names[start:min(len(names), start+int(limit))]
-	more := start+len(cand) < len(names)
+	cand := pick.sorted()
+	more := eligible > len(cand)
 	rows := make([]typeRow, len(cand))
 	index := make(map[string]int, len(cand))
 	for i, name := range cand {
@@ -91,10 +104,8 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 			}
 		}
 	}
-	base := len("type=type_page\nreq=") + wire.EscapedLen(req) + len("\ncount=") + 20 +
-		len("\nmore=false") + len("\nskipped=") + 20
 	keys := 5 // type, req, count, more, skipped
-	used, skipped := 0, 0
+	used := 0
 	var lines [][2]string
 	n := 0
 	for i := range rows {
@@ -107,10 +118,6 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 			row = append(row, [2]string{k, v})
 			size += 2 + len(k) + wire.EscapedLen(v)
 		}
-		if base+size > c.cfg.MaxFrame {
-			skipped++ // too large alone: listing it would block every later page
-			continue
-		}
 		if base+used+size > c.cfg.MaxFrame || keys+len(row) > wire.MaxKeys {
 			more = true
 			break
@@ -119,6 +126,17 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 		keys += len(row)
 		lines = append(lines, row...)
 		n++
+	}
+	if n < len(rows) {
+		more = true
+	}
+	// skipped counts the names too large alone that this page passed:
+	// all of them on the last page.
+	skipped := 0
+	for _, name := range tooLarge {
+		if !more || (n > 0 && name < rows[n-1].name) {
+			skipped++
+		}
 	}
 	b := c.begin(wire.KindTypePage, req)
 	b.UintK(kCount, uint64(n))
@@ -130,4 +148,45 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 		b.Str(l[0], l[1])
 	}
 	c.send(p.id, &b)
+}
+
+// maxTypeRowLen bounds the bytes of a type_list row for name, with every
+// number at 20 digits: a row over the frame at this bound is never listed.
+func maxTypeRowLen(name string) int {
+	const idx = len("type.") + 3 // at most 100 rows: index below 1,000
+	size := 2 + idx + wire.EscapedLen(name)
+	for _, col := range typeColumns {
+		size += 2 + idx + 1 + len(col.name) + 20
+	}
+	return size
+}
+
+// nameHeap keeps the smallest names offered, up to a count: a max-heap.
+type nameHeap []string
+
+func (h nameHeap) Len() int           { return len(h) }
+func (h nameHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h nameHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *nameHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *nameHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// offer keeps name if it is among the n smallest seen.
+func (h *nameHeap) offer(name string, n int) {
+	if len(*h) < n {
+		heap.Push(h, name)
+	} else if name < (*h)[0] {
+		(*h)[0] = name
+		heap.Fix(h, 0)
+	}
+}
+
+// sorted returns the kept names in byte order.
+func (h nameHeap) sorted() []string {
+	slices.Sort(h)
+	return h
 }

@@ -105,3 +105,32 @@ func TestTypeList_BoundedByFrameAndKeys(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Equal(t, 1, skipped)
 }
+
+// A page whose every candidate is too large alone goes on past them:
+// it must not end with count=0 more=true and no name to page after.
+func TestTypeList_PagesPastTooLargeNames(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxFrame = MinMaxFrame })
+	cl := h.client()
+	h.pause(cl, "pause", "a")
+	h.executor("e1", "b"+strings.Repeat("z", MinMaxFrame-100), 1)
+	h.executor("e2", "c"+strings.Repeat("z", MinMaxFrame-100), 1)
+	h.pause(cl, "pause", "d")
+	var got []string
+	after := []string{"limit", "1"}
+	skipped := 0
+	for range 10 {
+		names, _, m := h.typePage(cl, after...)
+		got = append(got, names...)
+		if s, ok := m.Get("skipped"); ok {
+			n, _ := strconv.Atoi(s)
+			skipped += n
+		}
+		if m.Value("more") != "true" {
+			break
+		}
+		require.NotEmpty(t, names, "more=true with no name to page after")
+		after = []string{"limit", "1", "after", names[len(names)-1]}
+	}
+	assert.Equal(t, []string{"a", "d"}, got)
+	assert.Equal(t, 2, skipped)
+}
