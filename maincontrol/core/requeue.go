@@ -113,7 +113,7 @@ func (c *Core) requeuedStateSize(t *task, reason string) int {
 	if e := t.errText(); e != "" {
 		n += len("\nerror=") + wire.EscapedLen(e)
 	}
-	if taskStateKeys+3+int(t.outKeys) > wire.MaxKeys {
+	if taskStateKeysOf(&probe)+1+int(t.outKeys) > wire.MaxKeys { // 1: error
 		return c.cfg.MaxFrame + 1 // too many keys, whatever their size
 	}
 	return n

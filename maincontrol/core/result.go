@@ -209,21 +209,29 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, int64, string) {
 	return sets, growth, ""
 }
 
-// taskStateKeys is the keys of task_state besides out.* and error, every
-// optional one counted: the reply that carries a task's outputs with the
-// most other keys. error is there only with an error text, and a task
-// keeps the error that came with its outputs until both go (a cancel
-// keeps both).
+// taskStateKeys is the keys of task_state besides out.*, error, the
+// requeue keys and the field table's, every optional one counted: the
+// reply that carries a task's outputs with the most other keys. error is
+// there only with an error text, and a task keeps the error that came
+// with its outputs until both go (a cancel keeps both). The keys of
+// section 8.8 (progress, durations) are added only when they fit.
 const taskStateKeys = 12
+
+// taskStateKeysOf counts t's task_state keys besides out.* and error:
+// the fixed ones, the requeue keys once requeued, and each set field.
+func taskStateKeysOf(t *task) int {
+	keys := taskStateKeys + t.fields().replyKeys()
+	if t.requeues() > 0 {
+		keys += 2 // requeues, requeue_reason
+	}
+	return keys
+}
 
 // outTooLarge returns the first out.* key (or "error") with which the
 // task_state reply, the larger of task_state and done, would exceed the max
 // frame. A req counts as 128 bytes and every number as 20 digits.
 func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines, stateLen int) string {
-	keys := taskStateKeys
-	if t.requeues() > 0 {
-		keys += 2 // requeues, requeue_reason
-	}
+	keys := taskStateKeysOf(t)
 	if errText != "" {
 		keys++
 	}
@@ -262,7 +270,8 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines, 
 }
 
 // taskStateBase bounds the bytes of t's task_state reply (the larger of
-// task_state and done) without its error and out.* lines, with a req of
+// task_state and done) without its error and out.* lines, with its set
+// fields, with a req of
 // 128 bytes, every number at 20 digits and a state name of stateLen bytes.
 func taskStateBase(t *task, stateLen int) int {
 	return len("type=task_state") + len("\nreq=") + 128 +
@@ -271,7 +280,7 @@ func taskStateBase(t *task, stateLen int) int {
 		len("\ntask_type=") + wire.EscapedLen(t.typ.name) +
 		len("\nexecutor_id=") + len(t.execID) +
 		len("\ncreated_ms=") + 20 + len("\nupdated_ms=") + 20 +
-		len("\ntrace_id=") + traceLen(t.ownTrace()) + requeueLen(t)
+		len("\ntrace_id=") + traceLen(t.ownTrace()) + requeueLen(t) + t.fields().replyLen()
 }
 
 // requeueLen bounds the requeue keys of t's task_state: none before its

@@ -121,6 +121,28 @@ func (f *fieldVals) reply(b *wire.Builder) {
 	}
 }
 
+// replyKeys counts the keys the set fields add to a task_state reply.
+func (f *fieldVals) replyKeys() int {
+	n := 0
+	for _, v := range f {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// replyLen is the bytes the set fields add to a task_state reply.
+func (f *fieldVals) replyLen() int {
+	n := 0
+	for i := range taskFields {
+		if f[i] != "" {
+			n += len("\n=") + len(taskFields[i].key.String()) + wire.EscapedLen(f[i])
+		}
+	}
+	return n
+}
+
 // show copies the values into a TaskInfo.
 func (f *fieldVals) show(ti *TaskInfo) {
 	for i := range taskFields {
