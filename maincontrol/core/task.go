@@ -80,7 +80,11 @@ func (x taskExtra) shared() *taskExtra {
 		x.requeues == 0 && x.reason == "" {
 		return nil
 	}
-	return &x
+	// A copy, not &x: taking x's address moved it to the heap on every
+	// call, an allocation per task even when nil is returned.
+	p := new(taskExtra)
+	*p = x
+	return p
 }
 
 func (t *task) key() string {
