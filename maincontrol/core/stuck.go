@@ -213,16 +213,32 @@ func (c *Core) flagStuck(id, ver uint64, ranMs, limit int64, rule string, action
 }
 
 // pruneStuck forgets the flagged tasks that no longer run that dispatch.
-// It returns how many are left whose type still has a stuck rule: a
-// reload may drop it, and the flag stays so that one back warns no more.
-func (c *Core) pruneStuck() int {
+// The flag of one still running stays after a reload drops its type's
+// rule, so that it warns no more.
+func (c *Core) pruneStuck() {
 	st := &c.pol.stuck
-	n := 0
 	for id, m := range st.flagged {
-		t := c.tasks.get(id)
-		if t == nil || t.version != m.ver || t.state != Running {
+		if !c.stillStuck(id, m.ver) {
 			delete(st.flagged, id)
-		} else if tp := c.pol.lookup(t.typ.name); tp != nil && tp.stuckRule() {
+		}
+	}
+}
+
+// stillStuck reports whether task id still runs the flagged dispatch.
+func (c *Core) stillStuck(id, ver uint64) bool {
+	t := c.tasks.get(id)
+	return t != nil && t.version == ver && t.state == Running
+}
+
+// countStuck counts the flagged tasks still running whose type still
+// has a stuck rule. It reads only: the sweep prunes.
+func (c *Core) countStuck() int {
+	n := 0
+	for id, m := range c.pol.stuck.flagged {
+		if !c.stillStuck(id, m.ver) {
+			continue
+		}
+		if tp := c.pol.lookup(c.tasks.get(id).typ.name); tp != nil && tp.stuckRule() {
 			n++
 		}
 	}
@@ -241,7 +257,7 @@ func (c *Core) Stuck() StuckStats {
 	if c.pol == nil {
 		return StuckStats{}
 	}
-	n := c.pruneStuck()
+	n := c.countStuck()
 	st := &c.pol.stuck
 	return StuckStats{Stuck: n, Flagged: st.total, TakenBack: st.taken}
 }

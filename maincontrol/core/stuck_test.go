@@ -197,3 +197,18 @@ func TestStuck_RunWindowsBounded(t *testing.T) {
 	assert.Len(t, h.c.pol.stuck.runs, maxRunWindows)
 	assert.Equal(t, 1, strings.Count(logs.String(), "run times are kept for at most"))
 }
+
+// Stuck, a getter, reads only: the sweep forgets a flag whose task ended.
+func TestStuck_GetterIsPure(t *testing.T) {
+	h, _, cl, ex := stuckHarness(t, Policy{StuckAfter: 2 * time.Second})
+	id := h.submit(cl, "task_type", "x")
+	_, v := h.task(ex)
+	h.start(ex, id, v)
+	h.advance(3 * time.Second)
+	require.Equal(t, 1, h.c.Stuck().Stuck)
+	h.send(ex, "result", "task_id", itoa(id), "version", itoa(v), "status", "succeeded")
+	require.Equal(t, 0, h.c.Stuck().Stuck, "an ended task is not stuck")
+	assert.Len(t, h.c.pol.stuck.flagged, 1, "the getter left the flag for the sweep")
+	h.advance(2 * time.Second)
+	assert.Empty(t, h.c.pol.stuck.flagged, "the sweep forgot it")
+}
