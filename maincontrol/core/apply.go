@@ -355,6 +355,9 @@ func (c *Core) detach(id uint64) {
 func (c *Core) applyReady(r *record) {
 	from := c.tasks.get(r.id).state
 	t := c.setState(r.id, Pending, r.at)
+	// A retry's next attempt has not started: run_ms must not show the
+	// failed one's start if the task ends before it (section 8.8).
+	t.startOff = 0
 	if from == Retrying {
 		c.disarm(t)
 		t.dueMs = 0

@@ -163,6 +163,7 @@ func (c *Core) applyRequeue(r *record) {
 	t.flags &^= flagTakenBack | flagRequeued | flagDelayed | flagArmed
 	t.dueMs = 0
 	t.x = t.x.withRequeue(t.requeues()+1, r.why)
+	t.startOff = 0 // the requeued task's next attempt has not started
 	c.pendingBytes += t.bytes()
 	delete(c.depsMet, t.id)
 	if r.state == Waiting {
