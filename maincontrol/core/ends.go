@@ -219,8 +219,7 @@ func (c *Core) cancelRequest(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, wire.CodeIllegalTransition, "task "+strconv.FormatUint(id, 10)+" already "+t.state.String())
 		return
 	}
-	if !c.available {
-		c.sendError(p, req, wire.CodeUnavailable, "the log cannot be written; try again later")
+	if !c.writable(p, req) {
 		return
 	}
 	if !c.cancelTask(t, "cancelled by client") {

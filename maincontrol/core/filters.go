@@ -201,8 +201,7 @@ func (c *Core) bulkRequest(p *peer, m *wire.Message, req string, op bulkOp,
 		c.badRequest(p, req, err)
 		return
 	}
-	if !f.dryRun && !c.available {
-		c.sendError(p, req, wire.CodeUnavailable, "the log cannot be written; try again later")
+	if !f.dryRun && !c.writable(p, req) {
 		return
 	}
 	ids, next := c.scanFilter(&f)

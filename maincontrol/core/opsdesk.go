@@ -16,11 +16,15 @@ type OpsCounts struct {
 // Ops returns the operator's changes counted so far.
 func (c *Core) Ops() OpsCounts { return c.ops }
 
+// logNotWritable is what a change refused while the log cannot be
+// written is told.
+const logNotWritable = "the log cannot be written; try again later"
+
 // writable answers a request that would change state while the log
 // cannot be written: unavailable, and nothing changes.
 func (c *Core) writable(p *peer, req string) bool {
 	if !c.available {
-		c.sendError(p, req, wire.CodeUnavailable, "log not writable: changes are refused until it is")
+		c.sendError(p, req, wire.CodeUnavailable, logNotWritable)
 	}
 	return c.available
 }

@@ -207,7 +207,7 @@ func (c *Core) requeueRequest(p *peer, m *wire.Message, req string) {
 	}
 	to, code, msg := c.requeueTarget(t, w, nil)
 	if code == "" && !c.available {
-		code, msg = wire.CodeUnavailable, "the log cannot be written; try again later"
+		code, msg = wire.CodeUnavailable, logNotWritable
 	}
 	if code != "" {
 		c.sendError(p, req, code, msg)

@@ -249,8 +249,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.badRequest(p, req, err)
 		return
 	}
-	if !c.available {
-		c.sendError(p, req, wire.CodeUnavailable, "the log cannot be written; try again later")
+	if !c.writable(p, req) {
 		return
 	}
 	if c.nonTerminal() >= c.cfg.MaxPending {
