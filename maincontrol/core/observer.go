@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/apollo11/apollo11/wire"
+)
 
 // Observer is told about events worth counting (metrics). Its methods are
 // called synchronously on the core's goroutine and must be quick.
@@ -23,12 +27,12 @@ type Observer interface {
 	Admin(op string, n int)
 }
 
-// The admin operations Observer.Admin names, as their messages are.
+// The admin operations Observer.Admin names: their messages' kinds.
 const (
-	OpRequeue      = "requeue"
-	OpRequeueWhere = "requeue_where"
-	OpCancelWhere  = "cancel_where"
-	OpPurgeWhere   = "purge_where"
+	OpRequeue      = string(wire.KindRequeue)
+	OpRequeueWhere = string(wire.KindRequeueWhere)
+	OpCancelWhere  = string(wire.KindCancelWhere)
+	OpPurgeWhere   = string(wire.KindPurgeWhere)
 )
 
 // AdminOps lists the operations Observer.Admin reports.
