@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// ParseUint parses a spec number: decimal ASCII, no sign, no leading zeros
-// (except "0"), within uint64.
+// ParseUint parses a spec number within uint64. That is decimal ASCII
+// with no sign, and no leading zero unless the number is "0".
 func ParseUint(s string) (uint64, bool) {
 	if len(s) == 0 || len(s) > 20 || (len(s) > 1 && s[0] == '0') {
 		return 0, false
@@ -38,8 +38,8 @@ func ParseUint(s string) (uint64, bool) {
 	return n, true
 }
 
-// ParseInt parses a spec signed integer: an optional '-', then a number,
-// within int64.
+// ParseInt parses a spec signed integer within int64. It is a number,
+// perhaps after a '-'.
 func ParseInt(s string) (int64, bool) {
 	neg := strings.HasPrefix(s, "-")
 	if neg {
@@ -72,8 +72,8 @@ func ParseBool(s string) (bool, bool) {
 	return false, false
 }
 
-// SplitList splits a list value. An empty value is the empty list; an empty
-// item or an item with a space breaks the list syntax.
+// SplitList splits a list value. An empty value is the empty list. An
+// empty item, or an item with a space, breaks the list syntax.
 func SplitList(s string) ([]string, bool) {
 	if s == "" {
 		return nil, true
@@ -87,9 +87,9 @@ func SplitList(s string) ([]string, bool) {
 	return items, true
 }
 
-// ForEachItem calls fn for each item of list value s without allocating. It
-// returns false if the list syntax is broken; fn may stop early by
-// returning false, which ForEachItem passes through as true.
+// ForEachItem calls fn for each item of list value s without allocating.
+// It returns false if the list syntax is broken. fn may stop early by
+// returning false. ForEachItem still returns true then.
 func ForEachItem(s string, fn func(item string) bool) bool {
 	if s == "" {
 		return true
@@ -113,8 +113,8 @@ func ForEachItem(s string, fn func(item string) bool) bool {
 	}
 }
 
-// MissingKey is the error for a required key that is absent, for callers
-// that looked the message's fields up themselves.
+// MissingKey is the error for a required key that is absent. It serves
+// callers that looked the message's fields up themselves.
 func MissingKey(k string) error { return &ValueError{Key: k, Reason: "required key missing"} }
 
 // Uint returns the required number at key k.
@@ -135,8 +135,8 @@ func (m *Message) UintOr(k string, def uint64) (uint64, error) {
 	return UintValue(k, v)
 }
 
-// UintValue parses v, the value of key k, as a number: for callers that
-// found the value themselves.
+// UintValue parses v, the value of key k, as a number. It serves callers
+// that found the value themselves.
 func UintValue(k, v string) (uint64, error) {
 	n, ok := ParseUint(v)
 	if !ok {
@@ -217,7 +217,7 @@ func durationValue(k, v string) (time.Duration, error) {
 	return time.Duration(n) * time.Millisecond, nil
 }
 
-// List returns the list at key k; an absent key is the empty list.
+// List returns the list at key k. An absent key is the empty list.
 func (m *Message) List(k string) ([]string, error) {
 	v, _ := m.Get(k)
 	items, ok := SplitList(v)

@@ -7,10 +7,10 @@ import (
 )
 
 // CheckDialAddr reports why addr is not a main control address a peer can
-// dial, or nil. Wire v1 runs on TCP: a scheme (unix:///path, tcp://) or a
-// port outside 1-65535 would only fail every attempt, and a peer that
-// reconnects would retry for ever. The error names the reason, not the
-// setting: callers add that.
+// dial, or nil. Wire v1 runs on TCP only. A scheme such as unix:// or
+// tcp://, or a port outside 1-65535, would fail every attempt. A peer that
+// reconnects would then retry for ever. The error names the reason but not
+// the setting, which callers add.
 func CheckDialAddr(addr string) error {
 	if addr == "" {
 		return fmt.Errorf("empty: want host:port")

@@ -5,8 +5,8 @@ import "strings"
 // Code is a protocol error code, sent as `type=error code=<Code>`.
 type Code string
 
-// Error codes of the spec. Each is answered by the main control exactly as
-// the spec says; CloseAfter tells which ones end the connection.
+// Error codes of the spec. The main control answers each exactly as the
+// spec says. CloseAfter tells which ones end the connection.
 const (
 	CodeMalformed         Code = "malformed"
 	CodeFrameTooLarge     Code = "frame_too_large"
@@ -21,7 +21,7 @@ const (
 	CodeIllegalTransition Code = "illegal_transition"
 	CodeQueueFull         Code = "queue_full"
 	CodeUnavailable       Code = "unavailable"
-	// CodeConflict: a compare-and-set named a state_version that is not
+	// CodeConflict answers a compare-and-set whose state_version is not
 	// the current one (protocol section 8.6).
 	CodeConflict Code = "conflict"
 )
@@ -62,7 +62,7 @@ func (e *ErrorReply) Error() string {
 	return "main control error " + string(e.Code) + ": " + e.Message
 }
 
-// ErrorReplyOf reads an `error` frame; the strings are copied.
+// ErrorReplyOf reads an `error` frame. It copies the strings.
 func ErrorReplyOf(m *Message) *ErrorReply {
 	return &ErrorReply{Code: Code(strings.Clone(m.Value("code"))), Message: strings.Clone(m.Value("message"))}
 }

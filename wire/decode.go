@@ -11,17 +11,17 @@ import (
 const HeaderLen = 4
 
 // scratchKeep is the largest unescape buffer a Decoder keeps between
-// payloads; a bigger one is dropped so one huge frame does not pin memory.
+// payloads. A bigger one is dropped, so one huge frame does not pin memory.
 const scratchKeep = 64 << 10
 
 // Decoder parses frames out of a caller's buffer. The zero value is ready
 // with the default 1 MiB limit. A Decoder is not safe for concurrent use.
 //
 // The returned *Message is owned by the Decoder and valid until the next
-// call; its strings borrow from the input buffer (and from the decoder for
-// values that held escapes), so callers copy what they keep.
+// call. Its strings borrow from the input buffer, or from the decoder for
+// values that held escapes. Callers copy what they keep.
 type Decoder struct {
-	// MaxFrame is the largest payload accepted; 0 means DefaultMaxFrame.
+	// MaxFrame is the largest payload accepted. 0 means DefaultMaxFrame.
 	MaxFrame int
 
 	msg     Message
@@ -29,7 +29,8 @@ type Decoder struct {
 	keys    keySet
 }
 
-// NewDecoder returns a decoder with the given payload limit (0: default).
+// NewDecoder returns a decoder with the given payload limit, or the
+// default for 0.
 func NewDecoder(maxFrame int) *Decoder { return &Decoder{MaxFrame: maxFrame} }
 
 func (d *Decoder) max() int {
@@ -39,12 +40,12 @@ func (d *Decoder) max() int {
 	return d.MaxFrame
 }
 
-// Decode parses the first frame at the start of buf. It returns
-//   - (nil, 0, nil) when buf holds only part of a frame: read more;
-//   - (nil, 0, *FrameTooLargeError) as soon as a header announces more than
-//     MaxFrame, before any of the payload is needed;
-//   - (nil, 0, *MalformedError) for a payload that breaks spec section 2;
-//   - (msg, n, nil) with n the bytes consumed (header and payload).
+// Decode parses the first frame at the start of buf. It returns:
+//   - (nil, 0, nil) when buf holds only part of a frame, so read more.
+//   - (nil, 0, *FrameTooLargeError) once a header announces more than
+//     MaxFrame, before any of the payload is needed.
+//   - (nil, 0, *MalformedError) for a payload that breaks spec section 2.
+//   - (msg, n, nil) with n the bytes consumed, header and payload.
 func (d *Decoder) Decode(buf []byte) (*Message, int, error) {
 	size, ok, err := d.Header(buf)
 	if !ok || err != nil {
@@ -61,7 +62,7 @@ func (d *Decoder) Decode(buf []byte) (*Message, int, error) {
 }
 
 // Header reads a frame header. ok is false while buf holds fewer than 4
-// bytes. A zero length is malformed; a length over MaxFrame is a
+// bytes. A zero length is malformed. A length over MaxFrame is a
 // *FrameTooLargeError.
 func (d *Decoder) Header(buf []byte) (size int, ok bool, err error) {
 	if len(buf) < HeaderLen {
@@ -99,8 +100,8 @@ func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
 	d.keys.reset()
 	fields := m.Fields[:0]
 	for off := 0; off <= len(p); {
-		// Key: up to the first '='; a LF first means a line without one.
-		// Keys are short, so a byte loop beats word-at-a-time tricks here.
+		// The key runs up to the first '='. A LF before it means a line
+		// without one. Keys are short, so a byte loop beats word tricks here.
 		eq := off
 		for eq < len(p) && keyByte[p[eq]] {
 			eq++
@@ -111,10 +112,10 @@ func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
 		if reason := keyShapeProblem(p[off:eq]); reason != "" {
 			return nil, malformed(reason, off)
 		}
-		// Value: up to LF or the end, checking escapes on the way. The
-		// scan goes a word at a time (written out here: this is the
-		// server's hot loop); the byte loop after it finishes the last few
-		// bytes of the payload, and does nothing when the word loop
+		// The value runs up to LF or the end, and escapes are checked on
+		// the way. The scan goes a word at a time, written out because this
+		// is the server's hot loop. The byte loop after it finishes the
+		// payload's last few bytes. It does nothing when the word loop
 		// stopped at a special byte.
 		escaped := false
 		end := eq + 1
@@ -180,7 +181,7 @@ func (d *Decoder) DecodePayload(p []byte) (*Message, error) {
 	return m, nil
 }
 
-// lineProblem explains why the line at off has no valid key before '=';
+// lineProblem explains why the line at off has no valid key before '='.
 // stop is where the key scan stopped.
 func (d *Decoder) lineProblem(p []byte, off, stop int) error {
 	switch {
@@ -189,8 +190,8 @@ func (d *Decoder) lineProblem(p []byte, off, stop int) error {
 	case stop == len(p) || p[stop] == '\n':
 		return malformed("line without '='", off)
 	}
-	// A byte outside the key alphabet: a line without '=' if none follows
-	// on the line, else a bad key.
+	// A byte outside the key alphabet is a bad key when '=' follows on
+	// the line. Otherwise the line has no '=' at all.
 	for i := stop; i < len(p) && p[i] != '\n'; i++ {
 		if p[i] == '=' {
 			return malformed("key byte not in a-z 0-9 _ . -", stop)
@@ -211,8 +212,8 @@ func (d *Decoder) unescape(raw []byte, payloadLen int) string {
 	return borrow(d.scratch[start:])
 }
 
-// keyShapeProblem checks a key whose bytes are already known to be in the
-// alphabet: its length and the bare prefixes.
+// keyShapeProblem checks the length and bare prefixes of a key. Its bytes
+// are already known to be in the alphabet.
 func keyShapeProblem(k []byte) string {
 	if len(k) == 0 {
 		return "empty key"

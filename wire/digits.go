@@ -18,7 +18,7 @@ const digitPairs = "00010203040506070809" +
 	"90919293949596979899"
 
 // appendUint is strconv.AppendUint(dst, v, 10), written in place. Task
-// frames carry six numbers and most are one digit, so the main control's
+// frames carry six numbers, and most are one digit. So the main control's
 // replies spend a visible share of their time here.
 func appendUint(dst []byte, v uint64) []byte {
 	if v < 10 && len(dst) < cap(dst) { // small enough to inline: most calls
@@ -34,8 +34,8 @@ func appendUintDigits(dst []byte, v uint64) []byte {
 	if v >= 1e19 {
 		return strconv.AppendUint(dst, v, 10)
 	}
-	// log10 from log2: 1233/4096 is just above log10(2), so n is the digit
-	// count or one less.
+	// This is log10 from log2. 1233/4096 is just above log10(2), so n is
+	// the digit count or one less.
 	n := bits.Len64(v) * 1233 >> 12
 	if v >= pow10[n] {
 		n++

@@ -8,11 +8,11 @@ import (
 	"unicode/utf8"
 )
 
-// AppendFrame appends m as a whole frame (length header and payload) to dst
-// and returns the extended slice. It writes `type` first, then the other
+// AppendFrame appends m as a whole frame, length header and payload, to dst.
+// It returns the extended slice. It writes `type` first, then the other
 // keys in order, escaping every value. It refuses invalid keys, a key that
 // appears twice, values that are not UTF-8, more than MaxKeys keys and a
-// message without type; on error dst is returned unchanged. It does not
+// message without type. On error dst is returned unchanged. It does not
 // allocate when dst has the capacity.
 func AppendFrame(dst []byte, m *Message) ([]byte, error) {
 	fields := m.Fields
@@ -30,7 +30,7 @@ func AppendFrame(dst []byte, m *Message) ([]byte, error) {
 		return dst, fmt.Errorf("%w: %d keys, max %d", ErrKey, len(fields), MaxKeys)
 	}
 	// Small messages check for repeated keys with a fingerprint set as they
-	// go; big ones with a hash table first.
+	// go. Big ones build a hash table first.
 	var seen [4]uint64
 	if len(fields) > smallMessage {
 		if i := duplicateKey(fields); i >= 0 {
@@ -166,8 +166,8 @@ func appendPayload(dst []byte, m *Message) []byte {
 }
 
 // Builder appends one frame field by field, without building a Message
-// first. It is the hot-path encoder: keys are validated and values escaped
-// as they are added, and the first error sticks until Finish.
+// first. It is the hot-path encoder. Keys are validated and values escaped
+// as they are added. The first error sticks until Finish.
 //
 //	b := wire.Begin(buf, KindPong)
 //	b.Uint("seq", 7)
@@ -187,7 +187,7 @@ func Begin(dst []byte, typ Kind) Builder {
 	return b
 }
 
-// key starts the line of key k; it reports false after an error.
+// key starts the line of key k. It reports false after an error.
 func (b *Builder) key(k string) bool {
 	if b.err != nil {
 		return false
@@ -296,8 +296,8 @@ func (b *Builder) Bool(k string, v bool) {
 	}
 }
 
-// List adds key k with a comma-separated list of items. Items must not be
-// empty or hold a comma; the caller guarantees it.
+// List adds key k with a comma-separated list of items. The caller makes
+// sure no item is empty or holds a comma.
 func (b *Builder) List(k string, items []string) {
 	if !b.key(k) {
 		return
@@ -310,10 +310,10 @@ func (b *Builder) List(k string, items []string) {
 	}
 }
 
-// Raw appends pre-encoded lines: one or more `key=escaped value` lines
-// joined by LF, without a leading or trailing LF, as produced by an earlier
-// Builder or kept from a decoded payload. Empty raw adds nothing. keys is
-// how many lines raw holds, for the key-count limit.
+// Raw appends pre-encoded lines, as an earlier Builder made them or a
+// decoded payload held them. They are `key=escaped value` lines joined by
+// LF, with no LF before or after. Empty raw adds nothing. keys is how many
+// lines raw holds, for the key-count limit.
 func (b *Builder) Raw(raw []byte, keys int) {
 	if b.err != nil || len(raw) == 0 {
 		return

@@ -16,9 +16,9 @@ const (
 )
 
 // MaxExecutorTypes bounds the different task types one executor may
-// register with an apollo11 main control (docs/protocol.md, appendix): the
-// main control moves an executor in the queue of every type it serves at
-// each change of its load, so 100,000 types made each dispatch to it cost
+// register with an apollo11 main control (docs/protocol.md, appendix). At
+// each change of an executor's load, the main control moves it in the queue
+// of every type it serves. With 100,000 types, each dispatch to it cost
 // milliseconds. Real executors serve a few dozen.
 const MaxExecutorTypes = 1024
 
@@ -42,9 +42,9 @@ func (e *FrameTooLargeError) Error() string {
 // Is makes errors.Is(err, ErrFrameTooLarge) true.
 func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
 
-// MalformedError reports a payload that breaks spec section 2. Offset is the
-// byte offset in the payload (not counting the 4-byte header) where the
-// problem was found.
+// MalformedError reports a payload that breaks spec section 2. Offset is
+// where the problem was found, in bytes from the payload's start. The
+// 4-byte header is not counted.
 type MalformedError struct {
 	Reason string
 	Offset int
@@ -60,7 +60,7 @@ func (e *MalformedError) Is(target error) bool { return target == ErrMalformed }
 func malformed(reason string, off int) error { return &MalformedError{Reason: reason, Offset: off} }
 
 // ValueError reports a well-formed payload whose value breaks its message's
-// rules; the server answers it with code=bad_request and keeps the
+// rules. The server answers it with code=bad_request and keeps the
 // connection. Its text names the key.
 type ValueError struct {
 	Key    string

@@ -2,7 +2,7 @@ package wire
 
 import "unicode/utf8"
 
-// keyByte marks the bytes allowed in a key: a-z 0-9 _ . -
+// keyByte marks the bytes allowed in a key, which are a-z 0-9 _ . -
 var keyByte = func() (t [256]bool) {
 	for c := 'a'; c <= 'z'; c++ {
 		t[c] = true
@@ -92,8 +92,8 @@ func EscapedLen(v string) int {
 	return n
 }
 
-// CutEscaped returns the longest prefix of v, cut on a rune boundary, whose
-// escaped form takes at most n bytes: what of a value fits the room left in
+// CutEscaped returns the longest prefix of v whose escaped form takes at
+// most n bytes, cut on a rune boundary. That is what fits the room left in
 // a frame.
 func CutEscaped(v string, n int) string {
 	size := 0

@@ -7,7 +7,7 @@ import "slices"
 type Feature = string
 
 // The groups of protocol section 8.1. A peer ignores names it does not
-// know, so a server may list groups newer than its peer.
+// know. So a server may list groups newer than its peer.
 const (
 	FeatureAdmin Feature = "admin" // requeue, bulk cancel and purge, pause, state repair
 	FeatureTypes Feature = "types" // type_list and the executor's types

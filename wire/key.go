@@ -6,16 +6,16 @@ import (
 	"strconv"
 )
 
-// Key is a key validated once, when it is made. Hot paths that write the
-// same keys millions of times (the main control's replies) use Key with the
-// Builder's K methods to skip re-validating them; keys that come from
-// outside go through the validating methods instead.
+// Key is a key validated once, when it is made. The main control's replies
+// write the same keys millions of times. They use Key with the Builder's K
+// methods to skip validating again. Keys from outside go through the
+// validating methods instead.
 type Key struct {
 	line string // "\n" + key + "=": what the Builder appends before a value
-	// lo and hi hold line's bytes when it is 16 bytes or shorter, so that
-	// it is written as two 8-byte stores rather than through a call to
-	// memmove: a task's three reply frames add fifteen keys. Words rather
-	// than an array, so that a Key still travels in registers.
+	// lo and hi hold line's bytes when it is 16 bytes or shorter. It is
+	// then written as two 8-byte stores, without a call to memmove. A
+	// task's three reply frames add fifteen keys. They are words, not an
+	// array, so a Key still travels in registers.
 	lo, hi uint64
 }
 
@@ -71,8 +71,8 @@ func (b *Builder) StrK(k Key, v string) {
 }
 
 // PlainK adds a pre-validated key with a value that needs no check and no
-// escaping: one the caller made itself from bytes that cannot need it,
-// such as hex digits. Anything that came from a peer goes through StrK.
+// escaping. The caller made the value itself, from bytes such as hex
+// digits. Anything that came from a peer goes through StrK.
 func (b *Builder) PlainK(k Key, v string) {
 	b.trustedKey(k)
 	if b.err == nil {
@@ -82,9 +82,9 @@ func (b *Builder) PlainK(k Key, v string) {
 
 // UintK adds a pre-validated key with a number.
 func (b *Builder) UintK(k Key, v uint64) {
-	// Six of the nine numbers in a task's reply frames are one digit: with
-	// a short key and room in the buffer, key and digit are written here
-	// in three stores, without the calls of the general path.
+	// Six of the nine numbers in a task's reply frames are one digit. With
+	// a short key and room in the buffer, key and digit take three stores
+	// here, without the calls of the general path.
 	n := len(b.buf)
 	if v < 10 && b.err == nil && uint(len(k.line)-1) < 16 && cap(b.buf)-n >= 17 {
 		w := b.buf[n : n+17]

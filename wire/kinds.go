@@ -63,7 +63,7 @@ const (
 	KindTypesOK      Kind = "types_ok"
 )
 
-// Role is a set of peer roles: who may send a message type.
+// Role is a set of peer roles, those who may send a message type.
 type Role uint8
 
 // Peer roles.
@@ -73,7 +73,7 @@ const (
 	RoleMain
 )
 
-// kindSenders is the one table of message types: each with the roles that
+// kindSenders is the one table of message types, each with the roles that
 // may send it. A type missing here is unknown_type everywhere.
 var kindSenders = map[Kind]Role{
 	KindWelcome:    RoleMain,
@@ -132,7 +132,7 @@ func (k Kind) Known() bool { return kindSenders[k] != 0 }
 // SentBy reports whether a peer of role r may send k.
 func (k Kind) SentBy(r Role) bool { return kindSenders[k]&r != 0 }
 
-// Senders returns the roles that may send k; zero for an unknown type.
+// Senders returns the roles that may send k, or zero for an unknown type.
 func (k Kind) Senders() Role { return kindSenders[k] }
 
 // Kinds returns every known message type, sorted.

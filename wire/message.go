@@ -13,8 +13,8 @@ type Field struct {
 }
 
 // Message is an ordered list of fields. Key order carries no meaning on the
-// wire, but it is kept so that encoding is deterministic: `type` first, then
-// the other keys in the order they were set.
+// wire, but it is kept so that encoding is deterministic. `type` comes
+// first, then the other keys in the order they were set.
 type Message struct {
 	Fields []Field
 }
@@ -95,8 +95,8 @@ func (m *Message) WithPrefix(prefix string) iter.Seq2[string, string] {
 	}
 }
 
-// Clone returns a deep copy that owns its memory: one allocation holds every
-// key and value, so the copy outlives the buffer m was decoded from.
+// Clone returns a deep copy that owns its memory. One allocation holds
+// every key and value, so the copy outlives the buffer m was decoded from.
 func (m *Message) Clone() *Message {
 	n := 0
 	for _, f := range m.Fields {

@@ -7,13 +7,13 @@ import (
 )
 
 // RefusalWait bounds how long a peer that is closing waits for its
-// Refusal to be written: the peer it refuses may not be reading.
+// Refusal to be written. The peer it refuses may not be reading.
 const RefusalWait = time.Second
 
 // Refusal returns the `type=error` frame with which any peer answers a
-// decode error before it closes the connection (spec sections 1 and 2):
-// code=frame_too_large for a header over the limit, code=malformed for any
-// other framing or payload error, with the error's text as message. It
+// decode error before it closes the connection (spec sections 1 and 2).
+// A header over the limit gets code=frame_too_large. Any other framing or
+// payload error gets code=malformed. The message is the error's text. It
 // returns false for an error that is not the codec's, such as a failed
 // read, which gets no answer.
 func Refusal(err error) ([]byte, bool) {
@@ -31,9 +31,9 @@ func Refusal(err error) ([]byte, bool) {
 }
 
 // ErrorFrame returns the frame `type=error code=<code> message=<message>`
-// with no req: the answer to what is not a request (a decode error, a
-// connection refused or cut off). It returns nil only for a message that
-// cannot be encoded.
+// with no req. It answers what is not a request, such as a decode error,
+// or a connection refused or cut off. It returns nil only for a message
+// that cannot be encoded.
 func ErrorFrame(code Code, message string) []byte {
 	b := Begin(nil, KindError)
 	b.Str("code", string(code))
@@ -45,11 +45,10 @@ func ErrorFrame(code Code, message string) []byte {
 	return frame
 }
 
-// RefuseHandshake answers err, from reading a frame of the handshake, as a
-// peer answers one after it (Refusal), on conn, which the caller then
-// closes; a peer whose first bytes are a text banner (ForeignBanner)
-// speaks another protocol and is not answered. The write is bounded by
-// RefusalWait.
+// RefuseHandshake answers err, from reading a frame of the handshake, on
+// conn, as Refusal does later. The caller then closes conn. A peer whose
+// first bytes are a text banner (ForeignBanner) speaks another protocol
+// and is not answered. RefusalWait bounds the write.
 func RefuseHandshake(conn net.Conn, err error) {
 	if ForeignBanner(err) {
 		return

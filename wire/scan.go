@@ -5,25 +5,25 @@ import (
 	"math/bits"
 )
 
-// Scanning helpers for the codec's hot paths. Values can be long, so they are
-// checked eight bytes per step; keys are short and checked by byte loops
-// without a branch per byte. Duplicate keys are found with a fingerprint
-// set and, for big payloads, a hash table.
+// Scanning helpers for the codec's hot paths. Values can be long, so they
+// are checked eight bytes per step. Keys are short, so byte loops check
+// them without a branch per byte. A fingerprint set finds duplicate keys,
+// with a hash table for big payloads.
 
 const (
 	lo8 = 0x0101010101010101
 	hi8 = 0x8080808080808080
 )
 
-// le64 loads the 8 bytes at b[i:] little-endian: the byte at the lowest
+// le64 loads the 8 bytes at b[i:] little-endian. The byte at the lowest
 // address is the lowest byte, so TrailingZeros64(mask)>>3 indexes from i.
 func le64(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
 
-// zeroBytes marks (with 0x80) the lowest zero byte of x exactly; marks above
-// it may be false positives, which is harmless as only the lowest is used.
+// zeroBytes marks the lowest zero byte of x exactly, with 0x80. Marks above
+// it may be false positives. That is harmless, as only the lowest is used.
 func zeroBytes(x uint64) uint64 { return (x - lo8) &^ x & hi8 }
 
-// specialMask marks bytes equal to LF, '=' or '\'; the lowest mark is exact.
+// specialMask marks bytes equal to LF, '=' or '\'. The lowest mark is exact.
 func specialMask(x uint64) uint64 {
 	return zeroBytes(x^(lo8*'\n')) | zeroBytes(x^(lo8*'=')) | zeroBytes(x^(lo8*'\\'))
 }
@@ -36,7 +36,7 @@ func specialMask(x uint64) uint64 {
 func eq7(y uint64, c byte) uint64 { return ^((y ^ lo8*uint64(c)) + lo8*0x7f) }
 
 // escapeMask marks exactly the bytes of x that an encoder cannot copy as
-// they are: LF, '=', '\' and every non-ASCII byte.
+// they are. Those are LF, '=', '\' and every non-ASCII byte.
 func escapeMask(x uint64) uint64 {
 	y := x &^ hi8
 	return (x | eq7(y, '\n') | eq7(y, '=') | eq7(y, '\\')) & hi8
@@ -45,9 +45,9 @@ func escapeMask(x uint64) uint64 {
 // specialByte marks LF, '=' and '\'.
 var specialByte = [256]bool{'\n': true, '=': true, '\\': true}
 
-// keyBytes reports whether every byte of k is a key byte. The loop has no
-// branch per byte (keys are short, and an early exit costs more than it
-// saves) and takes four bytes per step.
+// keyBytes reports whether every byte of k is a key byte. The loop takes
+// four bytes per step with no branch per byte. Keys are short, and an
+// early exit costs more than it saves.
 func keyBytes(k string) bool {
 	bad := byte(0)
 	i := 0
@@ -70,8 +70,8 @@ var nonKeyByte = func() (t [256]byte) {
 	return t
 }()
 
-// escapeByte is 1 for the bytes a value cannot hold as they are: LF, '=',
-// '\' and every non-ASCII byte.
+// escapeByte is 1 for the bytes a value cannot hold as they are. Those are
+// LF, '=', '\' and every non-ASCII byte.
 var escapeByte = func() (t [256]byte) {
 	for c := range t {
 		if c >= 0x80 || c == '\n' || c == '=' || c == '\\' {
@@ -82,8 +82,9 @@ var escapeByte = func() (t [256]byte) {
 }()
 
 // plainString reports whether v can be written as a value without escaping
-// or UTF-8 checks: ASCII without LF, '=' or '\'. Values of 8 bytes or more
-// are checked a word at a time, the last word overlapping the one before.
+// or UTF-8 checks. That holds for ASCII without LF, '=' or '\'. Values of 8
+// bytes or more are checked a word at a time. The last word overlaps the
+// one before.
 func plainString(v string) bool {
 	if len(v) < 8 {
 		bad := byte(0)
@@ -114,8 +115,8 @@ func keyFingerprint(k string) uint64 {
 	return x * 0x9e3779b97f4a7c15 >> 56
 }
 
-// keyHash hashes a key for the duplicate-key checks: the first and the last
-// eight bytes (overlapping for short keys) and the length.
+// keyHash hashes a key for the duplicate-key checks. It mixes the length
+// with the first and last eight bytes, which overlap in short keys.
 func keyHash(k string) uint64 {
 	var h uint64
 	if len(k) >= 8 {
@@ -128,17 +129,17 @@ func keyHash(k string) uint64 {
 	return (h ^ uint64(len(k))) * 0x9e3779b97f4a7c15
 }
 
-// load64 reads s[:8] little-endian; len(s) >= 8.
+// load64 reads s[:8] little-endian. len(s) is at least 8.
 func load64(s string) uint64 {
 	_ = s[7]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// keySet finds repeated keys in one payload. For up to 32 keys a 256-bit
-// fingerprint set answers most keys, and only a fingerprint seen before
-// costs comparing with the earlier keys; past that an open-addressing hash
-// table of field indexes takes over, so that 1,024 keys cost linear time.
+// keySet finds repeated keys in one payload. For up to 32 keys, a 256-bit
+// fingerprint set answers most keys. Only a fingerprint seen before costs
+// a comparison with the earlier keys. Past 32 keys, an open-addressing
+// hash table of field indexes takes over, so 1,024 keys cost linear time.
 type keySet struct {
 	seen   [4]uint64
 	table  *[tableSize]uint16 // field index+1 per slot; nil until needed
@@ -157,8 +158,8 @@ func (s *keySet) reset() {
 }
 
 // repeated reports whether k is the key of one of fields, the keys so far
-// of this payload. When it reports false the caller appends k as
-// fields[len(fields)]: the next call passes the longer slice.
+// of this payload. When it reports false, the caller appends k as
+// fields[len(fields)]. The next call passes the longer slice.
 func (s *keySet) repeated(fields []Field, k string) bool {
 	if len(fields) < smallNKeys {
 		fp := keyFingerprint(k)

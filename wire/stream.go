@@ -37,8 +37,8 @@ func (r *Reader) SetMaxFrame(n int) { r.dec.MaxFrame = n }
 
 // Next returns the next message. The message and its strings are valid only
 // until the next call to Next or ReadMessage. Errors are *FrameTooLargeError,
-// *MalformedError, or the underlying reader's (io.EOF at a frame boundary,
-// io.ErrUnexpectedEOF inside a frame).
+// *MalformedError, or the underlying reader's. Those are io.EOF at a frame
+// boundary and io.ErrUnexpectedEOF inside a frame.
 func (r *Reader) Next() (*Message, error) {
 	for {
 		if r.end > r.start {
@@ -74,9 +74,9 @@ func (r *Reader) ReadMessage() (*Message, error) {
 	return m.Clone(), nil
 }
 
-// fill reads more bytes, making room first: it compacts consumed bytes away
-// and grows the buffer (doubling, capped by the frame being read) only when
-// a frame already fills it.
+// fill reads more bytes, making room first. It compacts consumed bytes away.
+// It grows the buffer only when a frame already fills it, doubling it up to
+// the frame being read.
 func (r *Reader) fill() error {
 	if r.readErr != nil {
 		return r.readErr
@@ -103,8 +103,8 @@ func (r *Reader) fill() error {
 		}
 		r.end += n
 		if err != nil {
-			// A reader may return data and an error together: use the
-			// data first, report the error when more is needed.
+			// A reader may return data and an error together. Use the data
+			// first, and report the error when more is needed.
 			r.readErr = err
 		}
 		if n > 0 {
@@ -117,7 +117,7 @@ func (r *Reader) fill() error {
 	return io.ErrNoProgress
 }
 
-// Writer writes frames to a stream. Frames are buffered until Flush; Send
+// Writer writes frames to a stream. Frames are buffered until Flush. Send
 // writes and flushes one message. A Writer is not safe for concurrent use.
 type Writer struct {
 	w   io.Writer

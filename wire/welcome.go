@@ -14,14 +14,14 @@ type Welcome struct {
 	Nonce    string
 	Proto    string // "" when absent
 	MaxFrame int    // the limit for frames the peer sends; int32 at most
-	// Features are the optional groups the server speaks (section 8.1);
-	// nil from a v1 server, which lists none.
+	// Features are the optional groups the server speaks (section 8.1).
+	// A v1 server lists none, so they are nil.
 	Features []string
 }
 
 // ParseWelcome checks that m is a welcome and reads it. max_frame defaults
-// to DefaultMaxFrame; 0 or a value beyond uint32 is an error, and a value
-// beyond int32 is capped so that it fits an int on 32-bit platforms.
+// to DefaultMaxFrame. 0 or a value beyond uint32 is an error. A value
+// beyond int32 is capped, so it fits an int on 32-bit platforms.
 func ParseWelcome(m *Message) (Welcome, error) {
 	if m.Type() == "error" {
 		// A main control that refuses the connection (at --max-conns, or
@@ -36,7 +36,7 @@ func ParseWelcome(m *Message) (Welcome, error) {
 		return Welcome{}, fmt.Errorf("bad welcome max_frame %q", m.Value("max_frame"))
 	}
 	// A features list that breaks the list syntax names no group the
-	// peer can use; a v1.1 peer ignores it rather than refuse the server.
+	// peer can use. A v1.1 peer ignores it rather than refuse the server.
 	features, _ := m.List("features")
 	if features == nil && m.Has("features") {
 		features = []string{} // a v1.1 server that speaks no group
@@ -49,10 +49,10 @@ func ParseWelcome(m *Message) (Welcome, error) {
 }
 
 // ForeignBanner reports whether err, from reading a connection's first
-// frame, shows a peer that speaks another protocol altogether: a header
-// whose four bytes are printable ASCII ("SSH-", "HTTP", "220 ") is a text
-// banner, not a length. Such a peer is not answered with an error frame,
-// which it could not read; any other frame that cannot be decoded is.
+// frame, shows a peer of another protocol. A header of four printable ASCII
+// bytes ("SSH-", "HTTP", "220 ") is a text banner, not a length. Such a
+// peer could not read an error frame, so it gets none. Any other frame that
+// cannot be decoded gets one.
 func ForeignBanner(err error) bool {
 	var tl *FrameTooLargeError
 	if !errors.As(err, &tl) {
