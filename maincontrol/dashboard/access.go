@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// maxFormBytes bounds a form's body: the largest holds a task type name
+// maxFormBytes bounds a form's body. The largest holds a task type name
 // and a CSRF token.
 const maxFormBytes = 4 << 10
 
-// crossOrigin refuses state-changing requests a browser marks as coming
-// from another site, beside the CSRF token each form carries.
+// crossOrigin refuses state-changing requests that a browser marks as
+// coming from another site. Each form's CSRF token guards them too.
 var crossOrigin = http.NewCrossOriginProtection()
 
 // view is what every page template gets.
@@ -38,7 +38,7 @@ type view struct {
 	Page                   any
 }
 
-// pageFunc fills a page: it returns the template's name and its data.
+// pageFunc fills a page. It returns the template's name and its data.
 type pageFunc func(r *http.Request, v *view) (string, int, error)
 
 // session returns the request's live session, or nil.
@@ -78,8 +78,8 @@ func (d *Dashboard) mayAdmin(r *http.Request, ss *session) (bool, string) {
 	return true, ""
 }
 
-// page wraps a GET page: with a token it needs a logged-in session;
-// without one it gives each browser a session for its form tokens.
+// page wraps a GET page. With a token, it needs a logged-in session.
+// Without one, it gives each browser a session for its form tokens.
 func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ss := d.session(r)
@@ -104,8 +104,8 @@ func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
 	}
 }
 
-// flashes are the notes an action's redirect may ask a page to show: a
-// fixed set, so that a link cannot make the page say anything else.
+// flashes are the notes an action's redirect may ask a page to show. The
+// set is fixed, so a link cannot make the page say anything else.
 var flashes = map[string]string{
 	"cancel":  "Cancel sent: the main control confirmed it.",
 	"requeue": "Requeue sent: the main control confirmed it.",
@@ -125,8 +125,8 @@ type errStatus struct {
 func (e *errStatus) Error() string { return e.err.Error() }
 func (e *errStatus) Unwrap() error { return e.err }
 
-// action wraps a POST: bounded body, same origin, a session allowed to
-// act and its CSRF token, then fn under a timeout.
+// action wraps a POST. It checks the body's size, the origin, the
+// session's right to act and its CSRF token. Then fn runs under a timeout.
 func (d *Dashboard) action(fn actionFunc) http.HandlerFunc { return d.act(false, fn) }
 
 // adminAction is action for the admin actions.
@@ -177,8 +177,8 @@ func (d *Dashboard) act(admin bool, fn actionFunc) http.HandlerFunc {
 	}
 }
 
-// loginView is the login form: a token field when the main control has
-// one, an admin token field when it has one.
+// loginView is the login form. It has a token field when the main control
+// has a token, and an admin token field when it has an admin token.
 func (d *Dashboard) loginView(flash string) *view {
 	return &view{Title: "Log in", Flash: flash, TokenField: d.o.Token != nil, AdminField: d.o.AdminToken != nil}
 }
@@ -191,9 +191,10 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, http.StatusOK, "login", d.loginView(""))
 }
 
-// login checks the form's tokens: the shared token when there is one,
-// and the admin token when given (without a shared token, it is the
-// only field). A session proving it may take the admin actions.
+// login checks the form's tokens. The shared token is checked when there
+// is one, and the admin token when it is given. Without a shared token,
+// the admin token is the only field. A session proving it may take the
+// admin actions.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	if d.o.Token == nil && d.o.AdminToken == nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -238,7 +239,7 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// logAction records who took an action: all actions share one loopback
+// logAction records who took an action. All actions share one loopback
 // connection, so the HTTP peer and session are the only trace of a person.
 func (d *Dashboard) logAction(r *http.Request, ss *session, err error) {
 	attrs := []any{"action", path.Base(r.URL.Path), "remote", r.RemoteAddr, "session", sessionTag(ss)}
@@ -254,8 +255,8 @@ func (d *Dashboard) logAction(r *http.Request, ss *session, err error) {
 	d.log.Info("dashboard action", attrs...)
 }
 
-// sessionTag is a short hash of a session id: it tells sessions apart in
-// logs without giving anyone who reads them a usable id.
+// sessionTag is a short hash of a session id. It tells sessions apart in
+// logs without giving their readers a usable id.
 func sessionTag(ss *session) string {
 	sum := sha256.Sum256(ss.id[:])
 	return hex.EncodeToString(sum[:6])

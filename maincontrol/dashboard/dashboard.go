@@ -1,13 +1,12 @@
 // Package dashboard is the main control's web dashboard, served beside
-// /metrics on --http-listen: server-rendered pages (html/template, no
-// JavaScript), its templates and stylesheet embedded in the binary, so
-// that it works with no network beyond the main control.
+// /metrics on --http-listen. Its pages are rendered on the server with
+// html/template, without JavaScript. The templates and stylesheet are
+// embedded in the binary, so it needs no network beyond the main control.
 //
-// It reads state through a Source, which the main control implements by
-// taking the same lock as /metrics for each short read, and it acts
-// (cancel, ...) through an Actor: a client connection to the main control
-// itself, so that an action is checked, made durable and confirmed as any
-// client's request is.
+// It reads state through a Source. The main control implements it by
+// taking the lock of /metrics for each short read. It acts through an
+// Actor, a client connection to the main control itself. So an action is
+// checked, made durable and confirmed as any client's request is.
 package dashboard
 
 import (
@@ -67,19 +66,19 @@ type Options struct {
 	Source Source
 	Actor  Actor
 	// Token is the main control's shared token. With one, every page
-	// needs a login with it; without, pages are open (as the wire is)
-	// and actions are taken only from loopback peers.
+	// needs a login with it. Without one, pages are open, as the wire
+	// is, and only loopback peers may take actions.
 	Token []byte
 	// AdminToken is the main control's admin token. With one, the admin
 	// actions (requeue, pause, resume) need a login that proves it too.
 	AdminToken []byte
-	// ListenHost is the host of --http-listen: without a token, only
-	// requests naming it, localhost or an IP address in Host are served,
-	// so that a DNS-rebinding page cannot reach a loopback dashboard.
+	// ListenHost is the host of --http-listen. Without a token, a request
+	// is served only when its Host names it, localhost or an IP address.
+	// So a DNS-rebinding page cannot reach a loopback dashboard.
 	ListenHost string
 	Logger     *slog.Logger
-	// SampleEvery and Samples set the throughput ring (default 5 s x
-	// 120: the last ten minutes).
+	// SampleEvery and Samples set the throughput ring. The default of
+	// 5 s x 120 keeps the last ten minutes.
 	SampleEvery time.Duration
 	Samples     int
 }

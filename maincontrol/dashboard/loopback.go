@@ -9,9 +9,9 @@ import (
 )
 
 // Loopback is an Actor that sends each action as a client request to the
-// main control itself. The event loop then handles it as any client's:
-// checked by the core, made durable before it is confirmed, under the
-// same token. Calling the core from an HTTP goroutine could do neither.
+// main control itself. The event loop then handles it as any client's. The
+// core checks it, and it is durable before it is confirmed, under the same
+// token. Calling the core from an HTTP goroutine could do neither.
 type Loopback struct {
 	Addr string // the main control's address, as a client dials it
 	Opts client.Options
@@ -38,9 +38,9 @@ func (l *Loopback) conn(ctx context.Context) (*client.Client, error) {
 	return l.c, nil
 }
 
-// do runs fn on the connection. A lost connection is dropped, so that the
-// next action dials again; fn is not repeated, since its request may have
-// been acted on.
+// do runs fn on the connection. A lost connection is dropped, so the next
+// action dials again. fn is not repeated, since its request may have been
+// acted on.
 func (l *Loopback) do(ctx context.Context, fn func(*client.Client) error) error {
 	c, err := l.conn(ctx)
 	if err != nil {
@@ -87,7 +87,7 @@ func (l *Loopback) Resume(ctx context.Context, taskType string) error {
 	})
 }
 
-// Close closes the connection; later actions fail with client.ErrClosed.
+// Close closes the connection. Later actions fail with client.ErrClosed.
 func (l *Loopback) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

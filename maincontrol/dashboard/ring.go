@@ -13,7 +13,7 @@ type sample struct {
 	t  Totals
 }
 
-// ring keeps the latest samples of the totals: a fixed array, so the
+// ring keeps the latest samples of the totals. It is a fixed array, so the
 // chart's memory does not grow with uptime.
 type ring struct {
 	mu   sync.Mutex
@@ -59,8 +59,8 @@ type rates struct{ Submitted, Ended, Failed string }
 
 const chartW, chartH = 840, 160
 
-// throughput turns the samples into rates per second between successive
-// samples, and those into points on the chart.
+// throughput turns successive samples into rates per second. It then turns
+// the rates into points on the chart.
 func throughput(ss []sample, every time.Duration, slots int) chart {
 	c := chart{W: chartW, H: chartH, Window: (every * time.Duration(slots)).String()}
 	if len(ss) < 2 {

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// Sessions are kept in memory, bounded per peer and in all: a peer can
-// grow nothing without limit, and a restart logs everyone out.
+// Sessions are kept in memory, bounded per peer and in all. A peer can
+// grow nothing without limit. A restart logs everyone out.
 const (
 	cookieName         = "apollo11_session"
 	maxSessions        = 1024
@@ -32,8 +32,8 @@ type session struct {
 }
 
 // sessions maps session ids to sessions. The cookie carries the id and
-// an HMAC of it, never the token: its key is derived from the token and
-// a random salt of this process.
+// an HMAC of it, never the token. The HMAC's key is derived from the
+// token and a random salt of this process.
 type sessions struct {
 	key        []byte
 	token      []byte // the shared token; nil when there is none
@@ -66,7 +66,7 @@ func (s *sessions) cookieValue(ss *session) string {
 	return hex.EncodeToString(ss.id[:]) + "." + s.sign("session\x00", ss.id)
 }
 
-// csrf is the session's form token: an HMAC of its id.
+// csrf is the session's form token, an HMAC of its id.
 func (s *sessions) csrf(ss *session) string { return s.sign("csrf\x00", ss.id) }
 
 func (s *sessions) checkCSRF(ss *session, got string) bool {
@@ -74,8 +74,8 @@ func (s *sessions) checkCSRF(ss *session, got string) bool {
 }
 
 // matches compares a login's value with a secret in constant time,
-// whatever their lengths: both are hashed with the session key. A nil
-// secret matches nothing.
+// whatever their lengths. Both are hashed with the session key first. A
+// nil secret matches nothing.
 func (s *sessions) matches(given string, secret []byte) bool {
 	if secret == nil {
 		return false
@@ -115,8 +115,8 @@ func (s *sessions) lookup(value string, now time.Time) *session {
 	return ss
 }
 
-// create makes a session for peer, first dropping that peer's oldest at
-// its cap, then the oldest of all at the global cap.
+// create makes a session for peer. At the peer's cap it first drops that
+// peer's oldest. At the global cap it drops the oldest of all.
 func (s *sessions) create(peer string, authed, admin bool, now time.Time) *session {
 	ss := &session{peer: peer, authed: authed, admin: admin, created: now, seen: now}
 	_, _ = rand.Read(ss.id[:])
@@ -149,8 +149,8 @@ func (s *sessions) dropLocked(ss *session) {
 	}
 }
 
-// oldestLocked returns the least recently seen session of peer ("": of
-// all). A scan: there are at most maxSessions.
+// oldestLocked returns the least recently seen session of peer, or of all
+// for "". It scans, as there are at most maxSessions.
 func (s *sessions) oldestLocked(peer string) *session {
 	var old *session
 	for _, ss := range s.byID {
@@ -161,8 +161,8 @@ func (s *sessions) oldestLocked(peer string) *session {
 	return old
 }
 
-// peerKey names the peer of a remote address for the per-peer caps: its
-// IPv4 address, or the /64 of an IPv6 one (one host holds a whole /64).
+// peerKey names the peer of a remote address for the per-peer caps. That is
+// its IPv4 address, or the /64 of an IPv6 one, since one host holds a /64.
 func peerKey(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
@@ -191,8 +191,8 @@ func isLoopback(remote string) bool {
 }
 
 // hostAllowed accepts a Host header naming an IP address, localhost, or
-// the host the dashboard listens on; a DNS name rebound to 127.0.0.1 by
-// an attacker's page is none of these.
+// the host the dashboard listens on. An attacker's page may rebind a DNS
+// name to 127.0.0.1, but that name is none of these.
 func hostAllowed(hostHeader, listenHost string) bool {
 	host := hostHeader
 	if h, _, err := net.SplitHostPort(hostHeader); err == nil {

@@ -124,8 +124,8 @@ func (d *Dashboard) resume(ctx context.Context, r *http.Request) (string, error)
 	return "/?done=resume", nil
 }
 
-// actionError gives a refusal by the main control its HTTP status: the
-// request was fine, the task was not in a state for it.
+// actionError gives a refusal by the main control its HTTP status. The
+// request was fine, but the task was not in a state for it.
 func actionError(what string, err error) error {
 	var e *client.Error
 	if errors.As(err, &e) {
@@ -141,7 +141,7 @@ func actionError(what string, err error) error {
 	return &errStatus{http.StatusBadGateway, errors.New(what + " failed: " + err.Error())}
 }
 
-// runWindow is how many of the newest tasks the runs page groups; it
+// runWindow is how many of the newest tasks the runs page groups. It
 // reads them a page of core.MaxBrowseLimit at a time.
 const runWindow = 5000
 
