@@ -28,9 +28,9 @@ func (c *commonBenchFlags) register(fs *flag.FlagSet) {
 }
 
 // registerOwn registers the flags of a scenario that always starts its
-// own main control: no --fsync for those that run it without a data dir
-// (idle, failover), which would ignore it. --addr is registered to be
-// refused with the reason, not as an unknown flag.
+// own main control. Scenarios that run it without a data dir (idle,
+// failover) get no --fsync, which they would ignore. --addr is registered
+// so that it is refused with the reason, not as an unknown flag.
 func (c *commonBenchFlags) registerOwn(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "", "refused: this scenario starts its own main control")
 	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start main controls and executors with (default: the one beside this binary, else on PATH)")
@@ -39,13 +39,13 @@ func (c *commonBenchFlags) registerOwn(fs *flag.FlagSet) {
 }
 
 // registerOwnToken adds --token-file for a scenario that starts its own
-// main control: that main control then requires the token.
+// main control. That main control then requires the token.
 func (c *commonBenchFlags) registerOwnToken(fs *flag.FlagSet) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file: the started main control requires it (auth on), and the run's connections prove it")
 }
 
-// registerReport registers only the flags of how a report is shown, for
-// subcommands that load no main control.
+// registerReport registers only the flags of how a report is shown. It
+// serves subcommands that load no main control.
 func (c *commonBenchFlags) registerReport(fs *flag.FlagSet) {
 	fs.Var(&c.progress, "progress", "draw a progress bar on stderr: --progress=true, =false or =auto (when stderr is a terminal)")
 	fs.StringVar(&c.jsonOut, "json", "", `write the report as JSON to this file ("-": stdout, instead of the table)`)
@@ -65,7 +65,7 @@ func (c *commonBenchFlags) progressTo(stderr io.Writer) io.Writer {
 	return nil
 }
 
-// report writes r as the flags say: JSON to a file or stdout, else text.
+// report writes r as the flags say, as JSON to a file or stdout, or as text.
 func (c *commonBenchFlags) report(stdout io.Writer, text, js func(io.Writer) error) error {
 	switch c.jsonOut {
 	case "":

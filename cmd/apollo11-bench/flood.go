@@ -13,9 +13,9 @@ import (
 	"github.com/apollo11/apollo11/internal/cli"
 )
 
-// runBenchFlood measures fairness between clients: a witness's round
-// trips alone, then while other connections pipeline requests as fast as
-// the main control answers them.
+// runBenchFlood measures fairness between clients. It times a witness's
+// round trips alone. Then it times them while other connections pipeline
+// requests as fast as the main control answers them.
 func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := app.NewFlagSet("flood", `flood [--addr A] [flags]
 
@@ -24,8 +24,8 @@ the main control answers it, while a witness connection sends the same
 request one at a time and times each round trip: first alone (--alone),
 then under the flood (--duration).`, stdout)
 	var c commonBenchFlags
-	// No --fsync or --dir: the requests never touch the disk, and a
-	// started main control runs without a data dir.
+	// There is no --fsync or --dir. The requests never touch the disk,
+	// and a started main control runs without a data dir.
 	fs.StringVar(&c.addr, "addr", "", `main control to load (host:port); "" starts one as a child process`)
 	fs.StringVar(&c.binary, "binary", "", "apollo11 binary to start the main control with (default: the one beside this binary, else on PATH)")
 	fs.StringVar(&c.mcArgs, "maincontrol-args", "", "more flags for a started main control, space-separated")
@@ -67,8 +67,8 @@ then under the flood (--duration).`, stdout)
 	if rep == nil {
 		return err
 	}
-	// Interrupted or with a lost connection, the report of the part that
-	// ran is shown, then the error.
+	// After an interrupt or a lost connection, the report of the part
+	// that ran is shown, then the error.
 	if perr := c.report(stdout, rep.WriteText, rep.WriteJSON); perr != nil {
 		return perr
 	}

@@ -15,16 +15,14 @@ import (
 	"github.com/apollo11/apollo11/internal/cli"
 )
 
-// setHarnessProcs sets the load harness's GOMAXPROCS (0: Go's default).
-// One by default: the harness shares the host with the main control it
-// loads, and with a P per CPU Go's scheduler keeps idle threads spinning
-// for goroutines to run, which on a 2-core host takes the CPU the main
-// control needs. At 50,000 tasks/s that alone put p90 submit -> dispatch
-// at 2.4-2.9 ms against 1.1-1.4 with one; at 5,000/s, with CPU to spare,
-// one proc is slower (bench/README.md). The started main control does
-// not inherit it: GOMAXPROCS is set, not exported. bench flood, a load
-// too, takes the same default; the other scenarios are probes at low
-// rates or hold idle connections, and keep Go's default.
+// setHarnessProcs sets the load harness's GOMAXPROCS, with 0 for Go's
+// default. The default here is one. The harness shares the host with the
+// main control it loads. With a P per CPU, Go's scheduler keeps idle
+// threads spinning, which on a 2-core host takes the main control's CPU.
+// bench/README.md has the figures. The started main control does not
+// inherit the setting, which is set, not exported. bench flood is a load
+// too and takes the same default. The other scenarios are probes at low
+// rates or hold idle connections. They keep Go's default.
 func setHarnessProcs(n int) error {
 	if n < 0 {
 		return fmt.Errorf("--procs %d: want 0 (Go's default) or more", n)
@@ -71,8 +69,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case !slices.Contains([]string{"off", "never", "batch", "always"}, c.fsync):
-		// Before the --addr check below: a value that is wrong anyway is
-		// the first thing to say.
+		// This comes before the --addr check below. A value that is wrong
+		// anyway is the first thing to say.
 		return cli.UsageError(fmt.Errorf("fsync %q: want off, never, batch or always", c.fsync))
 	case cfg.Executors < 0:
 		return cli.UsageError(fmt.Errorf("--executors %d: want 0 (none) or more", cfg.Executors))
@@ -123,7 +121,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return err
 }
 
-// parseRate reads --rate: tasks/s, or a percentage of the peak.
+// parseRate reads --rate, in tasks/s or as a percentage of the peak.
 func parseRate(s string) (rate, ofPeak float64, err error) {
 	if s == "" {
 		return 0, 0, nil

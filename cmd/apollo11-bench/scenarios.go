@@ -71,9 +71,9 @@ never came within --timeout cannot be cancelled by the harness.`, stdout)
 	return err
 }
 
-// runBenchStalls probes the host, not apollo11: how long a thread that
-// never blocks is kept off its CPU, which bounds every latency measured
-// on that host.
+// runBenchStalls probes the host, not apollo11. It measures how long a
+// thread that never blocks is kept off its CPU. That bounds every latency
+// measured on the host.
 func runStalls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := app.NewFlagSet("stalls", "stalls [flags]", stdout)
 	var c commonBenchFlags
@@ -195,8 +195,8 @@ func runFailover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return c.report(stdout, rep.WriteText, rep.WriteJSON)
 }
 
-// runBenchExecutor is a raw-wire executor process: what bench failover
-// kills, and a light executor for load runs on another machine.
+// runBenchExecutor is a raw-wire executor process. Bench failover kills
+// it, and load runs use it as a light executor on another machine.
 func runExecutor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := app.NewFlagSet("executor", "executor --connect A --id ID [flags]", stdout)
 	var o bench.ExecutorOptions
