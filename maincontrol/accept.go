@@ -10,18 +10,18 @@ import (
 	"time"
 )
 
-// The main port's listener is the server's, not gnet's: gnet's acceptor
-// ends its whole engine when accept fails for any reason other than a
-// reset, so one moment without a free file descriptor (EMFILE, ENFILE)
-// would stop the state authority. It also takes every connection waiting
-// in the backlog at once, each with a descriptor, before --max-conns
-// refuses any. acceptor hands connections to the event loops of a gnet
-// Client (which listens on nothing) with at most maxHandOvers under way:
-// a hand-over lasts until the loop has opened the connection (or refused
-// and closed it), so the main port never holds more than --max-conns
-// descriptors plus two per hand-over (the connection and gnet's
-// duplicate). When accept fails it waits and tries again, as a kernel
-// out of descriptors for a moment is no reason to stop.
+// The main port's listener is the server's, not gnet's. gnet's acceptor
+// ends its whole engine when accept fails for any reason but a reset. So
+// one moment without a free file descriptor (EMFILE, ENFILE) would stop
+// the state authority. gnet also takes every connection waiting in the
+// backlog at once, each with a descriptor, before --max-conns refuses
+// any. acceptor hands connections to the event loops of a gnet Client,
+// which listens on nothing. At most maxHandOvers are under way. A
+// hand-over lasts until the loop has opened the connection, or refused
+// and closed it. So the main port holds at most --max-conns descriptors,
+// plus two per hand-over for the connection and gnet's duplicate. When
+// accept fails it waits and tries again. A kernel out of descriptors for
+// a moment is no reason to stop.
 
 const (
 	// maxHandOvers bounds the connections accepted but not yet opened
@@ -93,9 +93,9 @@ func (a *acceptor) run() {
 	}
 }
 
-// give hands c over and frees its slot. A failed hand-over (gnet could
-// not duplicate the descriptor, say) has closed c; the next accept meets
-// the same shortage and backs off.
+// give hands c over and frees its slot. A failed hand-over has closed c,
+// for example when gnet could not duplicate the descriptor. The next
+// accept meets the same shortage and backs off.
 func (a *acceptor) give(c net.Conn) {
 	defer a.handing.Done()
 	if err := a.handOver(c); err != nil && !a.stopped() {
@@ -113,8 +113,8 @@ func (a *acceptor) stopped() bool {
 	}
 }
 
-// noteFailure logs a failed accept (with the backoff before the next) or
-// hand-over (delay < 0), at most once per acceptLogEvery.
+// noteFailure logs a failed accept with the backoff before the next, or a
+// failed hand-over (delay < 0). It logs at most once per acceptLogEvery.
 func (a *acceptor) noteFailure(err error, delay time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -135,10 +135,9 @@ func (a *acceptor) noteFailure(err error, delay time.Duration) {
 	a.failed, a.lastLog = 0, now
 }
 
-// close stops accepting and waits, at most for grace, for run and the
-// hand-overs under way to end: those until their event loop has opened
-// the connection, which a loop that died never does. It reports whether
-// they ended.
+// close stops accepting. It waits at most grace for run and the hand-overs
+// under way to end. A hand-over ends when its event loop has opened the
+// connection, which a dead loop never does. It reports whether they ended.
 func (a *acceptor) close(grace time.Duration) bool {
 	a.abandon()
 	ended := make(chan struct{})
@@ -155,7 +154,7 @@ func (a *acceptor) close(grace time.Duration) bool {
 	}
 }
 
-// abandon stops accepting without waiting: with an event loop gone, a
+// abandon stops accepting without waiting. With an event loop gone, a
 // hand-over to it never returns.
 func (a *acceptor) abandon() {
 	select {
@@ -177,8 +176,8 @@ func (s *Server) handOver(c net.Conn) error {
 	return err
 }
 
-// listen opens the main port: --listen's host:port, or tcp://, tcp4://
-// or tcp6:// and host:port.
+// listen opens the main port at --listen. That is host:port, perhaps after
+// tcp://, tcp4:// or tcp6://.
 func listen(addr string) (net.Listener, error) {
 	network := "tcp"
 	if scheme, rest, ok := strings.Cut(addr, "://"); ok {

@@ -12,11 +12,11 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// gate is the core's Effects: durable-before-confirm frame gating. It
-// appends records to the log and holds each frame until the records
-// before it are durable, then releases it to its connection. It never
-// calls into the core: the server pushes what it needs to know (the log's
-// health, frame logging) and tells the core what became durable. Its
+// gate is the core's Effects, the durable-before-confirm frame gating. It
+// appends records to the log. It holds each frame until the records before
+// it are durable, then releases it to its connection. It never calls into
+// the core. The server pushes what it needs to know, such as the log's
+// health and frame logging, and tells the core what became durable. Its
 // methods run with Server.mu held, on whichever goroutine drives the core.
 type gate struct {
 	store *snapshot.Store // nil: memory only
@@ -74,8 +74,8 @@ func (g *gate) Record(payload []byte) uint64 {
 	return lsn
 }
 
-// Send queues a frame, held until every record appended so far is durable
-// unless its wait lets it out sooner (see core.Wait).
+// Send queues a frame. It is held until every record appended so far is
+// durable, unless its wait lets it out sooner (see core.Wait).
 func (g *gate) Send(peer core.PeerID, frame []byte, wait core.Wait) {
 	cn := g.lookup(peer)
 	if cn == nil || cn.dead || cn.closeAfter {
@@ -93,9 +93,9 @@ func (g *gate) Send(peer core.PeerID, frame []byte, wait core.Wait) {
 }
 
 // SendTask queues a task frame, held until the log is durable up to
-// after. It passes the connection's frames held for later records (its
-// own dispatch record, result_acks), but not those of a task frame held
-// before it.
+// after. It passes the connection's frames held for later records, such
+// as its own dispatch record or result_acks. It does not pass a task
+// frame held before it.
 func (g *gate) SendTask(peer core.PeerID, frame []byte, after uint64) {
 	cn := g.lookup(peer)
 	if cn == nil || cn.dead || cn.closeAfter {
@@ -139,7 +139,7 @@ func (g *gate) Backlogged(peer core.PeerID) bool {
 // LogFrames turns frame logging on or off, as `debug` asks.
 func (g *gate) LogFrames(on bool) { g.debug = on }
 
-// hold puts a frame (or close) in q, after every frame held before it.
+// hold puts a frame or a close in q, after every frame held before it.
 func (g *gate) hold(q *heldQueue, h heldFrame, frame []byte) {
 	g.heldOrder++
 	h.order = g.heldOrder
@@ -165,9 +165,9 @@ func (g *gate) sendsNow(cn *conn, wait core.Wait) bool {
 	}
 }
 
-// lookup finds a peer's connection. Replies come in runs to one peer (a
-// batch of submits, a batch of results), so the last one found is kept:
-// peer ids are never reused, and a closed connection is marked dead.
+// lookup finds a peer's connection. Replies come in runs to one peer, for
+// a batch of submits or results. So the last one found is kept. Peer ids
+// are never reused, and a closed connection is marked dead.
 func (g *gate) lookup(peer core.PeerID) *conn {
 	if g.lastConn != nil && g.lastConn.id == peer {
 		return g.lastConn
@@ -213,8 +213,8 @@ func (g *gate) noteDrained() {
 }
 
 // release moves frames durable at lsn to their connections, from both
-// queues in the order they were sent. It reports whether lsn is news,
-// which the caller then tells the core (Core.Durable).
+// queues in the order they were sent. It reports whether lsn is news. The
+// caller then tells the core (Core.Durable).
 func (g *gate) release(lsn uint64) bool {
 	if lsn <= g.durableLSN {
 		return false
@@ -237,7 +237,7 @@ func (g *gate) release(lsn uint64) bool {
 }
 
 // releaseUnconfirming releases the held frames that need not wait for
-// the disk (see Send), when the log has just failed: the replies and
+// the disk (see Send), when the log has just failed. The replies and
 // errors held before the failure must not wait for its recovery. A
 // connection's close stays held behind its confirmations.
 func (g *gate) releaseUnconfirming() {
@@ -255,7 +255,7 @@ func (g *gate) releaseUnconfirming() {
 	g.noteDrained()
 }
 
-// deliver hands a released frame (or close) to its connection.
+// deliver hands a released frame or close to its connection.
 func (g *gate) deliver(h *heldFrame, frame []byte) {
 	cn := h.cn
 	cn.held--
@@ -273,9 +273,9 @@ func (g *gate) deliver(h *heldFrame, frame []byte) {
 	g.wakes.mark(cn)
 }
 
-// logFrame logs a frame while `debug on`, at info or, when the logger
-// takes no info records (--log-level warn or error), at the lowest level
-// it takes: whoever turned frame logging on asked to see the frames.
+// logFrame logs a frame while `debug on`. It logs at info, or at the
+// lowest level the logger takes when that is above info. Whoever turned
+// frame logging on asked to see the frames.
 func (g *gate) logFrame(dir string, cn *conn, payload []byte) {
 	level := slog.LevelInfo
 	for ctx := context.Background(); level < slog.LevelError && !g.log.Enabled(ctx, level); {
@@ -289,8 +289,8 @@ func (g *gate) logFrame(dir string, cn *conn, payload []byte) {
 		"payload", strings.ToValidUTF8(string(payload[:frameLogMax]), ""), "bytes", len(payload), "truncated", true)
 }
 
-// frameLogMax is how much of a frame's payload the frame log shows: the
-// keys and the start of the values tell what happened, and a client
-// sending 1 MiB frames with logging on must not write a gigabyte of log
-// a second on the event loop (it waits for the log's writes).
+// frameLogMax is how much of a frame's payload the frame log shows. The
+// keys and the start of the values tell what happened. A client sending
+// 1 MiB frames with logging on must not write a gigabyte of log a second.
+// The event loop waits for the log's writes.
 const frameLogMax = 4 << 10

@@ -13,9 +13,9 @@ import (
 // shutdownGrace bounds each step of a graceful stop.
 const shutdownGrace = 10 * time.Second
 
-// snapSchedule is the state of the snapshots: the one running, and the
+// snapSchedule is the state of the snapshots, the one running and the
 // newest written. The gate counts the records since (gate.unsnapped).
-// Guarded by Server.mu, but for hurry.
+// Server.mu guards it, except hurry.
 type snapSchedule struct {
 	running bool
 	done    chan struct{} // closed when the running one ends
@@ -42,8 +42,8 @@ func (s *Server) maybeSnapshot() {
 }
 
 // startSnapshot freezes the core and writes the snapshot on its own
-// goroutine, paced to duty (see snapshotDuty; 1: full speed). Called with
-// s.mu held.
+// goroutine, paced to duty (see snapshotDuty). A duty of 1 is full speed.
+// It runs with s.mu held.
 func (s *Server) startSnapshot(duty float64) {
 	snap := s.core.Freeze()
 	src := snap.Since(s.snap.last, s.snap.lastLSN)
@@ -85,8 +85,8 @@ func (s *Server) startSnapshot(duty float64) {
 }
 
 // waitDurable waits until the log is durable up to lsn. A stop while the
-// log cannot be written gives up waiting (context.Canceled): the records
-// may never become durable.
+// log cannot be written gives up waiting, with context.Canceled. The
+// records may never become durable.
 func (s *Server) waitDurable(lsn uint64) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -100,9 +100,9 @@ func (s *Server) waitDurable(lsn uint64) error {
 	return s.store.WaitDurable(ctx, lsn)
 }
 
-// giveUpSnapshot tells a snapshot waiting for the disk to give up, once
-// a stop is under way while the log cannot be written. Called with s.mu
-// held, whenever either changes.
+// giveUpSnapshot tells a snapshot waiting for the disk to give up. That
+// happens once a stop is under way while the log cannot be written. It
+// runs with s.mu held, whenever either changes.
 func (s *Server) giveUpSnapshot() {
 	if !s.stopping || s.core.Available() || s.snap.giveUp == nil {
 		return
@@ -127,8 +127,9 @@ func (p pacedSource) WriteRange(r uint64, full bool, put func(uint64, []byte) er
 	}, drop)
 }
 
-// shutdown stops gracefully: no new connections or requests, replies
-// awaiting disk go out, connections close, a last snapshot is saved.
+// shutdown stops gracefully. It takes no new connections or requests.
+// Replies awaiting disk go out, connections close, and a last snapshot
+// is saved.
 func (s *Server) shutdown() error {
 	if s.cfg.OnStopping != nil {
 		s.cfg.OnStopping()
@@ -166,7 +167,7 @@ func (s *Server) stopAccepting() {
 	}
 }
 
-// stopLoops stops gnet's event loops, closing every connection; it waits
+// stopLoops stops gnet's event loops, closing every connection. It waits
 // at most shutdownGrace, as a stop must end even with a loop wedged.
 func (s *Server) stopLoops() {
 	done := make(chan error, 1)

@@ -9,13 +9,13 @@ import (
 )
 
 // tickMisses is how many watchTicks rounds in a row may pass without a
-// tick before the event loops count as gone: 10 s with the default idle
-// tick. Rounds, not a duration: a process stopped for a minute (SIGSTOP,
-// a debugger) wakes to one round without a tick, not to a minute of them.
+// tick before the event loops count as gone. That is 10 s with the default
+// idle tick. It counts rounds, not time. A process stopped for a minute,
+// by SIGSTOP or a debugger, wakes to one round without a tick.
 const tickMisses = 2
 
-// timers is the state of the server's timed work: gnet's ticker, the
-// early tick and the watch on both. Guarded by Server.mu, but for the
+// timers is the state of the server's timed work. That is gnet's ticker,
+// the early tick and the watch on both. Server.mu guards it, except the
 // counters.
 type timers struct {
 	ticks atomic.Uint64 // OnTick calls, for watchTicks
@@ -29,9 +29,10 @@ type timers struct {
 }
 
 // OnTick runs the core's timers and starts snapshots when due. gnet's
-// ticker calls it, then sleeps for the delay it returns: until the next
-// deadline the server or the core has, at most the idle tick. A deadline
-// that an input brings sooner gets an early tick of its own (wantTick).
+// ticker calls it, then sleeps for the delay it returns. That delay lasts
+// until the next deadline of the server or the core, at most the idle
+// tick. An input that brings a deadline sooner gets an early tick
+// (wantTick).
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	s.timers.ticks.Add(1)
 	s.timers.wakeups.Add(1)
@@ -60,8 +61,8 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	return d, gnet.None
 }
 
-// tick is one round of the server's and the core's timed work; planned
-// is when it was due. Called with s.mu held; it returns the connections
+// tick is one round of the server's and the core's timed work. planned
+// is when it was due. It runs with s.mu held. It returns the connections
 // to wake once the lock is released.
 func (s *Server) tick(planned time.Time) []*conn {
 	s.noteStall(planned)
@@ -88,9 +89,9 @@ func (s *Server) earlyTick() {
 }
 
 // wantTick arms an early tick when the next deadline comes before gnet's
-// next tick: an input may have brought one (a short delay or timeout, an
-// output left blocked). Cheap when it does not: no clock is read. Called
-// with s.mu held, after every input.
+// next tick. An input may have brought one, with a short delay or timeout,
+// or an output left blocked. Otherwise it is cheap and reads no clock. It
+// runs with s.mu held, after every input.
 func (s *Server) wantTick() {
 	due := s.nextDue()
 	if !due.Before(s.timers.tickAt) || !s.timers.earlyAt.IsZero() && !due.Before(s.timers.earlyAt) {
@@ -104,17 +105,16 @@ func (s *Server) wantTick() {
 }
 
 // untilDue is how long gnet's ticker sleeps after a tick that ends at
-// now: until the next deadline, at most the idle tick. Called with s.mu
-// held.
+// now. It sleeps until the next deadline, at most the idle tick. It runs
+// with s.mu held.
 func (s *Server) untilDue(now time.Time) time.Duration {
 	idle := max(s.cfg.IdleTick, s.cfg.TickInterval)
 	return min(max(s.nextDue().Sub(now), time.Millisecond), idle)
 }
 
-// nextDue is dueAt, except that work that was due when the last tick
-// began and is due still (a condition the tick did not clear) is looked
-// at again TickInterval later, as before, rather than in a loop. Called
-// with s.mu held.
+// nextDue is dueAt, except for work due before the last tick that is due
+// still. The tick did not clear its condition. Such work is looked at again
+// TickInterval later, not in a loop. It runs with s.mu held.
 func (s *Server) nextDue() time.Time {
 	due := s.dueAt()
 	if !due.After(s.timers.lastTick) {
@@ -123,12 +123,12 @@ func (s *Server) nextDue() time.Time {
 	return due
 }
 
-// dueAt is when a tick next has work. While outputs are blocked or
-// judged, incomplete frames crowd, or a snapshot runs or is owed by the
-// count, that is TickInterval after the last tick, as it always was;
-// otherwise the earliest of the core's next deadline, the look at
-// incomplete frames and the snapshot interval. Far in the future when
-// nothing is due. Called with s.mu held.
+// dueAt is when a tick next has work. Some states need a tick every
+// TickInterval. They are blocked or judged outputs, crowding incomplete
+// frames, and a snapshot running or owed by the count. Otherwise it is the
+// earliest of the core's next deadline, the look at incomplete frames and
+// the snapshot interval. It is far in the future when nothing is due. It
+// runs with s.mu held.
 func (s *Server) dueAt() time.Time {
 	if s.flow.busy() || s.snap.running || s.store != nil && s.gate.unsnapped >= s.cfg.SnapshotEvery {
 		return s.timers.lastTick.Add(s.cfg.TickInterval)
@@ -157,12 +157,11 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // watchTicks returns a channel closed when gnet's ticker stops calling
-// OnTick while this process runs, looking every so often; it stops
-// looking when the acceptor stops (a stop under way). The ticker ends
-// when an event loop ends on an error, and gnet's Client, which runs the
-// loops (accept.go), gives no other sign of it: without this, the
-// connections on that loop would hang while the main control looked
-// alive.
+// OnTick while this process runs. It looks every so often, and stops
+// when the acceptor stops for a stop under way. The ticker ends when an
+// event loop ends on an error. gnet's Client runs the loops (accept.go)
+// and gives no other sign of it. Without this watch, the connections on
+// that loop would hang while the main control looked alive.
 func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 	died := make(chan struct{})
 	go func() {
@@ -191,10 +190,9 @@ func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 	return died
 }
 
-// watchEvery is the watch's round: five idle ticks, so that the watch
-// wakes the process far less often than the ticks do. (A timer pushed
-// back at every tick would not: the runtime still wakes at the time it
-// was first due.)
+// watchEvery is the watch's round of five idle ticks. So the watch wakes
+// the process far less often than the ticks do. A timer pushed back at
+// every tick would not help. The runtime still wakes at its first time.
 func (c *Config) watchEvery() time.Duration {
 	idle := max(c.IdleTick, c.TickInterval)
 	return 5 * idle
