@@ -10,8 +10,8 @@ import (
 )
 
 // dashSource is the dashboard's read side. Each read takes the server's
-// lock, as /metrics does, for one bounded look at the core: the core is
-// the event loop's, and the lock is what serializes it. Actions do not
+// lock, as /metrics does, for one bounded look at the core. The core
+// belongs to the event loop, and the lock serializes it. Actions do not
 // come this way (see dashboard.Loopback).
 type dashSource struct{ s *Server }
 
@@ -48,7 +48,7 @@ func (d dashSource) History(id uint64) []core.Transition {
 	return d.s.core.TaskHistory(id)
 }
 
-// loopbackAddr is where the dashboard dials the main port: its bound
+// loopbackAddr is where the dashboard dials the main port. It is the bound
 // address, with an unspecified host (0.0.0.0, ::) made loopback.
 func loopbackAddr(a net.Addr) string {
 	tcp, ok := a.(*net.TCPAddr)

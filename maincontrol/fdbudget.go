@@ -6,25 +6,25 @@ import (
 	"log/slog"
 )
 
-// httpMaxConns bounds the metrics port's connections: a scraper needs one
+// httpMaxConns bounds the metrics port's connections. A scraper needs one
 // or two, and each one is a file descriptor the main port may need.
 const httpMaxConns = 32
 
 // fdReserve is the file descriptors the main control needs besides its
-// peers' connections: the listeners, each event loop's epoll and eventfd,
-// the log's segment and directory, a snapshot being written and the one
-// being read, the lock files, the HTTP port's connections, stdio and the
-// Go runtime's own, and the connections being handed to an event loop
-// with their duplicates (accept.go).
+// peers' connections. They hold the listeners, each event loop's epoll and
+// eventfd, and the log's segment and directory. They hold a snapshot being
+// written and one being read, the lock files and the HTTP connections.
+// Stdio and the Go runtime take some. So do the connections being handed
+// to an event loop, with their duplicates (accept.go).
 func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 1 + 2*maxHandOvers }
 
 // fitMaxConns lowers maxConns so that every connection it allows, and the
-// descriptors the main control needs besides, fit in the open-file limit
-// (limit 0: unknown). Past the limit accept fails (EMFILE) and the
-// acceptor waits and tries again, leaving newcomers unanswered in the
-// listen backlog; within it they are refused with a reason (refusal.go)
-// and the descriptors the log and snapshots need stay free. A limit that
-// leaves fewer than minConns connections is an error.
+// descriptors the main control needs besides, fit in the open-file limit.
+// A limit of 0 is unknown. Past the limit, accept fails (EMFILE) and the
+// acceptor waits and tries again. Newcomers then wait unanswered in the
+// listen backlog. Within it, they are refused with a reason (refusal.go),
+// and the log and snapshots keep their descriptors. A limit that leaves
+// fewer than minConns connections is an error.
 func fitMaxConns(maxConns, eventLoops int, limit uint64, log *slog.Logger) (int, error) {
 	const minConns = 16
 	reserve := fdReserve(eventLoops)

@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// openFileLimit returns the soft limit on open files, raised to the hard
-// limit when it is lower (the Go runtime already does so at start on most
-// systems), or 0 when it cannot be read or is unlimited.
+// openFileLimit returns the soft limit on open files, or 0 when it cannot
+// be read or is unlimited. A soft limit below the hard one is raised
+// first. The Go runtime already does so at start on most systems.
 func openFileLimit() uint64 {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {

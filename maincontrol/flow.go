@@ -7,24 +7,24 @@ import (
 	"github.com/apollo11/apollo11/maincontrol/core"
 )
 
-// flow is the server's flow control: it keeps any one peer from making
-// the main control hold unbounded input or output. Its mechanisms:
+// flow is the server's flow control. It keeps any one peer from making
+// the main control hold unbounded input or output. It has five mechanisms.
 //
-//   - Pause: a connection with more than MaxInflight frames awaiting disk
-//     is not read. Input it sends meanwhile is capped per connection
+//   - Pause. A connection with more than MaxInflight frames awaiting disk
+//     is not read. Its input meanwhile is capped per connection
 //     (MaxPausedInbound) and in all (MaxPausedTotal).
-//   - Share: readFrames stops reading a connection whose replies and
+//   - Share. readFrames stops reading a connection whose replies and
 //     unsent output pass its share (overShare). One stopped with nothing
 //     to write waits for the tick (outBlocked, wakeBlocked).
-//   - Outbound watch: a peer that does not read its output is cut off
+//   - Outbound watch. A peer that does not read its output is cut off
 //     (outbound.go).
-//   - Incomplete frames: a peer that trickles a frame, or holds too much
+//   - Incomplete frames. A peer that trickles a frame, or holds too much
 //     in them, is cut off (partial.go).
-//   - Backlog: the core holds optional output back from a busy peer
+//   - Backlog. The core holds optional output back from a busy peer
 //     (backlogged).
 //
-// The read budget (Config.ReadBudget), which bounds one connection's turn
-// at the core, stays in readFrames. Guarded by Server.mu.
+// The read budget (Config.ReadBudget) bounds one connection's turn at the
+// core. It stays in readFrames. Server.mu guards flow.
 type flow struct {
 	cfg   *Config
 	log   *slog.Logger
@@ -74,8 +74,8 @@ func newFlow(cfg *Config, log *slog.Logger, wakes *wakeList) *flow {
 
 func (f *flow) now() time.Time { return f.cfg.Core.Clock.Now() }
 
-// pause stops reading cn, which buffers inbound bytes unread, and reports
-// whether it sent too much while paused and must be cut off.
+// pause stops reading cn, which buffers inbound bytes unread. It reports
+// whether cn sent too much while paused and must be cut off.
 func (f *flow) pause(cn *conn, inbound int) bool {
 	cn.flow.paused = true
 	f.notePaused(cn, inbound)
@@ -96,8 +96,8 @@ func (f *flow) mayResume(cn *conn) bool {
 	return cn.flow.paused && cn.held <= f.cfg.MaxInflight
 }
 
-// notePaused records that cn holds n bytes of input unread while paused
-// (0: none, it resumed or closed), keeping the total.
+// notePaused records that cn holds n bytes of input unread while paused,
+// and keeps the total. n is 0 once cn resumed or closed.
 func (f *flow) notePaused(cn *conn, n int) {
 	f.pausedBytes += n - cn.flow.pausedBytes
 	cn.flow.pausedBytes = n
@@ -113,8 +113,8 @@ func (f *flow) forget(cn *conn) {
 }
 
 // busy reports whether some connection waits on the flow control's timed
-// work: a blocked or watched output, output or incomplete frames over
-// their totals. The tick then comes every TickInterval.
+// work. That is a blocked or watched output, or output or incomplete
+// frames over their totals. The tick then comes every TickInterval.
 func (f *flow) busy() bool {
 	return len(f.outBlocked) > 0 || len(f.watched) > 0 || f.unsentTotal > f.cfg.MaxOutboundTotal ||
 		f.partialTotal > f.cfg.MaxPartialTotal
@@ -128,8 +128,8 @@ func (f *flow) nextLook() (time.Time, bool) {
 	return f.partialsSeen.Add(min(time.Second, f.cfg.FrameStallTimeout/4)), true
 }
 
-// tick is the flow control's timed work: watch the heaviest outputs,
-// wake the blocked and those whose judgement is due.
+// tick is the flow control's timed work. It watches the heaviest outputs,
+// and wakes the blocked and those whose judgement is due.
 func (f *flow) tick(conns map[core.PeerID]*conn) {
 	f.relieveOutbound(conns)
 	f.wakeBlocked()

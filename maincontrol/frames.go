@@ -11,15 +11,15 @@ import (
 
 // readFrames handles whole frames until only a partial frame is left. It
 // stops early once this round's replies and what gnet still holds unsent
-// pass the connection's share (overShare): a burst of small requests with
-// large replies must not make one call buffer unbounded output (and stall
-// the loop), nor pile a round's worth on top of a full buffer. It also
-// stops after Config.ReadBudget, so that one connection's pipelined burst
-// cannot hold the core (and the ticker, and every other connection) for
-// seconds: an executor whose heartbeats wait unread behind it would be
-// declared lost. It returns true when it is to read on once its replies
-// are written, false when only the peer's reading can let it go on (the
-// tick looks again) or nothing whole is left.
+// pass the connection's share (overShare). A burst of small requests with
+// large replies must not make one call buffer unbounded output and stall
+// the loop. Nor may it pile a round's worth on top of a full buffer. It
+// also stops after Config.ReadBudget. One connection's pipelined burst
+// must not hold the core, the ticker and every other connection for
+// seconds. An executor whose heartbeats wait unread behind it would be
+// declared lost. It returns true to read on once its replies are written.
+// It returns false when nothing whole is left, or when only the peer's
+// reading can let it go on. The tick then looks again.
 func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	s.core.HoldClock()
 	defer s.core.ReleaseClock()
@@ -88,7 +88,7 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	return false
 }
 
-// refuseDecode answers a framing or payload error and closes: the peer's
+// refuseDecode answers a framing or payload error and closes. The peer's
 // framing can no longer be trusted (spec section 2).
 func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
 	s.log.Info("protocol error: connection closed", "peer", cn.id, "remote", gc.RemoteAddr(), "err", err)
@@ -96,10 +96,10 @@ func (s *Server) refuseDecode(cn *conn, gc gnet.Conn, err error) {
 	s.closeWith(cn, gc, frame)
 }
 
-// cutOff closes a connection now, with an error frame after what was
-// already released to it, not behind its replies awaiting disk: those wait
-// for the disk, which may be the very thing that stalled, while gnet goes
-// on buffering what the peer sends. Its unconfirmed replies are dropped
+// cutOff closes a connection now. Its error frame follows what was already
+// released to it, not its replies awaiting disk. Those wait for the disk,
+// which may be the very thing that stalled. Meanwhile gnet goes on
+// buffering what the peer sends. Its unconfirmed replies are dropped
 // (docs/protocol.md, "Bounded buffers").
 func (s *Server) cutOff(cn *conn, gc gnet.Conn, msg string) {
 	cn.out = append(cn.out, wire.ErrorFrame(wire.CodeBadRequest, msg)...)

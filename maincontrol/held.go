@@ -1,6 +1,6 @@
 package maincontrol
 
-// heldFrame is a frame (or a close, when close is set) waiting until the
+// heldFrame is a frame, or a close when close is set. It waits until the
 // log is durable up to lsn.
 type heldFrame struct {
 	cn         *conn
@@ -12,9 +12,9 @@ type heldFrame struct {
 	gated      bool   // a task frame (gate.gated)
 }
 
-// heldQueue keeps held frames in the order they were held, which is LSN
-// order except for task frames (gate.gated); frames live in one arena so
-// that holding a frame costs a copy, not an allocation.
+// heldQueue keeps held frames in the order they were held. That is LSN
+// order, except for task frames (gate.gated). Frames live in one arena,
+// so holding a frame costs a copy, not an allocation.
 type heldQueue struct {
 	items []heldFrame
 	head  int
@@ -40,7 +40,7 @@ func (q *heldQueue) ready(lsn uint64) *heldFrame {
 	return nil
 }
 
-// pop hands the first held item to fn and drops it; compact later.
+// pop hands the first held item to fn and drops it. compact runs later.
 func (q *heldQueue) pop(fn func(h *heldFrame, frame []byte)) {
 	h := &q.items[q.head]
 	fn(h, q.arena[h.start:h.end])
@@ -48,9 +48,9 @@ func (q *heldQueue) pop(fn func(h *heldFrame, frame []byte)) {
 	q.head++
 }
 
-// extract hands fn, in order, every held item that keep refuses, and
-// keeps the others in order. The arena is compacted in place: kept frames
-// only move towards the front, after fn has seen what they overwrite.
+// extract hands fn, in order, every held item that keep refuses. It keeps
+// the others in order. The arena is compacted in place. Kept frames only
+// move towards the front, after fn has seen what they overwrite.
 func (q *heldQueue) extract(keep func(h *heldFrame, frame []byte) bool, fn func(h *heldFrame, frame []byte)) {
 	k, pos := 0, 0
 	for i := q.head; i < len(q.items); i++ {
@@ -70,8 +70,8 @@ func (q *heldQueue) extract(keep func(h *heldFrame, frame []byte) bool, fn func(
 	q.items, q.head, q.arena = q.items[:k], 0, q.arena[:pos]
 }
 
-// compact drops released frames once they are half the queue, keeping the
-// arena proportional to what is still held.
+// compact drops released frames once they are half the queue. So the
+// arena stays proportional to what is still held.
 func (q *heldQueue) compact() {
 	if q.head == len(q.items) {
 		q.items, q.head, q.arena = q.items[:0], 0, q.arena[:0]

@@ -6,15 +6,15 @@ import (
 	"strings"
 )
 
-// checkListen refuses a listen address that cannot work before the data
-// dir is opened: a typo in --listen must not wait out a long recovery
-// to be reported, nor be reported as a failure to bind. what names the
-// setting in the error. withScheme allows the tcp://, tcp4:// and tcp6://
-// forms of the main port (kept from when gnet listened on it; listen in
-// accept.go maps them to networks); the HTTP listener takes host:port
-// only. unix:///path is refused: wire v1 runs on TCP and no apollo11
-// client or executor can dial a socket path, so a daemon listening there
-// would be ready and unreachable.
+// checkListen refuses a listen address that cannot work, before the data
+// dir is opened. A typo in --listen must not wait out a long recovery to
+// be reported, nor look like a failure to bind. what names the setting in
+// the error. withScheme allows the tcp://, tcp4:// and tcp6:// forms of
+// the main port, kept from when gnet listened on it. listen in accept.go
+// maps them to networks. The HTTP listener takes host:port only.
+// unix:///path is refused. Wire v1 runs on TCP, and no apollo11 client or
+// executor can dial a socket path. A daemon listening there would be
+// ready and unreachable.
 func checkListen(what, listen string, withScheme bool) error {
 	bad := func(why string) error {
 		want := "host:port"

@@ -9,8 +9,8 @@ import (
 	"github.com/apollo11/apollo11/snapshot"
 )
 
-// serverMetrics counts what the core observes; gauges are read from the
-// core (under the server's mutex) and from the log's stats when scraped.
+// serverMetrics counts what the core observes. Gauges are read when
+// scraped, from the core under the server's mutex and from the log's stats.
 type serverMetrics struct {
 	reg           metrics.Registry
 	dispatchWait  *metrics.Histogram
@@ -33,7 +33,7 @@ type serverMetrics struct {
 var _ core.Observer = (*serverMetrics)(nil)
 
 // msBounds are histogram buckets for times the core keeps in whole
-// milliseconds: a bucket under 1 ms could only ever hold the zeros.
+// milliseconds. A bucket under 1 ms could only ever hold the zeros.
 var msBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 func newServerMetrics(s *Server) *serverMetrics {
@@ -120,7 +120,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 	return m
 }
 
-// addStoreMetrics exposes the log's stats; stats is read at each scrape.
+// addStoreMetrics exposes the log's stats, read at each scrape.
 func (m *serverMetrics) addStoreMetrics(stats func() snapshot.Stats) {
 	r := &m.reg
 	bounds := snapshot.FsyncBucketBounds()

@@ -8,15 +8,16 @@ import (
 )
 
 // Incomplete frames. gnet holds each connection's partial frame, up to the
-// max frame, for as long as the connection stays open, so checkPartials
-// picks connections to judge: one whose frame made no progress for
-// FrameStallTimeout (judged at once: cut unless it progressed since), and,
-// while all connections together hold more than MaxPartialTotal, those
-// whose frame grew least recently (judged after partialGrace: cut unless
-// partialMinProgress more of it arrived). An uploader sending a big frame
-// steadily is spared; a peer adding a byte now and then is not. The grace
-// is short because a peer opening connections as fast as it can, each
-// with a max frame, holds about its rate times the grace.
+// max frame, for as long as the connection stays open. So checkPartials
+// picks connections to judge. One is a connection whose frame made no
+// progress for FrameStallTimeout. It is judged at once, and cut unless it
+// progressed since. Others are picked while all connections together hold
+// more than MaxPartialTotal. Those whose frame grew least recently are
+// judged after partialGrace. They are cut unless partialMinProgress more
+// arrived. An uploader sending a big frame steadily is spared. A peer
+// adding a byte now and then is not. The grace is short because of a peer
+// that opens connections fast, each with a max frame. It holds about its
+// rate times the grace.
 
 // A connection picked for crowding must receive partialMinProgress more
 // of its frame within partialGrace (16 KiB/s) to be spared.
@@ -26,13 +27,13 @@ const (
 )
 
 // notePartial records whether cn's input ends in an incomplete frame
-// once readFrames is done with it (more: it stopped early, so what is
-// left may be whole frames; handled: it handled a frame), and judges it
-// when checkPartials picked it and its time came. It returns why cn must
-// be cut off ("" if it need not). Progress is new bytes or a frame
-// handled (a wake without either is none). A paused or output-blocked
-// connection's input is held by the server, not left incomplete by the
-// peer. Called with Server.mu held, on cn's event loop.
+// once readFrames is done with it. more means readFrames stopped early, so
+// what is left may be whole frames. handled means it handled a frame.
+// notePartial judges cn when checkPartials picked it and its time came.
+// It returns why cn must be cut off, or "". Progress is new bytes or a
+// handled frame, and a wake without either is none. The server holds the
+// input of a paused or output-blocked connection. The peer did not leave
+// it incomplete. It runs with Server.mu held, on cn's event loop.
 func (f *flow) notePartial(cn *conn, gc gnet.Conn, more, handled bool) string {
 	n := gc.InboundBuffered()
 	if n == 0 && cn.flow.partial == 0 && cn.flow.partialCut == "" {
@@ -62,8 +63,8 @@ func (f *flow) notePartial(cn *conn, gc gnet.Conn, more, handled bool) string {
 	return ""
 }
 
-// setPartial sets the bytes cn holds in an incomplete frame (0: none),
-// keeping flow.partials and flow.partialTotal in step.
+// setPartial sets the bytes cn holds in an incomplete frame, 0 for none.
+// It keeps flow.partials and flow.partialTotal in step.
 func (f *flow) setPartial(cn *conn, n int) {
 	f.partialTotal += n - cn.flow.partial
 	cn.flow.partial = n
@@ -75,10 +76,10 @@ func (f *flow) setPartial(cn *conn, n int) {
 }
 
 // checkPartials picks connections to judge for their incomplete frames
-// (see above) and wakes those whose time came, so that their own event
-// loop judges them (notePartial). It looks a few times per timeout, and
-// at every tick while over the total (new connections can each bring a
-// max frame within a second). Called with Server.mu held.
+// (see above). It wakes those whose time came, so their own event loop
+// judges them (notePartial). It looks a few times per timeout, and at
+// every tick while over the total. New connections can each bring a max
+// frame within a second. It runs with Server.mu held.
 func (f *flow) checkPartials() {
 	now := f.now()
 	crowded := f.partialTotal > f.cfg.MaxPartialTotal

@@ -9,17 +9,17 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// refusalLog keeps a flood of refused connections from flooding the log:
-// one line, then a count once a second while refusals go on.
+// refusalLog keeps a flood of refused connections from flooding the log.
+// It writes one line, then a count once a second while refusals go on.
 type refusalLog struct {
 	last    time.Time
 	skipped int
 }
 
-// refuseConn builds the error frame sent in place of welcome to a
-// connection over --max-conns, or arriving while the main control stops,
-// and logs the refusal. The peer learns why (wire.ParseWelcome keeps the
-// code) rather than seeing a bare close. Called with s.mu held.
+// refuseConn builds the error frame sent in place of welcome, and logs
+// the refusal. It goes to a connection over --max-conns, or one arriving
+// while the main control stops. The peer learns why, as wire.ParseWelcome
+// keeps the code, rather than seeing a bare close. It runs with s.mu held.
 func (s *Server) refuseConn(gc gnet.Conn) []byte {
 	reason := "too many connections (--max-conns " + strconv.Itoa(s.cfg.MaxConns) + "); try again later"
 	if s.stopping {

@@ -4,18 +4,18 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// Connections not yet through their handshake (hello or register, with
-// the token's MAC when one is set) have a cap of their own,
-// --max-unauth-conns, and never crowd out those that are through: at that
-// cap, or at --max-conns, a newcomer takes the place of the one that has
-// waited longest. A peer without the token can then hold at most that
-// many descriptors, each for at most the handshake timeout, and a newcomer
-// is refused only when every connection has passed its handshake. A
-// newcomer is pushed out only by as many others arriving after it, and an
-// honest handshake takes one round trip.
+// Some connections are not yet through their handshake, which is hello or
+// register with the token's MAC when one is set. They have a cap of their
+// own, --max-unauth-conns, and never crowd out those that are through. At
+// that cap, or at --max-conns, a newcomer takes the place of the one that
+// has waited longest. A peer without the token can then hold at most that
+// many descriptors, each for at most the handshake timeout. A newcomer is
+// refused only when every connection has passed its handshake. It is
+// pushed out only by as many others arriving after it. An honest
+// handshake takes one round trip.
 
 // unauthQueue lists the connections awaiting their handshake, oldest
-// first, linked through conn.prevNew and conn.nextNew: adding, removing
+// first, linked through conn.prevNew and conn.nextNew. Adding, removing
 // and taking the oldest cost the same however many there are.
 type unauthQueue struct {
 	head, tail *conn
@@ -51,9 +51,9 @@ func (q *unauthQueue) remove(cn *conn) {
 	q.n--
 }
 
-// makeRoom reports whether a newcomer may be taken in, first closing the
-// connection longest in its handshake when either cap is reached. Called
-// with s.mu held.
+// makeRoom reports whether a newcomer may be taken in. When either cap is
+// reached, it first closes the connection longest in its handshake. It
+// runs with s.mu held.
 func (s *Server) makeRoom() bool {
 	full := len(s.gate.conns)-s.evicting >= s.cfg.MaxConns
 	if !full && s.unauth.n < s.cfg.MaxUnauthConns {
@@ -68,8 +68,8 @@ func (s *Server) makeRoom() bool {
 }
 
 // evict closes a connection still in its handshake, telling it why. It
-// may be on another event loop: it is woken to close, its input left
-// unread. Until it is gone it does not count against --max-conns.
+// may be on another event loop, so it is woken to close, its input left
+// unread. Until it is gone, it does not count against --max-conns.
 func (s *Server) evict(cn *conn) {
 	s.unauth.remove(cn)
 	cn.evicted = true
