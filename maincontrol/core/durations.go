@@ -8,7 +8,7 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// maxProgressNote bounds the progress note kept per task: every running
+// maxProgressNote bounds the progress note kept per task. Every running
 // task may hold one, in memory.
 const maxProgressNote = 256
 
@@ -19,11 +19,11 @@ type taskProgress struct {
 }
 
 // startTooLate is task.startOff for a start too long after creation to
-// fit: the task then shows no durations.
+// fit. The task then shows no durations.
 const startTooLate = math.MaxUint32
 
-// startOffset is task.startOff for a start at ms: the time after creation
-// plus 1, or startTooLate.
+// startOffset is task.startOff for a start at ms. It is the time after
+// creation plus 1, or startTooLate.
 func startOffset(createdMs, ms int64) uint32 {
 	d := max(0, ms-createdMs)
 	if d >= startTooLate-1 {
@@ -46,15 +46,15 @@ func clipNote(s string) string {
 }
 
 // keepProgress records a progress of t's current dispatch. The note is
-// copied: the message borrows the connection's read buffer.
+// copied, as the message borrows the connection's read buffer.
 func (c *Core) keepProgress(t *task, pct uint64, note string) {
 	c.progs[t.id] = taskProgress{percent: uint8(pct), note: strings.Clone(clipNote(note))}
 }
 
 // taskStateExtras appends the optional keys of protocol section 8.8 to a
-// task_state reply: progress while dispatched or running, durations once
-// ended. Each is added only when the reply stays within max_frame and
-// the key limit: a task whose outputs fill the reply shows none.
+// task_state reply. Progress shows while dispatched or running, durations
+// once ended. Each is added only when the reply stays within max_frame and
+// the key limit. A task whose outputs fill the reply shows none.
 func (c *Core) taskStateExtras(b *wire.Builder, t *task) {
 	fits := func(n, k int) bool { return b.Len()+n <= c.cfg.MaxFrame && b.Keys()+k <= wire.MaxKeys }
 	switch {
@@ -89,8 +89,9 @@ func (c *Core) taskStateExtras(b *wire.Builder, t *task) {
 }
 
 // durations are an ended task's queued and run times (protocol section
-// 8.8): created to the start of its last attempt, and that start to the
-// end. With no start, queued runs to the end and started is false.
+// 8.8). Queued runs from creation to the start of its last attempt, and
+// run from that start to the end. With no start, queued runs to the end
+// and started is false.
 func durations(t *task) (queued, run int64, started bool) {
 	end := t.updatedMs
 	if t.startOff == 0 {

@@ -4,14 +4,14 @@ import "time"
 
 // history keeps the latest task transitions of all tasks, for the
 // dashboard's task page. The core keeps no history per task, and the log
-// is cut at every snapshot. One ring for all tasks bounds the memory;
-// a busy system keeps less history per task than a quiet one.
+// is cut at every snapshot. One ring for all tasks bounds the memory. A
+// busy system keeps less history per task than a quiet one.
 
 // historySize is how many transitions the ring holds (about 1 MiB).
 const historySize = 16_384
 
 // Transition is one change of a task's state, as the decision made it.
-// Replayed changes are not kept: after a restart the history starts anew.
+// Replayed changes are not kept, so a restart starts the history anew.
 type Transition struct {
 	AtMs     int64 // Unix ms
 	Version  uint64
@@ -28,8 +28,8 @@ type historyEntry struct {
 	tr Transition
 }
 
-// history is a ring that grows by doubling up to historySize, so that an
-// idle main control holds none of it.
+// history is a ring that grows by doubling up to historySize. So an idle
+// main control holds none of it.
 type history struct {
 	ring []historyEntry
 	next int // where the next entry goes, once the ring is full

@@ -7,12 +7,12 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// maxPausedTypes bounds the paused types: the set is durable, and every
+// maxPausedTypes bounds the paused types. The set is durable, and every
 // snapshot writes it whole.
 const maxPausedTypes = 1024
 
-// maxPausedNameLen bounds a paused name, so that the whole set stays
-// within 1 MiB of every snapshot.
+// maxPausedNameLen bounds a paused name. So the whole set stays within
+// 1 MiB of every snapshot.
 const maxPausedNameLen = 1024
 
 // pauseRequest answers pause and resume (protocol section 8.5).
@@ -37,7 +37,7 @@ func (c *Core) pauseRequest(p *peer, m *wire.Message, req string, pause bool) {
 		return
 	}
 	if pause && len(name) > maxPausedNameLen {
-		// resume takes any length: a longer name is not paused.
+		// resume takes any length, as a longer name is not paused.
 		c.badRequest(p, req, &wire.ValueError{Key: "task_type", Reason: "longer than " +
 			strconv.Itoa(maxPausedNameLen) + " bytes, the most a paused type may have"})
 		return

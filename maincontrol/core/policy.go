@@ -1,5 +1,5 @@
-// policy.go: per-type policies, as data. Parsing a policy file and
-// reloading it belong to the server; the core only applies what it is given.
+// policy.go holds per-type policies, as data. Parsing a policy file and
+// reloading it belong to the server. The core only applies what it gets.
 
 package core
 
@@ -16,13 +16,13 @@ import (
 type RetryKind uint8
 
 const (
-	// RetryDefault: the global delay (Config.RetryBase and RetryCap).
+	// RetryDefault uses the global delay (Config.RetryBase and RetryCap).
 	RetryDefault RetryKind = iota
-	// RetryNone: no retries; a task without its own max_attempts gets 1.
+	// RetryNone makes no retries. A task without its own max_attempts gets 1.
 	RetryNone
-	// RetryFixed: every retry waits RetryBase, jittered.
+	// RetryFixed makes every retry wait RetryBase, jittered.
 	RetryFixed
-	// RetryExponential: min(RetryCap, RetryBase*2^(n-1)), jittered.
+	// RetryExponential waits min(RetryCap, RetryBase*2^(n-1)), jittered.
 	RetryExponential
 )
 
@@ -76,7 +76,7 @@ func ParseStuckAction(s string) (StuckAction, error) {
 	return 0, fmt.Errorf("stuck_action %q: want none, requeue or fail", s)
 }
 
-// Policy is one task type's settings. A zero field is unset: the task's
+// Policy is one task type's settings. A zero field is unset. The task's
 // own value, the defaults' value or the global one applies instead.
 type Policy struct {
 	Timeout     time.Duration // timeout_ms of a submit that gives none
@@ -87,7 +87,7 @@ type Policy struct {
 	RetryBase   time.Duration // fixed: the delay; exponential: the first delay
 	RetryCap    time.Duration // exponential: the longest delay
 	// MaxRunning caps the type's dispatched and running tasks over all
-	// executors; RatePerSec caps its dispatches in any one second.
+	// executors. RatePerSec caps its dispatches in any one second.
 	MaxRunning int
 	RatePerSec int
 	// A running task is stuck past StuckAfter, or past StuckFactor times
@@ -104,7 +104,7 @@ type Policies struct {
 	Types   map[string]Policy
 }
 
-// Limits of a policy set: they bound what the core keeps per type.
+// Limits of a policy set. They bound what the core keeps per type.
 const (
 	MaxPolicyTypes = 1024
 	MaxRatePerSec  = 1_000_000
@@ -204,8 +204,8 @@ type policyState struct {
 	stuck     stuckState
 }
 
-// Check reports the first policy the core would refuse, naming its type;
-// each listed type is checked merged with the defaults.
+// Check reports the first policy the core would refuse, naming its type.
+// Each listed type is checked merged with the defaults.
 func (ps Policies) Check() error {
 	if len(ps.Types) > MaxPolicyTypes {
 		return fmt.Errorf("%w: %d task types, at most %d", ErrPolicy, len(ps.Types), MaxPolicyTypes)
@@ -225,8 +225,8 @@ func (ps Policies) Check() error {
 }
 
 // SetPolicies replaces the policies in force. Each type's merged policy is
-// checked first: on any error nothing changes. Tasks already submitted
-// keep the defaults they got; limits, retry delays and stuck rules apply
+// checked first, and on any error nothing changes. Tasks already submitted
+// keep the defaults they got. Limits, retry delays and stuck rules apply
 // from now on.
 func (c *Core) SetPolicies(ps Policies) error {
 	if err := ps.Check(); err != nil {
@@ -237,7 +237,7 @@ func (c *Core) SetPolicies(ps Policies) error {
 		next.stuck = c.pol.stuck
 	}
 	keep := func(p Policy) *typePolicy {
-		// The rate windows stay on the types: a reload does not reopen
+		// The rate windows stay on the types. So a reload does not reopen
 		// a full second's worth of dispatches.
 		tp := &typePolicy{Policy: p}
 		next.anyLimit = next.anyLimit || p.limits()
@@ -284,7 +284,7 @@ func (c *Core) PolicyOf(name string) (Policy, bool) {
 	return Policy{}, false
 }
 
-// lookup returns the policy of a type: its own, else the defaults.
+// lookup returns the policy of a type, its own or else the defaults.
 func (ps *policyState) lookup(name string) *typePolicy {
 	if tp := ps.byType[name]; tp != nil {
 		return tp
@@ -295,7 +295,7 @@ func (ps *policyState) lookup(name string) *typePolicy {
 	return ps.other
 }
 
-// policyDefaults fills what a submit left out from its type's policy: a
+// policyDefaults fills what a submit left out from its type's policy. A
 // task's own values win.
 func (c *Core) policyDefaults(f *submitFields, s *submitReq) {
 	if c.pol == nil {
@@ -329,8 +329,8 @@ func (c *Core) retryDelay(tt *taskType) (kind RetryKind, base, ceil time.Duratio
 	}
 	tp := c.pol.lookup(tt.name)
 	if tp == nil || tp.Retry == RetryDefault || tp.Retry == RetryNone {
-		// none: a task's own max_attempts above 1 won; it retries as
-		// every task does.
+		// With none, a task's own max_attempts above 1 won. It retries
+		// as every task does.
 		return kind, base, ceil
 	}
 	if tp.RetryBase > 0 {
@@ -379,7 +379,7 @@ func (c *Core) policyDispatched(tt *taskType, now int64) {
 }
 
 // activeLeft notes that a dispatched or running task of tt left its
-// executor: a type held by max_running may go on.
+// executor. A type held by max_running may go on.
 func (c *Core) activeLeft(tt *taskType) {
 	if c.pol != nil && c.pol.anyLimit {
 		c.markDirty(tt)
@@ -417,7 +417,7 @@ func (c *Core) policyTick(now int64) {
 	c.sweepStuck(now)
 }
 
-// policyDue is when policyTick next has work (ok false: never).
+// policyDue is when policyTick next has work. ok is false for never.
 func (c *Core) policyDue() (int64, bool) {
 	ps := c.pol
 	if ps == nil {
@@ -434,7 +434,7 @@ func (c *Core) policyDue() (int64, bool) {
 }
 
 // rateWindow counts a type's dispatches over the last second, by
-// millisecond: at most 1,000 entries, whatever the rate.
+// millisecond. It holds at most 1,000 entries, whatever the rate.
 type rateWindow struct {
 	at    []int64 // the milliseconds with dispatches, oldest first
 	n     []int32 // dispatches in each

@@ -1,23 +1,23 @@
 package core
 
-// The shared state's size cap. Wire v1 has no way to delete a key, and the
-// shared state is durable and rewritten whole by every snapshot, so without
-// a bound one executor could grow it until the main control no longer fits
-// in memory, at every start thereafter. Growth past the cap is a bad state
-// change (spec section 4, illegal_value): the result is refused whole and
+// The shared state's size cap. Wire v1 has no way to delete a key. The
+// shared state is durable, and every snapshot rewrites it whole. Without a
+// bound, one executor could grow it until the main control no longer fits
+// in memory, at every start after. Growth past the cap is a bad state
+// change (spec section 4, illegal_value). The result is refused whole, and
 // the task fails, naming the first key that takes the size over.
 
 // DefaultMaxStateBytes is the shared state's default size cap.
 const DefaultMaxStateBytes = 64 << 20
 
 const (
-	// StateKeyOverhead is what each key counts besides its name and value,
-	// so that a flood of empty values is bounded too: a Go map entry with
-	// two string headers costs about that much.
+	// StateKeyOverhead is what each key counts besides its name and value.
+	// So a flood of empty values is bounded too. A Go map entry with two
+	// string headers costs about that much.
 	StateKeyOverhead = 64
-	// StateValueFloor is the least a value counts: the longest int64 in
-	// text ("-9223372036854775808"). An add to an existing integer key then
-	// never grows the size, so counters keep counting at the cap.
+	// StateValueFloor is the least a value counts, the longest int64 in text
+	// ("-9223372036854775808"). An add to an existing integer key then never
+	// grows the size, so counters keep counting at the cap.
 	StateValueFloor = 20
 )
 
@@ -39,9 +39,9 @@ func (c *Core) countStateBytes() int64 {
 func (c *Core) StateBytes() int64 { return c.stateBytes }
 
 // stateLimit is the size a result's state changes may not take the shared
-// state past: the cap, or the size already held when it is larger (a cap
-// lowered across a restart), so that what was accepted stays and only new
-// growth is refused. Negative: no limit.
+// state past. It is the cap, or the size already held when that is larger,
+// after a cap was lowered across a restart. So what was accepted stays,
+// and only new growth is refused. A negative limit is none.
 func (c *Core) stateLimit() int64 {
 	if c.cfg.MaxStateBytes < 0 {
 		return -1
@@ -49,9 +49,9 @@ func (c *Core) stateLimit() int64 {
 	return max(int64(c.cfg.MaxStateBytes), c.stateBytes)
 }
 
-// recountState sets the size from the state recovery loaded (the log's
-// records are replayed without a size check: they were accepted once) and
-// warns when it is past the cap.
+// recountState sets the size from the state recovery loaded, and warns
+// when it is past the cap. The log's records are replayed without a size
+// check, as they were accepted once.
 func (c *Core) recountState() {
 	c.stateBytes = c.countStateBytes()
 	if limit := c.cfg.MaxStateBytes; limit >= 0 && c.stateBytes > int64(limit) {

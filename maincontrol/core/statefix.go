@@ -7,7 +7,7 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// maxStateName is the longest shared-state name: `state.set.` and the
+// maxStateName is the longest shared-state name. `state.set.` and the
 // name make a key of at most 64 bytes (spec section 2).
 const maxStateName = 64 - len(wire.PrefixStateSet)
 
@@ -16,8 +16,8 @@ func validStateName(k string) bool {
 	return k != "" && len(k) <= maxStateName && wire.ValidKey(wire.PrefixStateSet+k)
 }
 
-// stateFix answers state_set and state_del (protocol section 8.6): one
-// key set or deleted by hand, with an optional compare-and-set on the
+// stateFix answers state_set and state_del (protocol section 8.6). They
+// set or delete one key by hand, with an optional compare-and-set on the
 // state version.
 func (c *Core) stateFix(p *peer, m *wire.Message, req string, set bool) {
 	if !c.requireAdmin(p, m, req) {
@@ -108,8 +108,8 @@ func (c *Core) replyStateChanged(p *peer, req, key string, changed bool) {
 	c.send(p.id, &b)
 }
 
-// applyStateFix applies a state_set or state_del record; the size counts
-// the change (recovery recounts the whole state anyway).
+// applyStateFix applies a state_set or state_del record. The size counts
+// the change, though recovery recounts the whole state anyway.
 func (c *Core) applyStateFix(r *record) {
 	c.ownState()
 	if old, had := c.state[r.key]; had {

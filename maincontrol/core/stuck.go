@@ -1,5 +1,5 @@
-// stuck.go: running tasks past their type's limit are flagged, and may be
-// taken back, as the type's policy says.
+// stuck.go flags running tasks past their type's limit. They may be taken
+// back, as the type's policy says.
 
 package core
 
@@ -17,8 +17,8 @@ const (
 	runWindowMin = 20
 	// maxRunWindows bounds the types whose run times are kept.
 	maxRunWindows = MaxPolicyTypes
-	// stuckFloorMs is the least a p99 rule waits: a type whose tasks take
-	// a few ms would otherwise flag every scheduling hiccup.
+	// stuckFloorMs is the least a p99 rule waits. A type whose tasks take a
+	// few ms would otherwise flag every scheduling hiccup.
 	stuckFloorMs = 1000
 	// stuckSweepMs is how often running tasks are checked.
 	stuckSweepMs = 1000
@@ -104,7 +104,7 @@ func (c *Core) noteRun(t *task, now int64) {
 }
 
 // stuckLimit is how long a task of this type may run before it is stuck,
-// in ms (0: no rule applies yet), and the rule that set it.
+// in ms, and the rule that set it. 0 means no rule applies yet.
 func (c *Core) stuckLimit(tp *typePolicy, name string) (int64, string) {
 	var limit int64
 	rule := ""
@@ -124,8 +124,8 @@ func (c *Core) stuckLimit(tp *typePolicy, name string) (int64, string) {
 	return limit, rule
 }
 
-// sweepStuck flags the running tasks past their type's limit, once a
-// second at most: a warning once per dispatch, then the type's
+// sweepStuck flags the running tasks past their type's limit, at most
+// once a second. It warns once per dispatch, then takes the type's
 // stuck_action.
 func (c *Core) sweepStuck(now int64) {
 	ps := c.pol
@@ -213,8 +213,8 @@ func (c *Core) flagStuck(id, ver uint64, ranMs, limit int64, rule string, action
 }
 
 // pruneStuck forgets the flagged tasks that no longer run that dispatch.
-// The flag of one still running stays after a reload drops its type's
-// rule, so that it warns no more.
+// A reload may drop a type's rule while a flagged task still runs. Its
+// flag stays, so it warns no more.
 func (c *Core) pruneStuck() {
 	st := &c.pol.stuck
 	for id, m := range st.flagged {
@@ -231,7 +231,7 @@ func (c *Core) stillStuck(id, ver uint64) bool {
 }
 
 // countStuck counts the flagged tasks still running whose type still
-// has a stuck rule. It reads only: the sweep prunes.
+// has a stuck rule. It only reads, and the sweep prunes.
 func (c *Core) countStuck() int {
 	n := 0
 	for id, m := range c.pol.stuck.flagged {

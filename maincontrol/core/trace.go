@@ -7,12 +7,12 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// A task submitted without a trace_id gets one the main control makes. It is
-// not stored: it is derived, when needed, from the task's id and creation
-// time, which are durable, so it is the same after a restart and costs
-// neither an allocation per submit nor memory per task. The first half is
-// a bijection of the id, so two tasks of one main control never share one;
-// the second half mixes in the creation time, so ids reused by a fresh
+// A task submitted without a trace_id gets one the main control makes. It
+// is not stored. It is derived when needed from the task's id and creation
+// time, which are durable. So it is the same after a restart, and costs no
+// allocation per submit and no memory per task. The first half is a
+// bijection of the id, so two tasks of one main control never share one.
+// The second half mixes in the creation time. So ids reused by a fresh
 // data dir give different trace ids.
 
 // addTrace adds t's trace_id to a frame. A derived one is hex digits and
@@ -54,7 +54,7 @@ func deriveTrace(buf *[32]byte, id uint64, createdMs int64) {
 	putHex8(buf[24:32], uint32(lo))
 }
 
-// putHex8 writes v as 8 lower-case hex digits, all in one register: every
+// putHex8 writes v as 8 lower-case hex digits, all in one register. Every
 // dispatch frame carries a derived trace id, and a digit at a time cost
 // about 270 instructions a frame.
 func putHex8(dst []byte, v uint32) {
@@ -63,19 +63,19 @@ func putHex8(dst []byte, v uint32) {
 	x = (x | x<<16) & 0x0000ffff0000ffff
 	x = (x | x<<8) & 0x00ff00ff00ff00ff
 	x = (x | x<<4) & 0x0f0f0f0f0f0f0f0f
-	// 1 in each byte whose nibble is 10 or more: those skip to 'a'.
+	// This is 1 in each byte whose nibble is 10 or more. Those skip to 'a'.
 	letters := (x + 0x0606060606060606) >> 4 & 0x0101010101010101
 	binary.BigEndian.PutUint64(dst, x+0x3030303030303030+letters*('a'-'0'-10))
 }
 
-// mix64 is SplitMix64's finalizer: a bijection that scatters its input.
+// mix64 is SplitMix64's finalizer, a bijection that scatters its input.
 func mix64(z uint64) uint64 {
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	return z ^ z>>31
 }
 
-// traceLen is the encoded length of a trace id: its own, or a derived one.
+// traceLen is the encoded length of a trace id, its own or a derived one.
 func traceLen(own string) int {
 	if own == "" {
 		return 32
