@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// TaskSummary is one line of a task listing: what a table row shows.
+// TaskSummary is one line of a task listing, what a table row shows.
 type TaskSummary struct {
 	ID          uint64
 	State       State
@@ -42,9 +42,9 @@ const MaxBrowseLimit = 1000
 // BrowsePage is a page of tasks.
 type BrowsePage struct {
 	Tasks []TaskSummary
-	// Next is the Before of the next page; 0 when no older task is left.
+	// Next is the Before of the next page, or 0 when no older task is left.
 	Next uint64
-	// Scanned is how many tasks were looked at; Cut is true when MaxScan
+	// Scanned is how many tasks were looked at. Cut is true when MaxScan
 	// ended the page before Limit matches were found.
 	Scanned int
 	Cut     bool

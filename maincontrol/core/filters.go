@@ -8,7 +8,7 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// Bulk admin requests (protocol section 8.4): requeue_where, cancel_where
+// Bulk admin requests (protocol section 8.4). requeue_where, cancel_where
 // and purge_where act on the tasks a filter matches, in ascending id.
 
 const (
@@ -120,7 +120,7 @@ func parseFilter(m *wire.Message, op bulkOp) (taskFilter, error) {
 	if f.dryRun, err = m.BoolOr("dry_run", false); err != nil {
 		return f, err
 	}
-	// Values borrow from the read buffer; the scan keeps none, but be safe.
+	// Values borrow from the read buffer. The scan keeps none, but be safe.
 	f.typ, f.errSub = strings.Clone(f.typ), strings.Clone(f.errSub)
 	return f, nil
 }
@@ -159,8 +159,8 @@ func (f *taskFilter) matches(t *task) bool {
 	return true
 }
 
-// scanFilter returns the ids f matches, ascending, at most f.limit, and
-// next: the last id looked at when the scan stopped before the end, else 0.
+// scanFilter returns the ids f matches, ascending, at most f.limit. next is
+// the last id looked at when the scan stopped before the end, else 0.
 func (c *Core) scanFilter(f *taskFilter) (ids []uint64, next uint64) {
 	only := State(0)
 	n := 0
@@ -187,10 +187,9 @@ func (c *Core) scanFilter(f *taskFilter) (ids []uint64, next uint64) {
 	return ids, next
 }
 
-// bulkRequest runs one bulk request: act changes (or, on a dry run,
-// checks) one task and reports whether it did.
-// flush, when not nil, runs after the last act and before the reply,
-// which waits for the records it makes.
+// bulkRequest runs one bulk request. act changes one task, or checks it on
+// a dry run, and reports whether it did. flush, when not nil, runs after
+// the last act and before the reply. The reply waits for its records.
 func (c *Core) bulkRequest(p *peer, m *wire.Message, req string, op bulkOp,
 	act func(t *task, f *taskFilter) bool, flush func()) {
 	if !c.requireAdmin(p, m, req) {
@@ -270,7 +269,7 @@ func (c *Core) cancelWhere(p *peer, m *wire.Message, req string) {
 	}, nil)
 }
 
-// purgeWhere handles `purge_where`: matched ended tasks are dropped as
+// purgeWhere handles `purge_where`. Matched ended tasks are dropped as
 // retention drops them, in records of at most maxDropPerRecord ids.
 func (c *Core) purgeWhere(p *peer, m *wire.Message, req string) {
 	var drop []uint64

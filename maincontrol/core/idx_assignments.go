@@ -6,11 +6,11 @@ import (
 )
 
 // assignments holds an executor's dispatches by task id. Every task passes
-// through it twice (dispatch, end) and is looked up in between (started),
-// which made a Go map a tenth of the core's cycle. Ids are dense integers,
-// so a multiplicative hash spreads them well and an open-addressing table
-// with linear probing and backward-shift deletion does the same work in a
-// few instructions, with no tombstones to clean up.
+// through it at dispatch and end, and is looked up at started. A Go map
+// there took a tenth of the core's cycle. Ids are dense integers, so a
+// multiplicative hash spreads them well. An open-addressing table with
+// linear probing and backward-shift deletion does the same work in a few
+// instructions, with no tombstones to clean up.
 type assignments struct {
 	slots []assignSlot // len is 0 or a power of two
 	n     int
@@ -86,16 +86,16 @@ func (s *assignments) set(id uint64, a assignment) {
 }
 
 // del removes id and reports whether it was there. A large table shrinks
-// when it is mostly empty, so an executor that once held many tasks does
-// not keep their room; below keepAssignSlots it keeps its size, because
+// when it is mostly empty. So an executor that once held many tasks does
+// not keep their room. Below keepAssignSlots it keeps its size, because
 // an executor's load swings between empty and full all the time.
 func (s *assignments) del(id uint64) bool {
 	i := s.find(id)
 	if i < 0 {
 		return false
 	}
-	// Backward shift: pull later entries of the run into the hole when
-	// the hole lies on their probe path, so lookups never stop early.
+	// Backward shift pulls later entries of the run into the hole when
+	// it lies on their probe path. So lookups never stop early.
 	mask := len(s.slots) - 1
 	for j := (i + 1) & mask; s.slots[j].used; j = (j + 1) & mask {
 		h := s.home(s.slots[j].id)
@@ -125,8 +125,8 @@ func (s *assignments) resize(size int) {
 }
 
 // all yields each assignment with a pointer through which it may be
-// changed. Adding or removing entries during the loop is not allowed:
-// collect ids first (ids) to do that.
+// changed. The loop may not add or remove entries. Collect ids first
+// (ids) to do that.
 func (s *assignments) all() iter.Seq2[uint64, *assignment] {
 	return func(yield func(uint64, *assignment) bool) {
 		for i := range s.slots {

@@ -6,25 +6,25 @@ import (
 	"slices"
 )
 
-// depIDs is a task's depends_on list, deduplicated, in the order given,
-// kept small: a waiting task keeps it for as long as it waits, and one
-// submit may name 100,000 ids (h11-exhaustion, item 8). Each id is stored
-// as the signed varint (encoding/binary's, as records use) of its
-// difference from the one before it (the first from 0): ids submitted
-// together are mostly close and ascending, so an id takes one to three
-// bytes rather than eight, and any list of uint64 comes back exactly, the
-// differences wrapping as uint64 arithmetic does. It is immutable, like
-// the taskExtra that holds it.
+// depIDs is a task's depends_on list, deduplicated, in the order given.
+// It is kept small, as a waiting task keeps it for as long as it waits.
+// One submit may name 100,000 ids. Each id is stored as the signed varint
+// of its difference from the one before, the first from 0. That is
+// encoding/binary's varint, as records use. Ids submitted together are
+// mostly close and ascending, so an id takes one to three bytes, not
+// eight. Any list of uint64 comes back exactly, as the differences wrap
+// like uint64 arithmetic. It is immutable, like the taskExtra that holds
+// it.
 //
-// Records and snapshots carry the ids as before (record.deps); only the
+// Records and snapshots carry the ids as before (record.deps). Only the
 // table keeps them this way.
 type depIDs struct {
 	b []byte // the differences, as above
 	n int    // the number of ids
 }
 
-// depCursor is a position in a depIDs: the offset of the next id and the
-// id before it.
+// depCursor is a position in a depIDs. It holds the offset of the next id
+// and the id before it.
 type depCursor struct {
 	off  int
 	prev uint64
@@ -39,7 +39,7 @@ func encodeDeps(ids []uint64) depIDs {
 }
 
 func encodeSome(ids []uint64) depIDs {
-	// Sized exactly first: the list is kept for as long as its task waits.
+	// It is sized exactly first, as the list lives while its task waits.
 	var tmp [binary.MaxVarintLen64]byte
 	size, prev := 0, uint64(0)
 	for _, id := range ids {
@@ -58,7 +58,8 @@ func encodeSome(ids []uint64) depIDs {
 // len returns the number of ids.
 func (d depIDs) len() int { return d.n }
 
-// next returns the id at c and moves c past it; false at the end.
+// next returns the id at c and moves c past it. It returns false at the
+// end.
 func (d depIDs) next(c *depCursor) (uint64, bool) {
 	if c.off >= len(d.b) {
 		return 0, false

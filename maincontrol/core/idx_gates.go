@@ -1,16 +1,16 @@
 package core
 
 // Task frames wait for what made their task dispatchable, not for their
-// own dispatch record (spec section 4): so an executor that holds one
-// task at a time gets its next while the disk catches up. What made a
-// pending task dispatchable is the record that queued it (its submit, a
-// release after its dependencies, a requeue, the end of a retry delay),
-// and every record before that one. Those records are found by the
-// task's seq, which each enqueue renews: gates keeps, for the enqueues
-// whose records may not be durable yet, their seqs and the log position
-// of their record. Positions are what Effects.Record returns.
+// own dispatch record (spec section 4). So an executor that holds one task
+// at a time gets its next while the disk catches up. A pending task became
+// dispatchable by the record that queued it, and every record before that
+// one. That record is its submit, a release after its dependencies, a
+// requeue, or the end of a retry delay. The task's seq finds it, and each
+// enqueue renews the seq. For the enqueues whose records may not be
+// durable yet, gates keeps their seqs and their records' log positions.
+// Positions are what Effects.Record returns.
 
-// gateSpan: the tasks queued with seqs first to last wait for mark.
+// gateSpan says the tasks queued with seqs first to last wait for mark.
 type gateSpan struct{ first, last, mark uint64 }
 
 // gates holds spans in seq order (and so in mark order) from head on.
@@ -32,8 +32,8 @@ func (g *gates) queued(seq, mark uint64) {
 	g.spans = append(g.spans, gateSpan{first: seq, last: seq, mark: mark})
 }
 
-// mark returns the log position the task queued with seq waits for; 0 if
-// its record is durable.
+// mark returns the log position the task queued with seq waits for, or 0
+// if its record is durable.
 func (g *gates) mark(seq uint64) uint64 {
 	s := g.spans[g.head:]
 	lo, hi := 0, len(s)
@@ -72,10 +72,10 @@ func (g *gates) advance(mark uint64) {
 // Effects.Record returned it) is durable.
 func (c *Core) Durable(mark uint64) { c.gates.advance(mark) }
 
-// dispatchGate is the log position t's task frame to e waits for: the
-// record that queued t, the registration whose registered frame must
-// reach e first, and the latest shared-state change, since the frame's
-// state_version shows it.
+// dispatchGate is the log position t's task frame to e waits for. It
+// covers the record that queued t, and the registration whose registered
+// frame must reach e first. It covers the latest shared-state change too,
+// since the frame's state_version shows it.
 func (c *Core) dispatchGate(t *task, e *executor) uint64 {
 	return max(c.gates.mark(t.seq), e.regMark, c.stateMark)
 }

@@ -8,13 +8,13 @@ import (
 )
 
 // lines tallies a message's lines under one prefix (arg., out.) while the
-// message is scanned once for its other keys, so that size checks and the
-// copy need no further passes to find them.
+// message is scanned once for its other keys. So size checks and the copy
+// need no further passes to find them.
 type lines struct {
 	size int // bytes of the lines escaped and joined by LF, plus one LF
 	n    int
 	// first and last are the indexes of the first and last such field,
-	// so the copy skips the message's other keys; escapes says whether
+	// so the copy skips the message's other keys. escapes says whether
 	// any value needs escaping, so the copy can skip looking.
 	first, last int
 	escapes     bool
@@ -34,7 +34,7 @@ func (l *lines) add(i int, f *wire.Field) {
 	l.n++
 }
 
-// lineLen is the bytes f takes in a frame: LF, key, '=', escaped value.
+// lineLen is the bytes f takes in a frame, with LF, key, '=' and value.
 func lineLen(f *wire.Field) int { return len(f.Key) + 2 + wire.EscapedLen(f.Value) }
 
 // encodePrefixed copies the lines of m whose keys start with prefix,
@@ -61,6 +61,6 @@ func encodePrefixed(m *wire.Message, prefix string, l lines) (string, uint16) {
 			buf = append(buf, f.Value...)
 		}
 	}
-	// buf is never written again: the string may own it.
+	// buf is never written again, so the string may own it.
 	return unsafe.String(unsafe.SliceData(buf), len(buf)), uint16(l.n)
 }

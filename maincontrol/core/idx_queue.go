@@ -1,9 +1,10 @@
 package core
 
-// qent is a queue entry: a task id and the version it had when it was
-// queued. An entry is valid while the task is still pending (not delayed)
-// at that version; cancelled or re-queued tasks leave stale entries behind,
-// which are skipped when popped and compacted when they pile up.
+// qent is a queue entry, a task id and the version it had when it was
+// queued. An entry is valid while the task is still pending at that
+// version, and not delayed. Cancelled or re-queued tasks leave stale
+// entries behind. They are skipped when popped and compacted when they
+// pile up.
 type qent struct {
 	id  uint64
 	ver uint64
@@ -18,15 +19,15 @@ type fifo struct {
 	stale int // entries known to be invalid, for compaction
 }
 
-// maxIdleQueue is the largest buffer (in entries, 16 bytes each: 256 KiB)
-// a queue keeps when it drains. Under load a queue drains and refills
-// many times a second; dropping a buffer of a few thousand entries each
+// maxIdleQueue is the largest buffer a queue keeps when it drains, in
+// entries of 16 bytes (256 KiB). Under load a queue drains and refills
+// many times a second. Dropping a buffer of a few thousand entries each
 // time made it grow again from 16, allocating twice its size per cycle.
 const maxIdleQueue = 1 << 14
 
-// minQueue is the smallest buffer, in entries: small, because many task
-// types only ever hold a task or two (a queue that grows keeps its buffer
-// when it drains, so starting small costs a few copies once).
+// minQueue is the smallest buffer, in entries. It is small, because many
+// task types only ever hold a task or two. A queue that grows keeps its
+// buffer when it drains, so starting small costs a few copies once.
 const minQueue = 4
 
 func (q *fifo) len() int { return q.n }
@@ -80,8 +81,8 @@ func (q *fifo) pop() qent {
 	return e
 }
 
-// compact drops entries for which valid is false once at least half the
-// queue is known stale, keeping memory proportional to live entries.
+// compact drops entries for which valid is false, once at least half the
+// queue is known stale. So memory stays proportional to live entries.
 func (q *fifo) compact(valid func(qent) bool) {
 	if q.stale < 64 || q.stale < q.n/2 {
 		return

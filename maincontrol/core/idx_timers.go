@@ -1,7 +1,7 @@
 package core
 
 // timerKind says what a timer entry is for. Entries are never removed when
-// their reason goes away; they are checked when they fire (lazy deletion).
+// their reason goes away. They are checked when they fire (lazy deletion).
 type timerKind uint8
 
 const (
@@ -91,14 +91,14 @@ func (h *timerHeap) popDue(now int64) (timer, bool) {
 }
 
 // minTimerCompaction is the heap size below which dead entries are left to
-// be popped: compacting a small heap gains nothing.
+// be popped. Compacting a small heap gains nothing.
 const minTimerCompaction = 4096
 
 // addTimer adds a timer. Lazy deletion leaves an entry behind for every
-// dispatch that ended before its deadline, so at high throughput the heap
-// would hold a start and a task deadline per task for a whole timeout:
-// millions of entries. When the heap has doubled since the last
-// compaction, dead entries are dropped, which costs O(1) amortized per add
+// dispatch that ended before its deadline. At high throughput the heap
+// would hold a start and a task deadline per task for a whole timeout,
+// millions of entries. So when the heap has doubled since the last
+// compaction, dead entries are dropped. That costs O(1) amortized per add,
 // and bounds the heap to about twice its live entries.
 func (c *Core) addTimer(t timer) {
 	c.timers.add(t)
@@ -110,8 +110,9 @@ func (c *Core) addTimer(t timer) {
 }
 
 // timerTask returns the task tm may still act on when it fires, or nil
-// when tm is dead: its task gone or dispatched again, or (but for a
-// restored dispatch's timer) its deadline moved.
+// when tm is dead. A timer is dead when its task is gone or dispatched
+// again. It is dead too when its deadline moved, unless it is a restored
+// dispatch's timer.
 func (c *Core) timerTask(tm timer) *task {
 	t := c.tasks.get(tm.id)
 	if t == nil || t.version != tm.ver || tm.kind != timerRestored && t.dueMs != tm.at {

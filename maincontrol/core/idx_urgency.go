@@ -2,10 +2,10 @@ package core
 
 import "container/heap"
 
-// urgentTypes is dispatchDirty's heap of dirty task types, by the most
-// urgent pending task of each (taskType.urgency): higher priority first,
-// then the task that became pending first. Its entries are pointers, as
-// execHeap's are, so container/heap boxes nothing.
+// urgentTypes is dispatchDirty's heap of dirty task types, ordered by the
+// most urgent pending task of each (taskType.urgency). Higher priority
+// comes first, then the task that became pending first. Its entries are
+// pointers, as execHeap's are, so container/heap boxes nothing.
 type urgentTypes []*taskType
 
 // urgency is the key a type is placed by in urgentTypes.
@@ -33,8 +33,8 @@ func (h *urgentTypes) Pop() any {
 	return tt
 }
 
-// pushUrgent places tt by its next task, or, with no task or no free
-// executor to match, leaves it out (and no longer dirty).
+// pushUrgent places tt by its next task. With no task, or no free executor
+// to match, it leaves tt out and no longer dirty.
 func (c *Core) pushUrgent(h *urgentTypes, tt *taskType) {
 	t := c.nextPending(tt)
 	if tt.paused || t == nil || tt.free.top() == nil {

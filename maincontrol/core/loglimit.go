@@ -6,8 +6,8 @@ import (
 )
 
 // logLimit lets at most logsPerSecond records of one kind through each
-// second of the core's clock, so that a peer repeating what is logged
-// (registering and leaving in a loop) cannot fill the log. allow reports
+// second of the core's clock. So a peer repeating what is logged, such as
+// registering and leaving in a loop, cannot fill the log. allow reports
 // how many were held back since the last one let through.
 type logLimit struct {
 	sec  int64
@@ -31,7 +31,7 @@ func (l *logLimit) allow(nowMs int64) (bool, int) {
 	return true, held
 }
 
-// logLimited logs at level, within execLog's share: a record after some
+// logLimited logs at level, within execLog's share. A record after some
 // were held back says how many.
 func (c *Core) logLimited(level slog.Level, msg string, args ...any) {
 	ok, held := c.execLog.allow(c.now())

@@ -21,7 +21,7 @@ func (c *Core) Ops() OpsCounts { return c.ops }
 const logNotWritable = "the log cannot be written; try again later"
 
 // writable answers a request that would change state while the log
-// cannot be written: unavailable, and nothing changes.
+// cannot be written. It answers unavailable, and nothing changes.
 func (c *Core) writable(p *peer, req string) bool {
 	if !c.available {
 		c.sendError(p, req, wire.CodeUnavailable, logNotWritable)

@@ -1,4 +1,5 @@
-// pendingq.go: how pending tasks enter and leave their type's queues, and retry arming.
+// pendingq.go is how pending tasks enter and leave their type's queues,
+// and how retries are armed.
 
 package core
 
@@ -24,8 +25,8 @@ func (c *Core) enqueue(t *task) {
 	c.markDirty(t.typ)
 }
 
-// unqueue takes a pending task out of its queue: popped if it is the first
-// live entry (dispatch always takes that one), else left as a stale entry.
+// unqueue takes a pending task out of its queue. The first live entry is
+// popped, as dispatch always takes that one. Others are left stale.
 func (c *Core) unqueue(t *task) {
 	tt := t.typ
 	q := tt.queues[t.priority] // made when t was queued
@@ -58,8 +59,8 @@ func (c *Core) dropStaleHead(q *fifo) {
 	}
 }
 
-// arm starts a retrying task's backoff (due > 0) or puts it in line behind
-// the retry cap (due == 0).
+// arm starts a retrying task's backoff (due > 0), or puts it in line
+// behind the retry cap (due == 0).
 func (c *Core) arm(t *task, due int64) {
 	t.dueMs = due
 	if due == 0 {

@@ -2,9 +2,9 @@ package core
 
 import "time"
 
-// backoff is the retry delay after attempt n of a task of tt failed, times
-// a random factor in [0.5, 1] so that retries do not fire together:
-// min(cap, base*2^(n-1)) by default, or what the type's policy says.
+// backoff is the retry delay after attempt n of a task of tt failed. It is
+// min(cap, base*2^(n-1)) by default, or what the type's policy says. A
+// random factor in [0.5, 1] keeps retries from firing together.
 func (c *Core) backoff(tt *taskType, n uint32) time.Duration {
 	kind, base, ceil := c.retryDelay(tt)
 	d := base
