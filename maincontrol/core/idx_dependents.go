@@ -1,36 +1,35 @@
 package core
 
 // dependents maps a task that has not ended to the waiting tasks that
-// depend on it, in the order they were submitted: that order is the order
-// they are released or cancelled in when it ends (followDependents).
+// depend on it, in the order they were submitted. When it ends, they are
+// released or cancelled in that order (followDependents).
 //
-// A waiting task can end before its dependencies do (a client cancels it,
-// or another dependency fails). Its entries in the lists of its other
-// dependencies then go stale: they are skipped when those end, but until
-// then they would hold memory, and a client that submits and cancels a task
-// depending on many long-lived ones grew the lists without bound while
+// A waiting task can end before its dependencies do. A client may cancel
+// it, or another dependency may fail. Its entries in the lists of its
+// other dependencies then go stale. They are skipped when those end, but
+// until then they hold memory. A client that submits and cancels tasks
+// depending on long-lived ones grew the lists without bound, while
 // retention forgot the tasks themselves. So each list counts its stale
-// entries and is compacted once they are more than half of it: memory stays
-// within twice the live entries, and the compaction's scan is paid for by
-// the ends that made at least half of it stale, so cancelling every
-// dependent of one huge list stays linear.
+// entries, and is compacted once they are more than half of it. Memory
+// stays within twice the live entries. The ends that made half of it
+// stale pay for the compaction's scan. So cancelling every dependent of
+// one huge list stays linear.
 //
-// Most dependencies have one dependent (a chain, the fan-in of a
-// pipeline), and one submit may name 100,000 of them. A map from each to
-// a slice of its own cost about 70 bytes and a heap object per dependency,
-// all of which the collector scanned, and hashing made the larger share of
-// such a submit's CPU (h11-exhaustion, item 8). So the index follows the
-// task table: a head per task, in blocks of chunkSize consecutive ids
-// (8 KiB, made when a task of the block first gets a dependent, freed
-// with its last), found by array index. A head is the id of the one
-// dependent, or, from the second, the index of a list in lists. However
-// scattered the dependencies, a block is a seventeenth of the table chunk
-// (136 KiB) that holds the same ids, so the blocks add at most that to
-// the table.
+// Most dependencies have one dependent, in a chain or a pipeline's fan-in.
+// One submit may name 100,000 of them. A map from each to a slice of its
+// own cost about 70 bytes and a heap object per dependency. The collector
+// scanned them all, and hashing took most of such a submit's CPU. So the
+// index follows the task table, with a head per task. Heads come in
+// blocks of chunkSize consecutive ids (8 KiB), found by array index. A
+// block is made when one of its tasks first gets a dependent, and freed
+// with its last. A head is the id of the one dependent, or from the
+// second on, the index of a list in lists. However scattered the
+// dependencies, a block is a seventeenth of the table chunk (136 KiB)
+// with the same ids. So the blocks add at most that to the table.
 type dependents struct {
 	blocks map[uint64]*depBlock // by chunk number (id >> chunkBits)
-	// last and lastN are the block of the latest lookup and its number:
-	// the ids of a list come in runs.
+	// last and lastN are the block of the latest lookup and its number.
+	// The ids of a list come in runs.
 	last  *depBlock
 	lastN uint64
 	lists []depList // lists of two dependents or more, by index
@@ -44,9 +43,9 @@ type depBlock struct {
 	used  int // heads not 0
 }
 
-// A head is 0 (no dependent), the id of the only dependent, or listHead
-// plus an index in lists. A dependent whose id has listHead's bit (never
-// made live: ids grow by one from 1) goes in a list even alone.
+// A head is 0 for no dependent, the id of the only dependent, or listHead
+// plus an index in lists. A dependent whose id has listHead's bit goes in
+// a list even alone. No live id has it, as ids grow by one from 1.
 const listHead = 1 << 63
 
 type depList struct {
@@ -54,8 +53,8 @@ type depList struct {
 	stale int // entries of tasks that ended while waiting
 }
 
-// empty reports whether no task has dependents: most cores, and the
-// ends of most tasks, need no lookup.
+// empty reports whether no task has dependents. Most cores, and the ends
+// of most tasks, then need no lookup.
 func (ds *dependents) empty() bool { return ds.n == 0 }
 
 // len returns the number of tasks with dependents.
@@ -82,7 +81,7 @@ func (ds *dependents) block(id uint64, make bool) *depBlock {
 	return b
 }
 
-// set changes d's head in b to h, keeping the counts and freeing b with
+// set changes d's head in b to h. It keeps the counts, and frees b with
 // its last head.
 func (ds *dependents) set(b *depBlock, d, h uint64) {
 	p := &b.heads[d&(chunkSize-1)]
@@ -139,8 +138,8 @@ func (ds *dependents) add(d, id uint64) {
 	}
 }
 
-// take removes d's dependents and appends them to dst, stale entries
-// included (the caller skips tasks no longer waiting).
+// take removes d's dependents and appends them to dst, with the stale
+// entries. The caller skips tasks no longer waiting.
 func (ds *dependents) take(d uint64, dst []uint64) []uint64 {
 	if ds.n == 0 { // most tasks have none: skip the lookup, and the call (inlined)
 		return dst
@@ -166,7 +165,7 @@ func (ds *dependents) takeSome(d uint64, dst []uint64) []uint64 {
 	return dst
 }
 
-// ended accounts for a waiting task that ended and depended on d: if d
+// ended accounts for a waiting task that ended and depended on d. If d
 // has not ended, its dependents still list the task. waiting reports
 // whether a task id still waits, for compacting.
 func (ds *dependents) ended(d uint64, waiting func(uint64) bool) {

@@ -1,17 +1,16 @@
 package core
 
-// The bytes tasks hold. --max-pending and --retention-max count tasks, but
+// The bytes tasks hold. --max-pending and --retention-max count tasks. But
 // a task may hold up to a frame of args, and an ended one as much again of
-// outputs: at the defaults, a million pending tasks of 1 MiB each, or
-// 100,000 kept ones, would not fit a small host's memory (h11-exhaustion,
-// a07). So the core also keeps, derived from the task table alone, what
-// the tasks not yet ended hold (pendingBytes, capped by
-// --max-pending-bytes: a submit that would take it past the cap gets
-// queue_full) and what the ended tasks kept hold (retainedBytes, capped by
-// --retention-max-bytes: past it the oldest ended are forgotten, as past
-// --retention-max). Both follow every change record, so replaying the log
-// into an empty core gives the same totals, and a snapshot's are counted
-// as it loads.
+// outputs. At the defaults, a million pending tasks of 1 MiB each, or
+// 100,000 kept ones, would not fit a small host's memory. So the core also
+// keeps two byte totals, derived from the task table alone. pendingBytes
+// is what the tasks not yet ended hold. --max-pending-bytes caps it, and a
+// submit that would pass the cap gets queue_full. retainedBytes is what
+// the ended tasks kept hold. --retention-max-bytes caps it. Past it the
+// oldest ended are forgotten, as past --retention-max. Both follow every
+// change record. So replaying the log into an empty core gives the same
+// totals, and a snapshot's are counted as it loads.
 
 const (
 	// DefaultMaxPendingBytes is the default cap on the bytes held by tasks
