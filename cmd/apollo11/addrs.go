@@ -8,9 +8,9 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// checkDialAddr refuses, before anything starts, a main control address
-// (--connect, --addr) that cannot be dialled (wire.CheckDialAddr), naming
-// the flag.
+// checkDialAddr refuses a main control address (--connect, --addr) that
+// cannot be dialled (wire.CheckDialAddr), before anything starts. The
+// error names the flag.
 func checkDialAddr(flagName, addr string) error {
 	if addr == "" {
 		return fmt.Errorf("--%s is empty: want host:port", flagName)
@@ -22,9 +22,9 @@ func checkDialAddr(flagName, addr string) error {
 }
 
 // checkListenFlag refuses an empty --listen, which the main control's
-// Config reads as its default (127.0.0.1:1969): an empty value on the
+// Config reads as its default (127.0.0.1:1969). An empty value on the
 // command line or in APOLLO11_LISTEN is a mistake, not a request for the
-// default. The rest of the address is checked by the main control.
+// default. The main control checks the rest of the address.
 func checkListenFlag(listen string) error {
 	if listen == "" {
 		return errors.New(`--listen is empty: want host:port (the default is 127.0.0.1:1969)`)
@@ -32,7 +32,7 @@ func checkListenFlag(listen string) error {
 	return nil
 }
 
-// dialAddr is the host:port to dial for a --listen address: without the
+// dialAddr is the host:port to dial for a --listen address. It drops the
 // tcp://, tcp4:// or tcp6:// prefix the main control also takes.
 func dialAddr(listen string) string {
 	for _, scheme := range []string{"tcp://", "tcp4://", "tcp6://"} {

@@ -8,7 +8,7 @@ import (
 )
 
 // adminTokenHint tells how to pass the admin token when the main control
-// refused a command for the lack of it; the server's message speaks
+// refused a command for the lack of it. The server's message speaks
 // protocol, not command line. It is empty for any other error.
 func adminTokenHint(err error) string {
 	var ce *client.Error

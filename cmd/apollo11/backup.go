@@ -12,10 +12,10 @@ import (
 )
 
 // backupAttempts bounds the copies of a live data dir that the server's
-// own clean-up may spoil (a file gone between the listing and the copy).
+// own clean-up may spoil, by removing a file between listing and copy.
 const backupAttempts = 5
 
-// errChanged marks a copy spoiled by the live server: worth another try.
+// errChanged marks a copy the live server spoiled. It is worth another try.
 var errChanged = errors.New("the data dir changed under the copy")
 
 func runBackup(args []string, stdout, stderr io.Writer) error {
@@ -43,7 +43,7 @@ func runBackup(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// checkBackupDest refuses a DEST that holds anything: a backup is a
+// checkBackupDest refuses a DEST that holds anything. A backup is a
 // whole data dir, never merged into another.
 func checkBackupDest(dest string) error {
 	ents, err := os.ReadDir(dest)
@@ -67,9 +67,9 @@ type backupReport struct {
 
 // backupDir copies the data dir src into the new directory dest while a
 // main control may serve on src, without its lock. The copy is made in a
-// temporary directory beside dest, checked as a start would load it, and
-// renamed to dest once whole; a copy the live server spoiled is made
-// again, at most backupAttempts times.
+// temporary directory beside dest, and checked as a start would load it.
+// Once whole, it is renamed to dest. A copy the live server spoiled is
+// made again, at most backupAttempts times.
 func backupDir(src, dest string) (*backupReport, error) {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create the parent of DEST: %w", err)
@@ -97,12 +97,12 @@ func backupDir(src, dest string) (*backupReport, error) {
 		backupAttempts, last, src)
 }
 
-// backupFiles lists what a copy takes, in the order it takes it: the
-// snapshot files and the other small files first (each written whole
-// and never changed), then the log segments, which only grow. The log
-// copied after a snapshot holds every record the snapshot lacks, unless
-// the server dropped part of it meanwhile: the check finds that gap.
-// The lock and temporary files are left out.
+// backupFiles lists what a copy takes, in the order it takes it. The
+// snapshot files and the other small files come first. Each is written
+// whole and never changed. Then come the log segments, which only grow.
+// The log copied after a snapshot holds every record the snapshot lacks.
+// The server may have dropped part of it meanwhile, and the check finds
+// that gap. The lock and temporary files are left out.
 func backupFiles(src string) (first, logs []string, err error) {
 	ents, err := os.ReadDir(src)
 	if err != nil {
@@ -138,7 +138,7 @@ func backupOnce(src, tmp string) (*backupReport, error) {
 		for _, name := range group.names {
 			n, err := copyFile(filepath.Join(src, name), filepath.Join(tmp, name), !strings.HasSuffix(name, ".log"))
 			if errors.Is(err, fs.ErrNotExist) {
-				// Removed by the server since the listing: an old
+				// The server removed it since the listing. It was an old
 				// snapshot, or segments a newer snapshot holds. The check
 				// below tells whether the copy still loads without it.
 				continue
@@ -159,21 +159,21 @@ func backupOnce(src, tmp string) (*backupReport, error) {
 		err = errors.New(rep.info.Dir.OpenError)
 	}
 	if err != nil {
-		// The files were copied whole, so a copy that would not load was
-		// spoiled by the server (a segment dropped after a newer
-		// snapshot): never published, tried again.
+		// The files were copied whole, so the server spoiled a copy that
+		// would not load. It dropped a segment after a newer snapshot.
+		// Such a copy is never published, and is tried again.
 		return nil, fmt.Errorf("%w: the copy would not load: %v", errChanged, err)
 	}
 	return rep, nil
 }
 
 // backupHook runs after each group of files ("snapshots", "log") is
-// copied; tests make the live server's clean-up happen there.
+// copied. Tests make the live server's clean-up happen there.
 var backupHook = func(copied string) {}
 
-// copyFile copies src to dst and fsyncs dst. A fixed file (a snapshot,
-// written whole) whose size changed, or a segment that shrank, is
-// errChanged; a file that is gone is fs.ErrNotExist.
+// copyFile copies src to dst and fsyncs dst. A snapshot is written whole.
+// A snapshot whose size changed, or a segment that shrank, is errChanged.
+// A file that is gone is fs.ErrNotExist.
 func copyFile(src, dst string, fixed bool) (int64, error) {
 	in, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -207,8 +207,8 @@ func copyFile(src, dst string, fixed bool) (int64, error) {
 	return n, nil
 }
 
-// publishBackup renames the checked copy to dest (an empty directory is
-// replaced) and makes the rename durable.
+// publishBackup renames the checked copy to dest, replacing an empty
+// directory, and makes the rename durable.
 func publishBackup(tmp, dest string) error {
 	if err := checkBackupDest(dest); err != nil {
 		return err

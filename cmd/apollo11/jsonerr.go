@@ -14,8 +14,8 @@ import (
 )
 
 // jsonMode reports whether a command's words, or APOLLO11_JSON, ask for
-// JSON output: then its error is printed as JSON too. The words are read
-// as they stand, so that an error in a flag after --json is JSON as well.
+// JSON output. Its error is then printed as JSON too. The words are read
+// as they stand, so an error in a flag after --json is JSON as well.
 func jsonMode(args []string) bool {
 	for _, a := range args {
 		if a == "--" {
@@ -35,8 +35,8 @@ func jsonMode(args []string) bool {
 	return err == nil && on
 }
 
-// jsonErr is what a command prints on stderr for its error under --json,
-// one line; the exit code is the one the text would have had.
+// jsonErr is the one line a command prints on stderr for its error under
+// --json. The exit code is the one the text would have had.
 type jsonErr struct {
 	Error struct {
 		Code    string `json:"code"`
@@ -58,8 +58,8 @@ func printJSONErr(w io.Writer, cmd string, ee exitError) {
 	writeBounded(w, string(b)+"\n")
 }
 
-// errorCode names an error for scripts: the main control's code when it
-// refused the request, else what kind of failure it was.
+// errorCode names an error for scripts. It is the main control's code when
+// it refused the request, else the kind of failure.
 func errorCode(ee exitError) string {
 	var refused *client.Error
 	var netErr *net.OpError

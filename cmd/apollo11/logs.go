@@ -9,15 +9,15 @@ import (
 )
 
 // sinkCloseTimeout is how long a daemon's exit waits for its last lines
-// ("stopped") to reach stderr: long enough for any reader that reads,
-// short enough that a stuck one does not hold the exit.
+// ("stopped") to reach stderr. It is long enough for any reader that
+// reads, and short enough that a stuck one does not hold the exit.
 const sinkCloseTimeout = 2 * time.Second
 
-// daemonSink puts a daemon's stderr behind a logsink.Sink, so that a
-// stderr nobody reads never stops the daemon (see package logsink). Its
-// notice of dropped records is a record of the daemon's own format, so
-// that a JSON log stays JSON. The flags are checked when the daemon
-// builds its logger, before any record can be dropped.
+// daemonSink puts a daemon's stderr behind a logsink.Sink. So a stderr
+// nobody reads never stops the daemon (see package logsink). Its notice
+// of dropped records is a record of the daemon's own format, so a JSON
+// log stays JSON. The flags are checked when the daemon builds its
+// logger, before any record can be dropped.
 func (l *logFlags) daemonSink(stderr io.Writer) *logsink.Sink {
 	return logsink.New(stderr, logsink.Options{Notice: logsink.SlogNotice(func(w io.Writer) slog.Handler {
 		h, err := l.handler(w)

@@ -10,11 +10,12 @@ import (
 )
 
 // pendingHint says on stderr, once, that a task `submit --wait` follows
-// is still pending after `after` past its delay: a type no executor takes
-// waits for good without a word (the main control cannot refuse it, as an
-// executor for it may register later), and a user who mistyped --type, or
-// asked for exec from a `dev` without it, saw only a wait that never ended.
-// It returns a function that stops it and waits until it is not writing.
+// is still pending `after` past its delay. A type no executor takes waits
+// for good without a word. The main control cannot refuse it, as an
+// executor for it may register later. A user who mistyped --type, or
+// asked for exec from a `dev` without it, saw only a wait that never
+// ended. It returns a function that stops it and waits until it is not
+// writing.
 func pendingHint(stderr io.Writer, cl *client.Client, id uint64, req client.SubmitRequest,
 	after, timeout time.Duration) (stop func()) {
 	if after <= 0 {
@@ -57,9 +58,9 @@ func pendingHint(stderr io.Writer, cl *client.Client, id uint64, req client.Subm
 	}
 }
 
-// startOne says how an executor for typ is started: `apollo11 executor`
+// startOne says how an executor for typ is started. `apollo11 executor`
 // knows only its built-in types, and exec only when its operator allows
-// it; any other type needs an executor of your own.
+// it. Any other type needs an executor of your own.
 func startOne(typ string) string {
 	switch typ {
 	case "echo", "sleep", "fail":

@@ -10,11 +10,11 @@ import (
 )
 
 // reloadOnHangup makes SIGHUP reload the policy file rather than stop the
-// main control, as daemons with a configuration file do: it returns the
+// main control, as daemons with a configuration file do. It returns the
 // signals that still stop it (SIGINT, SIGTERM), a channel that receives
-// once per SIGHUP, and a function that stops catching it. SIGHUP is
-// caught even when ignored at start (nohup): a reload does not end the
-// process, which is what nohup protects.
+// once per SIGHUP, and a function that stops catching it. SIGHUP is caught
+// even when ignored at start (nohup). A reload does not end the process,
+// which is what nohup protects.
 func reloadOnHangup() ([]os.Signal, <-chan struct{}, func()) {
 	hup := make(chan os.Signal, 1)
 	reload := make(chan struct{}, 1)

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// selfCommand is how the commands dev suggests should start this binary:
-// `go run ./cmd/apollo11` when go run built it (the quick start), else
-// the name it was started by, so that an installed apollo11 does not
-// suggest a go run that works only in the source tree.
+// selfCommand is how the commands dev suggests should start this binary.
+// When go run built it, as in the quick start, that is `go run
+// ./cmd/apollo11`. Otherwise it is the name it was started by. So an
+// installed apollo11 does not suggest a go run that needs the source tree.
 func selfCommand() string {
 	return selfCommandFor(os.Args[0], os.TempDir())
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// taskIDRule is what a task id is, for the errors that refuse one: ids
+// taskIDRule is what a task id is, for the errors that refuse one. Ids
 // start at 1 (docs/protocol.md), so 0 and negative numbers are none.
 const taskIDRule = "a task id is a whole number from 1"
 
@@ -30,7 +30,7 @@ func taskIDArg(id *uint64) func(fs *flag.FlagSet) error {
 	}
 }
 
-// afterFlag is list's --after: a task id, or 0 for the first page. As a
+// afterFlag is list's --after, a task id or 0 for the first page. As a
 // plain uint64 flag, --after -5 said only "parse error".
 type afterFlag uint64
 
