@@ -19,21 +19,21 @@ const DefaultDialTimeout = 10 * time.Second
 
 // Options configures Dial.
 type Options struct {
-	// Token is the shared secret (see auth.LoadToken); it is needed when
+	// Token is the shared secret (see auth.LoadToken). It is needed when
 	// the main control announces auth=hmac-sha256.
 	Token []byte
 	// AdminToken is the second token the admin messages need when the
 	// main control has --admin-token-file (protocol section 8.2). It is
-	// proven in hello; a wrong one makes Dial fail with auth_failed.
+	// proven in hello. A wrong one makes Dial fail with auth_failed.
 	AdminToken []byte
 	// Name is sent as `client=<Name>` for the main control's logs.
 	Name string
 	// DialTimeout bounds the TCP dial and the handshake (default 10 s).
 	DialTimeout time.Duration
-	// Logger receives the client's logs; nil means slog.Default().
+	// Logger receives the client's logs. nil means slog.Default().
 	Logger *slog.Logger
 	// Reconnect says how the client connects again when its connection
-	// is lost; the zero value reconnects (see Reconnect).
+	// is lost. The zero value reconnects (see Reconnect).
 	Reconnect Reconnect
 }
 
@@ -43,8 +43,8 @@ var ErrAuthRequired = errors.New("the main control requires auth (hmac-sha256) b
 
 // Dial connects to the main control at addr, sends `hello` and waits for
 // `hello_ok`. A refused hello returns *Error (auth_failed,
-// unsupported_proto, ...). ctx bounds the dial and the handshake only;
-// later connections, when this one is lost, are made in the background
+// unsupported_proto, ...). ctx bounds only the dial and the handshake.
+// When this connection is lost, later ones are made in the background
 // (see Reconnect).
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if opts.DialTimeout <= 0 {
@@ -138,9 +138,9 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 		switch m.Kind() {
 		case wire.KindHelloOK:
 			if !stop() {
-				// ctx ended just now: its AfterFunc may set the past
-				// deadline at any moment, after the clear below, and the
-				// client would be dead on arrival.
+				// ctx ended just now. Its AfterFunc may set the past
+				// deadline at any moment, after the clear below. The
+				// client would then be dead on arrival.
 				return nil, handshakeErr(ctx, "cannot read hello_ok", context.Cause(ctx))
 			}
 			if err := conn.SetDeadline(time.Time{}); err != nil {
@@ -156,8 +156,8 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 }
 
 // handshakeErr prefers ctx's error to the deadline error it caused. When
-// DialTimeout ran out, the error matches context.DeadlineExceeded as well
-// as os.ErrDeadlineExceeded, as a dial that times out does: a caller
+// DialTimeout ran out, the error matches context.DeadlineExceeded and
+// os.ErrDeadlineExceeded, as a dial that times out does. So a caller
 // checks one error for "too slow", whichever step it was.
 func handshakeErr(ctx context.Context, what string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {

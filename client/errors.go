@@ -10,29 +10,30 @@ import (
 var ErrClosed = errors.New("client is closed")
 
 // ErrConnectionLost is matched (errors.Is) by the error of a call lost
-// with its connection: one that cannot be sent again (see
-// ErrOutcomeUnknown), every call once reconnecting is off or has given
-// up, and a call whose context ended while it waited for a reconnect.
+// with its connection. That is a call that cannot be sent again (see
+// ErrOutcomeUnknown), or any call once reconnecting is off or has given
+// up. It is also a call whose context ended while it waited for a
+// reconnect.
 var ErrConnectionLost = errors.New("connection to the main control lost")
 
 // ErrOutcomeUnknown is matched (errors.Is), beside ErrConnectionLost and
-// ErrNoReply, by the error of a request that cannot safely be sent twice
-// (a Submit without a Key, a Cancel) whose connection was lost before its
-// reply came: the main control may or may not have acted on it. A Submit
-// with a Key is sent again on the next connection instead, where the key
-// returns the same task.
+// ErrNoReply, by the error of a request that cannot safely be sent twice.
+// Such are a Submit without a Key and a Cancel. Its connection was lost
+// before its reply came, so the main control may or may not have acted on
+// it. A Submit with a Key is sent again on the next connection instead,
+// where the key returns the same task.
 var ErrOutcomeUnknown = errors.New("outcome unknown: the connection was lost before the reply")
 
 // ErrNotReading is returned by a call made while the main control has
-// left too many earlier requests unread (it is stopped, or the network
-// stalls): the request was not sent. The connection stays usable.
+// left too many earlier requests unread. It may be stopped, or the
+// network stalls. The request was not sent. The connection stays usable.
 var ErrNotReading = errors.New("main control is not reading")
 
 // ErrNoReply is matched (errors.Is), beside the cause, by the error of a
 // call whose request was handed to the connection but whose reply never
-// came: its ctx ended, or the connection was lost or closed. The main
-// control may have acted on the request; a Submit that failed this way may
-// have created its task (submit again with the same Key to find out).
+// came. Its ctx ended, or the connection was lost or closed. The main
+// control may have acted on the request. A Submit that failed this way
+// may have created its task. Submit again with the same Key to find out.
 // A call whose ctx had ended before it started sends nothing, and its
 // error does not match ErrNoReply.
 var ErrNoReply = errors.New("no reply: the request may have been acted on")
@@ -54,5 +55,5 @@ func IsCode(err error, code wire.Code) bool {
 }
 
 // IsQueueFull reports whether err is the main control's backpressure
-// (`queue_full`): the submit was refused and may be retried later.
+// (`queue_full`). The submit was refused and may be retried later.
 func IsQueueFull(err error) bool { return IsCode(err, wire.CodeQueueFull) }

@@ -15,16 +15,16 @@ import (
 // connection. The zero value reconnects with the default delays, for as
 // long as the Client is open.
 type Reconnect struct {
-	// Off turns reconnecting off: once the connection is lost, pending
-	// and later calls fail with ErrConnectionLost; Dial again to go on.
+	// Off turns reconnecting off. Once the connection is lost, pending
+	// and later calls fail with ErrConnectionLost. Dial again to go on.
 	Off bool
-	// MinDelay and MaxDelay bound the wait before each attempt: it
-	// doubles from MinDelay up to MaxDelay, each one drawn at random
-	// from its upper half (defaults 100 ms and 5 s).
+	// MinDelay and MaxDelay bound the wait before each attempt. It
+	// doubles from MinDelay up to MaxDelay, each drawn at random from
+	// its upper half. The defaults are 100 ms and 5 s.
 	MinDelay, MaxDelay time.Duration
 	// GiveUpAfter ends the Client, as Off would have, once it has been
-	// without a connection this long (0: never; each call is still
-	// bounded by its context).
+	// without a connection this long. 0 means never. Each call is still
+	// bounded by its context.
 	GiveUpAfter time.Duration
 }
 
@@ -51,10 +51,10 @@ func (r Reconnect) withDefaults() (Reconnect, error) {
 	return r, nil
 }
 
-// lost handles the end of session s: requests that may be sent again wait
-// for the next connection, the others fail now (ErrOutcomeUnknown for
-// those that may have acted), and reconnecting starts. Without reconnect
-// the client ends, as it did before reconnecting existed.
+// lost handles the end of session s. Requests that may be sent again wait
+// for the next connection. The others fail now, with ErrOutcomeUnknown
+// for those that may have acted. Then reconnecting starts. Without
+// reconnect, the client ends.
 func (c *Client) lost(s *session, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -80,7 +80,7 @@ func (c *Client) lost(s *session, cause error) {
 }
 
 // reconnect dials until a connection is made, the client is closed or
-// GiveUpAfter has passed, waiting a backoff with jitter between attempts.
+// GiveUpAfter has passed. It waits a backoff with jitter between attempts.
 func (c *Client) reconnect(cause error) {
 	defer c.loops.Done()
 	rc := c.opts.Reconnect
@@ -123,8 +123,8 @@ func (c *Client) reconnect(cause error) {
 		dcancel()
 		if err != nil {
 			if msg := err.Error(); msg != lastErr {
-				// A refusal (a wrong token) says more than a refused dial:
-				// log each new reason once, not every attempt.
+				// A refusal, such as a wrong token, says more than a refused
+				// dial. Log each new reason once, not every attempt.
 				c.log.Warn("cannot reconnect yet", "err", err, "attempt", attempt)
 				lastErr = msg
 			}

@@ -27,8 +27,8 @@ type Watch struct {
 }
 
 // SubmitWatch submits with wait=true and returns as soon as the task is
-// durable (`submitted`); Wait then waits for its end. Call Close when no
-// longer interested, so that a `done` arriving later is dropped.
+// durable (`submitted`). Wait then waits for its end. Call Close when no
+// longer interested, so a `done` arriving later is dropped.
 func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, error) {
 	fill, err := req.fill(true)
 	if err != nil {
@@ -73,11 +73,11 @@ func (c *Client) SubmitWatch(ctx context.Context, req SubmitRequest) (*Watch, er
 }
 
 // Wait waits until the task ends and returns its `done`. When ctx ends
-// first, or Close is called, the task goes on but the watch is over: this
-// and every later Wait return that error at once; Query the task instead.
-// Concurrent calls share one outcome: the first of the task's end, a
-// caller's ctx or Close ends the watch for all of them, each still
-// returning as soon as its own ctx ends.
+// first, or Close is called, the task goes on but the watch is over. This
+// and every later Wait then return that error at once. Query the task
+// instead. Concurrent calls share one outcome. The task's end, a caller's
+// ctx or Close, whichever comes first, ends the watch for all of them.
+// Each still returns as soon as its own ctx ends.
 func (w *Watch) Wait(ctx context.Context) (Done, error) {
 	w.mu.Lock()
 	if w.done != nil || w.over != nil {
@@ -85,7 +85,7 @@ func (w *Watch) Wait(ctx context.Context) (Done, error) {
 		return w.outcome()
 	}
 	if w.receiving {
-		// Another Wait reads the reply: wait for the end it brings, but
+		// Another Wait reads the reply. Wait for the end it brings, but
 		// not past this caller's ctx.
 		w.mu.Unlock()
 		select {
@@ -108,8 +108,8 @@ func (w *Watch) Wait(ctx context.Context) (Done, error) {
 	case lost:
 		w.resume(ctx)
 	case err != nil:
-		// errWatchClosed: another Wait's ctx, or Close, has ended the
-		// watch already, and finish keeps that first outcome.
+		// errWatchClosed means another Wait's ctx, or Close, has ended
+		// the watch already. finish keeps that first outcome.
 		w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, err))
 	default:
 		w.take(m)
@@ -123,9 +123,9 @@ func (w *Watch) resumable(err error) bool {
 	return errors.Is(err, ErrConnectionLost) && !w.c.opts.Reconnect.Off
 }
 
-// resume follows the task by its id once its `done` can no longer come
-// (the connection that would carry it was lost), until it ends, ctx ends
-// or the watch is closed.
+// resume follows the task by its id once its `done` can no longer come,
+// as the connection that would carry it was lost. It follows until the
+// task ends, ctx ends or the watch is closed.
 func (w *Watch) resume(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -159,7 +159,7 @@ func (w *Watch) follow(ctx context.Context) (Done, error) {
 	case ts.State == "succeeded" || ts.State == "failed" || ts.State == "cancelled":
 		return Done{ID: ts.ID, State: ts.State, Out: ts.Out, Error: ts.Error}, nil
 	}
-	// Not ended, so not dropped: the key still names this task.
+	// It has not ended, so it is kept, and the key still names it.
 	again, err := w.c.SubmitWatch(ctx, w.sub)
 	if err != nil {
 		return Done{}, fmt.Errorf("wait for task %d: %w", id, err)
@@ -232,7 +232,7 @@ func (w *Watch) take(m *wire.Message) {
 	}
 }
 
-// finish ends the watch with d or err, unless it has ended already: the
+// finish ends the watch with d or err, unless it has ended already. The
 // first end is every Wait's outcome. It stops the reply's routing and
 // releases every Wait.
 func (w *Watch) finish(d *Done, err error) {
@@ -248,7 +248,7 @@ func (w *Watch) finish(d *Done, err error) {
 // errWatchClosed ends a Wait when its watch is closed.
 var errWatchClosed = errors.New("watch closed")
 
-// Close stops following the task: a Wait under way returns at once.
+// Close stops following the task. A Wait under way returns at once.
 func (w *Watch) Close() {
 	w.finish(nil, fmt.Errorf("wait for task %d: %w", w.Submitted.ID, errWatchClosed))
 }
