@@ -52,9 +52,9 @@ func (s *Server) startHTTP() error {
 	mux.Handle("/", s.dash)
 	// Every connection is a file descriptor the main port may need, so
 	// at most httpMaxConns are served (a scraper needs one), and slow ones
-	// are cut short. A newcomer at the cap replaces an idle one
-	// (httplimit.go): probes must get through whoever holds the port.
-	lim := newLimitListener(ln, httpMaxConns)
+	// are cut short. A newcomer at the cap replaces an idle one, never a
+	// fresh one in its grace (httplimit.go): probes must get through.
+	lim := newLimitListener(ln, httpMaxConns, httpFreshGrace)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: httpReadTimeout, ReadTimeout: httpReadTimeout,
 		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes, ConnState: lim.connState,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}

@@ -7,16 +7,23 @@ import (
 	"time"
 )
 
+// httpFreshGrace is how long a new connection keeps its slot before its
+// first request's headers are read. A probe sends them at once, but on a
+// busy host the goroutine reading them may start late; a newcomer that
+// closed it then would reset the probe. Silent peers hold a slot this long.
+const httpFreshGrace = 500 * time.Millisecond
+
 // limitListener serves at most max connections at once. At the cap a
 // newcomer takes the place of the connection that has waited longest
 // without a request under way (idle between keep-alive requests, or not
-// yet done sending its first request's headers): otherwise a handful of
-// idle keep-alive clients would lock every health probe out until their
-// idle timeout. Only when every connection is mid-request does Accept
-// wait, and those end within the server's read and write timeouts.
+// done sending its first request's headers within grace): otherwise a
+// handful of idle keep-alive clients would lock every health probe out
+// until their idle timeout. Otherwise Accept waits, at most grace for a
+// fresh connection, or until requests end within the server's timeouts.
 type limitListener struct {
 	net.Listener
 	max       int
+	grace     time.Duration // a fresh connection is not closed for a newcomer before
 	done      chan struct{} // closed by Close: a full listener stops waiting
 	closeOnce sync.Once
 
@@ -25,8 +32,8 @@ type limitListener struct {
 	changed chan struct{} // closed and replaced when a slot may have freed
 }
 
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, max: n, done: make(chan struct{}),
+func newLimitListener(ln net.Listener, n int, grace time.Duration) *limitListener {
+	return &limitListener{Listener: ln, max: n, grace: grace, done: make(chan struct{}),
 		open: make(map[*limitedConn]struct{}, n), changed: make(chan struct{})}
 }
 
@@ -50,17 +57,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			l.mu.Unlock()
 			return lc, nil
 		}
-		victim, wait := l.evictableLocked(), l.changed
+		victim, ripe := l.evictableLocked(time.Now())
+		wait := l.changed
 		l.mu.Unlock()
 		if victim != nil {
 			_ = victim.Close() // frees its slot before Close returns
 			continue
 		}
-		select {
-		case <-wait:
-		case <-l.done:
+		if err := l.sleep(wait, ripe); err != nil {
 			_ = c.Close()
-			return nil, net.ErrClosed
+			return nil, err
 		}
 	}
 }
@@ -69,24 +75,42 @@ func (l *limitListener) Accept() (net.Conn, error) {
 func (l *limitListener) waitRoom() error {
 	for {
 		l.mu.Lock()
-		room := len(l.open) < l.max || l.evictableLocked() != nil
+		victim, ripe := l.evictableLocked(time.Now())
+		room := len(l.open) < l.max || victim != nil
 		wait := l.changed
 		l.mu.Unlock()
 		if room {
 			return nil
 		}
-		select {
-		case <-wait:
-		case <-l.done:
-			return net.ErrClosed
+		if err := l.sleep(wait, ripe); err != nil {
+			return err
 		}
 	}
 }
 
+// sleep waits until a slot may have freed, or until ripe when a fresh
+// connection's grace ends then (zero: no such connection).
+func (l *limitListener) sleep(changed <-chan struct{}, ripe time.Time) error {
+	var timeout <-chan time.Time
+	if !ripe.IsZero() {
+		t := time.NewTimer(time.Until(ripe))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-changed:
+	case <-timeout:
+	case <-l.done:
+		return net.ErrClosed
+	}
+	return nil
+}
+
 // evictableLocked returns the connection to close for a newcomer: the one
-// idle longest, else the one longest in its first request's headers; nil
-// when every connection is mid-request.
-func (l *limitListener) evictableLocked() *limitedConn {
+// idle longest, else the one longest in its first request's headers if
+// its grace is over. Without one, ripe is when the next grace ends (zero
+// when no connection is fresh); every other connection is mid-request.
+func (l *limitListener) evictableLocked(now time.Time) (victim *limitedConn, ripe time.Time) {
 	var idle, fresh *limitedConn
 	for c := range l.open {
 		switch c.state {
@@ -100,10 +124,15 @@ func (l *limitListener) evictableLocked() *limitedConn {
 			}
 		}
 	}
-	if idle != nil {
-		return idle
+	switch {
+	case idle != nil:
+		return idle, time.Time{}
+	case fresh == nil:
+		return nil, time.Time{}
+	case now.Sub(fresh.since) >= l.grace:
+		return fresh, time.Time{}
 	}
-	return fresh
+	return nil, fresh.since.Add(l.grace)
 }
 
 // connState is the http.Server's ConnState hook: it tracks which
