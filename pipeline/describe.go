@@ -32,10 +32,21 @@ func (p *Plan) Describe(w io.Writer) {
 		if s.Key != "" {
 			fmt.Fprintf(w, "  key=%s", s.Key)
 		}
+		if s.Optional {
+			fmt.Fprint(w, "  optional")
+		}
+		if s.When != "" {
+			fmt.Fprintf(w, "  when=%s", s.When)
+		}
 		fmt.Fprintln(w)
-		keys := slices.Sorted(maps.Keys(s.Args))
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(s.Args)) {
 			fmt.Fprintf(w, "       arg.%s=%s\n", k, s.Args[k])
+		}
+		if c := s.Compensate; c != nil {
+			fmt.Fprintf(w, "       compensate type=%s\n", c.Type)
+			for _, k := range slices.Sorted(maps.Keys(c.Args)) {
+				fmt.Fprintf(w, "         arg.%s=%s\n", k, c.Args[k])
+			}
 		}
 	}
 }

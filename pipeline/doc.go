@@ -23,10 +23,24 @@
 //	  - id: clean
 //	    type: echo
 //	    depends_on: [fetch]
+//	    args: {in: "${steps.fetch.out.path}"}  # fetch's output out.path
+//	    optional: true                         # its failure cancels nothing
+//	    compensate: {type: rm, args: {path: "${steps.clean.out.path}"}}
+//	  - id: page
+//	    type: echo
+//	    depends_on: [clean]
+//	    when: failed                 # runs only if clean failed; else skipped
+//
+// The attributes optional, when and compensate, and references to a
+// step's outputs, need a main control with the runs feature. A reference
+// ${steps.<id>.out.<key>} may appear only in args. It must name a step
+// the reader depends on, directly or through others. A compensate may
+// also read its own step. The main control fills references in.
 //
 // Templates: ${name} is replaced in every value of the file. That covers
 // the name, key, ids, depends_on, type, args values, numbers and durations.
-// Keys and vars itself are not expanded. $$ is a literal $. A variable
+// Keys and vars itself are not expanded. $$ is a literal $. A name
+// steps.* is an output reference, never a variable. A variable
 // given nowhere is an error. So is a --var the file neither declares in
 // vars nor uses. Otherwise a misspelt name would leave the default in place.
 // Substitution happens after the YAML is parsed. So a value cannot change

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +39,9 @@ type step struct {
 	Type        string            `yaml:"type"`
 	Args        map[string]string `yaml:"args"`
 	DependsOn   []string          `yaml:"depends_on"`
+	Optional    string            `yaml:"optional"`
+	When        string            `yaml:"when"`
+	Compensate  *compensate       `yaml:"compensate"`
 	stepOptions `yaml:",inline"`
 }
 
@@ -55,6 +56,17 @@ type Step struct {
 	Delay       time.Duration
 	Priority    int
 	Key         string // idempotency key, "" for none
+	// Optional: the step's failure does not cancel its dependents.
+	Optional bool
+	// When is "" (run when the dependencies succeed) or "failed" (run
+	// only if one of them failed; otherwise end as skipped).
+	When string
+	// Compensate undoes the step when the run fails after it succeeded.
+	Compensate *Compensate
+	// Refs are the output references in Args, by argument name.
+	Refs []Ref
+
+	tmpl map[string]string // Args as the main control's templates
 }
 
 // Plan is a checked pipeline with its steps in submission order. Every
@@ -186,6 +198,9 @@ func plan(f *file, vars map[string]string, lines []int) (*Plan, error) {
 	if cyc := findCycle(steps, index); cyc != nil {
 		return nil, &CycleError{Path: cyc}
 	}
+	if err := checkRefs(steps, index, lines); err != nil {
+		return nil, err
+	}
 	order := topoOrder(steps, index)
 	p := &Plan{Name: name, Steps: order}
 	p.Longest = longestChain(order)
@@ -207,13 +222,8 @@ func buildStep(in *step, def *stepOptions, vars map[string]string, key string) (
 	if s.Type == "" || strings.ContainsAny(s.Type, ", \n") {
 		return s, fmt.Errorf("type is required (no spaces or commas)")
 	}
-	for _, k := range slices.Sorted(maps.Keys(in.Args)) { // the same error every run
-		if !validArgName(k) {
-			return s, fmt.Errorf("args: name %q must be 1-60 bytes of a-z 0-9 _ . -", k)
-		}
-		if s.Args[k], err = expand(in.Args[k], vars); err != nil {
-			return s, fmt.Errorf("args.%s: %v", k, err)
-		}
+	if s.Args, s.Refs, s.tmpl, err = expandArgs("args", in.Args, vars); err != nil {
+		return s, err
 	}
 	seen := map[string]bool{}
 	for _, d := range in.DependsOn {
@@ -262,7 +272,7 @@ func buildStep(in *step, def *stepOptions, vars map[string]string, key string) (
 	if key != "" {
 		s.Key = key + "/" + s.ID
 	}
-	return s, nil
+	return s, buildSemantics(&s, in, vars)
 }
 
 func duration(s string) (time.Duration, error) {

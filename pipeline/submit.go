@@ -75,6 +75,10 @@ func Submit(ctx context.Context, c *client.Client, plan *Plan, wait bool) (*Run,
 // main control that never replies would hold the caller for good.
 func SubmitEach(c *client.Client, plan *Plan, wait bool, reqCtx func() (context.Context, context.CancelFunc)) (*Run, *Watch, error) {
 	run := &Run{Name: plan.Name, TraceID: newTraceID()}
+	if uses := plan.RunOnly(); len(uses) > 0 {
+		return run, nil, fmt.Errorf("pipeline %s uses %s: only a main control with the runs feature can run it",
+			plan.Name, strings.Join(uses, ", "))
+	}
 	pw := &Watch{run: run}
 	ids := map[string]uint64{}
 	var made []RunStep // the steps whose task this run created, as a key may return another run's

@@ -11,6 +11,9 @@ import (
 // variable or an unclosed ${ is an error.
 func expand(s string, vars map[string]string) (string, error) {
 	return substitute(s, func(name string) (string, error) {
+		if isRef(name) {
+			return "", fmt.Errorf("${%s}: a step's outputs may be read only in args", name)
+		}
 		v, ok := vars[name]
 		if !ok {
 			return "", fmt.Errorf("undefined variable ${%s} (give it with --var %s=...)", name, name)
@@ -27,32 +30,46 @@ func substitute(s string, value func(name string) (string, error)) (string, erro
 		return s, nil
 	}
 	var b strings.Builder
+	err := scan(s, func(text string) { b.WriteString(text) }, func(name string) error {
+		v, err := value(name)
+		b.WriteString(v)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// scan splits a template into literal text ($$ already made $) and the
+// names of its ${name}s, in order.
+func scan(s string, text func(string), name func(string) error) error {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '$' {
-			b.WriteByte(c)
-			continue
+		j := strings.IndexByte(s[i:], '$')
+		if j < 0 {
+			text(s[i:])
+			return nil
 		}
+		text(s[i : i+j])
+		i += j
 		switch {
 		case i+1 < len(s) && s[i+1] == '$':
-			b.WriteByte('$')
+			text("$")
 			i++
 		case i+1 < len(s) && s[i+1] == '{':
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
-				return "", fmt.Errorf("unclosed ${ in %q", s)
+				return fmt.Errorf("unclosed ${ in %q", s)
 			}
-			v, err := value(s[i+2 : i+2+end])
-			if err != nil {
-				return "", err
+			if err := name(s[i+2 : i+2+end]); err != nil {
+				return err
 			}
-			b.WriteString(v)
 			i += 2 + end
 		default:
-			b.WriteByte(c)
+			text("$")
 		}
 	}
-	return b.String(), nil
+	return nil
 }
 
 // references returns the variables the file's templates refer to. It
@@ -63,7 +80,12 @@ func (f *file) references() map[string]bool {
 	add := func(values ...string) {
 		for _, s := range values {
 			// An unclosed ${ is reported by plan, with where it is.
-			_, _ = substitute(s, func(name string) (string, error) { refs[name] = true; return "", nil })
+			_, _ = substitute(s, func(name string) (string, error) {
+				if !isRef(name) { // a step's output, not a variable
+					refs[name] = true
+				}
+				return "", nil
+			})
 		}
 	}
 	options := func(o *stepOptions) { add(o.MaxAttempts, o.Timeout, o.Delay, o.Priority) }
@@ -74,6 +96,11 @@ func (f *file) references() map[string]bool {
 		add(s.ID, s.Type)
 		add(slices.Collect(maps.Values(s.Args))...)
 		add(s.DependsOn...)
+		add(s.Optional, s.When)
+		if c := s.Compensate; c != nil {
+			add(c.Type)
+			add(slices.Collect(maps.Values(c.Args))...)
+		}
 		options(&s.stepOptions)
 	}
 	return refs

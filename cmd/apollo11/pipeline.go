@@ -171,6 +171,10 @@ type stepReport struct {
 
 // planJSON is the plan as `pipeline run --dry-run --json` prints it.
 func planJSON(p *pipeline.Plan) any {
+	type compensate struct {
+		Type string            `json:"type"`
+		Args map[string]string `json:"args,omitempty"`
+	}
 	type step struct {
 		ID          string            `json:"id"`
 		Type        string            `json:"type"`
@@ -181,11 +185,17 @@ func planJSON(p *pipeline.Plan) any {
 		Delay       string            `json:"delay,omitempty"`
 		Priority    int               `json:"priority,omitempty"`
 		Key         string            `json:"key,omitempty"`
+		Optional    bool              `json:"optional,omitempty"`
+		When        string            `json:"when,omitempty"`
+		Compensate  *compensate       `json:"compensate,omitempty"`
 	}
 	steps := make([]step, len(p.Steps))
 	for i, s := range p.Steps {
 		steps[i] = step{ID: s.ID, Type: s.Type, Args: s.Args, DependsOn: s.DependsOn, MaxAttempts: s.MaxAttempts,
-			Priority: s.Priority, Key: s.Key}
+			Priority: s.Priority, Key: s.Key, Optional: s.Optional, When: s.When}
+		if c := s.Compensate; c != nil {
+			steps[i].Compensate = &compensate{Type: c.Type, Args: c.Args}
+		}
 		if s.Timeout > 0 {
 			steps[i].Timeout = s.Timeout.String()
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -68,4 +69,50 @@ func TestPipelineRun_UnknownVar(t *testing.T) {
 	assert.Equal(t, 2, rc, errOut.String())
 	assert.Contains(t, errOut.String(), "unknown --var data: the file neither declares it in vars nor uses ${data} (its variables: date)")
 	assert.NotContains(t, out.String(), "dry run", "nothing planned")
+}
+
+// --dry-run checks every output reference and prints the plan with the
+// run attributes: optional, when, compensate.
+func TestPipelineRun_DryRunStepSemantics(t *testing.T) {
+	dir := t.TempDir()
+	good := dir + "/good.yaml"
+	require.NoError(t, os.WriteFile(good, []byte(`name: w
+steps:
+  - {id: fetch, type: echo, compensate: {type: rm, args: {p: "${steps.fetch.out.p}"}}}
+  - {id: use, type: echo, depends_on: [fetch], optional: true, args: {p: "${steps.fetch.out.p}"}}
+  - {id: page, type: echo, depends_on: [use], when: failed}
+`), 0o644))
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"pipeline", "run", good, "--dry-run"}, &out, &errOut), errOut.String())
+	assert.Contains(t, out.String(), "compensate type=rm\n         arg.p=${steps.fetch.out.p}")
+	assert.Contains(t, out.String(), "use  type=echo  after=fetch  optional\n       arg.p=${steps.fetch.out.p}")
+	assert.Contains(t, out.String(), "page  type=echo  after=use  when=failed")
+
+	out.Reset()
+	require.Equal(t, 0, run([]string{"pipeline", "run", good, "--dry-run", "--json"}, &out, &errOut), errOut.String())
+	var plan struct {
+		Steps []struct {
+			Optional   bool   `json:"optional"`
+			When       string `json:"when"`
+			Compensate *struct {
+				Type string            `json:"type"`
+				Args map[string]string `json:"args"`
+			} `json:"compensate"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &plan), out.String())
+	require.Len(t, plan.Steps, 3)
+	require.NotNil(t, plan.Steps[0].Compensate)
+	assert.Equal(t, "rm", plan.Steps[0].Compensate.Type)
+	assert.Equal(t, "${steps.fetch.out.p}", plan.Steps[0].Compensate.Args["p"])
+	assert.True(t, plan.Steps[1].Optional)
+	assert.Equal(t, "failed", plan.Steps[2].When)
+
+	bad := dir + "/bad.yaml"
+	require.NoError(t, os.WriteFile(bad, []byte("name: w\nsteps:\n  - {id: a, type: echo}\n  - {id: b, type: echo, args: {p: '${steps.a.out.p}'}}\n"), 0o644))
+	out.Reset()
+	errOut.Reset()
+	assert.Equal(t, 1, run([]string{"pipeline", "run", bad, "--dry-run"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `step 2 (line 4) "b": args.p: ${steps.a.out.p} reads step "a", which "b" does not depend on`)
+	assert.Empty(t, out.String(), "nothing planned")
 }
