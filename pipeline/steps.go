@@ -89,6 +89,10 @@ func expandArg(arg, s string, vars map[string]string) (value, tmpl string, refs 
 		if err != nil {
 			return err
 		}
+		if strings.HasSuffix(lit.String(), "$") {
+			// $${ would read as a literal ${ to the main control.
+			return fmt.Errorf("a $ right before ${%s} cannot be told from $${: put something between them", name)
+		}
 		refs = append(refs, Ref{Arg: arg, Step: step, Out: out})
 		flush()
 		v.WriteString("${" + name + "}")
@@ -102,9 +106,9 @@ func expandArg(arg, s string, vars map[string]string) (value, tmpl string, refs 
 	return v.String(), t.String(), refs, nil
 }
 
-// escapeLiteral writes text for the main control's argument templates,
-// in which $$ is a literal $. So only a reference reads as one.
-func escapeLiteral(text string) string { return strings.ReplaceAll(text, "$", "$$") }
+// escapeLiteral writes literal text for the main control's argument
+// templates, in which $${ is a literal ${ (protocol section 8.10).
+func escapeLiteral(text string) string { return strings.ReplaceAll(text, "${", "$${") }
 
 // buildSemantics reads a step's optional, when and compensate.
 func buildSemantics(s *Step, in *step, vars map[string]string) error {
