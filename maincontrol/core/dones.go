@@ -122,7 +122,7 @@ func (c *Core) serveDone(e *waitEntry, job *doneJob) bool {
 		return false
 	}
 	for i := 0; i < doneBurst && e.next < e.reqs() && c.doneRoom(); i++ {
-		n := c.sendDone(e.peer, e.reqAt(e.next), job)
+		n := c.sendDone(e.peer, e.nextReq(), job)
 		c.waiters.answered(e)
 		c.doneFrames--
 		c.doneBytes -= n

@@ -1,37 +1,74 @@
 package core
 
+import "strings"
+
 // waitEntry is one connection's waits for one task's `done`: the reqs of
 // its wait=true submits of that task, in order. A connection that waits
 // for the same task again (a keyed duplicate) adds a req to its entry, so
 // every entry is one (connection, task) pair, and each req still gets its
 // own `done` (spec section 3: `done` carries its submit's req).
 //
+// Equal reqs in a row are one run: a flood repeating one req costs a
+// count, not a copy of the req and a slot per wait.
+//
 // An entry is linked in its task's list while the task runs, and in its
 // peer's list from its first wait until its last `done` is sent: either
 // end, or the peer closing, unlinks it at a cost that does not depend on
 // what other peers wait for.
 type waitEntry struct {
-	task uint64
-	peer PeerID
-	pw   *peerWaits
-	req  string   // the first req
-	more []string // later reqs of the same connection
-	next int      // reqs already answered (0: none), while being sent
-	dead bool     // its peer closed: nothing more to send
+	task  uint64
+	peer  PeerID
+	pw    *peerWaits
+	runs  []reqRun // the runs before last, in order
+	last  reqRun   // the latest run
+	n     int      // reqs in every run
+	next  int      // reqs already answered (0: none), while being sent
+	run   int      // the run of the next req to answer: an index of runs, or len(runs) for last
+	off   int      // and how many of that run are answered
+	taken bool     // out of its task's list: no more waits join it
+	dead  bool     // its peer closed: nothing more to send
 
 	tprev, tnext *waitEntry // the task's waiters, in order of first wait
 	pprev, pnext *waitEntry // the peer's entries, in no order
 }
 
-// reqs counts the entry's waits.
-func (e *waitEntry) reqs() int { return 1 + len(e.more) }
+// reqRun is n waits in a row with the same req.
+type reqRun struct {
+	req string
+	n   int
+}
 
-// reqAt returns its i-th req.
-func (e *waitEntry) reqAt(i int) string {
-	if i == 0 {
-		return e.req
+// reqs counts the entry's waits.
+func (e *waitEntry) reqs() int { return e.n }
+
+// join adds a wait with req, copied only when it starts a run.
+func (e *waitEntry) join(req string) {
+	e.n++
+	if e.last.n > 0 && e.last.req == req {
+		e.last.n++
+		return
 	}
-	return e.more[i-1]
+	if e.last.n > 0 {
+		e.runs = append(e.runs, e.last)
+	}
+	e.last = reqRun{req: strings.Clone(req), n: 1}
+}
+
+// nextReq returns the req of the next wait to answer.
+func (e *waitEntry) nextReq() string {
+	if e.run < len(e.runs) {
+		return e.runs[e.run].req
+	}
+	return e.last.req
+}
+
+// step moves past the next wait, answered.
+func (e *waitEntry) step() {
+	e.next++
+	e.off++
+	if e.run < len(e.runs) && e.off == e.runs[e.run].n {
+		e.run, e.off = e.run+1, 0
+	}
 }
 
 // waitKey names the entry of one connection for one task.
@@ -58,41 +95,56 @@ type waiterSet struct {
 const maxWaitsPerConn = 1 << 16
 
 // peerWaits is one peer's share of a waiterSet: its waits, and its
-// entries, linked through pprev and pnext.
+// entries, linked through pprev and pnext. last is the entry it joined
+// last: a flood on one task finds it without a lookup.
 type peerWaits struct {
 	n    int
 	head *waitEntry
+	last *waitEntry
 }
 
 func newWaiterSet() waiterSet {
 	return waiterSet{byTask: make(map[uint64]taskWaiters), byKey: make(map[waitKey]*waitEntry)}
 }
 
-// add makes peer, whose waits are pw, wait for task id's `done` with req.
-// A second wait of the same peer for the same task joins its entry.
+// add makes peer, whose waits are pw, wait for task id's `done` with req,
+// which it copies if it keeps it. A second wait of the same peer for the
+// same task joins its entry.
 func (ws *waiterSet) add(id uint64, peer PeerID, pw *peerWaits, req string) {
 	pw.n++
 	ws.total++
-	k := waitKey{id, peer}
-	if e := ws.byKey[k]; e != nil {
-		e.more = append(e.more, req)
+	if e := pw.last; e != nil && e.task == id && !e.taken && !e.dead {
+		e.join(req)
 		return
 	}
-	e := &waitEntry{task: id, peer: peer, pw: pw, req: req}
+	k := waitKey{id, peer}
+	e := ws.byKey[k]
+	if e == nil {
+		e = ws.link(k, pw)
+	}
+	pw.last = e
+	e.join(req)
+}
+
+// link makes a new entry for k and puts it at the end of its task's list
+// and in its peer's.
+func (ws *waiterSet) link(k waitKey, pw *peerWaits) *waitEntry {
+	e := &waitEntry{task: k.task, peer: k.peer, pw: pw}
 	ws.byKey[k] = e
-	l := ws.byTask[id]
+	l := ws.byTask[k.task]
 	if l.tail == nil {
 		l.head = e
 	} else {
 		l.tail.tnext, e.tprev = e, l.tail
 	}
 	l.tail = e
-	ws.byTask[id] = l
+	ws.byTask[k.task] = l
 	e.pnext = pw.head
 	if pw.head != nil {
 		pw.head.pprev = e
 	}
 	pw.head = e
+	return e
 }
 
 // waits reports whether peer waits for task id.
@@ -112,6 +164,7 @@ func (ws *waiterSet) take(id uint64) *waitEntry {
 	delete(ws.byTask, id)
 	for e := l.head; e != nil; e = e.tnext {
 		delete(ws.byKey, waitKey{id, e.peer})
+		e.taken = true
 	}
 	return l.head
 }
@@ -128,7 +181,7 @@ func (ws *waiterSet) release(e *waitEntry) {
 
 // answered counts one more of e's reqs answered.
 func (ws *waiterSet) answered(e *waitEntry) {
-	e.next++
+	e.step()
 	e.pw.n--
 	ws.total--
 }
@@ -137,6 +190,9 @@ func (ws *waiterSet) unlinkPeer(e *waitEntry, n int) {
 	pw := e.pw
 	pw.n -= n
 	ws.total -= n
+	if pw.last == e {
+		pw.last = nil
+	}
 	if e.pprev != nil {
 		e.pprev.pnext = e.pnext
 	} else if pw.head == e {
@@ -189,6 +245,6 @@ func (ws *waiterSet) dropPeer(pw *peerWaits) {
 		e.pprev, e.pnext, e.dead = nil, nil, true
 		e = next
 	}
-	pw.head = nil
+	pw.head, pw.last = nil, nil
 	pw.n = 0
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,8 +13,8 @@ import (
 func reqsOf(ws *waiterSet, id uint64) []string {
 	var got []string
 	for e := ws.take(id); e != nil; e = e.tnext {
-		for i := range e.reqs() {
-			got = append(got, e.reqAt(i))
+		for range e.reqs() {
+			got = append(got, e.nextReq())
 			ws.answered(e)
 		}
 		ws.release(e)
@@ -34,6 +35,8 @@ func TestWaiterSet(t *testing.T) {
 		{name: "several; a peer's own waits together", add: [][2]string{{"1", "a"}, {"2", "b"}, {"1", "c"}},
 			want: []string{"a", "c", "b"}},
 		{name: "dropped", add: [][2]string{{"1", "a"}, {"2", "b"}}, drop: true},
+		{name: "runs of equal reqs, in order", add: [][2]string{{"1", "a"}, {"1", "a"}, {"1", "b"}, {"1", "a"}, {"2", "c"}, {"1", "a"}},
+			want: []string{"a", "a", "b", "a", "a", "c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,11 +112,44 @@ func TestWaiterSet_OneEntryPerConnectionAndTask(t *testing.T) {
 		assert.Equal(t, 65_536, pw.n)
 		require.NotNil(t, pw.head)
 		assert.Nil(t, pw.head.pnext, "peer %d: one entry", p+1)
-		assert.Len(t, pw.head.more, 65_535)
+		assert.Empty(t, pw.head.runs, "peer %d: one run of equal reqs", p+1)
+		assert.Equal(t, 65_536, pw.head.last.n)
 	}
 	ws.dropPeer(pws[0])
 	assert.Equal(t, 3*65_536, ws.total)
 	assert.Len(t, ws.byKey, 3)
 	got := reqsOf(&ws, 7)
 	assert.Len(t, got, 3*65_536, "every other wait still answered")
+}
+
+// A wait for a task whose entries were taken (its `done` replies being
+// sent) starts a new entry: the taken one's replies are already under way.
+func TestWaiterSet_WaitAfterTakeStartsAnEntry(t *testing.T) {
+	ws := newWaiterSet()
+	pw := &peerWaits{}
+	ws.add(7, 1, pw, "a")
+	sending := ws.take(7)
+	ws.add(7, 1, pw, "b")
+	ws.add(7, 1, pw, "b")
+	assert.Equal(t, 1, sending.reqs(), "the taken entry keeps what it had")
+	assert.Equal(t, []string{"b", "b"}, reqsOf(&ws, 7))
+	ws.answered(sending)
+	ws.release(sending)
+	assert.Zero(t, pw.n)
+	assert.Zero(t, ws.total)
+	assert.Nil(t, pw.head)
+}
+
+// A kept req is a copy: the caller's is borrowed from the read buffer.
+func TestWaiterSet_CopiesReqs(t *testing.T) {
+	ws := newWaiterSet()
+	pw := &peerWaits{}
+	buf := []byte("r1")
+	ws.add(7, 1, pw, string(buf)) // a copy here; the next adds borrow
+	borrowed := unsafe.String(unsafe.SliceData(buf), len(buf))
+	ws.add(7, 1, pw, borrowed)
+	buf[1] = '2'
+	ws.add(7, 1, pw, borrowed)
+	buf[1] = '3'
+	assert.Equal(t, []string{"r1", "r1", "r2"}, reqsOf(&ws, 7))
 }

@@ -376,7 +376,7 @@ func (c *Core) waitFor(p *peer, id uint64, req string) {
 	if p.waits == nil {
 		p.waits = &peerWaits{}
 	}
-	c.waiters.add(id, p.id, p.waits, strings.Clone(req))
+	c.waiters.add(id, p.id, p.waits, req)
 }
 
 // waitRoom reports whether p may wait for one more done, and answers the
