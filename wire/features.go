@@ -11,6 +11,8 @@ type Feature = string
 const (
 	FeatureAdmin Feature = "admin" // requeue, bulk cancel and purge, pause, state repair
 	FeatureTypes Feature = "types" // type_list and the executor's types
+	// FeatureSchedules: durable cron schedules (section 8.12).
+	FeatureSchedules Feature = "schedules"
 )
 
 // HasFeature reports whether a welcome's features list names f.

@@ -61,6 +61,18 @@ const (
 	KindTypePage     Kind = "type_page"
 	KindTypes        Kind = "types"
 	KindTypesOK      Kind = "types_ok"
+
+	// Version 1.1, group schedules (protocol section 8.12).
+	KindScheduleAdd     Kind = "schedule_add"
+	KindScheduleAdded   Kind = "schedule_added"
+	KindScheduleList    Kind = "schedule_list"
+	KindSchedules       Kind = "schedules"
+	KindSchedulePause   Kind = "schedule_pause"
+	KindSchedulePaused  Kind = "schedule_paused"
+	KindScheduleResume  Kind = "schedule_resume"
+	KindScheduleResumed Kind = "schedule_resumed"
+	KindScheduleDelete  Kind = "schedule_delete"
+	KindScheduleDeleted Kind = "schedule_deleted"
 )
 
 // Role is a set of peer roles, those who may send a message type.
@@ -124,6 +136,17 @@ var kindSenders = map[Kind]Role{
 	KindTypePage:     RoleMain,
 	KindTypes:        RoleExecutor,
 	KindTypesOK:      RoleMain,
+
+	KindScheduleAdd:     RoleClient,
+	KindScheduleAdded:   RoleMain,
+	KindScheduleList:    RoleClient,
+	KindSchedules:       RoleMain,
+	KindSchedulePause:   RoleClient,
+	KindSchedulePaused:  RoleMain,
+	KindScheduleResume:  RoleClient,
+	KindScheduleResumed: RoleMain,
+	KindScheduleDelete:  RoleClient,
+	KindScheduleDeleted: RoleMain,
 }
 
 // Known reports whether k is a message type of the spec.

@@ -89,6 +89,8 @@ func (c *Core) check(r *record) error {
 		return c.checkRequeue(r)
 	case recStateFix, recPause, recExecTypes:
 		return c.checkOps(r)
+	case recSched, recSchedOp:
+		return c.checkSched(r)
 	case recNew:
 		if r.id < c.nextID || c.tasks.get(r.id) != nil {
 			return fmt.Errorf("%w: task id %d reused (next is %d)", ErrCorrupt, r.id, c.nextID)
@@ -207,6 +209,10 @@ func (c *Core) mutate(r *record) {
 		c.applyPause(r.typ, r.on)
 	case recExecTypes:
 		c.applyExecTypes(r)
+	case recSched:
+		c.applySched(r)
+	case recSchedOp:
+		c.applySchedOp(r)
 	case recExecGone:
 		e := c.execs[r.exec]
 		e.peer = 0

@@ -30,6 +30,13 @@ const (
 // at about 260 bytes each (WaitCost), 262,144 hold about 72 MiB.
 const DefaultMaxWaits = 1 << 18
 
+// Schedule caps (protocol section 8.12): every snapshot holds all
+// schedules, so together they stay within 64 MiB.
+const (
+	DefaultMaxSchedules     = 1000
+	DefaultMaxScheduleBytes = 64 << 10
+)
+
 // Config holds the core's settings. Zero values mean the spec's defaults.
 type Config struct {
 	Version           string        // announced as server=apollo11/<Version>
@@ -65,6 +72,15 @@ type Config struct {
 	// connections; past it such a submit gets unavailable. Zero means
 	// DefaultMaxWaits.
 	MaxWaits int
+	// MaxSchedules caps the schedules kept (protocol section 8.12); zero
+	// means DefaultMaxSchedules.
+	MaxSchedules int
+	// MaxScheduleBytes caps one schedule's name, expression, zone and
+	// body; zero means DefaultMaxScheduleBytes.
+	MaxScheduleBytes int
+	// Zone loads a schedule's time zone by its IANA name; nil:
+	// time.LoadLocation. A test may pass its own to stay off the disk.
+	Zone func(name string) (*time.Location, error)
 
 	Observer Observer // metrics; nil: none
 
@@ -135,7 +151,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxWaits == 0 {
 		c.MaxWaits = DefaultMaxWaits
 	}
-	if c.MaxPending < 0 || c.RetentionMax < 0 || c.MaxWaits < 0 {
+	if c.MaxSchedules == 0 {
+		c.MaxSchedules = DefaultMaxSchedules
+	}
+	if c.MaxScheduleBytes == 0 {
+		c.MaxScheduleBytes = DefaultMaxScheduleBytes
+	}
+	if c.MaxPending < 0 || c.RetentionMax < 0 || c.MaxWaits < 0 || c.MaxSchedules < 0 || c.MaxScheduleBytes < 0 {
 		return c, fmt.Errorf("%w: negative limit", ErrConfig)
 	}
 	if c.MaxRetrying == 0 {
@@ -158,6 +180,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
+	}
+	if c.Zone == nil {
+		c.Zone = time.LoadLocation
 	}
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))

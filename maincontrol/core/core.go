@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 
 	"github.com/apollo11/apollo11/auth"
@@ -111,6 +112,11 @@ type Core struct {
 	progs  map[uint64]taskProgress
 	leftMs int64
 	ops    OpsCounts
+
+	// scheds holds the schedules by name (schedule.go); schedWake is the
+	// earliest time, in ms, one of them needs the tick.
+	scheds    map[string]*schedule
+	schedWake int64
 }
 
 type peerKind uint8
@@ -167,6 +173,8 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		execs:     make(map[string]*executor),
 		paused:    make(map[string]struct{}),
 		progs:     make(map[uint64]taskProgress),
+		scheds:    make(map[string]*schedule),
+		schedWake: math.MaxInt64,
 		peers:     make(map[PeerID]*peer),
 		waiters:   newWaiterSet(),
 		available: true,
@@ -320,6 +328,7 @@ func (c *Core) Tick() {
 	c.checkLiveness(now)
 	c.applyRetention(now)
 	c.policyTick(now)
+	c.schedTick(now)
 	c.dispatchDirty()
 }
 

@@ -221,6 +221,7 @@ func dump(c *Core) string {
 	}
 	slices.Sort(tnames)
 	fmt.Fprintf(&b, "paused %v\n", slices.Sorted(maps.Keys(c.paused)))
+	dumpSchedules(&b, c)
 	for _, n := range tnames {
 		tt := c.types[n]
 		fmt.Fprintf(&b, "type %q counts=%v paused=%v\n", n, tt.counts, tt.paused)

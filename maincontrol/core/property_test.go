@@ -101,6 +101,10 @@ func newProp(t *testing.T, seed uint64) *prop {
 		p.keys = append(p.keys, fmt.Sprintf("key%d", i))
 	}
 	p.clients = []PeerID{h.client(), h.client()}
+	// Schedules fire from ticks: replay, snapshots and restarts cover them.
+	h.addSched(p.clients[0], "name", "tick", "cron", "*/10 * * * * *", "task_type", "a")
+	h.addSched(p.clients[0], "name", "late", "cron", "*/30 * * * * *", "task_type", "b",
+		"missed", "catch_up", "jitter_ms", "4000")
 	return p
 }
 
@@ -356,7 +360,9 @@ func TestCore_Property(t *testing.T) {
 				}
 			}
 			p.checkReplay()
-			t.Logf("tasks %d, records %d, %v", p.h.c.nextID-1, len(p.h.fx.records), p.stats)
+			require.Positive(t, p.h.c.scheds["tick"].fires, "the schedules fired")
+			t.Logf("tasks %d, records %d, %v, schedule firings %d", p.h.c.nextID-1, len(p.h.fx.records), p.stats,
+				p.h.c.scheds["tick"].fires+p.h.c.scheds["late"].fires)
 		})
 	}
 }

@@ -61,11 +61,17 @@ const (
 	// recExecTypes changes a registered executor's task types (the
 	// executor's types message); its registration order stays.
 	recExecTypes
+	// recSched adds a schedule; snapshots hold one per schedule, with
+	// its pause, last fire time and firings (schedule.go).
+	recSched
+	// recSchedOp changes a schedule: fired, passed over, paused,
+	// resumed or deleted (schedOp).
+	recSchedOp
 )
 
 var recNames = [...]string{"", "new", "dispatch", "start", "back", "retry", "arm", "ready", "end", "drop",
 	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids", "epoch", "requeue",
-	"state_fix", "pause", "exec_types"}
+	"state_fix", "pause", "exec_types", "sched", "sched_op"}
 
 func (k recKind) String() string {
 	if int(k) < len(recNames) && k != 0 {
@@ -122,6 +128,8 @@ type record struct {
 	// epoch: the run that starts (recEpoch); in snapMeta, the epoch the
 	// next start takes.
 	epoch uint64
+	// sc: recSched's and recSchedOp's fields.
+	sc schedFields
 
 	// Resolved by the live decision that built the record, so that
 	// applying it need not look them up again by name; never encoded, nil
@@ -241,6 +249,25 @@ func appendRecord(dst []byte, r *record) []byte {
 		for _, t := range r.types {
 			e.s(t)
 		}
+	case recSched:
+		e.s(r.sc.name)
+		e.s(r.sc.cron)
+		e.s(r.sc.tz)
+		e.u(r.sc.jitterMs)
+		e.byte(boolByte(r.sc.catchUp))
+		e.byte(boolByte(r.sc.paused))
+		e.i(r.sc.last)
+		e.u(r.sc.fires)
+		e.i(r.sc.lastFired)
+		e.u(uint64(len(r.sc.body)))
+		for _, p := range r.sc.body {
+			e.s(p.k)
+			e.s(p.v)
+		}
+	case recSchedOp:
+		e.s(r.sc.name)
+		e.byte(uint8(r.sc.op))
+		e.i(r.sc.last)
 	case snapMeta:
 		e.u(r.nextID)
 		e.u(r.stateVer)
@@ -352,6 +379,19 @@ func decodeRecord(payload []byte, r *record) error {
 		for ; n > 0 && d.err == nil; n-- {
 			r.types = append(r.types, d.s())
 		}
+	case recSched:
+		r.sc.name, r.sc.cron, r.sc.tz, r.sc.jitterMs = d.s(), d.s(), d.s(), d.u()
+		r.sc.catchUp, r.sc.paused, r.sc.last, r.sc.fires = d.bool(), d.bool(), d.i(), d.u()
+		r.sc.lastFired = d.i()
+		n := d.u()
+		if n > uint64(len(d.b)) {
+			d.fail()
+		}
+		for ; n > 0 && d.err == nil; n-- {
+			r.sc.body = append(r.sc.body, kv{d.s(), d.s()})
+		}
+	case recSchedOp:
+		r.sc.name, r.sc.op, r.sc.last = d.s(), schedOp(d.byte()), d.i()
 	case snapMeta:
 		r.nextID, r.stateVer, r.seqCounter, r.regSeq = d.u(), d.u(), d.u(), d.u()
 		r.epoch = d.optU() // absent before restart epochs: none begun

@@ -37,6 +37,12 @@ var (
 		wire.KindStateSet:     func(c *Core, p *peer, m *wire.Message, req string) { c.stateFix(p, m, req, true) },
 		wire.KindStateDel:     func(c *Core, p *peer, m *wire.Message, req string) { c.stateFix(p, m, req, false) },
 		wire.KindTypeList:     (*Core).typeList,
+
+		wire.KindScheduleAdd:    (*Core).scheduleAdd,
+		wire.KindScheduleList:   (*Core).scheduleList,
+		wire.KindSchedulePause:  func(c *Core, p *peer, m *wire.Message, req string) { c.scheduleChange(p, m, req, schedPaused) },
+		wire.KindScheduleResume: func(c *Core, p *peer, m *wire.Message, req string) { c.scheduleChange(p, m, req, schedResumed) },
+		wire.KindScheduleDelete: func(c *Core, p *peer, m *wire.Message, req string) { c.scheduleChange(p, m, req, schedDeleted) },
 	}
 	// executorHandlers take a registered executor's messages.
 	executorHandlers = map[wire.Kind]messageHandler{

@@ -19,6 +19,7 @@ type Snapshot struct {
 	execs    []record
 	nextID   uint64
 	paused   []string // the paused task types, sorted
+	scheds   []record // the schedules' entries, by name
 }
 
 // Freeze captures the durable state. The core goes on changing; the
@@ -46,13 +47,21 @@ func (c *Core) Freeze() *Snapshot {
 		s.execs = append(s.execs, r)
 	}
 	s.paused = slices.Sorted(maps.Keys(c.paused))
+	s.scheds = c.scheduleEntries()
 	return s
 }
 
-// writePaused streams one pause entry per paused type.
+// writePaused streams one pause entry per paused type, then one entry
+// per schedule.
 func (s *Snapshot) writePaused(buf []byte, add func(p []byte) error) error {
 	for _, name := range s.paused {
 		buf = appendRecord(buf[:0], &record{kind: recPause, typ: name, on: true})
+		if err := add(buf); err != nil {
+			return err
+		}
+	}
+	for i := range s.scheds {
+		buf = appendRecord(buf[:0], &s.scheds[i])
 		if err := add(buf); err != nil {
 			return err
 		}
@@ -144,6 +153,11 @@ func (c *Core) loadRecord(r *record) error {
 			return fmt.Errorf("%w: pause entry of type %q paused=%v in a snapshot", ErrCorrupt, r.typ, r.on)
 		}
 		c.applyPause(r.typ, true)
+	case recSched:
+		if err := c.checkSched(r); err != nil {
+			return err
+		}
+		c.applySched(r)
 	case snapTask:
 		if c.tasks.get(r.id) != nil || r.id == 0 {
 			return fmt.Errorf("%w: snapshot task %d twice", ErrCorrupt, r.id)

@@ -227,13 +227,8 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		return
 	}
 	c.policyDefaults(&f, &s)
-	if taskFrameKeys+f.args.n > wire.MaxKeys {
-		c.sendError(p, req, wire.CodeBadRequest, "submit has too many args: a task frame holds at most "+
-			strconv.Itoa(wire.MaxKeys-taskFrameKeys)+" arg.* keys")
-		return
-	}
-	if taskFrameMax(s.typ, traceLen(s.trace), f.args) > c.cfg.MaxFrame {
-		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame "+strconv.Itoa(c.cfg.MaxFrame))
+	if rf := c.submitShape(&s, f.args); rf != nil {
+		c.sendError(p, req, rf.code, rf.msg)
 		return
 	}
 	if s.wait && !c.waitRoom(p, req) {
@@ -252,18 +247,67 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	if !c.writable(p, req) {
 		return
 	}
-	if c.nonTerminal() >= c.cfg.MaxPending {
-		c.sendError(p, req, wire.CodeQueueFull, "queue full: "+strconv.Itoa(c.cfg.MaxPending)+" tasks not yet ended; retry later")
+	if rf := c.submitRoom(&s, f.args); rf != nil {
+		c.sendError(p, req, rf.code, rf.msg)
 		return
 	}
-	if !c.pendingRoom(p, req, submitBytes(&s, f.args)) {
+	r := c.newTaskRecord(&s, &f, m)
+	blocker, blockerState := s.blocker, s.blockerState
+	if !c.commit(r) {
+		c.sendError(p, req, wire.CodeBadRequest, "submit refused")
 		return
+	}
+	id := r.id
+	t := c.tasks.get(id)
+	c.logTransition(t, 0, t.state, "submit")
+	b := c.begin(wire.KindSubmitted, req)
+	b.UintK(kTaskID, id)
+	c.confirm(p.id, &b)
+	if s.wait {
+		c.waitFor(p, id, req)
+	}
+	if blocker != 0 {
+		c.endTask(id, Cancelled, "dependency "+strconv.FormatUint(blocker, 10)+" "+blockerState.String(), "", 0, "submit")
+	}
+}
+
+// refusal is why a new task is not made: the error a submit gets.
+type refusal struct {
+	code wire.Code
+	msg  string
+}
+
+// submitShape checks that the task frame of s could be sent at all.
+func (c *Core) submitShape(s *submitReq, args lines) *refusal {
+	if taskFrameKeys+args.n > wire.MaxKeys {
+		return &refusal{wire.CodeBadRequest, "submit has too many args: a task frame holds at most " +
+			strconv.Itoa(wire.MaxKeys-taskFrameKeys) + " arg.* keys"}
+	}
+	if taskFrameMax(s.typ, traceLen(s.trace), args) > c.cfg.MaxFrame {
+		return &refusal{wire.CodeBadRequest, "submit too large: its task frame could exceed max_frame " + strconv.Itoa(c.cfg.MaxFrame)}
+	}
+	return nil
+}
+
+// submitRoom checks the caps a new task counts against: tasks not ended,
+// their bytes, and the known task types.
+func (c *Core) submitRoom(s *submitReq, args lines) *refusal {
+	if c.nonTerminal() >= c.cfg.MaxPending {
+		return &refusal{wire.CodeQueueFull, "queue full: " + strconv.Itoa(c.cfg.MaxPending) + " tasks not yet ended; retry later"}
+	}
+	if rf := c.pendingRoom(submitBytes(s, args)); rf != nil {
+		return rf
 	}
 	if len(c.types) >= maxTaskTypes && c.types[s.typ] == nil {
-		c.sendError(p, req, wire.CodeQueueFull, "queue full: "+strconv.Itoa(len(c.types))+
-			" task types are known, the most; a task of a new type waits until some are forgotten; retry later")
-		return
+		return &refusal{wire.CodeQueueFull, "queue full: " + strconv.Itoa(len(c.types)) +
+			" task types are known, the most; a task of a new type waits until some are forgotten; retry later"}
 	}
+	return nil
+}
+
+// newTaskRecord fills the scratch record with the new task s makes. The
+// values m's fields borrow from are copied.
+func (c *Core) newTaskRecord(s *submitReq, f *submitFields, m *wire.Message) *record {
 	now := c.now()
 	r := c.newRecord(recNew)
 	r.id, r.priority = c.nextID, uint8(s.priority)
@@ -286,23 +330,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	if s.waits {
 		r.state = Waiting
 	}
-	blocker, blockerState := s.blocker, s.blockerState
-	if !c.commit(r) {
-		c.sendError(p, req, wire.CodeBadRequest, "submit refused")
-		return
-	}
-	id := r.id
-	t := c.tasks.get(id)
-	c.logTransition(t, 0, t.state, "submit")
-	b := c.begin(wire.KindSubmitted, req)
-	b.UintK(kTaskID, id)
-	c.confirm(p.id, &b)
-	if s.wait {
-		c.waitFor(p, id, req)
-	}
-	if blocker != 0 {
-		c.endTask(id, Cancelled, "dependency "+strconv.FormatUint(blocker, 10)+" "+blockerState.String(), "", 0, "submit")
-	}
+	return r
 }
 
 // duplicateSubmit answers a submit whose key names a known task.
@@ -322,28 +350,22 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 	c.waitFor(p, id, req)
 }
 
-// pendingRoom reports whether the tasks not yet ended have room under
-// --max-pending-bytes for the task r would make, and answers the submit
-// when they have not: queue_full, as when the count cap is reached, or
-// bad_request for a task that alone holds more than the cap, which no
-// retry would let in.
-func (c *Core) pendingRoom(p *peer, req string, need int64) bool {
+// pendingRoom reports why the tasks not yet ended have no room under
+// --max-pending-bytes for a task of need bytes, or nil when they have:
+// queue_full, as when the count cap is reached, or bad_request for a task
+// that alone holds more than the cap, which no retry would let in.
+func (c *Core) pendingRoom(need int64) *refusal {
 	limit := int64(c.cfg.MaxPendingBytes)
-	if limit < 0 {
-		return true
-	}
-	if c.pendingBytes+need <= limit {
-		return true
+	if limit < 0 || c.pendingBytes+need <= limit {
+		return nil
 	}
 	if need > limit {
-		c.sendError(p, req, wire.CodeBadRequest, "submit too large: its task would hold "+strconv.FormatInt(need, 10)+
-			" bytes, more than --max-pending-bytes "+strconv.FormatInt(limit, 10))
-		return false
+		return &refusal{wire.CodeBadRequest, "submit too large: its task would hold " + strconv.FormatInt(need, 10) +
+			" bytes, more than --max-pending-bytes " + strconv.FormatInt(limit, 10)}
 	}
-	c.sendError(p, req, wire.CodeQueueFull, "queue full: tasks not yet ended hold "+strconv.FormatInt(c.pendingBytes, 10)+
-		" bytes; this submit's "+strconv.FormatInt(need, 10)+" more would pass --max-pending-bytes "+
-		strconv.FormatInt(limit, 10)+"; retry later")
-	return false
+	return &refusal{wire.CodeQueueFull, "queue full: tasks not yet ended hold " + strconv.FormatInt(c.pendingBytes, 10) +
+		" bytes; this submit's " + strconv.FormatInt(need, 10) + " more would pass --max-pending-bytes " +
+		strconv.FormatInt(limit, 10) + "; retry later"}
 }
 
 // submitBytes is what the task a submit would make counts (heldBytes),

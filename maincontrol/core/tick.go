@@ -231,6 +231,9 @@ func (c *Core) NextTickAt() (at int64, ok bool) {
 	if pa, pok := c.policyDue(); pok {
 		take(pa)
 	}
+	if c.schedWake != math.MaxInt64 {
+		take(c.schedWake)
+	}
 	if c.retention.len() > 0 {
 		t := c.endOf(c.retention.peek())
 		terminal := c.terminal()
