@@ -311,11 +311,18 @@ func (c *Core) applyNew(r *record) {
 	}
 	if r.state == Waiting {
 		for _, d := range r.deps {
-			if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
+			switch dt := c.tasks.get(d); {
+			case dt == nil:
+			case !dt.state.Terminal():
 				c.dependents.add(d, r.id)
+			case depFailed(dt.state):
+				c.tolerate(st, dt)
 			}
 		}
 		return
+	}
+	if st.whenFailed() {
+		c.noteDeps(st) // released at once: a dependency failed
 	}
 	st.flags |= flagReleased
 	c.makePending(st, r.at)
@@ -405,6 +412,9 @@ func (c *Core) applyEnd(r *record) {
 		c.stateMark = c.lastMark
 	}
 	c.released = c.dependents.take(r.id, c.released[:0])
+	if depFailed(r.state) && len(c.released) > 0 {
+		c.noteEnded(t)
+	}
 	if from == Waiting && !c.dependents.empty() {
 		for d := range t.deps().all() {
 			c.dependents.ended(d, c.isWaiting)

@@ -7,9 +7,8 @@ import (
 )
 
 // endTask moves a task to a terminal state and follows the consequences:
-// `done` for its waiters, then its waiting dependents released (all their
-// dependencies succeeded) or cancelled (one failed or was cancelled), down
-// the chain. sets and stateVer carry an accepted result's shared-state
+// `done` for its waiters, then its waiting dependents released, cancelled
+// or skipped (steps.go), down the chain. sets and stateVer carry an accepted result's shared-state
 // changes.
 func (c *Core) endTask(id uint64, to State, errText, out string, outKeys uint16, why string) bool {
 	return c.endWith(id, to, errText, out, outKeys, nil, 0, 0, why)
@@ -35,10 +34,11 @@ func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16,
 	return true
 }
 
-// followDependents releases or cancels the waiting tasks of a task that
-// just ended, iteratively, so long chains do not recurse deeply. Tasks are
-// followed in the order they ended (a queue, not a stack), so a task with
-// several ending dependencies names the first that ended.
+// followDependents releases, cancels or skips the waiting tasks of a task
+// that just ended (depsVerdict), iteratively, so long chains do not
+// recurse deeply. Tasks are followed in the order they ended (a queue, not
+// a stack), so a task with several ending dependencies names the first
+// that ended.
 func (c *Core) followDependents(id uint64, st State) {
 	type ended struct {
 		id    uint64
@@ -51,32 +51,33 @@ func (c *Core) followDependents(id uint64, st State) {
 	work := []ended{{id, st, append([]uint64(nil), c.released...)}}
 	for i := 0; i < len(work); i++ {
 		w := work[i]
+		// An optional task's failure lets its dependents go on.
+		blocks := depFailed(w.state)
+		if wt := c.tasks.get(w.id); blocks && wt != nil && wt.optional() {
+			blocks = false
+		}
 		for _, d := range w.deps {
 			t := c.tasks.get(d)
 			if t == nil || t.state != Waiting {
 				continue
 			}
-			if w.state != Succeeded {
-				msg := "dependency " + strconv.FormatUint(w.id, 10) + " " + w.state.String()
-				r := c.newRecord(recEnd)
-				r.id, r.at, r.state, r.errText = d, c.now(), Cancelled, msg
-				if c.commit(r) {
-					t = c.tasks.get(d)
-					c.obs.Ended(Cancelled)
-					c.logTransition(t, Waiting, Cancelled, msg)
-					c.notifyDone(t)
+			v, blocker := cancelIt, c.tasks.get(w.id)
+			if !blocks || t.whenFailed() {
+				v, blocker = c.depsVerdict(t)
+			}
+			switch v {
+			case releaseIt:
+				c.releaseWaiting(d, releaseWhy(t))
+			case cancelIt, skipIt:
+				if c.endWaiting(d, v, blocker) {
 					work = append(work, ended{d, Cancelled, append([]uint64(nil), c.released...)})
 				}
-				continue
-			}
-			if c.depsSucceeded(t) {
-				c.releaseWaiting(d, "dependencies succeeded")
 			}
 		}
 	}
 }
 
-// releaseWaiting moves a waiting task whose dependencies all succeeded to
+// releaseWaiting moves a waiting task whose dependencies let it run to
 // pending.
 func (c *Core) releaseWaiting(id uint64, why string) bool {
 	r := c.newRecord(recReady)
@@ -85,40 +86,6 @@ func (c *Core) releaseWaiting(id uint64, why string) bool {
 		return false
 	}
 	c.logTransition(c.tasks.get(id), Waiting, Pending, why)
-	return true
-}
-
-// depsSucceeded reports whether every dependency of t has succeeded. A
-// dependency already forgotten by retention ended succeeded: had it failed,
-// t would have been cancelled then.
-//
-// A task with many dependencies is asked once per dependency that ends:
-// rescanning from the start each time would be quadratic (30,000
-// dependencies, 450 million lookups). A dependency that succeeded stays
-// so, so the scan resumes where the last one stopped.
-func (c *Core) depsSucceeded(t *task) bool {
-	deps := t.deps()
-	var cur depCursor
-	long := deps.len() > shortDeps
-	if long {
-		cur = c.depsMet[t.id]
-	}
-	for {
-		at := cur
-		d, ok := deps.next(&cur)
-		if !ok {
-			break
-		}
-		if dt := c.tasks.get(d); dt != nil && dt.state != Succeeded {
-			if long {
-				c.depsMet[t.id] = at
-			}
-			return false
-		}
-	}
-	if long {
-		delete(c.depsMet, t.id)
-	}
 	return true
 }
 

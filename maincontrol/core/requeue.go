@@ -10,11 +10,11 @@ import (
 
 // Requeue (protocol section 8.3): a failed or cancelled task goes back to
 // pending, or to waiting while some of its dependencies have not ended.
-// A waiting task never waits for an ended one: a dependency that failed
-// or was cancelled blocks the requeue, and so does one forgotten before
-// the task ever left waiting (nobody can tell how it ended). So retention
-// and purges strand no waiting task, and the dependents index stays as
-// section 6 has it.
+// A waiting task waits for an ended one only when it tolerates it
+// (steps.go): otherwise a dependency that failed or was cancelled blocks
+// the requeue, and so does one forgotten before the task ever left
+// waiting (nobody can tell how it ended). So retention and purges strand
+// no waiting task, and the dependents index stays as section 6 has it.
 
 // maxReasonLen bounds a requeue reason: it is kept with the task.
 const maxReasonLen = 256
@@ -74,20 +74,30 @@ func (c *Core) requeueTarget(t *task, w requeueWanted, plan *requeuePlan) (State
 		return 0, wire.CodeIllegalTransition, "task " + id + " is " + t.state.String() + ": only a failed or cancelled task is requeued"
 	}
 	to := Pending
+	wf := t.whenFailed()
+	failed, forgotten := false, false
 	for d := range t.deps().all() {
 		switch dt := c.tasks.get(d); {
 		case dt == nil && t.flags&flagReleased == 0:
 			return 0, wire.CodeIllegalTransition, "dependency " + strconv.FormatUint(d, 10) +
 				" of task " + id + " is no longer known, and it never succeeded while the task waited"
-		case dt == nil || dt.state == Succeeded:
+		case dt == nil:
+			forgotten = true
+		case dt.state == Succeeded:
 		case plan != nil && plan.ids[d]:
 			to = Waiting
+		case dt.state.Terminal() && (wf || dt.optional()):
+			failed = true // tolerated (steps.go): it does not block
 		case dt.state.Terminal():
 			return 0, wire.CodeIllegalTransition, "dependency " + strconv.FormatUint(d, 10) + " of task " + id +
 				" is " + dt.state.String() + ": requeue it first"
 		default:
 			to = Waiting
 		}
+	}
+	if wf && to == Pending && !failed && (!forgotten || t.flags&flagDepFailed == 0) {
+		return 0, wire.CodeIllegalTransition, "task " + id + " runs only when a dependency failed or was cancelled" +
+			" (when=failed), and all its dependencies succeeded: it would be skipped again"
 	}
 	if c.nonTerminal()+planned >= c.cfg.MaxPending {
 		return 0, wire.CodeQueueFull, "queue full: " + strconv.Itoa(c.cfg.MaxPending) + " tasks not yet ended; retry later"
@@ -166,8 +176,10 @@ func (c *Core) applyRequeue(r *record) {
 	t.startOff = 0 // the requeued task's next attempt has not started
 	c.pendingBytes += t.bytes()
 	delete(c.depsMet, t.id)
+	c.relink(t)
 	if r.state == Waiting {
 		t.flags &^= flagReleased
+		c.noteDeps(t)
 		for d := range t.deps().all() {
 			if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
 				// An entry left from an earlier wait may still be listed:

@@ -329,6 +329,7 @@ func (c *Core) fireBody(sc *schedule, at int64) *refusal {
 	}
 	t := c.tasks.get(r.id)
 	c.logTransition(t, 0, t.state, "schedule")
+	c.endAtOnce(r.id, &s, "schedule")
 	return nil
 }
 

@@ -310,26 +310,17 @@ func (c *Core) settleWaiting() {
 		return
 	}
 	type stranded struct {
-		id     uint64
-		failed *task // the first dependency that did not succeed, or nil
+		id  uint64
+		v   verdict
+		why string // the end's error: the dependency that cancels it, or skipped
 	}
 	var found []stranded
 	c.tasks.scan(0, Waiting, func(t *task) bool {
-		live := false
-		var failed *task
-		for d := range t.deps().all() {
-			switch dt := c.tasks.get(d); {
-			case dt == nil || dt.state == Succeeded: // forgotten ones succeeded (see depsSucceeded)
-			case dt.state.Terminal():
-				if failed == nil {
-					failed = dt
-				}
-			default:
-				live = true
-			}
-		}
-		if failed != nil || !live {
-			found = append(found, stranded{t.id, failed})
+		switch v, blocker := c.depsVerdict(t); v {
+		case cancelIt:
+			found = append(found, stranded{t.id, v, "dependency " + strconv.FormatUint(blocker.id, 10) + " " + blocker.state.String()})
+		case releaseIt, skipIt:
+			found = append(found, stranded{t.id, v, errSkipped})
 		}
 		return true
 	})
@@ -339,15 +330,20 @@ func (c *Core) settleWaiting() {
 		if t == nil || t.state != Waiting { // cancelled meanwhile, down a chain
 			continue
 		}
-		if s.failed != nil {
-			msg := "dependency " + strconv.FormatUint(s.failed.id, 10) + " " + s.failed.state.String()
-			if c.endTask(s.id, Cancelled, msg, "", 0, msg) {
-				cancelled++
+		switch s.v {
+		case releaseIt:
+			if c.releaseWaiting(s.id, releaseWhy(t)+" before a restart") {
+				released++
 			}
 			continue
-		}
-		if c.releaseWaiting(s.id, "dependencies succeeded before a restart") {
-			released++
+		case cancelIt:
+			if c.endTask(s.id, Cancelled, s.why, "", 0, s.why) {
+				cancelled++
+			}
+		case skipIt:
+			if c.endTask(s.id, Cancelled, errSkipped, "", 0, "skipped: every dependency succeeded before a restart (when=failed)") {
+				cancelled++
+			}
 		}
 	}
 	if released+cancelled > 0 {

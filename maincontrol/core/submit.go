@@ -23,9 +23,10 @@ type submitReq struct {
 	unknown     uint64   // the first id of depends_on that names no task, when hasUnknown
 	hasUnknown  bool
 	wait        bool
-	// waits: a dependency has not succeeded. blocker is the first that
-	// failed or was cancelled (0: none), and blockerState its state.
-	waits        bool
+	// live: a dependency has not ended; failed: one failed or was
+	// cancelled. blocker is the first such that is not optional (0:
+	// none), and blockerState its state.
+	live, failed bool
 	blocker      uint64
 	blockerState State
 }
@@ -120,7 +121,33 @@ func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 			return err
 		}
 	}
-	return c.parseDeps(f.deps, s)
+	if err := c.parseDeps(f.deps, s); err != nil {
+		return err
+	}
+	if s.fields[fieldWhen] != "" && len(s.deps) == 0 && !s.hasUnknown {
+		return &wire.ValueError{Key: "when", Reason: "needs depends_on: it runs only when a dependency failed"}
+	}
+	return nil
+}
+
+// startState is the state a parsed submit's task starts in, and the
+// end it meets at once: a required dependency that failed or was
+// cancelled cancels it (blocker), and a when=failed task whose
+// dependencies all succeeded is skipped (steps.go).
+func startState(s *submitReq) (st State, blocker uint64, skip bool) {
+	if s.fields[fieldWhen] != "" {
+		switch {
+		case s.live:
+			return Waiting, 0, false
+		case s.failed:
+			return Pending, 0, false
+		}
+		return Waiting, 0, true
+	}
+	if s.live || s.blocker != 0 {
+		return Waiting, s.blocker, false
+	}
+	return Pending, 0, false
 }
 
 // parseDeps reads depends_on: duplicates count once and the first
@@ -133,7 +160,7 @@ func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 // until the next submit.
 func (c *Core) parseDeps(v string, s *submitReq) error {
 	s.deps, s.unknown, s.hasUnknown = s.deps[:0], 0, false
-	s.waits, s.blocker, s.blockerState = false, 0, 0
+	s.live, s.failed, s.blocker, s.blockerState = false, false, 0, 0
 	if v == "" { // most submits: leave the scratch alone
 		return nil
 	}
@@ -174,12 +201,12 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 		switch t.state {
 		case Succeeded:
 		case Failed, Cancelled:
-			if s.blocker == 0 {
+			s.failed = true
+			if s.blocker == 0 && !t.optional() {
 				s.blocker, s.blockerState = id, t.state
 			}
-			s.waits = true
 		default:
-			s.waits = true
+			s.live = true
 		}
 		return true
 	})
@@ -252,7 +279,6 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		return
 	}
 	r := c.newTaskRecord(&s, &f, m)
-	blocker, blockerState := s.blocker, s.blockerState
 	if !c.commit(r) {
 		c.sendError(p, req, wire.CodeBadRequest, "submit refused")
 		return
@@ -266,8 +292,17 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	if s.wait {
 		c.waitFor(p, id, req)
 	}
-	if blocker != 0 {
-		c.endTask(id, Cancelled, "dependency "+strconv.FormatUint(blocker, 10)+" "+blockerState.String(), "", 0, "submit")
+	c.endAtOnce(id, &s, "submit")
+}
+
+// endAtOnce ends a task just made whose dependencies had decided its end
+// before it was: cancelled by one that failed, or skipped (startState).
+func (c *Core) endAtOnce(id uint64, s *submitReq, why string) {
+	switch _, blocker, skip := startState(s); {
+	case blocker != 0:
+		c.endTask(id, Cancelled, "dependency "+strconv.FormatUint(blocker, 10)+" "+s.blockerState.String(), "", 0, why)
+	case skip:
+		c.endTask(id, Cancelled, errSkipped, "", 0, why+": every dependency succeeded (when=failed)")
 	}
 }
 
@@ -326,10 +361,7 @@ func (c *Core) newTaskRecord(s *submitReq, f *submitFields, m *wire.Message) *re
 	r.fields.clone()
 	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg, f.args)
 	r.deps = append(r.deps, s.deps...)
-	r.state = Pending
-	if s.waits {
-		r.state = Waiting
-	}
+	r.state, _, _ = startState(s)
 	return r
 }
 

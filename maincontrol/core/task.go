@@ -59,6 +59,12 @@ const (
 	// waiting, or it never waited. A requeue reads it to tell whether a
 	// dependency forgotten since had succeeded (requeue.go).
 	flagReleased
+	// flagDepFailed: a when=failed task saw a dependency end failed or
+	// cancelled; it remembers one that retention forgot since (steps.go).
+	flagDepFailed
+	// flagTolerated: ended failed or cancelled while a waiting dependent
+	// went on waiting; a requeue links such dependents back (steps.go).
+	flagTolerated
 )
 
 // taskExtra holds what most tasks lack. It is immutable once made: change

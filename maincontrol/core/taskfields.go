@@ -2,6 +2,7 @@ package core
 
 import (
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,9 @@ import (
 
 // numFields counts the rows; each row's index is a constant above it.
 const (
-	fieldLabel = iota // label: free text for people, such as a batch name
+	fieldLabel    = iota // label: free text for people, such as a batch name
+	fieldOptional        // optional: "true" lets dependents go on when the task fails (steps.go)
+	fieldWhen            // when: "failed" runs the task only when a dependency failed (steps.go)
 	numFields
 )
 
@@ -38,12 +41,17 @@ type taskField struct {
 	key   wire.Key                // submit and task_state key, and the inspector's name
 	check func(v string) error    // the rule a submitted value must pass; nil accepts any
 	info  func(*TaskInfo) *string // where TaskInfo shows the value
+	unset string                  // a submitted value that means the same as none, kept as ""
 }
 
 // taskFields is the table, indexed by the constants above.
 var taskFields = [numFields]taskField{
 	fieldLabel: {key: wire.MustKey("label"), check: maxText("label", MaxLabelLen),
 		info: func(ti *TaskInfo) *string { return &ti.Label }},
+	fieldOptional: {key: wire.MustKey("optional"), check: oneOf("optional", "true", "false"), unset: "false",
+		info: func(ti *TaskInfo) *string { return &ti.Optional }},
+	fieldWhen: {key: wire.MustKey("when"), check: oneOf("when", "failed"),
+		info: func(ti *TaskInfo) *string { return &ti.When }},
 }
 
 // fieldVals holds a task's values of the table's fields; "" is unset.
@@ -59,6 +67,16 @@ func maxText(key string, n int) func(string) error {
 	}
 }
 
+// oneOf is a rule: one of the listed values.
+func oneOf(key string, vals ...string) func(string) error {
+	return func(v string) error {
+		if slices.Contains(vals, v) {
+			return nil
+		}
+		return &wire.ValueError{Key: key, Reason: "must be " + strings.Join(vals, " or ") + ", not " + strconv.Quote(clipText(v))}
+	}
+}
+
 // set stores value v when k names a field; it reports whether k did.
 func (f *fieldVals) set(k, v string) bool {
 	for i := range taskFields {
@@ -70,13 +88,17 @@ func (f *fieldVals) set(k, v string) bool {
 	return false
 }
 
-// check applies every field's rule, in table order.
+// check applies every field's rule, in table order, and clears the values
+// that mean unset.
 func (f *fieldVals) check() error {
 	for i := range taskFields {
 		if c := taskFields[i].check; c != nil && f[i] != "" {
 			if err := c(f[i]); err != nil {
 				return err
 			}
+		}
+		if f[i] == taskFields[i].unset {
+			f[i] = ""
 		}
 	}
 	return nil
@@ -206,7 +228,9 @@ type TaskInfo struct {
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
 	// The task field table's fields (taskFields) follow.
-	Label string `json:"label,omitempty"`
+	Label    string `json:"label,omitempty"`
+	Optional string `json:"optional,omitempty"` // "true" or ""
+	When     string `json:"when,omitempty"`     // "failed" or
 }
 
 // Task returns a view of the task with this id. Like every getter, it
