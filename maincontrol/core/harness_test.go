@@ -322,5 +322,8 @@ func appendTaskLine(b []byte, t *task) []byte {
 		q(" reason=", t.requeueReason())
 	}
 	u(" start=", uint64(t.startOff))
+	for k, v := range t.fields().all() {
+		q(" "+k+"=", v)
+	}
 	return append(b, '\n')
 }

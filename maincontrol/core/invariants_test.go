@@ -145,18 +145,28 @@ func checkInvariants(c *Core, loads map[string]int) error {
 				}
 			}
 		case Waiting:
-			succeeded := true
+			// It waits for a dependency not ended; one that failed or was
+			// cancelled only when it tolerates it, marked for a requeue.
+			live, failed := false, false
 			for d := range t.deps().all() {
 				dt := c.tasks.get(d)
-				if dt != nil && (dt.state == Failed || dt.state == Cancelled) {
+				switch {
+				case dt == nil || dt.state == Succeeded:
+				case !dt.state.Terminal():
+					live = true
+				case !t.whenFailed() && !dt.optional():
 					err = fmt.Errorf("task %d waits on %d, which is %s", t.id, d, dt.state)
-				}
-				if dt != nil && dt.state != Succeeded {
-					succeeded = false
+				case dt.flags&flagTolerated == 0:
+					err = fmt.Errorf("task %d waits past %d, which is %s and not marked tolerated", t.id, d, dt.state)
+				default:
+					failed = true
 				}
 			}
-			if succeeded {
-				err = fmt.Errorf("task %d waits though its dependencies succeeded", t.id)
+			if !live {
+				err = fmt.Errorf("task %d waits though its dependencies ended", t.id)
+			}
+			if failed && t.whenFailed() && t.flags&flagDepFailed == 0 {
+				err = fmt.Errorf("task %d (when=failed) has a failed dependency but no flagDepFailed", t.id)
 			}
 		}
 		if t.state != Dispatched && t.state != Running && holders[t.id] != 0 {

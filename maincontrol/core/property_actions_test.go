@@ -61,6 +61,12 @@ func (p *prop) doSubmit() {
 			deps = append(deps, strconv.FormatUint(d, 10))
 		}
 		kv = append(kv, "depends_on", strings.Join(deps, ","))
+		if p.chance(25) {
+			kv = append(kv, "when", "failed")
+		}
+	}
+	if p.chance(15) {
+		kv = append(kv, "optional", "true")
 	}
 	kv = append(kv, "max_attempts", strconv.Itoa(1+p.pick(4)))
 	if p.chance(30) {
@@ -126,7 +132,7 @@ func sentSubmitBytes(kv []string) int64 {
 	args := 0
 	for i := 0; i+1 < len(kv); i += 2 {
 		switch k, v := kv[i], kv[i+1]; {
-		case k == "task_type" || k == "key" || k == "trace_id":
+		case k == "task_type" || k == "key" || k == "trace_id" || k == "when" || k == "optional":
 			n += int64(len(v))
 		case k == "depends_on":
 			seen := map[string]bool{}

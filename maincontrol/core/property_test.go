@@ -40,7 +40,8 @@ type propExec struct {
 // seenTask is what the checks last saw of one task.
 type seenTask struct {
 	version  uint64
-	terminal State // 0 until seen terminal
+	terminal State  // 0 until seen terminal
+	requeues uint64 // its requeues when last seen
 	dropped  bool
 }
 
@@ -249,6 +250,9 @@ func (p *prop) check() {
 			t.Fatalf("step %d: task %d: version went back from %d to %d", p.step, id, s.version, tk.version)
 		}
 		s.version = tk.version
+		if n := tk.requeues(); n != s.requeues { // a requeue leaves a terminal state
+			s.requeues, s.terminal = n, 0
+		}
 		if s.terminal != 0 {
 			if tk.state != s.terminal {
 				t.Fatalf("step %d: task %d left terminal %s for %s", p.step, id, s.terminal, tk.state)
@@ -309,9 +313,13 @@ func (p *prop) stepOnce() {
 		p.doRegister(p.execs[p.pick(len(p.execs))])
 	case r < 900:
 		p.doTick(time.Duration(1+p.pick(2500)) * time.Millisecond)
-	case r < 950:
+	case r < 935:
 		cl := p.clients[p.pick(len(p.clients))]
 		h.send(cl, "cancel", "req", "c", "task_id", strconv.FormatUint(1+p.rnd.Uint64N(c.nextID+1), 10))
+	case r < 950:
+		cl := p.clients[p.pick(len(p.clients))]
+		h.send(cl, "requeue", "req", "rq", "task_id", strconv.FormatUint(1+p.rnd.Uint64N(c.nextID+1), 10))
+		p.stats["requeue"]++
 	case r < 975:
 		var before string
 		if p.chance(25) {
