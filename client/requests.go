@@ -43,6 +43,9 @@ func (c *Client) Query(ctx context.Context, id uint64) (TaskState, error) {
 		return TaskState{}, fmt.Errorf("query: bad task_state: %w", err)
 	}
 	ts.RequeueReason = m.Value("requeue_reason")
+	if ts.Optional, err = m.BoolOr("optional", false); err != nil {
+		return TaskState{}, fmt.Errorf("query: bad task_state: %w", err)
+	}
 	ts.ProgressNote = m.Value("progress_note")
 	for k, dst := range map[string]**uint64{"progress": &ts.Progress, "queued_ms": &ts.QueuedMs, "run_ms": &ts.RunMs} {
 		if _, ok := m.Get(k); ok {

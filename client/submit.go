@@ -51,7 +51,7 @@ func (r SubmitRequest) kind() kind {
 
 // fill checks r and returns the function that adds its keys to a submit.
 // Validate checks what Submit would refuse before sending: Type, Priority,
-// MaxAttempts, Timeout and Delay. (Args and keys the wire cannot carry are
+// MaxAttempts, Timeout, Delay and When. (Args and keys the wire cannot carry are
 // found as the frame is built.)
 func (r SubmitRequest) Validate() error {
 	switch {
@@ -63,6 +63,10 @@ func (r SubmitRequest) Validate() error {
 		return fmt.Errorf("submit: negative MaxAttempts %d", r.MaxAttempts)
 	case r.Timeout < 0 || r.Delay < 0:
 		return errors.New("submit: negative Timeout or Delay")
+	case r.When != "" && r.When != "failed":
+		return fmt.Errorf("submit: When %q is not \"failed\"", r.When)
+	case r.When != "" && len(r.DependsOn) == 0:
+		return errors.New("submit: When needs DependsOn")
 	}
 	return nil
 }
@@ -93,6 +97,9 @@ func (r SubmitRequest) fill(wait bool) (func(*wire.Builder), error) {
 			if f.req != nil && f.req(&r) != "" {
 				b.Str(f.key, f.req(&r))
 			}
+		}
+		if r.Optional {
+			b.Bool("optional", true)
 		}
 		if len(r.DependsOn) > 0 {
 			ids := make([]string, len(r.DependsOn))

@@ -16,6 +16,13 @@ type SubmitRequest struct {
 	TraceID     string
 	DependsOn   []uint64 // ids that must succeed first
 	Label       string   // free text for people, at most 256 bytes
+	// Optional: when the task fails or is cancelled, its dependents run
+	// as if it had succeeded. Needs the runs feature.
+	Optional bool
+	// When "failed": the task runs only once every dependency has ended
+	// and one failed or was cancelled, else it ends cancelled with error
+	// "skipped". Needs DependsOn and the runs feature.
+	When string
 }
 
 // Submitted is the `submitted` reply. The JSON names of this and the
@@ -56,6 +63,8 @@ type TaskState struct {
 	Requeues      uint64 `json:"requeues,omitempty"`
 	RequeueReason string `json:"requeue_reason,omitempty"`
 	Label         string `json:"label,omitempty"`
+	Optional      bool   `json:"optional,omitempty"`
+	When          string `json:"when,omitempty"` // "failed" or ""
 	// Progress and ProgressNote are the current dispatch's latest
 	// progress, while dispatched or running; QueuedMs and RunMs the
 	// durations of an ended task (protocol section 8.8). nil: not shown.
@@ -87,6 +96,7 @@ var textFields = []struct {
 	{"executor_id", nil, func(s *TaskState) *string { return &s.ExecutorID }},
 	{"error", nil, func(s *TaskState) *string { return &s.Error }},
 	{"label", func(r *SubmitRequest) string { return r.Label }, func(s *TaskState) *string { return &s.Label }},
+	{"when", func(r *SubmitRequest) string { return r.When }, func(s *TaskState) *string { return &s.When }},
 }
 
 // millis rounds d up to whole milliseconds, so that a positive duration

@@ -34,6 +34,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 			if st.Label != "" {
 				fmt.Fprintf(stdout, "label %s\n", shown(st.Label))
 			}
+			printStep(stdout, st.Optional, st.When)
 			fmt.Fprintf(stdout, "created %s  updated %s\ntrace_id %s\n",
 				st.Created.UTC().Format(time.RFC3339Nano), st.Updated.UTC().Format(time.RFC3339Nano), st.TraceID)
 			if st.Progress != nil {
@@ -301,4 +302,17 @@ func printRequeues(w io.Writer, n uint64, reason string) {
 		fmt.Fprintf(w, "; last reason: %s", shown(reason))
 	}
 	fmt.Fprintln(w)
+}
+
+// printStep shows the submit keys that change how dependencies act:
+// optional=true and when=failed.
+func printStep(w io.Writer, optional bool, when string) {
+	switch {
+	case optional && when != "":
+		fmt.Fprintf(w, "optional, runs when a dependency %s\n", shown(when))
+	case optional:
+		fmt.Fprintln(w, "optional: its dependents run even if it fails")
+	case when != "":
+		fmt.Fprintf(w, "runs when a dependency %s\n", shown(when))
+	}
 }

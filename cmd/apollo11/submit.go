@@ -83,6 +83,8 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&req.TraceID, "trace-id", "", "trace id (default: a new one)")
 		fs.StringVar(&req.Label, "label", "", "free text shown by status, at most 256 bytes")
 		fs.Var(&deps, "depends-on", "comma-separated task ids that must succeed first (repeat for more)")
+		fs.BoolVar(&req.Optional, "optional", false, "if this task fails or is cancelled, its dependents run as if it had succeeded")
+		fs.StringVar(&req.When, "when", "", "failed: run only once every --depends-on task ended and one failed or was cancelled, else end skipped")
 		fs.BoolVar(&wait, "wait", false, "wait until the task ends; exit 0 if it succeeded, 1 failed, 3 cancelled, 4 unknown (the wait ended first)")
 		durationVar(fs, &waitLimit, "wait-timeout", 0, "give up waiting after this long (0: wait forever)")
 		durationVar(fs, &hintAfter, "pending-hint", 5*time.Second, "with --wait, say on stderr when the task is still pending this long after its --delay, as when no executor takes its type (0: never)")
