@@ -53,8 +53,10 @@ func (c *Core) followDependents(id uint64, st State) {
 		w := work[i]
 		// An optional task's failure lets its dependents go on.
 		blocks := depFailed(w.state)
-		if wt := c.tasks.get(w.id); blocks && wt != nil && wt.optional() {
-			blocks = false
+		if blocks {
+			if wt := c.tasks.get(w.id); wt != nil && wt.optional() {
+				blocks = false
+			}
 		}
 		for _, d := range w.deps {
 			t := c.tasks.get(d)

@@ -94,6 +94,7 @@ func fuzzSeeds() [][]byte {
 		fuzzProgram(hello, submit,
 			fuzzStep(cl, "submit", "req", "s2", "task_type", "x", "depends_on", "1", "delay_ms", "500"),
 			fuzzStep(cl, "submit", "req", "s3", "task_type", "x", "depends_on", "2,1"),
+			fuzzStep(cl, "submit", "req", "s4", "task_type", "x", "depends_on", "1", "when", "failed", "optional", "true"),
 			fuzzStep(cl, "cancel", "req", "c", "task_id", "1"), reg, fuzzTick(cl, 1),
 			fuzzStep(cl, "debug", "req", "d", "on", "true"), []byte{cl | fuzzRestartOp<<2}, reg, hello,
 			fuzzStep(ex, "heartbeat", "seq", "1", "running", "1.1")),
