@@ -62,6 +62,7 @@ func init() {
 		"state-set":   {"set one shared-state key by hand (--if-version: compare and set)", runStateSet},
 		"state-del":   {"delete one shared-state key by hand (--if-version: compare and set)", runStateDel},
 		"types":       {"list the task types: pending, running, paused, executors, slots", runTypes},
+		"schedule":    {"add, list, pause, resume or delete cron schedules that submit tasks", runSchedule},
 	}
 }
 

@@ -27,6 +27,7 @@ type maincontrolFlags struct {
 	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
 	maxPendingBytes, retentionMaxBytes, maxWaits, maxBuffers  int
 	maxUnauthConns                                            int
+	maxSchedules, maxScheduleBytes                            int
 	recoverTruncate, lockLoops                                bool
 	httpListen                                                string
 	policyFile                                                string
@@ -46,6 +47,8 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxPending, "max-pending", core.DefaultMaxPending, "tasks not yet ended before submit gets queue_full")
 	fs.IntVar(&f.maxPendingBytes, "max-pending-bytes", core.DefaultMaxPendingBytes, "bytes tasks not yet ended may hold (args, type name, key, trace_id, 48 per depends_on id, a failed attempt's outputs and error) before submit gets queue_full (-1: no cap)")
 	fs.IntVar(&f.maxWaits, "max-waits", core.DefaultMaxWaits, "wait=true submits waiting for their done over all connections (each connection at most 65,536) before such a submit gets unavailable")
+	fs.IntVar(&f.maxSchedules, "max-schedules", core.DefaultMaxSchedules, "cron schedules kept (docs/protocol.md 8.12); past it schedule_add gets bad_request")
+	fs.IntVar(&f.maxScheduleBytes, "max-schedule-bytes", core.DefaultMaxScheduleBytes, "bytes one schedule may hold: its name, cron expression, zone and body keys and values")
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
 	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")
@@ -99,6 +102,7 @@ func (f *maincontrolFlags) checkPositive() error {
 		positive("max-frame", f.maxFrame), positive("max-conns", f.maxConns), positive("max-unauth-conns", f.maxUnauthConns),
 		positive("retention-max", f.retentionMax), positive("snapshot-every", f.snapshotEvery),
 		positive("event-loops", f.eventLoops), positive("max-waits", f.maxWaits),
+		positive("max-schedules", f.maxSchedules), positive("max-schedule-bytes", f.maxScheduleBytes),
 		positiveMs("handshake-timeout", f.handshakeTimeout), positiveMs("heartbeat-timeout", f.heartbeatTimeout),
 		positiveMs("start-timeout", f.startTimeout), positiveMs("retention", f.retention),
 		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval),
@@ -147,6 +151,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, MaxPendingBytes: f.maxPendingBytes,
 			RetentionMaxBytes: f.retentionMaxBytes, MaxWaits: f.maxWaits, Logger: logger,
 			RetryBase: f.retryBase, RetryCap: f.retryCap,
+			MaxSchedules: f.maxSchedules, MaxScheduleBytes: f.maxScheduleBytes,
 		},
 	}
 	return cfg, nil

@@ -21,6 +21,7 @@ var documented = [][]string{
 	{"maincontrol"}, {"executor"}, {"dev"}, {"submit"}, {"status"}, {"cancel"}, {"requeue"}, {"purge"}, {"list"},
 	{"stats"}, {"state"}, {"debug"}, {"inspect"}, {"backup"}, {"pipeline", "run", "x.yaml"}, {"pipeline", "status"},
 	{"pause"}, {"resume"}, {"state-set"}, {"state-del"}, {"types"},
+	{"schedule", "add"}, {"schedule", "list"}, {"schedule", "pause"},
 }
 
 var helpFlag = regexp.MustCompile(`^  --(\S+)  \[(\S+)\]$`)
