@@ -67,6 +67,8 @@
 //	durations.go   kept progress, queued and run times
 //	history.go     the latest transitions of all tasks, for the dashboard
 //	opsdesk.go     what the operator's requests share, and their counts
+//	schedule.go    cron schedules: parsing, fire times, jitter, firing from the tick
+//	schedmsg.go    the schedule requests: add, list, pause, resume, delete
 //
 // Records, snapshots and recovery:
 //
