@@ -25,9 +25,9 @@ const benchEnvPrefix = "APOLLO11_BENCH_"
 // before anything runs.
 func knownEnvVars() map[string]bool {
 	return app.EnvVarsOf(func() {
-		invocations := [][]string{{"pipeline", "run", "x"}, {"pipeline", "status"}}
+		invocations := [][]string{{"pipeline", "run", "x"}, {"pipeline", "status"}, {"schedule", "add"}}
 		for name := range commands {
-			if name != "pipeline" {
+			if name != "pipeline" && name != "schedule" {
 				invocations = append(invocations, []string{name})
 			}
 		}
