@@ -16,15 +16,18 @@ import (
 // unitCaps are the settings of the unit that bound memory, as the budget
 // reads them.
 var unitCaps = map[string]func(c *maincontrol.Config, v int){
-	"APOLLO11_MAX_PENDING":         func(c *maincontrol.Config, v int) { c.Core.MaxPending = v },
-	"APOLLO11_MAX_PENDING_BYTES":   func(c *maincontrol.Config, v int) { c.Core.MaxPendingBytes = v },
-	"APOLLO11_RETENTION_MAX":       func(c *maincontrol.Config, v int) { c.Core.RetentionMax = v },
-	"APOLLO11_RETENTION_MAX_BYTES": func(c *maincontrol.Config, v int) { c.Core.RetentionMaxBytes = v },
-	"APOLLO11_MAX_STATE_BYTES":     func(c *maincontrol.Config, v int) { c.Core.MaxStateBytes = v },
-	"APOLLO11_MAX_WAITS":           func(c *maincontrol.Config, v int) { c.Core.MaxWaits = v },
-	"APOLLO11_MAX_CONNS":           func(c *maincontrol.Config, v int) { c.MaxConns = v },
-	"APOLLO11_MAX_BUFFERS":         func(c *maincontrol.Config, v int) { c.MaxBuffers = v },
-	"APOLLO11_MAX_FRAME":           func(c *maincontrol.Config, v int) { c.Core.MaxFrame = v },
+	"APOLLO11_MAX_PENDING":          func(c *maincontrol.Config, v int) { c.Core.MaxPending = v },
+	"APOLLO11_MAX_PENDING_BYTES":    func(c *maincontrol.Config, v int) { c.Core.MaxPendingBytes = v },
+	"APOLLO11_RETENTION_MAX":        func(c *maincontrol.Config, v int) { c.Core.RetentionMax = v },
+	"APOLLO11_RETENTION_MAX_BYTES":  func(c *maincontrol.Config, v int) { c.Core.RetentionMaxBytes = v },
+	"APOLLO11_MAX_STATE_BYTES":      func(c *maincontrol.Config, v int) { c.Core.MaxStateBytes = v },
+	"APOLLO11_MAX_WAITS":            func(c *maincontrol.Config, v int) { c.Core.MaxWaits = v },
+	"APOLLO11_MAX_PENDING_PER_CONN": func(c *maincontrol.Config, v int) { c.Core.MaxPendingPerConn = v },
+	"APOLLO11_MAX_TASK_TYPES":       func(c *maincontrol.Config, v int) { c.Core.MaxTaskTypes = v },
+	"APOLLO11_MAX_KEPT_EXECUTORS":   func(c *maincontrol.Config, v int) { c.Core.MaxKeptExecutors = v },
+	"APOLLO11_MAX_CONNS":            func(c *maincontrol.Config, v int) { c.MaxConns = v },
+	"APOLLO11_MAX_BUFFERS":          func(c *maincontrol.Config, v int) { c.MaxBuffers = v },
+	"APOLLO11_MAX_FRAME":            func(c *maincontrol.Config, v int) { c.Core.MaxFrame = v },
 }
 
 // budgetSum adds up what peers can make the main control hold under cfg,

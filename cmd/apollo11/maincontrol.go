@@ -28,6 +28,7 @@ type maincontrolFlags struct {
 	maxPendingBytes, retentionMaxBytes, maxWaits, maxBuffers  int
 	maxUnauthConns                                            int
 	maxSchedules, maxScheduleBytes                            int
+	maxPendingPerConn, maxKeptExecs, maxTypes                 int
 	recoverTruncate, lockLoops                                bool
 	httpListen                                                string
 	policyFile                                                string
@@ -46,6 +47,9 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.startTimeout, "start-timeout", core.DefaultStartTimeout, "time a dispatched task has to start")
 	fs.IntVar(&f.maxPending, "max-pending", core.DefaultMaxPending, "tasks not yet ended before submit gets queue_full")
 	fs.IntVar(&f.maxPendingBytes, "max-pending-bytes", core.DefaultMaxPendingBytes, "bytes tasks not yet ended may hold (args, type name, key, trace_id, 48 per depends_on id, a failed attempt's outputs and error) before submit gets queue_full (-1: no cap)")
+	fs.IntVar(&f.maxPendingPerConn, "max-pending-per-conn", 0, "tasks not yet ended one connection may have submitted before its submits get queue_full; a closed connection's tasks count against --max-pending only (0: no cap but --max-pending)")
+	fs.IntVar(&f.maxTypes, "max-task-types", core.DefaultMaxTaskTypes, "distinct task type names known, by tasks and registrations; past it a submit of a new type gets queue_full and a register naming one unavailable")
+	fs.IntVar(&f.maxKeptExecs, "max-kept-executors", core.DefaultMaxKeptExecutors, "disconnected executors kept until their heartbeat timeout; past it the idle one gone longest is forgotten, and if all hold tasks a register of a new id gets unavailable")
 	fs.IntVar(&f.maxWaits, "max-waits", core.DefaultMaxWaits, "wait=true submits waiting for their done over all connections (each connection at most 65,536) before such a submit gets unavailable")
 	fs.IntVar(&f.maxSchedules, "max-schedules", core.DefaultMaxSchedules, "cron schedules kept (docs/protocol.md 8.12); past it schedule_add gets bad_request")
 	fs.IntVar(&f.maxScheduleBytes, "max-schedule-bytes", core.DefaultMaxScheduleBytes, "bytes one schedule may hold: its name, cron expression, zone and body keys and values")
@@ -94,6 +98,9 @@ func (f *maincontrolFlags) checkPositive() error {
 			return fmt.Errorf("--%s %d: want -1 (no cap) or more than 0", c.name, c.v)
 		}
 	}
+	if f.maxPendingPerConn < 0 {
+		return fmt.Errorf("--max-pending-per-conn %d: want 0 (no cap but --max-pending) or more", f.maxPendingPerConn)
+	}
 	if f.maxBuffers < 0 {
 		return fmt.Errorf("--max-buffers %d: want 0 (the default) or more", f.maxBuffers)
 	}
@@ -103,6 +110,7 @@ func (f *maincontrolFlags) checkPositive() error {
 		positive("retention-max", f.retentionMax), positive("snapshot-every", f.snapshotEvery),
 		positive("event-loops", f.eventLoops), positive("max-waits", f.maxWaits),
 		positive("max-schedules", f.maxSchedules), positive("max-schedule-bytes", f.maxScheduleBytes),
+		positive("max-task-types", f.maxTypes), positive("max-kept-executors", f.maxKeptExecs),
 		positiveMs("handshake-timeout", f.handshakeTimeout), positiveMs("heartbeat-timeout", f.heartbeatTimeout),
 		positiveMs("start-timeout", f.startTimeout), positiveMs("retention", f.retention),
 		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval),
@@ -149,7 +157,8 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 			HeartbeatTimeout: f.heartbeatTimeout, StartTimeout: f.startTimeout,
 			MaxPending: f.maxPending, Retention: f.retention, RetentionMax: f.retentionMax,
 			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, MaxPendingBytes: f.maxPendingBytes,
-			RetentionMaxBytes: f.retentionMaxBytes, MaxWaits: f.maxWaits, Logger: logger,
+			RetentionMaxBytes: f.retentionMaxBytes, MaxWaits: f.maxWaits, MaxPendingPerConn: f.maxPendingPerConn,
+			MaxKeptExecutors: f.maxKeptExecs, MaxTaskTypes: f.maxTypes, Logger: logger,
 			RetryBase: f.retryBase, RetryCap: f.retryCap,
 			MaxSchedules: f.maxSchedules, MaxScheduleBytes: f.maxScheduleBytes,
 		},

@@ -241,6 +241,7 @@ func (c *Core) setState(id uint64, s State, at int64) *task {
 	c.counts[s]++
 	t.typ.counts[from]--
 	t.typ.counts[s]++
+	c.noteEnd(id, from, s)
 	c.leftMs = t.updatedMs // when the state it leaves began: logTransition's in_state_ms
 	t.updatedMs = at
 	if s != Running && len(c.progs) > 0 {

@@ -14,6 +14,9 @@ const (
 	WaitCost         = 288   // a wait for done: its entry, map slots and a 64-byte req
 	TaskTypeCost     = 1_100 // a task type name known, with its queues (TestCore_MemoryPerTaskType)
 	KeptExecutorCost = 512   // a disconnected executor kept, besides its registration
+	// SubmitterCost is a task's map slot naming its connection, with
+	// --max-pending-per-conn on: 24 to 38 bytes measured, by load factor.
+	SubmitterCost = 40
 )
 
 // BudgetItem is one thing peers can make the main control hold, and the
@@ -38,7 +41,7 @@ func MemoryBudget(cfg Config) ([]BudgetItem, error) {
 		}
 	}
 	n := func(v int) string { return strconv.Itoa(v) }
-	return []BudgetItem{
+	items := []BudgetItem{
 		{"tasks not yet ended: --max-pending " + n(cfg.MaxPending) + " x " + n(PendingTaskCost) + " B",
 			int64(cfg.MaxPending) * PendingTaskCost},
 		{"what they carry, depends_on ids included: --max-pending-bytes", int64(cfg.MaxPendingBytes)},
@@ -47,11 +50,17 @@ func MemoryBudget(cfg Config) ([]BudgetItem, error) {
 		{"what those carry: --retention-max-bytes", int64(cfg.RetentionMaxBytes)},
 		{"shared state: --max-state-bytes", int64(cfg.MaxStateBytes)},
 		{"waits for done: --max-waits " + n(cfg.MaxWaits) + " x " + n(WaitCost) + " B", int64(cfg.MaxWaits) * WaitCost},
-		{"task types known: " + n(maxTaskTypes) + " x " + n(TaskTypeCost) + " B", maxTaskTypes * TaskTypeCost},
+		{"task types known: --max-task-types " + n(cfg.MaxTaskTypes) + " x " + n(TaskTypeCost) + " B",
+			int64(cfg.MaxTaskTypes) * TaskTypeCost},
 		{"registrations: " + n(maxRegBytes>>20) + " MiB counted, twice that in memory", 2 * maxRegBytes},
-		{"disconnected executors kept: " + n(maxKeptExecutors) + " x " + n(KeptExecutorCost) + " B",
-			maxKeptExecutors * KeptExecutorCost},
+		{"disconnected executors kept: --max-kept-executors " + n(cfg.MaxKeptExecutors) + " x " + n(KeptExecutorCost) + " B",
+			int64(cfg.MaxKeptExecutors) * KeptExecutorCost},
 		{"recent transitions for the dashboard: " + n(historySize) + " x " + n(int(unsafe.Sizeof(historyEntry{}))) + " B",
 			historySize * int64(unsafe.Sizeof(historyEntry{}))},
-	}, nil
+	}
+	if cfg.MaxPendingPerConn > 0 {
+		items = append(items, BudgetItem{"each task's connection, for --max-pending-per-conn: --max-pending " +
+			n(cfg.MaxPending) + " x " + n(SubmitterCost) + " B", int64(cfg.MaxPending) * SubmitterCost})
+	}
+	return items, nil
 }

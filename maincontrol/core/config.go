@@ -37,6 +37,14 @@ const (
 	DefaultMaxScheduleBytes = 64 << 10
 )
 
+// Defaults of what registrations may make the core hold (kept.go).
+const (
+	// DefaultMaxKeptExecutors: at KeptExecutorCost each, 2 MiB.
+	DefaultMaxKeptExecutors = 4096
+	// DefaultMaxTaskTypes: at TaskTypeCost each, 18 MiB.
+	DefaultMaxTaskTypes = 16_384
+)
+
 // Config holds the core's settings. Zero values mean the spec's defaults.
 type Config struct {
 	Version           string        // announced as server=apollo11/<Version>
@@ -81,6 +89,16 @@ type Config struct {
 	// Zone loads a schedule's time zone by its IANA name; nil:
 	// time.LoadLocation. A test may pass its own to stay off the disk.
 	Zone func(name string) (*time.Location, error)
+	// MaxPendingPerConn caps one connection's tasks not yet ended
+	// (connquota.go); past it its submits get queue_full. Zero means no
+	// cap but MaxPending.
+	MaxPendingPerConn int
+	// MaxKeptExecutors caps the disconnected executors kept (kept.go).
+	// Zero means DefaultMaxKeptExecutors.
+	MaxKeptExecutors int
+	// MaxTaskTypes caps the task type names known, by tasks and
+	// registrations together (kept.go). Zero means DefaultMaxTaskTypes.
+	MaxTaskTypes int
 
 	Observer Observer // metrics; nil: none
 
@@ -157,7 +175,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxScheduleBytes == 0 {
 		c.MaxScheduleBytes = DefaultMaxScheduleBytes
 	}
-	if c.MaxPending < 0 || c.RetentionMax < 0 || c.MaxWaits < 0 || c.MaxSchedules < 0 || c.MaxScheduleBytes < 0 {
+	if c.MaxKeptExecutors == 0 {
+		c.MaxKeptExecutors = DefaultMaxKeptExecutors
+	}
+	if c.MaxTaskTypes == 0 {
+		c.MaxTaskTypes = DefaultMaxTaskTypes
+	}
+	if c.MaxPending < 0 || c.RetentionMax < 0 || c.MaxWaits < 0 || c.MaxSchedules < 0 || c.MaxScheduleBytes < 0 ||
+		c.MaxPendingPerConn < 0 || c.MaxKeptExecutors < 0 || c.MaxTaskTypes < 0 {
 		return c, fmt.Errorf("%w: negative limit", ErrConfig)
 	}
 	if c.MaxRetrying == 0 {

@@ -71,6 +71,9 @@ type Core struct {
 	lastPeer *peer
 	hsQueue  []hsDeadline
 	waiters  waiterSet
+	// submitters names the connection of each task not yet ended that
+	// counts against its --max-pending-per-conn share (connquota.go).
+	submitters map[uint64]*peer
 	// dones holds `done` replies left for later ticks; doneFrames and
 	// doneBytes are what this tick may still send (dones.go).
 	dones                 doneQueue
@@ -136,6 +139,8 @@ type peer struct {
 	admin  bool   // may send the admin messages (protocol section 8.2)
 	exec   *executor
 	waits  *peerWaits // nil before its first wait=true submit
+	// pending counts its tasks not yet ended, with --max-pending-per-conn.
+	pending int
 }
 
 type hsDeadline struct {

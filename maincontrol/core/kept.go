@@ -12,20 +12,20 @@ import (
 // Bounds of what registrations make the core hold. A disconnected executor
 // is kept until its heartbeat timeout, and snapshots write every registration.
 const (
-	// maxKeptExecutors caps the disconnected executors kept; past it the
-	// idle one disconnected longest is forgotten. One holding tasks is
-	// never forgotten early: a register of a fresh id gets unavailable.
-	maxKeptExecutors = 4096
 	// maxRegBytes caps the registrations of all known executors, counted
 	// as regBytes: past it the oldest idle disconnected are forgotten, and
 	// if that is not enough a register gets unavailable.
 	maxRegBytes = 8 << 20
-	// maxTaskTypes caps the distinct task type names known, by tasks and
-	// registrations together: past it a register naming a new one gets
-	// unavailable (after forgetting idle disconnected executors), and a
-	// submit of a new one queue_full.
-	maxTaskTypes = 16_384
 )
+
+// Config.MaxKeptExecutors caps the disconnected executors kept; past it
+// the idle one disconnected longest is forgotten. One holding tasks is
+// never forgotten early: a register of a fresh id gets unavailable.
+//
+// Config.MaxTaskTypes caps the distinct task type names known, by tasks
+// and registrations together: past it a register naming a new one gets
+// unavailable (after forgetting idle disconnected executors), and a
+// submit of a new one queue_full.
 
 // regBytes is what a registration counts against maxRegBytes: about what
 // it costs in memory and in a snapshot.
@@ -50,7 +50,7 @@ type keptRef struct {
 func (c *Core) keepDisconnected(e *executor) {
 	e.keptGen++ // its older entries are stale
 	c.queueIdle(e)
-	for len(c.execs)-c.liveExecs > maxKeptExecutors && c.forgetOldestKept("") {
+	for len(c.execs)-c.liveExecs > c.cfg.MaxKeptExecutors && c.forgetOldestKept("") {
 	}
 	if n := len(c.kept) - c.keptHead; n > 64 && n > 4*(len(c.execs)-c.liveExecs) {
 		live := c.kept[:0]
@@ -136,11 +136,11 @@ func (c *Core) forgetExecutor(e *executor) {
 func (c *Core) regRoom(p *peer, req, what, id string, types []string) bool {
 	if c.execs[id] == nil {
 		// A fresh id may disconnect later: room for it is made now.
-		for len(c.execs)-c.liveExecs >= maxKeptExecutors && c.forgetOldestKept("") {
+		for len(c.execs)-c.liveExecs >= c.cfg.MaxKeptExecutors && c.forgetOldestKept("") {
 		}
-		if n := len(c.execs) - c.liveExecs; n >= maxKeptExecutors {
+		if n := len(c.execs) - c.liveExecs; n >= c.cfg.MaxKeptExecutors {
 			c.sendError(p, req, wire.CodeUnavailable, what+" refused: "+strconv.Itoa(n)+
-				" disconnected executors are kept (at most "+strconv.Itoa(maxKeptExecutors)+
+				" disconnected executors are kept (at most "+strconv.Itoa(c.cfg.MaxKeptExecutors)+", --max-kept-executors"+
 				") and all hold tasks until their heartbeat timeout; retry later")
 			return false
 		}
@@ -168,7 +168,7 @@ func (c *Core) regRoom(p *peer, req, what, id string, types []string) bool {
 		if e := c.execs[id]; e != nil {
 			old = e.regBytes
 		}
-		return c.regBytes-old+need > maxRegBytes || len(c.types)+newNames > maxTaskTypes
+		return c.regBytes-old+need > maxRegBytes || len(c.types)+newNames > c.cfg.MaxTaskTypes
 	}
 	for over() && c.forgetOldestKept(id) {
 	}
@@ -183,6 +183,6 @@ func (c *Core) regRoom(p *peer, req, what, id string, types []string) bool {
 	}
 	c.sendError(p, req, wire.CodeUnavailable, what+" refused: the executors known hold "+strconv.Itoa(c.regBytes)+
 		" bytes of registrations (at most "+strconv.Itoa(maxRegBytes)+") and "+strconv.Itoa(len(c.types))+
-		" task types are known (at most "+strconv.Itoa(maxTaskTypes)+"); register fewer types, or retry later")
+		" task types are known (at most "+strconv.Itoa(c.cfg.MaxTaskTypes)+", --max-task-types); register fewer types, or retry later")
 	return false
 }

@@ -43,13 +43,13 @@ func TestCore_RegistrationChurnBounded(t *testing.T) {
 	require.Equal(t, first, id)
 	h.c.Closed(ex) // disconnected with a dispatch: kept, though the oldest
 
-	const fresh = 100 // more than maxTaskTypes / 1,024
+	const fresh = 100 // more than DefaultMaxTaskTypes / 1,024
 	for i := range fresh {
 		p := h.open()
 		h.send(p, "register", "executor_id", fmt.Sprintf("churn-%d", i), "task_types", typeList(fmt.Sprintf("t%d-", i), 1024), "slots", "1")
 		h.expect(p, "registered")
 		h.c.Closed(p)
-		require.LessOrEqual(t, len(h.c.types), maxTaskTypes, "register %d", i)
+		require.LessOrEqual(t, len(h.c.types), DefaultMaxTaskTypes, "register %d", i)
 	}
 	assert.NotNil(t, h.c.execs["first"], "one holding a dispatch is kept until its timeout")
 	assert.Equal(t, Dispatched, h.state(first), "its dispatch is still its own")
@@ -65,14 +65,14 @@ func TestCore_RegistrationChurnBounded(t *testing.T) {
 	}
 	assert.Less(t, snapshotSize(t, h.c), maxRegBytes+1<<20, "registrations do not bloat snapshots")
 
-	for i := range maxKeptExecutors + 100 {
+	for i := range DefaultMaxKeptExecutors + 100 {
 		p := h.open()
 		h.send(p, "register", "executor_id", fmt.Sprintf("small-%d", i), "task_types", "x", "slots", "1")
 		h.c.Closed(p)
 		h.fx.frames[p] = nil
 	}
-	assert.LessOrEqual(t, len(h.c.execs)-h.c.liveExecs, maxKeptExecutors)
-	assert.LessOrEqual(t, len(h.c.kept)-h.c.keptHead, 4*maxKeptExecutors+64)
+	assert.LessOrEqual(t, len(h.c.execs)-h.c.liveExecs, DefaultMaxKeptExecutors)
+	assert.LessOrEqual(t, len(h.c.kept)-h.c.keptHead, 4*DefaultMaxKeptExecutors+64)
 
 	logged := strings.Count(buf.String(), `msg="executor registered"`)
 	assert.LessOrEqual(t, logged, logsPerSecond, "the clock stood still: one second's worth of records")
@@ -111,10 +111,10 @@ func TestCore_ForgottenExecutorsHoldNoTypes(t *testing.T) {
 // queue_full.
 func TestCore_RegistrationRefusedPastTypeCap(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Unlogged = true })
-	for i := range maxTaskTypes / 1024 {
+	for i := range DefaultMaxTaskTypes / 1024 {
 		h.executor(fmt.Sprintf("live-%d", i), typeList(fmt.Sprintf("t%d-", i), 1024), 1)
 	}
-	require.Len(t, h.c.types, maxTaskTypes)
+	require.Len(t, h.c.types, DefaultMaxTaskTypes)
 	p := h.open()
 	h.send(p, "register", "executor_id", "one-more", "task_types", "brand-new", "slots", "1")
 	e := h.expectErr(p, wire.CodeUnavailable)
@@ -135,7 +135,7 @@ func TestCore_RegistrationComingBackSparedItself(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Unlogged = true })
 	back := h.executor("back", "b", 1)
 	h.c.Closed(back)
-	for i := range maxTaskTypes/1024 - 1 {
+	for i := range DefaultMaxTaskTypes/1024 - 1 {
 		p := h.executor(fmt.Sprintf("gone-%d", i), typeList(fmt.Sprintf("t%d-", i), 1024), 1)
 		h.c.Closed(p)
 	}
@@ -144,7 +144,7 @@ func TestCore_RegistrationComingBackSparedItself(t *testing.T) {
 	h.expect(p, "registered")
 	require.NotNil(t, h.c.execs["back"])
 	assert.Nil(t, h.c.execs["gone-0"], "the one disconnected next was forgotten for room")
-	assert.LessOrEqual(t, len(h.c.types), maxTaskTypes)
+	assert.LessOrEqual(t, len(h.c.types), DefaultMaxTaskTypes)
 }
 
 // One peer's churn of fresh registrations must not cost other peers their
@@ -161,13 +161,13 @@ func TestCore_RegistrationChurnSparesExecutorsWithTasks(t *testing.T) {
 	h.start(ex, tid, ver)
 	h.c.Closed(ex) // restarting
 
-	for i := range maxKeptExecutors + 100 {
+	for i := range DefaultMaxKeptExecutors + 100 {
 		p := h.open()
 		h.send(p, "register", "executor_id", fmt.Sprintf("churn-%d", i), "task_types", "y", "slots", "1")
 		h.expect(p, "registered")
 		h.c.Closed(p)
 	}
-	assert.LessOrEqual(t, len(h.c.execs)-h.c.liveExecs, maxKeptExecutors)
+	assert.LessOrEqual(t, len(h.c.execs)-h.c.liveExecs, DefaultMaxKeptExecutors)
 	require.NotNil(t, h.c.execs["honest"], "an executor holding a task is kept until its timeout")
 	assert.Equal(t, Running, h.state(id))
 
@@ -187,20 +187,20 @@ func TestCore_RegistrationChurnSparesExecutorsWithTasks(t *testing.T) {
 func TestCore_RegistrationRefusedWhileKeptHoldTasks(t *testing.T) {
 	h := newHarness(t)
 	cl := h.client()
-	for i := range maxKeptExecutors {
+	for i := range DefaultMaxKeptExecutors {
 		h.submit(cl, "task_type", "x")
 		ex := h.executor(fmt.Sprintf("busy-%d", i), "x", 1)
 		h.task(ex)
 		h.c.Closed(ex)
 	}
-	require.Equal(t, maxKeptExecutors, len(h.c.execs))
+	require.Equal(t, DefaultMaxKeptExecutors, len(h.c.execs))
 
 	p := h.open()
 	h.send(p, "register", "executor_id", "fresh", "task_types", "x", "slots", "1")
 	e := h.expectErr(p, wire.CodeUnavailable)
 	assert.Contains(t, e.Value("message"), "disconnected executors")
 	assert.Nil(t, h.c.execs["fresh"])
-	for i := range maxKeptExecutors {
+	for i := range DefaultMaxKeptExecutors {
 		require.NotNil(t, h.c.execs[fmt.Sprintf("busy-%d", i)], "busy-%d", i)
 	}
 
@@ -228,14 +228,14 @@ func TestCore_RegistrationAfterRestartForgetsIdle(t *testing.T) {
 	cl := h.client()
 	h.submit(cl, "task_type", "x")
 	h.executor("busy", "x", 1)
-	for i := range maxKeptExecutors - 1 {
+	for i := range DefaultMaxKeptExecutors - 1 {
 		h.c.Closed(h.executor(fmt.Sprintf("idle-%d", i), "x", 1))
 	}
 	h.restart()
-	require.Equal(t, maxKeptExecutors, len(h.c.execs)-h.c.liveExecs)
+	require.Equal(t, DefaultMaxKeptExecutors, len(h.c.execs)-h.c.liveExecs)
 
 	h.executor("fresh", "x", 1)
 	assert.NotNil(t, h.c.execs["busy"], "it holds a dispatch")
-	assert.Equal(t, maxKeptExecutors, len(h.c.execs))
+	assert.Equal(t, DefaultMaxKeptExecutors, len(h.c.execs))
 	h.checkReplay()
 }

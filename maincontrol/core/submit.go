@@ -278,6 +278,9 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.sendError(p, req, rf.code, rf.msg)
 		return
 	}
+	if !c.connRoom(p, req) {
+		return
+	}
 	r := c.newTaskRecord(&s, &f, m)
 	if !c.commit(r) {
 		c.sendError(p, req, wire.CodeBadRequest, "submit refused")
@@ -286,6 +289,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 	id := r.id
 	t := c.tasks.get(id)
 	c.logTransition(t, 0, t.state, "submit")
+	c.submitted(p, id)
 	b := c.begin(wire.KindSubmitted, req)
 	b.UintK(kTaskID, id)
 	c.confirm(p.id, &b)
@@ -333,9 +337,9 @@ func (c *Core) submitRoom(s *submitReq, args lines) *refusal {
 	if rf := c.pendingRoom(submitBytes(s, args)); rf != nil {
 		return rf
 	}
-	if len(c.types) >= maxTaskTypes && c.types[s.typ] == nil {
+	if len(c.types) >= c.cfg.MaxTaskTypes && c.types[s.typ] == nil {
 		return &refusal{wire.CodeQueueFull, "queue full: " + strconv.Itoa(len(c.types)) +
-			" task types are known, the most; a task of a new type waits until some are forgotten; retry later"}
+			" task types are known, --max-task-types; a task of a new type waits until some are forgotten; retry later"}
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 		len("\nmore=false") + len("\nskipped=") + 20
 	// One pass keeps the limit smallest names after `after` (a heap of
 	// at most 100), not a sort of every known type: a request costs
-	// O(types) with maxTaskTypes + maxPausedTypes bounding types. Names
+	// O(types) with MaxTaskTypes + maxPausedTypes bounding types. Names
 	// too large alone are set aside in the pass, so a page never ends on
 	// them and paging always goes on.
 	var pick nameHeap

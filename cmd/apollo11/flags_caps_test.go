@@ -1,0 +1,63 @@
+package main
+
+import (
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/core"
+)
+
+// The caps of what peers can make the core hold (--max-pending-per-conn,
+// --max-task-types, --max-kept-executors) reach the core's Config from
+// the command line or their variables, and bad values are refused.
+func TestMaincontrolFlags_PeerCaps(t *testing.T) {
+	for _, cap := range []struct {
+		flag, env string
+		def       int
+		zero      string // the error for 0; "" when 0 is allowed
+		got       func(maincontrol.Config) int
+	}{
+		{"max-pending-per-conn", "APOLLO11_MAX_PENDING_PER_CONN", 0, "",
+			func(c maincontrol.Config) int { return c.Core.MaxPendingPerConn }},
+		{"max-task-types", "APOLLO11_MAX_TASK_TYPES", core.DefaultMaxTaskTypes, "--max-task-types 0: must be more than 0",
+			func(c maincontrol.Config) int { return c.Core.MaxTaskTypes }},
+		{"max-kept-executors", "APOLLO11_MAX_KEPT_EXECUTORS", core.DefaultMaxKeptExecutors, "--max-kept-executors 0: must be more than 0",
+			func(c maincontrol.Config) int { return c.Core.MaxKeptExecutors }},
+	} {
+		for _, tc := range []struct {
+			name string
+			env  string
+			args []string
+			want int
+			err  string
+		}{
+			{name: "default", want: cap.def},
+			{name: "flag", args: []string{"--" + cap.flag, "1000"}, want: 1000},
+			{name: "environment", env: "2048", want: 2048},
+			{name: "negative", args: []string{"--" + cap.flag + "=-1"}, err: "--" + cap.flag + " -1"},
+			{name: "zero", args: []string{"--" + cap.flag, "0"}, err: cap.zero},
+		} {
+			t.Run(cap.flag+"/"+tc.name, func(t *testing.T) {
+				if tc.env != "" {
+					t.Setenv(cap.env, tc.env)
+				}
+				fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+				var f maincontrolFlags
+				f.register(fs)
+				require.NoError(t, parseFlags(fs, tc.args))
+				cfg, err := f.config(io.Discard)
+				if tc.err != "" {
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), tc.err)
+					return
+				}
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, cap.got(cfg))
+			})
+		}
+	}
+}
