@@ -21,16 +21,24 @@ import (
 //	go tool pprof -tagfocus side=maincontrol -top cpu.out
 //
 // The fsync-never case keeps a log and snapshots in a temp dir, to show
-// what persistence costs.
+// what persistence costs. The one-at-a-time case is the durable regime of
+// bench/peers: 8 executors x 1 slot, windows of 64, 100-byte payloads,
+// wait=false, fsync always.
 func BenchmarkMainControl_Echo(b *testing.B) {
-	b.Run("memory", func(b *testing.B) { benchEcho(b, func(*maincontrol.Config) {}) })
+	headline := bench.Config{Wait: true}
+	b.Run("memory", func(b *testing.B) { benchEcho(b, headline, func(*maincontrol.Config) {}) })
 	b.Run("fsync-never", func(b *testing.B) {
 		dir := b.TempDir()
-		benchEcho(b, func(c *maincontrol.Config) { c.DataDir, c.Fsync = dir, snapshot.FsyncNever })
+		benchEcho(b, headline, func(c *maincontrol.Config) { c.DataDir, c.Fsync = dir, snapshot.FsyncNever })
+	})
+	b.Run("one-at-a-time-always", func(b *testing.B) {
+		dir := b.TempDir()
+		load := bench.Config{Executors: 8, Slots: 1, Producers: 4, Window: 64, Payload: 100}
+		benchEcho(b, load, func(c *maincontrol.Config) { c.DataDir, c.Fsync = dir, snapshot.FsyncAlways })
 	})
 }
 
-func benchEcho(b *testing.B, mutate func(*maincontrol.Config)) {
+func benchEcho(b *testing.B, load bench.Config, mutate func(*maincontrol.Config)) {
 	var addr string
 	pprof.Do(context.Background(), pprof.Labels("side", "maincontrol"), func(context.Context) {
 		addr = startMainControl(b, mutate)
@@ -39,7 +47,8 @@ func benchEcho(b *testing.B, mutate func(*maincontrol.Config)) {
 	var rep *bench.Report
 	var err error
 	pprof.Do(context.Background(), pprof.Labels("side", "harness"), func(ctx context.Context) {
-		rep, err = bench.Run(ctx, bench.Config{Addr: addr, Tasks: int64(b.N), Wait: true, Drain: time.Minute})
+		load.Addr, load.Tasks, load.Drain = addr, int64(b.N), time.Minute
+		rep, err = bench.Run(ctx, load)
 	})
 	b.StopTimer()
 	if err != nil {
