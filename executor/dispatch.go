@@ -83,7 +83,9 @@ func (e *Executor) onTask(s *session, m *wire.Message) {
 	}
 	r := newRun(t)
 	e.runs[tok] = r
-	s.out.queue(startedFrame(tok))
+	if r.started {
+		s.out.queue(startedFrame(tok))
+	}
 	e.mu.Unlock()
 	_ = s.out.flush() // a write error ends the session; the result is kept for the next one
 	e.spawn(r)
@@ -150,7 +152,7 @@ func (e *Executor) activate(s *session) {
 	var backlog [][]byte
 	running := 0
 	for _, tok := range sortedTokens(e.runs) {
-		if !e.runs[tok].cancelled {
+		if r := e.runs[tok]; !r.cancelled && r.started {
 			backlog = append(backlog, startedFrame(tok))
 			running++
 		}

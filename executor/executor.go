@@ -27,6 +27,8 @@ type Executor struct {
 	cfg   Config
 	log   *slog.Logger
 	types []string // the task types it takes, sorted; guarded by mu (ChangeTypes)
+	// descs are the Describers' descriptions by task type; guarded by mu.
+	descs map[string]wire.Description
 
 	// maxFrame is the max_frame of the latest registered connection, used to
 	// encode results before taking mu.
@@ -61,8 +63,13 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	descs, err := describeAll(cfg.Handlers)
+	if err != nil {
+		return nil, err
+	}
 	e := &Executor{
 		cfg:     cfg,
+		descs:   descs,
 		log:     cfg.Logger.With("executor_id", cfg.ID),
 		types:   cfg.taskTypes(),
 		runs:    make(map[token]*run),

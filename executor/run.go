@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/apollo11/apollo11/wire"
 )
 
 // run is one executing dispatch.
@@ -18,17 +20,37 @@ type run struct {
 	cancel    context.CancelCauseFunc
 	stopTimer context.CancelFunc // releases the timeout; nil without one
 	cancelled bool               // by the main control; guarded by Executor.mu
+	// check: the args are checked (schema, Validate) before `started`,
+	// which is then sent by the worker; started is guarded by Executor.mu.
+	check   bool
+	started bool
+	schema  []Arg
+	timeout time.Duration // the task's, else its handler's default; 0: none
 }
 
 // newRun makes the handler's context: cancelled through r.cancel (by
 // `cancel`, a drain timeout or Stop, see cancelRuns) and by the task's
-// timeout. It does not derive from a shared parent, so that starting and
-// ending tasks never contend on one parent context's lock.
+// timeout, else its handler's default one. It does not derive from a
+// shared parent, so that starting and ending tasks never contend on one
+// parent context's lock. The caller holds e.mu.
 func newRun(t *Task) *run {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	r := &run{task: t, handler: t.exec.cfg.Handlers[t.Type], ctx: ctx, cancel: cancel}
-	if t.Timeout > 0 {
-		r.ctx, r.stopTimer = context.WithTimeoutCause(ctx, t.Timeout, ErrTaskTimeout)
+	r := &run{task: t, handler: t.exec.cfg.Handlers[t.Type], ctx: ctx, cancel: cancel, timeout: t.Timeout}
+	d := t.exec.descs[t.Type]
+	if r.timeout == 0 && d.TimeoutMs > 0 && d.TimeoutMs <= uint64(maxTimeoutMs) {
+		r.timeout = time.Duration(d.TimeoutMs) * time.Millisecond
+	}
+	if r.handler != nil && t.bad == nil && t.RollbackOf == 0 {
+		// A compensation's args are the run's, not the step's: unchecked.
+		_, validates := r.handler.(Validator)
+		if wire.RuntimeChecks(d.Args) {
+			r.schema = d.Args
+		}
+		r.check = validates || r.schema != nil
+	}
+	r.started = !r.check
+	if r.timeout > 0 {
+		r.ctx, r.stopTimer = context.WithTimeoutCause(ctx, r.timeout, ErrTaskTimeout)
 	}
 	return r
 }
@@ -86,7 +108,15 @@ func (e *Executor) execute(r *run) {
 			e.finish(r, Result{}, Permanent(errGoexit), time.Since(start))
 		}
 	}()
-	res, err := e.call(r)
+	var res Result
+	var err error
+	if r.check {
+		err = e.checkArgs(r)
+		e.sendStarted(r)
+	}
+	if err == nil {
+		res, err = e.call(r)
+	}
 	returned = true
 	e.finish(r, res, err, time.Since(start))
 }
@@ -109,6 +139,11 @@ func (e *Executor) call(r *run) (res Result, err error) {
 			res, err = Result{}, Permanent(fmt.Errorf("panic: %v", v))
 		}
 	}()
+	if r.task.RollbackOf != 0 {
+		if rb, ok := r.handler.(RollbackHandler); ok {
+			return rb.Rollback(r.ctx, r.task)
+		}
+	}
 	return r.handler.Handle(r.ctx, r.task)
 }
 
@@ -127,7 +162,7 @@ func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
 	if err != nil && errors.Is(cause, ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
 		// The handler failed because its time ran out; say that, not the
 		// context's "deadline exceeded". Timeouts are retryable.
-		err = fmt.Errorf("timeout after %v: %w", t.Timeout, ErrTaskTimeout)
+		err = fmt.Errorf("timeout after %v: %w", r.timeout, ErrTaskTimeout)
 	}
 	o := newOutcome(tok, res, err)
 	drop := ""

@@ -74,7 +74,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			"slots", e.cfg.Slots, "registered_slots", slots, "max_frame", welcome.MaxFrame)
 	}
 
-	frame, err := e.registerFrame(welcome.Auth, welcome.Nonce, slots)
+	frame, err := e.registerFrame(welcome.Auth, welcome.Nonce, slots, welcome.MaxFrame)
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +108,19 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 	}
 }
 
-// registerFrame builds `register`, signed when the main control asks.
-func (e *Executor) registerFrame(authMode, nonce string, slots int) ([]byte, error) {
+// registerFrame builds `register`, signed when the main control asks,
+// with the handlers' descriptions that fit in maxFrame.
+func (e *Executor) registerFrame(authMode, nonce string, slots, maxFrame int) ([]byte, error) {
 	b := wire.Begin(nil, wire.KindRegister)
 	b.Uint("proto", 1)
 	b.Str("executor_id", e.cfg.ID)
-	b.List("task_types", e.TaskTypes())
+	e.mu.Lock()
+	types, descs := e.types, e.descs
+	e.mu.Unlock()
+	b.List("task_types", types)
 	b.Uint("slots", uint64(slots))
+	// Room for auth, the one key that follows.
+	e.logLeftOut("register", appendDescriptions(&b, descs, types, maxFrame, 1, 80))
 	switch {
 	case authMode == "none" || authMode == "":
 		if e.cfg.Token != nil {

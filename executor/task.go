@@ -24,6 +24,9 @@ type Task struct {
 	TraceID      string            // trace_id
 	StateVersion uint64            // state_version when the task was dispatched
 	Args         map[string]string // arg.* without the prefix
+	// RollbackOf is rollback_of: the task this compensation undoes, or 0.
+	// Such a task runs the handler's Rollback when it has one.
+	RollbackOf uint64
 
 	exec *Executor
 	bad  error // the frame lacks a key or holds a bad value: fail it
@@ -90,6 +93,9 @@ func (t *Task) readRequired(m *wire.Message) error {
 	}
 	if _, ok := m.Get("trace_id"); !ok {
 		return wire.MissingKey("trace_id")
+	}
+	if t.RollbackOf, err = m.UintOr("rollback_of", 0); err != nil {
+		return err
 	}
 	return nil
 }

@@ -19,7 +19,9 @@ import (
 // register lists the new types. A type in both add and drop, a bad type
 // name or a nil handler is an error wrapping ErrConfig, and changes
 // nothing. If the main control refuses the change or ctx ends first, the
-// executor keeps taking its old types, with their handlers.
+// executor keeps taking its old types, with their handlers. An added
+// Describer's description goes with the change; a bad one is an error
+// wrapping ErrConfig.
 func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop ...string) error {
 	for typ, h := range add {
 		if !validTaskType(typ) {
@@ -33,6 +35,10 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 		if _, both := add[typ]; both {
 			return configErr("task type %q: both added and dropped", typ)
 		}
+	}
+	addDescs, err := describeAll(add)
+	if err != nil {
+		return err
 	}
 	e.mu.Lock()
 	next := maps.Clone(e.cfg.Handlers)
@@ -48,7 +54,7 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 	// of an added type before its types_ok. Dropped ones go after it, as
 	// a task of theirs may still be on its way.
 	before := maps.Clone(e.cfg.Handlers)
-	oldTypes := e.types
+	oldTypes, oldDescs := e.types, e.descs
 	kept := maps.Clone(next)
 	for _, typ := range drop {
 		if h, ok := e.cfg.Handlers[typ]; ok {
@@ -57,6 +63,17 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 	}
 	e.cfg.Handlers = kept
 	e.types = slices.Sorted(maps.Keys(next))
+	descs := make(map[string]wire.Description, len(e.descs)+len(addDescs))
+	for typ := range kept {
+		if d, ok := addDescs[typ]; ok {
+			descs[typ] = d
+		} else if d, ok := e.descs[typ]; ok {
+			if _, replaced := add[typ]; !replaced {
+				descs[typ] = d
+			}
+		}
+	}
+	e.descs = descs
 	s := e.cur
 	e.mu.Unlock()
 	e.log.Info("changing task types", "add", slices.Sorted(maps.Keys(add)), "drop", drop, "task_types", len(next))
@@ -64,13 +81,15 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 		e.dropHandlers(add, drop)
 		return nil
 	}
-	_, err := s.request(ctx, func(b *wire.Builder) {
+	_, err = s.request(ctx, func(b *wire.Builder) {
+		added := slices.Sorted(maps.Keys(add))
 		if len(add) > 0 {
-			b.List("add", slices.Sorted(maps.Keys(add)))
+			b.List("add", added)
 		}
 		if len(drop) > 0 {
 			b.List("drop", drop)
 		}
+		e.logLeftOut("types", appendDescriptions(b, addDescs, added, s.maxFrame, 0, 0))
 	}, "types")
 	switch {
 	case err == nil, errors.Is(err, ErrDisconnected):
@@ -78,7 +97,7 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 		e.dropHandlers(add, drop)
 		return nil
 	default:
-		e.rollbackTypes(err, before, oldTypes, add)
+		e.rollbackTypes(err, before, oldTypes, oldDescs, add)
 		return fmt.Errorf("types: %w", err)
 	}
 }
@@ -98,12 +117,13 @@ func (e *Executor) dropHandlers(add map[string]Handler, drop []string) {
 // rollbackTypes restores the types taken before a failed change. A refused
 // or unsent change keeps the old handlers only; after a timeout the main
 // control may have applied it, so the added handlers stay too.
-func (e *Executor) rollbackTypes(err error, before map[string]Handler, oldTypes []string, add map[string]Handler) {
+func (e *Executor) rollbackTypes(err error, before map[string]Handler, oldTypes []string,
+	oldDescs map[string]wire.Description, add map[string]Handler) {
 	var refused *wire.ErrorReply
 	unapplied := errors.As(err, &refused) || errors.Is(err, ErrRequestTooLarge)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.types = oldTypes
+	e.types, e.descs = oldTypes, oldDescs
 	for typ, h := range before {
 		e.cfg.Handlers[typ] = h
 	}

@@ -61,7 +61,17 @@ type execHandler struct {
 	env []string
 }
 
-var _ executor.Handler = (*execHandler)(nil)
+var (
+	_ executor.Handler   = (*execHandler)(nil)
+	_ executor.Describer = (*execHandler)(nil)
+)
+
+// Describe gives exec's args: its command line, in one or indexed, and stdin.
+func (x *execHandler) Describe() executor.Description {
+	return executor.Description{Name: "exec", Version: Version, Args: []executor.Arg{
+		{Name: "argv", Kind: executor.ArgString}, {Name: "argv.*", Kind: executor.ArgString},
+		{Name: "stdin", Kind: executor.ArgString}}}
+}
 
 // Handle checks the command against the configuration and runs it.
 func (x *execHandler) Handle(ctx context.Context, t *executor.Task) (executor.Result, error) {

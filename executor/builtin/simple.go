@@ -14,7 +14,8 @@ import (
 // Echo returns a handler that sends every arg.<k> back as out.<k> and
 // succeeds.
 func Echo() executor.Handler {
-	return executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
+	return described(executor.Description{Name: "echo", Version: Version,
+		Args: []executor.Arg{{Name: "*", Kind: executor.ArgString}}}, func(_ context.Context, t *executor.Task) (executor.Result, error) {
 		out := make(map[string]string, len(t.Args))
 		for k, v := range t.Args {
 			out[k] = v
@@ -31,7 +32,8 @@ const maxSleepMillis = math.MaxInt64 / int64(time.Millisecond)
 // arg.ms is a spec number and required. A cancelled sleep returns the
 // context's error. A missing or bad arg.ms is a permanent failure.
 func Sleep() executor.Handler {
-	return executor.HandlerFunc(func(ctx context.Context, t *executor.Task) (executor.Result, error) {
+	return described(executor.Description{Name: "sleep", Version: Version,
+		Args: []executor.Arg{{Name: "ms", Kind: executor.ArgInt, Required: true}}}, func(ctx context.Context, t *executor.Task) (executor.Result, error) {
 		raw, ok := t.Args["ms"]
 		if !ok {
 			return executor.Result{}, executor.Permanent(errors.New("sleep: arg.ms is required"))
@@ -62,7 +64,8 @@ const DefaultFailError = "fail handler"
 // is retryable unless arg.retryable=false. An arg.retryable other than
 // true or false is itself a permanent failure.
 func Fail() executor.Handler {
-	return executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
+	return described(executor.Description{Name: "fail", Version: Version, Args: []executor.Arg{
+		{Name: "error", Kind: executor.ArgString}, {Name: "retryable", Kind: executor.ArgBool}}}, func(_ context.Context, t *executor.Task) (executor.Result, error) {
 		retryable := true
 		if raw, ok := t.Args["retryable"]; ok {
 			b, ok := wire.ParseBool(raw)
@@ -81,4 +84,20 @@ func Fail() executor.Handler {
 		}
 		return executor.Result{}, err
 	})
+}
+
+// Version is the version the built-in handlers describe themselves with:
+// it changes when their args or outputs do.
+const Version = "1"
+
+// describedFunc is a handler function with its description.
+type describedFunc struct {
+	executor.HandlerFunc
+	d executor.Description
+}
+
+func (h describedFunc) Describe() executor.Description { return h.d }
+
+func described(d executor.Description, f executor.HandlerFunc) executor.Handler {
+	return describedFunc{f, d}
 }
