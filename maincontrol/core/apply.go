@@ -221,6 +221,7 @@ func (c *Core) mutate(r *record) {
 			c.releaseType(tt)
 		}
 		c.regBytes -= e.regBytes
+		c.dropDescs(e)
 		delete(c.execs, r.exec)
 		// The liveness heap keeps e until its timeout passes. Without its
 		// types, that costs a small struct rather than its 1,024 types.

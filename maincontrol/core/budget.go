@@ -52,7 +52,7 @@ func MemoryBudget(cfg Config) ([]BudgetItem, error) {
 		{"waits for done: --max-waits " + n(cfg.MaxWaits) + " x " + n(WaitCost) + " B", int64(cfg.MaxWaits) * WaitCost},
 		{"task types known: --max-task-types " + n(cfg.MaxTaskTypes) + " x " + n(TaskTypeCost) + " B",
 			int64(cfg.MaxTaskTypes) * TaskTypeCost},
-		{"registrations: " + n(maxRegBytes>>20) + " MiB counted, twice that in memory", 2 * maxRegBytes},
+		{"registrations, handler descriptions included: " + n(maxRegBytes>>20) + " MiB counted, twice that in memory", 2 * maxRegBytes},
 		{"disconnected executors kept: --max-kept-executors " + n(cfg.MaxKeptExecutors) + " x " + n(KeptExecutorCost) + " B",
 			int64(cfg.MaxKeptExecutors) * KeptExecutorCost},
 		{"recent transitions for the dashboard: " + n(historySize) + " x " + n(int(unsafe.Sizeof(historyEntry{}))) + " B",

@@ -62,6 +62,7 @@ type Core struct {
 	// executor.regBytes; kept queues the disconnected ones (kept.go).
 	liveExecs int
 	regBytes  int
+	descBytes int // all executors' descBytes
 	kept      []keptRef
 	keptHead  int
 	liveness  livenessHeap

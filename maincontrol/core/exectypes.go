@@ -42,6 +42,10 @@ func (c *Core) execTypes(p *peer, m *wire.Message) {
 			return
 		}
 	}
+	descs, ok := c.parseDescs(p, req, m, add)
+	if !ok {
+		return
+	}
 	e := p.exec
 	next := make([]string, 0, len(e.types)+len(add))
 	have := make(map[string]struct{}, len(e.types)+len(add))
@@ -66,6 +70,7 @@ func (c *Core) execTypes(p *peer, m *wire.Message) {
 	}
 	dropped := len(e.types) - (len(next) - added)
 	if added == 0 && dropped == 0 {
+		c.keepDescs(e, descs, false, drop)
 		c.replyTypes(p, req, e, false)
 		return
 	}
@@ -84,6 +89,7 @@ func (c *Core) execTypes(p *peer, m *wire.Message) {
 	if !c.commit(r) {
 		return
 	}
+	c.keepDescs(e, descs, false, drop)
 	c.ops.TypeChanges++
 	c.logLimited(slog.LevelInfo, "executor changed its task types", "executor", e.id, "add", clipTypes(slices.Clone(add)),
 		"drop", clipTypes(slices.Clone(drop)), "task_types", len(e.types), "tasks", e.tasks.len())

@@ -27,6 +27,10 @@ type executor struct {
 	// its disconnections, for Core.kept.
 	regBytes int
 	keptGen  uint64
+	// descs are its handlers' descriptions by task type, live only;
+	// descBytes is what they count (describe.go).
+	descs     map[string]*handlerDesc
+	descBytes int
 }
 
 // assignment is one dispatch held by an executor. Its fields are live only:

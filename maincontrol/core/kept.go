@@ -167,8 +167,11 @@ func (c *Core) regRoom(p *peer, req, what, id string, types []string) bool {
 		old := 0
 		if e := c.execs[id]; e != nil {
 			old = e.regBytes
+			if what == "register" {
+				old += e.descBytes // a register replaces them
+			}
 		}
-		return c.regBytes-old+need > maxRegBytes || len(c.types)+newNames > c.cfg.MaxTaskTypes
+		return c.regBytes+c.descBytes-old+need > maxRegBytes || len(c.types)+newNames > c.cfg.MaxTaskTypes
 	}
 	for over() && c.forgetOldestKept(id) {
 	}

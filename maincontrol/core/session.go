@@ -137,6 +137,10 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.badRequest(p, "", &wire.ValueError{Key: "slots", Reason: "must be 1 to 65536"})
 		return
 	}
+	descs, ok := c.parseDescs(p, "", m, types)
+	if !ok {
+		return
+	}
 	if e := c.execs[id]; e != nil && e.connected() {
 		c.sendError(p, "", wire.CodeDuplicateExecutor, "executor "+id+" is already connected")
 		return
@@ -168,6 +172,7 @@ func (c *Core) register(p *peer, m *wire.Message) {
 	p.exec = e
 	c.refreshHeaps(e)
 	c.watchLiveness(e)
+	c.keepDescs(e, descs, true, nil)
 	c.logLimited(slog.LevelInfo, "executor registered", "executor", e.id, "task_types", clipTypes(types), "slots", slots,
 		"tasks", e.tasks.len())
 	if e.load > e.slots {

@@ -104,6 +104,7 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 			}
 		}
 	}
+	descs := c.descsFor(index)
 	keys := 5 // type, req, count, more, skipped
 	used := 0
 	var lines [][2]string
@@ -118,6 +119,7 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 			row = append(row, [2]string{k, v})
 			size += 2 + len(k) + wire.EscapedLen(v)
 		}
+		row, size = withDesc(row, size, prefix, descs[i], c.cfg.MaxFrame-base)
 		if base+used+size > c.cfg.MaxFrame || keys+len(row) > wire.MaxKeys {
 			more = true
 			break
@@ -150,6 +152,27 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 	c.send(p.id, &b)
 }
 
+// withDesc adds a description's columns to a row that fits in room
+// alone with them; a row that would not gets described=cut instead, so
+// that a long description never keeps a type from being listed.
+func withDesc(row [][2]string, size int, prefix string, d *handlerDesc, room int) ([][2]string, int) {
+	cols := descColumns(d)
+	if len(cols) == 0 {
+		return row, size
+	}
+	full, fullSize := row, size
+	for _, kv := range cols {
+		k := prefix + "." + kv[0]
+		full = append(full, [2]string{k, kv[1]})
+		fullSize += 2 + len(k) + wire.EscapedLen(kv[1])
+	}
+	if fullSize <= room {
+		return full, fullSize
+	}
+	k := prefix + ".described"
+	return append(row[:len(row):len(row)], [2]string{k, "cut"}), size + 2 + len(k) + len("cut")
+}
+
 // maxTypeRowLen bounds the bytes of a type_list row for name, with every
 // number at 20 digits: a row over the frame at this bound is never listed.
 func maxTypeRowLen(name string) int {
@@ -158,7 +181,7 @@ func maxTypeRowLen(name string) int {
 	for _, col := range typeColumns {
 		size += 2 + idx + 1 + len(col.name) + 20
 	}
-	return size
+	return size + 2 + idx + len(".described") + len("cut") // a description cut (withDesc)
 }
 
 // nameHeap keeps the smallest names offered, up to a count: a max-heap.
