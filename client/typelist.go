@@ -18,6 +18,14 @@ type TypeInfo struct {
 	Paused    bool   `json:"paused"`
 	Executors uint64 `json:"executors"` // connected executors that take it
 	Slots     uint64 `json:"slots"`     // their slots, summed
+	// The handler's description (protocol section 8.11), when an
+	// executor gives one: its name, version, argument schema and default
+	// timeout. DescriptionCut: it was too large for the reply.
+	Handler        string     `json:"handler,omitempty"`
+	Version        string     `json:"version,omitempty"`
+	Args           []wire.Arg `json:"args,omitempty"`
+	TimeoutMs      uint64     `json:"timeout_ms,omitempty"`
+	DescriptionCut bool       `json:"description_cut,omitempty"`
 	// Extra holds the type's columns this client does not know, by name.
 	Extra map[string]string `json:"extra,omitempty"`
 }
@@ -110,6 +118,18 @@ func parseTypePage(m *wire.Message) (TypePage, error) {
 			num = &t.Slots
 		case "paused":
 			t.Paused = f.Value == "true"
+		case "handler":
+			t.Handler = f.Value
+		case "version":
+			t.Version = f.Value
+		case "args":
+			if t.Args, err = wire.ParseArgs(f.Value); err != nil {
+				return TypePage{}, fmt.Errorf("type_list: bad reply: %s: %w", f.Key, err)
+			}
+		case "timeout_ms":
+			num = &t.TimeoutMs
+		case "described":
+			t.DescriptionCut = f.Value == "cut"
 		default:
 			if t.Extra == nil {
 				t.Extra = map[string]string{}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/wire"
@@ -149,14 +151,52 @@ func runTypes(args []string, stdout, stderr io.Writer) error {
 				}
 				return printJSON(stdout, types)
 			}
-			fmt.Fprintf(stdout, "%-24s %8s %8s %7s %9s %6s\n", "TASK_TYPE", "PENDING", "RUNNING", "PAUSED", "EXECUTORS", "SLOTS")
+			fmt.Fprintf(stdout, "%-24s %8s %8s %7s %9s %6s %-10s %s\n", "TASK_TYPE", "PENDING", "RUNNING", "PAUSED",
+				"EXECUTORS", "SLOTS", "VERSION", "TIMEOUT")
 			for _, t := range types {
 				paused := "no"
 				if t.Paused {
 					paused = "yes"
 				}
-				fmt.Fprintf(stdout, "%-24s %8d %8d %7s %9d %6d\n", shown(t.Name), t.Pending, t.Running, paused, t.Executors, t.Slots)
+				fmt.Fprintf(stdout, "%-24s %8d %8d %7s %9d %6d %-10s %s\n", shown(t.Name), t.Pending, t.Running, paused,
+					t.Executors, t.Slots, orDash(shown(t.Version)), orDash(timeoutText(t.TimeoutMs)))
+				if line := describedLine(t); line != "" {
+					fmt.Fprintln(stdout, line)
+				}
 			}
 			return nil
 		})
+}
+
+// describedLine is the indented line under a type its handler describes:
+// the handler's name and its argument schema.
+func describedLine(t client.TypeInfo) string {
+	var parts []string
+	if t.Handler != "" {
+		parts = append(parts, "handler "+shown(t.Handler))
+	}
+	if len(t.Args) > 0 {
+		parts = append(parts, "args "+wire.FormatArgs(t.Args))
+	}
+	if t.DescriptionCut {
+		parts = append(parts, "description too large to list")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "    " + strings.Join(parts, "  ")
+}
+
+func timeoutText(ms uint64) string {
+	if ms == 0 {
+		return ""
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -52,11 +52,12 @@ func TestCLI_PauseResumeSurvivesRestart(t *testing.T) {
 	st := waitState(t, bin, mc.Addr, held, "pending")
 	assert.Nil(t, st["executor_id"], "never dispatched")
 	rows := typesJSON(t, bin, mc.Addr)
-	assert.Equal(t, map[string]any{"task_type": "echo", "pending": 1.0, "running": 0.0, "paused": true, "executors": 1.0, "slots": 2.0}, rows["echo"])
+	assert.Equal(t, map[string]any{"task_type": "echo", "pending": 1.0, "running": 0.0, "paused": true, "executors": 1.0, "slots": 2.0,
+		"handler": "echo", "version": "1", "args": []any{map[string]any{"name": "*", "kind": "string"}}}, rows["echo"])
 	assert.Equal(t, false, rows["sleep"]["paused"])
 	out, _, code = cli(t, bin, mc.Addr, "types")
 	require.Equal(t, 0, code)
-	assert.Regexp(t, `(?m)^echo\s+1\s+0\s+yes\s+1\s+2$`, out)
+	assert.Regexp(t, `(?m)^echo\s+1\s+0\s+yes\s+1\s+2\s+1\s+-$`, out)
 	out, _, _ = cli(t, bin, mc.Addr, "stats")
 	assert.Contains(t, out, "types.paused 1\n")
 
