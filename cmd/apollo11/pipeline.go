@@ -71,11 +71,14 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *dryRun {
 		if cf.asJSON {
-			return printJSON(stdout, planJSON(plan))
+			if err := printJSON(stdout, planJSON(plan)); err != nil {
+				return err
+			}
+			return checkDryRunArgs(&cf, plan, stderr)
 		}
 		plan.Describe(stdout)
 		fmt.Fprintln(stdout, "dry run: nothing submitted")
-		return nil
+		return checkDryRunArgs(&cf, plan, stderr)
 	}
 	cl, err := cf.dial()
 	if err != nil {
