@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"maps"
-	"slices"
-	"strings"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -32,16 +30,15 @@ func (i ArgIssue) String() string {
 	return s + ": " + i.Reason
 }
 
-// stepRefPrefix begins a reference to an earlier step's output. Such a
-// value is filled in by the main control when the step is released, so
-// its kind cannot be checked before.
-const stepRefPrefix = "${steps."
-
 // CheckArgs checks every step's args against schemas, the argument
 // schema its type's handler describes, by task type: a required arg
 // missing or a value that does not parse as its kind is an error, an arg
 // the schema does not name a warning. A type without a schema gets one
-// warning: its args are not checked. Issues come in step order.
+// warning: its args are not checked. An arg that refers to an earlier
+// step's output is present, but its kind waits for the value. A step's
+// compensate args are not checked: the executor library does not check
+// a compensation's either (protocol section 8.11). Issues come in step
+// order.
 func CheckArgs(p *Plan, schemas map[string][]wire.Arg) []ArgIssue {
 	var out []ArgIssue
 	unchecked := map[string]bool{}
@@ -55,16 +52,11 @@ func CheckArgs(p *Plan, schemas map[string][]wire.Arg) []ArgIssue {
 			}
 			continue
 		}
-		args := make(map[string]string, len(s.Args))
-		for _, k := range slices.Sorted(maps.Keys(s.Args)) {
-			v := s.Args[k]
-			if strings.Contains(v, stepRefPrefix) {
-				// Present, so a required arg is there; the kind waits for the value.
-				if spec, ok := wire.ArgFor(schema, k); ok {
-					v = sampleOf(spec.Kind)
-				}
+		args := maps.Clone(s.Args)
+		for _, r := range s.Refs {
+			if spec, ok := wire.ArgFor(schema, r.Arg); ok {
+				args[r.Arg] = sampleOf(spec.Kind)
 			}
-			args[k] = v
 		}
 		for _, pr := range wire.CheckArgs(schema, args) {
 			out = append(out, ArgIssue{Step: s.ID, Type: s.Type, Arg: pr.Arg, Reason: pr.Reason, Warning: pr.Unknown})

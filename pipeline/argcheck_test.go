@@ -23,9 +23,10 @@ steps:
   - {id: ok, type: sleep, args: {ms: "5"}}
   - {id: free, type: echo, args: {anything: "x"}}
   - {id: free2, type: echo}
+  - {id: ref, type: sleep, depends_on: [ok], args: {ms: "${steps.ok.out.ms}"},
+     compensate: {args: {ms: "never"}}}
 `), nil)
 	require.NoError(t, err)
-	p.Steps = append(p.Steps, pipeline.Step{ID: "ref", Type: "sleep", Args: map[string]string{"ms": "${steps.ok.out.ms}"}})
 	schemas := map[string][]wire.Arg{"sleep": {{Name: "ms", Kind: wire.ArgInt, Required: true}}}
 	issues := pipeline.CheckArgs(p, schemas)
 	var lines []string
