@@ -113,8 +113,11 @@ func appendDescriptions(b *wire.Builder, descs map[string]wire.Description, type
 		if !ok {
 			continue
 		}
-		// Each key costs its name (at most 24 bytes), "=" and LF.
-		size, keys := d.Bytes()+wire.DescriptionKeys(d)*26, wire.DescriptionKeys(d)
+		// Each key costs its name (at most 24 bytes), "=" and LF; values
+		// are counted escaped.
+		keys := wire.DescriptionKeys(d)
+		size := keys*26 + wire.EscapedLen(d.Type) + wire.EscapedLen(d.Name) + wire.EscapedLen(d.Version) +
+			len(wire.FormatArgs(d.Args)) + 20
 		if total+d.Bytes() > wire.MaxExecutorDescBytes || b.Keys()+keys+reserveKeys > wire.MaxKeys ||
 			b.Len()+size+reserveBytes > maxFrame {
 			left = append(left, typ)

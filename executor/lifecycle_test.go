@@ -15,6 +15,8 @@ import (
 
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/internal/fakemain"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // lifeHandler has every optional method: Validate, Describe, Rollback.
@@ -240,4 +242,27 @@ func TestLifecycle_ValidateNoRetryAgainstRealMainControl(t *testing.T) {
 	assert.EqualValues(t, 1, st.Attempt, "not retried")
 	assert.EqualValues(t, 3, st.MaxAttempts)
 	assert.Empty(t, h.handled)
+}
+
+// Descriptions that do not fit the main control's max_frame are left
+// out of register, with a warning; the types are all registered.
+func TestLifecycle_DescriptionsLeftOutWhenNoRoom(t *testing.T) {
+	f := mustStartFakeMain(t, fakemain.WithMaxFrame(2048))
+	long := executor.Description{Version: strings.Repeat("v", 64), Name: strings.Repeat("n", 128)}
+	handlers := map[string]executor.Handler{}
+	for i := range 20 {
+		handlers["type"+u(uint64(i))] = &lifeHandler{desc: long}
+	}
+	s := mustRun(t, f, executor.Config{Handlers: handlers})
+	c := f.accept(t)
+	m := c.registerQuiet()
+	assert.Len(t, strings.Split(m.Value("task_types"), ","), 20)
+	n := len(prefixed(m, "describe."))
+	assert.Positive(t, n)
+	assert.Less(t, n, 20*3, "some descriptions left out")
+	frame, err := wire.AppendFrame(nil, m)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(frame)-wire.HeaderLen, 2048, "register fits max_frame")
+	rec := s.logs.eventually(t, "descriptions left out of register: no room in the frame")
+	assert.NotEmpty(t, rec["task_types"])
 }
