@@ -179,7 +179,7 @@ func (e *Executor) checkArgs(r *run) (err error) {
 // the current connection: activate skips a run until it is started.
 func (e *Executor) sendStarted(r *run) {
 	e.mu.Lock()
-	if r.started {
+	if r.started || r.cancelled {
 		e.mu.Unlock()
 		return
 	}

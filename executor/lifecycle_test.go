@@ -266,3 +266,20 @@ func TestLifecycle_DescriptionsLeftOutWhenNoRoom(t *testing.T) {
 	rec := s.logs.eventually(t, "descriptions left out of register: no room in the frame")
 	assert.NotEmpty(t, rec["task_types"])
 }
+
+// A dispatch cancelled while Validate runs never starts: no `started`,
+// no result, and Handle does not run.
+func TestLifecycle_CancelDuringValidate(t *testing.T) {
+	f := mustStartFakeMain(t)
+	h := &lifeHandler{handled: make(chan string, 1), validated: make(chan struct{}), hold: make(chan struct{})}
+	s := mustRun(t, f, executor.Config{Handlers: map[string]executor.Handler{"job": h}})
+	c := f.accept(t)
+	c.registerQuiet()
+	c.sendTask(1, 1, "job")
+	<-h.validated
+	c.send("cancel", "task_id", "1", "version", "1")
+	s.logs.eventually(t, "task cancelled by the main control")
+	close(h.hold)
+	c.expectNothing(300 * time.Millisecond)
+	assert.Empty(t, h.handled)
+}

@@ -113,6 +113,11 @@ func (e *Executor) execute(r *run) {
 	if r.check {
 		err = e.checkArgs(r)
 		e.sendStarted(r)
+		if err == nil && r.ctx.Err() != nil {
+			// Taken back (or stopped) while Validate ran: Handle would only
+			// see a done context.
+			err = context.Cause(r.ctx)
+		}
 	}
 	if err == nil {
 		res, err = e.call(r)
