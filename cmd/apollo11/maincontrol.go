@@ -52,7 +52,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxKeptExecs, "max-kept-executors", core.DefaultMaxKeptExecutors, "disconnected executors kept until their heartbeat timeout; past it the idle one gone longest is forgotten, and if all hold tasks a register of a new id gets unavailable")
 	fs.IntVar(&f.maxWaits, "max-waits", core.DefaultMaxWaits, "wait=true submits waiting for their done over all connections (each connection at most 65,536) before such a submit gets unavailable")
 	fs.IntVar(&f.maxSchedules, "max-schedules", core.DefaultMaxSchedules, "cron schedules kept (docs/protocol.md 8.12); past it schedule_add gets bad_request")
-	fs.IntVar(&f.maxScheduleBytes, "max-schedule-bytes", core.DefaultMaxScheduleBytes, "bytes one schedule may hold: its name, cron expression, zone and body keys and values")
+	fs.IntVar(&f.maxScheduleBytes, "max-schedule-bytes", core.DefaultMaxScheduleBytes, "bytes one schedule may hold: its name, cron expression, zone, and body keys and values (each key 32 more)")
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
 	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")

@@ -17,6 +17,9 @@ const (
 	// SubmitterCost is a task's map slot naming its connection, with
 	// --max-pending-per-conn on: 24 to 38 bytes measured, by load factor.
 	SubmitterCost = 40
+	// ScheduleCost is a schedule besides its counted bytes: its struct,
+	// map slot and parsed expression.
+	ScheduleCost = 512
 )
 
 // BudgetItem is one thing peers can make the main control hold, and the
@@ -55,6 +58,8 @@ func MemoryBudget(cfg Config) ([]BudgetItem, error) {
 		{"registrations, handler descriptions included: " + n(maxRegBytes>>20) + " MiB counted, twice that in memory", 2 * maxRegBytes},
 		{"disconnected executors kept: --max-kept-executors " + n(cfg.MaxKeptExecutors) + " x " + n(KeptExecutorCost) + " B",
 			int64(cfg.MaxKeptExecutors) * KeptExecutorCost},
+		{"schedules: --max-schedules " + n(cfg.MaxSchedules) + " x (--max-schedule-bytes " + n(cfg.MaxScheduleBytes) +
+			" + " + n(ScheduleCost) + " B)", int64(cfg.MaxSchedules) * int64(cfg.MaxScheduleBytes+ScheduleCost)},
 		{"recent transitions for the dashboard: " + n(historySize) + " x " + n(int(unsafe.Sizeof(historyEntry{}))) + " B",
 			historySize * int64(unsafe.Sizeof(historyEntry{}))},
 	}

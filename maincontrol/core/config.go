@@ -30,11 +30,11 @@ const (
 // at about 260 bytes each (WaitCost), 262,144 hold about 72 MiB.
 const DefaultMaxWaits = 1 << 18
 
-// Schedule caps (protocol section 8.12): every snapshot holds all
-// schedules, so together they stay within 64 MiB.
+// Schedule caps (protocol section 8.12). Every snapshot holds all
+// schedules; at the defaults they take about 4 MiB.
 const (
-	DefaultMaxSchedules     = 1000
-	DefaultMaxScheduleBytes = 64 << 10
+	DefaultMaxSchedules     = 256
+	DefaultMaxScheduleBytes = 16 << 10
 )
 
 // Defaults of what registrations may make the core hold (kept.go).

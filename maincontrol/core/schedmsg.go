@@ -17,6 +17,10 @@ var schedKeys = []string{"type", "req", "name", "cron", "tz", "jitter_ms", "miss
 // the first two, and the last two make no sense on every firing.
 var schedNotBody = []string{"key", "trace_id", "wait", "depends_on"}
 
+// bodyKeyCost is what a body key costs besides its bytes: its two
+// string headers. The byte cap counts it, so many tiny keys cost too.
+const bodyKeyCost = 32
+
 // maxSchedListLimit bounds a schedule_list page: a dozen keys each.
 const maxSchedListLimit = 100
 
@@ -80,7 +84,7 @@ func (c *Core) parseSchedule(m *wire.Message, now int64) (*schedule, error) {
 			return nil, &wire.ValueError{Key: f.Key, Reason: "not a submit key a schedule's body may hold"}
 		}
 		sc.body = append(sc.body, kv{f.Key, f.Value})
-		size += len(f.Key) + len(f.Value)
+		size += len(f.Key) + len(f.Value) + bodyKeyCost
 	}
 	if size > c.cfg.MaxScheduleBytes {
 		return nil, &wire.ValueError{Key: "name", Reason: "the schedule holds " + strconv.Itoa(size) +

@@ -264,7 +264,7 @@ func TestSchedule_AddRefusesBadValues(t *testing.T) {
 }
 
 func TestSchedule_Bounds(t *testing.T) {
-	h, p := newSchedHarness(t, func(c *Config) { c.MaxSchedules = 2; c.MaxScheduleBytes = 200 })
+	h, p := newSchedHarness(t, func(c *Config) { c.MaxSchedules = 2; c.MaxScheduleBytes = 250 })
 	h.addSched(p, "name", "a", "cron", "@hourly", "task_type", "t")
 	h.addSched(p, "name", "b", "cron", "@hourly", "task_type", "t")
 	h.send(p, "schedule_add", "req", "a", "name", "c", "cron", "@hourly", "task_type", "t")
@@ -272,7 +272,7 @@ func TestSchedule_Bounds(t *testing.T) {
 	h.send(p, "schedule_delete", "req", "d", "name", "b")
 	h.expect(p, "schedule_deleted")
 	h.send(p, "schedule_add", "req", "a", "name", "c", "cron", "@hourly", "task_type", "t", "arg.x", strings.Repeat("v", 200))
-	assert.Contains(t, h.expectErr(p, wire.CodeBadRequest).Value("message"), "--max-schedule-bytes 200")
+	assert.Contains(t, h.expectErr(p, wire.CodeBadRequest).Value("message"), "--max-schedule-bytes 250")
 	h.addSched(p, "name", "c", "cron", "@hourly", "task_type", "t", "arg.x", strings.Repeat("v", 150))
 	assert.Len(t, h.c.scheds, 2)
 }
