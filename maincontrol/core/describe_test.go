@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -155,4 +156,23 @@ func TestDescribe_Bounds(t *testing.T) {
 		sum += e.descBytes
 	}
 	assert.Equal(t, sum, h.c.descBytes)
+}
+
+// checkDescs: the descriptions' bytes add up, within their bounds.
+func checkDescs(c *Core) error {
+	all := 0
+	for _, e := range c.execs {
+		n := 0
+		for typ, d := range e.descs {
+			n += d.cost(typ)
+		}
+		if n != e.descBytes || n > wire.MaxExecutorDescBytes {
+			return fmt.Errorf("executor %s: descriptions of %d bytes, counted %d", e.id, n, e.descBytes)
+		}
+		all += n
+	}
+	if all != c.descBytes || all > maxDescBytes {
+		return fmt.Errorf("descriptions of %d bytes, counted %d", all, c.descBytes)
+	}
+	return nil
 }

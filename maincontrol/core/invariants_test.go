@@ -22,6 +22,9 @@ func checkInvariants(c *Core, loads map[string]int) error {
 	if p, r := c.countTaskBytes(); c.pendingBytes != p || c.retainedBytes != r {
 		return fmt.Errorf("task bytes: pending %d, retained %d; counted %d, %d", c.pendingBytes, c.retainedBytes, p, r)
 	}
+	if err := checkDescs(c); err != nil {
+		return err
+	}
 	now := c.now()
 	var counts [NumStates + 1]int
 	total := 0

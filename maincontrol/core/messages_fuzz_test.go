@@ -122,6 +122,13 @@ func fuzzSeeds() [][]byte {
 			fuzzStep(cl, "schedule_resume", "req", "r", "name", "m"), []byte{cl | fuzzRestartOp<<2}, hello,
 			fuzzTick(cl, 4), fuzzStep(cl, "schedule_delete", "req", "d", "name", "s.2"),
 			fuzzStep(cl, "schedule_list", "req", "l", "name", "m")),
+		// Handler descriptions: kept, replaced, listed, forgotten.
+		fuzzProgram(hello, fuzzStep(ex, "register", "executor_id", "e1", "task_types", "echo,x", "slots", "1",
+			"describe.0.type", "echo", "describe.0.version", "1", "describe.0.args", "ms:int:required,env.*:string",
+			"describe.1.type", "x", "describe.1.name", "ex", "describe.1.timeout_ms", "5000"),
+			fuzzStep(ex, "types", "req", "t", "add", "y,echo", "drop", "x", "describe.0.type", "y", "describe.0.version", "2"),
+			fuzzStep(cl, "type_list", "req", "l"), fuzzStep(ex, "bye"), fuzzTick(cl, 6),
+			fuzzStep(cl, "type_list", "req", "l", "limit", "1")),
 		fuzzProgram(reg, submit, hello, submit, submit, started, []byte{ex | fuzzReconnectOp<<2}, reg,
 			fuzzStep(ex, "state_get", "req", "g"), fuzzStep(ex, "unknown", "x", "y"),
 			fuzzStep(cl, "register", "executor_id", "e3", "task_types", "echo"), fuzzTick(cl, 3), fuzzTick(cl, 4)),
