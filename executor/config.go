@@ -35,42 +35,42 @@ const (
 type Config struct {
 	// Addr is the main control's host:port.
 	Addr string
-	// ID is the executor_id: required, 1-128 bytes of A-Z a-z 0-9 _ . : -.
+	// ID is the executor_id, required, of 1-128 bytes of A-Z a-z 0-9 _ . : -
 	// It must be unique among the executors connected to one main control.
 	ID string
-	// Handlers maps each task type to its handler; the registered
+	// Handlers maps each task type to its handler. The registered
 	// task_types are its keys, sorted. At least one is required. A task type
 	// is non-empty valid UTF-8 without commas or spaces (list syntax).
 	Handlers map[string]Handler
 	// Slots is how many handlers may run at once, 1 to 65536. A connection
 	// registers, and runs, fewer when a heartbeat listing that many running
-	// tasks could exceed the main control's max_frame: about max_frame/42
-	// (24,965 at the default 1 MiB, 23 at 1,024), with a warning.
+	// tasks could exceed the main control's max_frame. That limit is about
+	// max_frame/42 (24,965 at the default 1 MiB, 23 at 1,024). It warns then.
 	Slots int
-	// Token is the shared secret (see auth.LoadToken); nil means the
+	// Token is the shared secret (see auth.LoadToken). nil means the
 	// executor signs nothing, which only a main control with auth=none
 	// accepts.
 	Token []byte
-	// DrainTimeout bounds the graceful stop: how long running handlers may
-	// go on, and their results wait for acknowledgement, once Run's context
-	// is cancelled.
+	// DrainTimeout bounds the graceful stop. It is how long running
+	// handlers may go on, and their results wait for acknowledgement,
+	// once Run's context is cancelled.
 	DrainTimeout time.Duration
-	// BackoffMin and BackoffMax set the reconnect delay: its upper end d
-	// doubles from BackoffMin after each failed attempt up to BackoffMax,
-	// and each delay is drawn at random from [d/2, d] (so the first may be
-	// as short as BackoffMin/2). It resets after a connection that stayed
-	// registered for 10 s (or for the cap on d, if shorter). Once
-	// registered, d stays under half the main control's timeout_ms as
-	// well, so that an executor is back within the timeout_ms a restarted
-	// main control waits for it to list its tasks.
+	// BackoffMin and BackoffMax set the reconnect delay. Its upper end d
+	// doubles from BackoffMin after each failed attempt, up to BackoffMax.
+	// Each delay is drawn at random from [d/2, d], so the first may be as
+	// short as BackoffMin/2. It resets after a connection that stayed
+	// registered for 10 s, or for the cap on d if shorter. Once registered,
+	// d also stays under half the main control's timeout_ms. So an executor
+	// is back within the time a restarted main control waits for it to list
+	// its tasks.
 	BackoffMin, BackoffMax time.Duration
 	// DialTimeout bounds the TCP dial and each handshake step (welcome,
 	// registered).
 	DialTimeout time.Duration
-	// Dial opens the connection to Addr; nil means TCP, bounded by
+	// Dial opens the connection to Addr. nil means TCP, bounded by
 	// DialTimeout. It is a seam for tests, Unix sockets or TLS.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
-	// Logger receives the executor's structured logs; nil means
+	// Logger receives the executor's structured logs. nil means
 	// slog.Default().
 	Logger *slog.Logger
 }

@@ -21,20 +21,20 @@ const (
 	stopWriteTimeout = 200 * time.Millisecond
 )
 
-// Executor runs tasks for one main control. Create it with New and start it
-// with Run; it is safe for concurrent use.
+// Executor runs tasks for one main control. Create it with New and start
+// it with Run. It is safe for concurrent use.
 type Executor struct {
 	cfg   Config
 	log   *slog.Logger
 	types []string // the task types it takes, sorted; guarded by mu (ChangeTypes)
-	// descs are the Describers' descriptions by task type; guarded by mu.
+	// descs are the Describers' descriptions by task type. mu guards them.
 	descs map[string]wire.Description
 
 	// maxFrame is the max_frame of the latest registered connection, used to
 	// encode results before taking mu.
 	maxFrame atomic.Int64
 
-	// hardCtx is cancelled by Stop: it ends the connection loop and every
+	// hardCtx is cancelled by Stop. It ends the connection loop and every
 	// wait of the stop sequence.
 	hardCtx    context.Context
 	hardCancel context.CancelCauseFunc
@@ -86,12 +86,13 @@ func New(cfg Config) (*Executor, error) {
 // after failures, until ctx is cancelled or Stop is called. It never gives
 // up on the connection by itself.
 //
-// When ctx is cancelled Run stops gracefully: it takes no new task, lets
-// running handlers finish and their results be acknowledged for up to
-// Config.DrainTimeout, cancels the rest (cause ErrShutdown), sends `bye
-// reason=shutdown`, waits up to 2 s for `bye_ack`, closes the connection and
-// returns nil. Stop makes Run return quickly, with or without a drain in
-// progress. Run may be called once; a second call returns ErrAlreadyRunning.
+// When ctx is cancelled, Run stops gracefully. It takes no new task. For
+// up to Config.DrainTimeout, running handlers finish and their results are
+// acknowledged. Then it cancels the rest (cause ErrShutdown) and sends
+// `bye reason=shutdown`. It waits up to 2 s for `bye_ack`, closes the
+// connection and returns nil. Stop makes Run return quickly, with or
+// without a drain in progress. Run may be called once. A second call
+// returns ErrAlreadyRunning.
 func (e *Executor) Run(ctx context.Context) error {
 	if !e.runCalled.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -117,11 +118,11 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// Stop is the hard stop: it cancels every running handler at once (cause
-// ErrStopped), sends their results nowhere, sends a best-effort `bye
-// reason=stop` without waiting for its ack, and makes Run return. Handlers
-// that ignore their context keep running in the background. Stop may be
-// called at any time, more than once, and before or after Run.
+// Stop is the hard stop. It cancels every running handler at once (cause
+// ErrStopped) and sends their results nowhere. It sends a best-effort
+// `bye reason=stop` without waiting for its ack, and makes Run return.
+// Handlers that ignore their context keep running in the background. Stop
+// may be called at any time, more than once, and before or after Run.
 func (e *Executor) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
@@ -141,8 +142,8 @@ func (e *Executor) Stop() {
 }
 
 // drain waits until every handler has returned and every result has been
-// acknowledged, or the drain timeout, after which it cancels the remaining
-// handlers and gives them a short grace to return.
+// acknowledged, or until the drain timeout. After the timeout it cancels
+// the remaining handlers and gives them a short grace to return.
 func (e *Executor) drain() {
 	e.mu.Lock()
 	e.draining = true
@@ -168,8 +169,8 @@ func (e *Executor) drain() {
 	e.waitIdle(grace.C, false)
 }
 
-// waitIdle waits until no handler runs (and, withAcks, no result awaits its
-// ack); it returns false on deadline or hard stop.
+// waitIdle waits until no handler runs and, withAcks, no result awaits its
+// ack. It returns false on deadline or hard stop.
 func (e *Executor) waitIdle(deadline <-chan time.Time, withAcks bool) bool {
 	for {
 		e.mu.Lock()
@@ -225,7 +226,7 @@ func (e *Executor) leave() {
 	case <-s.byeAck:
 		e.log.Info("bye acknowledged")
 	case <-s.done:
-		// The main control closes right after bye_ack: both may be ready,
+		// The main control closes right after bye_ack. Both may be ready,
 		// and select picks either.
 		select {
 		case <-s.byeAck:

@@ -14,33 +14,33 @@ import (
 
 // Validator is implemented by a handler that checks a task's args before
 // it runs. Validate is called on the task's worker goroutine before the
-// executor sends `started`; it must be quick and must not block (the main
-// control's start timeout, 5 s by default, bounds it). An error fails the
-// task at once, for good: `error=invalid_args: <text>`, never retried.
+// executor sends `started`. It must be quick and must not block. The main
+// control's start timeout, 5 s by default, bounds it. An error fails the
+// task at once and for good, with `error=invalid_args: <text>`.
 type Validator interface {
 	Validate(args map[string]string) error
 }
 
 // Describer is implemented by a handler that describes itself. Describe
-// is called when the handler is configured (New, ChangeTypes); its
-// description is sent to the main control at register and with `types`,
-// and shown by `apollo11 types` (docs/protocol.md section 8.11).
+// is called when the handler is configured (New, ChangeTypes). Its
+// description goes to the main control at register and with `types`.
+// `apollo11 types` shows it (docs/protocol.md section 8.11).
 type Describer interface {
 	Describe() Description
 }
 
 // RollbackHandler is implemented by a handler that can undo its own work.
-// Rollback runs instead of Handle for a task whose frame carries
-// rollback_of, a compensation; a handler without it gets such tasks in
-// Handle. Its contract is Handle's.
+// Rollback runs instead of Handle for a compensation, a task whose frame
+// carries rollback_of. A handler without it gets such tasks in Handle.
+// Its contract is Handle's.
 type RollbackHandler interface {
 	Rollback(ctx context.Context, t *Task) (Result, error)
 }
 
-// Arg is one entry of an argument schema: an arg name (a name ending in
-// "*" matches every arg that begins with the rest), its kind (ArgString,
-// ArgInt, ArgFloat, ArgBool, ArgDuration, ArgJSON) and whether a task must
-// give it.
+// Arg is one entry of an argument schema. It has an arg name, its kind
+// (ArgString, ArgInt, ArgFloat, ArgBool, ArgDuration, ArgJSON) and
+// whether a task must give it. A name ending in "*" matches every arg
+// that begins with the rest.
 type Arg = wire.Arg
 
 // Kinds of an Arg.
@@ -54,10 +54,10 @@ const (
 )
 
 // Description is what a Describer says of itself. Every field is
-// optional. Args, when not empty, is checked before each task runs: a
-// required arg missing or a value that does not parse as its kind fails
+// optional. Args, when not empty, is checked before each task runs. A
+// required arg missing, or a value that does not parse as its kind, fails
 // the task with invalid_args, like Validate. DefaultTimeout bounds a task
-// dispatched without a timeout_ms of its own; it is rounded up to whole
+// dispatched without a timeout_ms of its own. It is rounded up to whole
 // milliseconds. Together, Name, Version and Args take at most 4,000 bytes.
 type Description struct {
 	Name           string // the handler's name, up to 128 bytes
@@ -104,8 +104,8 @@ func describeAll(handlers map[string]Handler) (map[string]wire.Description, erro
 }
 
 // appendDescriptions writes the descriptions of types into b while the
-// frame stays within maxFrame, its keys and one executor's byte bound;
-// it returns the types left out.
+// frame stays within maxFrame, its keys and one executor's byte bound.
+// It returns the types left out.
 func appendDescriptions(b *wire.Builder, descs map[string]wire.Description, types []string, maxFrame, reserveKeys, reserveBytes int) (left []string) {
 	i, total := 0, 0
 	for _, typ := range types {
@@ -113,7 +113,7 @@ func appendDescriptions(b *wire.Builder, descs map[string]wire.Description, type
 		if !ok {
 			continue
 		}
-		// Each key costs its name (at most 24 bytes), "=" and LF; values
+		// Each key costs its name (at most 24 bytes), "=" and LF. Values
 		// are counted escaped.
 		keys := wire.DescriptionKeys(d)
 		size := keys*26 + wire.EscapedLen(d.Type) + wire.EscapedLen(d.Name) + wire.EscapedLen(d.Version) +
@@ -176,7 +176,7 @@ func (e *Executor) checkArgs(r *run) (err error) {
 }
 
 // sendStarted sends the `started` that a run with a check held back, on
-// the current connection: activate skips a run until it is started.
+// the current connection. activate skips a run until it is started.
 func (e *Executor) sendStarted(r *run) {
 	e.mu.Lock()
 	if r.started || r.cancelled {

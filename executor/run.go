@@ -20,19 +20,19 @@ type run struct {
 	cancel    context.CancelCauseFunc
 	stopTimer context.CancelFunc // releases the timeout; nil without one
 	cancelled bool               // by the main control; guarded by Executor.mu
-	// check: the args are checked (schema, Validate) before `started`,
-	// which is then sent by the worker; started is guarded by Executor.mu.
+	// check says the args are checked (schema, Validate) before `started`.
+	// The worker then sends started, which Executor.mu guards.
 	check   bool
 	started bool
 	schema  []Arg
 	timeout time.Duration // the task's, else its handler's default; 0: none
 }
 
-// newRun makes the handler's context: cancelled through r.cancel (by
-// `cancel`, a drain timeout or Stop, see cancelRuns) and by the task's
-// timeout, else its handler's default one. It does not derive from a
-// shared parent, so that starting and ending tasks never contend on one
-// parent context's lock. The caller holds e.mu.
+// newRun makes the handler's context. r.cancel cancels it, on `cancel`, a
+// drain timeout or Stop (see cancelRuns). The task's timeout ends it too,
+// else its handler's default one. It does not derive from a shared
+// parent. So starting and ending tasks never contend on one parent
+// context's lock. The caller holds e.mu.
 func newRun(t *Task) *run {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &run{task: t, handler: t.exec.cfg.Handlers[t.Type], ctx: ctx, cancel: cancel, timeout: t.Timeout}
@@ -41,7 +41,7 @@ func newRun(t *Task) *run {
 		r.timeout = time.Duration(d.TimeoutMs) * time.Millisecond
 	}
 	if r.handler != nil && t.bad == nil && t.RollbackOf == 0 {
-		// A compensation's args are the run's, not the step's: unchecked.
+		// A compensation's args are the run's, not the step's, so unchecked.
 		_, validates := r.handler.(Validator)
 		if wire.RuntimeChecks(d.Args) {
 			r.schema = d.Args
@@ -60,7 +60,7 @@ func newRun(t *Task) *run {
 const workerIdle = 10 * time.Second
 
 // spawn runs r on an idle worker goroutine, or on a new one. Workers are
-// reused so that a busy executor does not pay for a goroutine and its stack
+// reused, so a busy executor does not pay for a goroutine and its stack
 // growth per task.
 func (e *Executor) spawn(r *run) {
 	select {
@@ -70,7 +70,7 @@ func (e *Executor) spawn(r *run) {
 	}
 }
 
-// worker executes r, then waits up to workerIdle for more work; it exits
+// worker executes r, then waits up to workerIdle for more work. It exits
 // early after Stop.
 func (e *Executor) worker(r *run) {
 	idle := time.NewTimer(workerIdle)
@@ -92,16 +92,16 @@ func (e *Executor) worker(r *run) {
 func (e *Executor) execute(r *run) {
 	t := r.task
 	ctx := context.Background()
-	// Per-task lines are debug: at thousands of tasks a second, formatting
-	// two info lines per task would cost more than running an echo.
+	// Per-task lines are debug. At thousands of tasks a second, two info
+	// lines per task would cost more than running an echo.
 	if e.log.Enabled(ctx, slog.LevelDebug) {
 		e.log.LogAttrs(ctx, slog.LevelDebug, "task started", taskAttrs(t)...)
 	}
 	start := time.Now()
 	returned := false
 	defer func() {
-		// runtime.Goexit (t.FailNow in a test handler, say) unwinds past
-		// call without a panic to recover: finish here, or the slot stays
+		// runtime.Goexit, from t.FailNow in a test handler say, unwinds past
+		// call without a panic to recover. Finish here, or the slot stays
 		// taken and the dispatch is listed as running forever.
 		if !returned {
 			e.log.LogAttrs(ctx, slog.LevelError, "handler exited without returning", taskAttrs(t)...)
@@ -114,8 +114,8 @@ func (e *Executor) execute(r *run) {
 		err = e.checkArgs(r)
 		e.sendStarted(r)
 		if err == nil && r.ctx.Err() != nil {
-			// Taken back (or stopped) while Validate ran: Handle would only
-			// see a done context.
+			// It was taken back or stopped while Validate ran. Handle would
+			// only see a done context.
 			err = context.Cause(r.ctx)
 		}
 	}
@@ -153,8 +153,8 @@ func (e *Executor) call(r *run) (res Result, err error) {
 }
 
 // finish records the handler's outcome and sends the result on the current
-// connection, if any; it stays pending until its result_ack. No result is
-// sent for a dispatch cancelled by the main control, nor for a failure
+// connection, if any. It stays pending until its result_ack. No result is
+// sent for a dispatch the main control cancelled, nor for a failure
 // caused by the executor's own stop.
 func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
 	t := r.task
@@ -165,7 +165,7 @@ func (e *Executor) finish(r *run, res Result, err error, dur time.Duration) {
 		r.stopTimer()
 	}
 	if err != nil && errors.Is(cause, ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
-		// The handler failed because its time ran out; say that, not the
+		// The handler failed because its time ran out. Say that, not the
 		// context's "deadline exceeded". Timeouts are retryable.
 		err = fmt.Errorf("timeout after %v: %w", r.timeout, ErrTaskTimeout)
 	}
