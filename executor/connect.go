@@ -24,14 +24,14 @@ func (e *Executor) connectLoop(ctx context.Context) {
 		if registered {
 			// A main control that restarts waits one timeout_ms for its
 			// executors to list their tasks, then moves them on (spec
-			// section 4, docs/protocol.md): retrying at least every half
-			// of it gets back inside that window.
+			// section 4). Retrying at least every half of it gets back
+			// inside that window.
 			bo.Max = min(e.cfg.BackoffMax, max(e.cfg.BackoffMin, timeout/2))
 			// The doubling starts again only after a connection that
-			// held: one that drops soon after each registration (a
-			// flapping main control, a proxy that cuts connections) is
-			// retried ever more slowly, up to the cap, like one that
-			// cannot be reached.
+			// held. One may drop soon after each registration, from a
+			// flapping main control or a proxy that cuts connections.
+			// It is retried ever more slowly, up to the cap, like one
+			// that cannot be reached.
 			if served >= min(healthySession, bo.Max) {
 				bo.Reset()
 			}
@@ -49,12 +49,12 @@ func (e *Executor) connectLoop(ctx context.Context) {
 }
 
 // healthySession is how long a registered connection must last for the
-// reconnect delay to start again from BackoffMin (or the delay's cap, if
-// that is shorter).
+// reconnect delay to start again from BackoffMin. It is the delay's cap
+// when that is shorter.
 const healthySession = 10 * time.Second
 
-// connectOnce runs one connection: dial, handshake, serve. registered says
-// whether the handshake completed; timeout is then the main control's
+// connectOnce runs one connection, to dial, handshake and serve. registered
+// says whether the handshake completed. timeout is then the main control's
 // timeout_ms, and served how long the connection lasted after it.
 func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout, served time.Duration, err error) {
 	conn, err := e.dial(ctx)

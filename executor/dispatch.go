@@ -10,7 +10,7 @@ import (
 )
 
 // handleFrame routes one frame from the main control. It runs on the
-// session's reader goroutine; m is valid only during the call.
+// session's reader goroutine. m is valid only during the call.
 func (e *Executor) handleFrame(s *session, m *wire.Message) {
 	switch m.Kind() {
 	case wire.KindTask:
@@ -41,16 +41,16 @@ func (e *Executor) handleFrame(s *session, m *wire.Message) {
 }
 
 // resultOverhead is what a result awaiting result_ack counts for besides
-// its frame, so that many small results are bounded too. Together they
-// may not pass maxUnsent: a main control may send the next task before it
-// acks the last result (spec section 4), so one that never acks would
-// otherwise make the executor hold every result it ever made.
+// its frame. So many small results are bounded too. Together they may not
+// pass maxUnsent. A main control may send the next task before it acks
+// the last result (spec section 4). One that never acked would otherwise
+// make the executor hold every result it ever made.
 const resultOverhead = 256
 
-// onTask starts a dispatch: `started` at once, then the handler on its own
-// goroutine. A task that finds no free slot, arrives during a drain, or
-// while too many results await their result_ack, is not started; the main
-// control takes it back after its start timeout.
+// onTask starts a dispatch, with `started` at once, then the handler on its
+// own goroutine. Some tasks are not started. They find no free slot, arrive
+// during a drain, or come while too many results await their result_ack.
+// The main control takes them back after its start timeout.
 func (e *Executor) onTask(s *session, m *wire.Message) {
 	t, err := parseTask(m.Clone())
 	if err != nil {
@@ -67,7 +67,7 @@ func (e *Executor) onTask(s *session, m *wire.Message) {
 	case e.runs[tok] != nil:
 		refused = "dispatch already running"
 	case e.unacked[tok] != nil:
-		// It ran here and its result awaits result_ack: running it again
+		// It ran here and its result awaits result_ack. Running it again
 		// would send a second, different result for the same dispatch.
 		refused = "dispatch already ran; its result awaits result_ack"
 	case len(e.runs) >= s.slots:
@@ -91,7 +91,7 @@ func (e *Executor) onTask(s *session, m *wire.Message) {
 	e.spawn(r)
 }
 
-// onCancel cancels a running dispatch; its result will not be sent.
+// onCancel cancels a running dispatch. Its result will not be sent.
 func (e *Executor) onCancel(s *session, m *wire.Message) {
 	tok, err := tokenOf(m)
 	if err != nil {
@@ -115,7 +115,7 @@ func (e *Executor) onCancel(s *session, m *wire.Message) {
 }
 
 // onResultAck forgets an acknowledged result. A refused result is logged
-// and dropped: it is never re-sent.
+// and dropped. It is never sent again.
 func (e *Executor) onResultAck(s *session, m *wire.Message) {
 	tok, err := tokenOf(m)
 	if err != nil {
@@ -144,9 +144,9 @@ func (e *Executor) onResultAck(s *session, m *wire.Message) {
 }
 
 // activate makes s the current connection. Before anything else is sent on
-// it, it queues `started` for every handler still running and, in
-// completion order, `started` + `result` for every unacknowledged result,
-// all in one write.
+// it, it queues `started` for every handler still running. Then come
+// `started` and `result` for every unacknowledged result, in completion
+// order. All leave in one write.
 func (e *Executor) activate(s *session) {
 	e.mu.Lock()
 	var backlog [][]byte

@@ -8,7 +8,7 @@ import (
 )
 
 // minMaxUnsent is the least output an outbox holds for a main control that
-// does not read before it gives up on the connection; the bound is
+// does not read, before it gives up on the connection. The bound is
 // max(16 MiB, 4 x max_frame), as the main control's for its own peers
 // (docs/protocol.md, "Bounded buffers").
 const minMaxUnsent = 16 << 20
@@ -17,15 +17,15 @@ const minMaxUnsent = 16 << 20
 func maxUnsent(maxFrame int) int { return max(minMaxUnsent, 4*maxFrame) }
 
 // outbox serializes and batches writes to one connection. Senders queue
-// whole frames (cheap, under a mutex, never blocking on the network) and
-// wake the outbox's writer goroutine, which writes everything queued in one
-// write; frames queued while it writes leave together in the next one. So
-// frames queued together (`started` + `result` after a reconnect) leave in
-// one write, and under load many frames share one syscall. A write error or
-// timeout closes the connection, which ends the session's reader; so does
-// output piling up past limit, which only a peer that does not read
-// causes: the write deadline alone would let it grow for timeout_ms, which
-// the main control chooses.
+// whole frames cheaply, under a mutex, never blocking on the network. They
+// wake the outbox's writer goroutine, which writes everything queued in
+// one write. Frames queued while it writes leave together in the next one.
+// So `started` and `result` after a reconnect leave in one write, and
+// under load many frames share one syscall. A write error or timeout
+// closes the connection, which ends the session's reader. So does output
+// piling up past limit, which only a peer that does not read causes. The
+// write deadline alone would let it grow for timeout_ms, which the main
+// control chooses.
 type outbox struct {
 	conn    net.Conn
 	timeout time.Duration // write deadline per write
@@ -43,7 +43,7 @@ type outbox struct {
 	idle    chan struct{} // closed and replaced whenever the outbox empties
 }
 
-// newOutbox starts the writer goroutine; close stops it.
+// newOutbox starts the writer goroutine. close stops it.
 func newOutbox(conn net.Conn, timeout time.Duration, limit int) *outbox {
 	o := &outbox{conn: conn, timeout: timeout, limit: limit, wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), idle: make(chan struct{})}
@@ -76,8 +76,8 @@ func (o *outbox) queue(frames ...[]byte) {
 	o.mu.Unlock()
 }
 
-// allow raises the limit by n: for the backlog a new connection starts
-// with (results re-sent after a reconnect), which is not the peer's doing.
+// allow raises the limit by n, for the backlog a new connection starts
+// with. Results sent again after a reconnect are not the peer's doing.
 func (o *outbox) allow(n int) {
 	o.mu.Lock()
 	if o.limit > 0 {
@@ -86,7 +86,7 @@ func (o *outbox) allow(n int) {
 	o.mu.Unlock()
 }
 
-// failure returns the error that stopped the outbox, if any: when it
+// failure returns the error that stopped the outbox, if any. When it
 // closed the connection, that is why the session ended.
 func (o *outbox) failure() error {
 	o.mu.Lock()
@@ -95,7 +95,7 @@ func (o *outbox) failure() error {
 }
 
 // flush wakes the writer for what is queued. It returns the connection's
-// write error, if any so far; it does not wait for the write.
+// write error so far, if any. It does not wait for the write.
 func (o *outbox) flush() error {
 	select {
 	case o.wake <- struct{}{}:

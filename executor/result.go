@@ -10,8 +10,8 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// MaxErrorText is the longest `error` text an executor sends; a longer
-// handler error is cut (on a rune boundary) and ends in "...".
+// MaxErrorText is the longest `error` text an executor sends. A longer
+// handler error is cut on a rune boundary and ends in "...".
 const MaxErrorText = 4096
 
 // Error texts of results the executor makes up itself.
@@ -80,8 +80,8 @@ func (o *outcome) status() string {
 }
 
 // encode returns o's `result` frame, checked against maxFrame. A result the
-// codec refuses (a bad key or value) or too large for maxFrame is first
-// turned into a permanent failure without outputs; replaced says why.
+// codec refuses, for a bad key or value, or one too large for maxFrame, is
+// first turned into a permanent failure without outputs. replaced says why.
 func (o *outcome) encode(maxFrame int) (frame []byte, replaced string) {
 	if o.frame != nil && o.frameMax == maxFrame {
 		return o.frame, ""
@@ -142,8 +142,8 @@ func (o *outcome) sizeHint() int {
 	return n
 }
 
-// errorText renders a handler error for the wire: valid UTF-8, at most
-// MaxErrorText bytes. An empty text is sent as no `error` key.
+// errorText renders a handler error for the wire, as valid UTF-8 of at
+// most MaxErrorText bytes. An empty text is sent as no `error` key.
 func errorText(err error) string {
 	return clipText(strings.ToValidUTF8(err.Error(), "\uFFFD"))
 }
@@ -160,7 +160,7 @@ func clipText(s string) string {
 }
 
 // clipValue cuts v on a rune boundary so that its escaped form takes at
-// most room bytes; a cut value ends in "...", and none is left when room
+// most room bytes. A cut value ends in "...". Nothing is left when room
 // does not hold even that.
 func clipValue(v string, room int) string {
 	if wire.EscapedLen(v) <= room {

@@ -21,8 +21,8 @@ const (
 )
 
 // session is one registered connection to the main control. Its reader
-// goroutine handles incoming frames; the session goroutine sends
-// heartbeats; anyone may send through out.
+// goroutine handles incoming frames. The session goroutine sends
+// heartbeats. Anyone may send through out.
 type session struct {
 	e         *Executor
 	conn      net.Conn
@@ -124,10 +124,10 @@ func (e *Executor) registerFrame(authMode, nonce string, slots, maxFrame int) ([
 	switch {
 	case authMode == "none" || authMode == "":
 		if e.cfg.Token != nil {
-			// Wire v1's auth is one-way: a main control proves nothing to
+			// Wire v1's auth is one-way. A main control proves nothing to
 			// the executor. One that does not ask for the token may be
-			// another program at the address (tasks, exec's included,
-			// come from whoever answers there).
+			// another program at the address. Tasks, exec's included,
+			// come from whoever answers there.
 			e.log.Warn("the main control does not ask for the token: it may not be the one configured",
 				"addr", e.cfg.Addr, "auth", authMode)
 		}
@@ -223,17 +223,17 @@ func (s *session) readLoop() {
 	}
 }
 
-// watchdogReader reads from a connection and fails with
-// os.ErrDeadlineExceeded when no whole frame has arrived for timeout (spec
-// section 4: an executor that gets no frame for timeout_ms reconnects), so
-// a main control that trickles the bytes of a frame it never finishes does
-// not keep the executor waiting. The reader of frames calls frame after
-// each one; the next Read, which comes once the frames already buffered
-// are handled, takes that as the time of the last frame, so the clock is
-// read once per Read rather than once per frame. To keep deadline updates
-// off the per-read path the deadline in force moves only when it is later
-// than the one wanted or more than timeout/16 before it; one that fires
-// early because of that is set again.
+// watchdogReader reads from a connection. It fails with
+// os.ErrDeadlineExceeded when no whole frame has arrived for timeout. Spec
+// section 4 says an executor that gets no frame for timeout_ms reconnects.
+// So a main control that trickles a frame it never finishes does not keep
+// the executor waiting. The reader of frames calls frame after each one.
+// The next Read comes once the frames already buffered are handled. It
+// takes that as the time of the last frame. So the clock is read once per
+// Read, not once per frame. The deadline in force moves only when it is
+// later than the one wanted, or more than timeout/16 before it. That
+// keeps deadline updates off the per-read path. A deadline that fires
+// early because of it is set again.
 type watchdogReader struct {
 	conn    net.Conn
 	timeout time.Duration
@@ -289,8 +289,8 @@ func (s *session) send(frame []byte) error {
 	return nil
 }
 
-// request sends a frame of type typ with a fresh req (fill adds the other
-// keys) and waits for the reply carrying that req.
+// request sends a frame of type typ with a fresh req, and waits for the
+// reply carrying that req. fill adds the other keys.
 func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ wire.Kind) (*wire.Message, error) {
 	ch := make(chan *wire.Message, 1)
 	s.mu.Lock()
@@ -331,7 +331,7 @@ func (s *session) request(ctx context.Context, fill func(*wire.Builder), typ wir
 	}
 }
 
-// deliver hands a reply to the request waiting for its req; a reply nobody
+// deliver hands a reply to the request waiting for its req. A reply nobody
 // waits for any more is dropped.
 func (s *session) deliver(m *wire.Message) {
 	req := m.Value("req")

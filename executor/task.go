@@ -12,7 +12,7 @@ import (
 )
 
 // Task is one dispatch of a task, as sent in a `task` frame. (ID, Version)
-// is the dispatch token. A handler may read every field; it must not keep
+// is the dispatch token. A handler may read every field. It must not keep
 // the *Task after Handle returns.
 type Task struct {
 	ID           uint64            // task_id
@@ -24,7 +24,7 @@ type Task struct {
 	TraceID      string            // trace_id
 	StateVersion uint64            // state_version when the task was dispatched
 	Args         map[string]string // arg.* without the prefix
-	// RollbackOf is rollback_of: the task this compensation undoes, or 0.
+	// RollbackOf is rollback_of, the task this compensation undoes, or 0.
 	// Such a task runs the handler's Rollback when it has one.
 	RollbackOf uint64
 
@@ -42,10 +42,10 @@ func (k token) String() string {
 func (t *Task) token() token { return token{t.ID, t.Version} }
 
 // parseTask reads a `task` frame. m must own its memory (see
-// wire.Message.Clone): the task's strings point into it. A frame whose
-// dispatch token cannot be read is an error: it cannot be answered. Any
-// other fault leaves the task marked bad: it is started and failed for
-// good, so that the main control does not dispatch it again and again.
+// wire.Message.Clone), as the task's strings point into it. A frame whose
+// dispatch token cannot be read is an error, as it cannot be answered. Any
+// other fault leaves the task marked bad. It is started and failed for
+// good, so the main control does not dispatch it again and again.
 func parseTask(m *wire.Message) (*Task, error) {
 	t := &Task{}
 	var err error
@@ -65,8 +65,8 @@ func parseTask(m *wire.Message) (*Task, error) {
 	return t, nil
 }
 
-// maxTimeoutMs is the longest timeout_ms a time.Duration holds (about 292
-// years); a longer one is read as none, which it is in practice.
+// maxTimeoutMs is the longest timeout_ms a time.Duration holds, about 292
+// years. A longer one is read as none, which it is in practice.
 const maxTimeoutMs = math.MaxInt64 / int64(time.Millisecond)
 
 // readRequired reads the keys spec section 4 gives every task frame.
@@ -100,12 +100,12 @@ func (t *Task) readRequired(m *wire.Message) error {
 	return nil
 }
 
-// Progress sends `progress` for this dispatch: percent is 0 to 100, note is
-// optional free text (invalid UTF-8 is replaced). A note too long for the
-// main control's max_frame is cut on a rune boundary and ends in "...":
-// progress is advisory, and a frame over max_frame would cost the
+// Progress sends `progress` for this dispatch. percent is 0 to 100. note is
+// optional free text, with invalid UTF-8 replaced. A note too long for the
+// main control's max_frame is cut on a rune boundary and ends in "...".
+// Progress is advisory, and a frame over max_frame would cost the
 // connection (spec section 1). It fails with ErrNotConnected while the
-// executor is between connections; handlers usually ignore its error.
+// executor is between connections. Handlers usually ignore its error.
 func (t *Task) Progress(percent int, note string) error {
 	if percent < 0 || percent > 100 {
 		return fmt.Errorf("progress: percent %d not in 0-100", percent)
@@ -131,14 +131,14 @@ func (t *Task) Progress(percent int, note string) error {
 	return s.send(frame)
 }
 
-// State reads the shared state from the main control with `state_get`: the
-// values of keys (every key when none is given; keys that are not set are
-// left out) and the state_version they belong to. It waits for the reply
-// until ctx is done; it fails with ErrNotConnected when there is no
-// connection, ErrDisconnected when the connection drops meanwhile,
-// ErrRequestTooLarge when so many keys make the request larger than the
-// main control's max_frame (ask for fewer at a time), and with a
-// *ServerError when the main control answers `error`.
+// State reads the shared state from the main control with `state_get`. It
+// returns the values of keys and the state_version they belong to. No keys
+// means every key. Keys that are not set are left out. It waits for the
+// reply until ctx is done. Without a connection it fails with
+// ErrNotConnected, and with ErrDisconnected when the connection drops
+// meanwhile. Too many keys make the request larger than the main control's
+// max_frame, and give ErrRequestTooLarge. Ask for fewer at a time. An
+// `error` answer gives a *ServerError.
 func (t *Task) State(ctx context.Context, keys ...string) (map[string]string, uint64, error) {
 	for _, k := range keys {
 		if !wire.ValidKey(wire.PrefixState + k) {
@@ -168,13 +168,13 @@ func (t *Task) State(ctx context.Context, keys ...string) (map[string]string, ui
 	return vals, version, nil
 }
 
-// MaxFrame is the largest frame payload the main control accepts: the
-// max_frame of its latest welcome (wire.DefaultMaxFrame before the first,
-// and for a Task made outside an Executor). A handler that can shorten its
-// outputs uses it to keep its result within the frame, since a result too
-// large is replaced with a permanent failure; mind that the main control's
-// own check is stricter (docs/protocol.md, "Output size check"), and that
-// a result sent after a reconnect meets the max_frame of that connection.
+// MaxFrame is the largest frame payload the main control accepts. It is
+// the max_frame of its latest welcome. Before the first, and for a Task
+// made outside an Executor, it is wire.DefaultMaxFrame. A handler that can
+// shorten its outputs uses it to keep its result within the frame. A
+// result too large is replaced with a permanent failure. The main
+// control's own check is stricter (docs/protocol.md, "Output size check").
+// A result sent after a reconnect meets the max_frame of that connection.
 func (t *Task) MaxFrame() int {
 	if t.exec == nil {
 		return wire.DefaultMaxFrame

@@ -11,16 +11,16 @@ import (
 )
 
 // ChangeTypes changes the task types this executor takes without
-// reconnecting (the `types` message, protocol section 8.7): add gives the
-// handlers of types to take (a type already taken gets the new handler),
+// reconnecting (the `types` message, protocol section 8.7). add gives the
+// handlers of types to take. A type already taken gets the new handler.
 // drop names types to take no more. Tasks of a dropped type that already
 // run finish with their handler. It waits for the main control's
-// `types_ok`; between connections it returns nil at once, and the next
+// `types_ok`. Between connections it returns nil at once, and the next
 // register lists the new types. A type in both add and drop, a bad type
 // name or a nil handler is an error wrapping ErrConfig, and changes
 // nothing. If the main control refuses the change or ctx ends first, the
 // executor keeps taking its old types, with their handlers. An added
-// Describer's description goes with the change; a bad one is an error
+// Describer's description goes with the change. A bad one is an error
 // wrapping ErrConfig.
 func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop ...string) error {
 	for typ, h := range add {
@@ -50,7 +50,7 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 		e.mu.Unlock()
 		return configErr("%d task types: a main control takes at most %d from one executor", len(next), wire.MaxExecutorTypes)
 	}
-	// Added handlers serve at once: the main control may dispatch a task
+	// Added handlers serve at once. The main control may dispatch a task
 	// of an added type before its types_ok. Dropped ones go after it, as
 	// a task of theirs may still be on its way.
 	before := maps.Clone(e.cfg.Handlers)
@@ -103,7 +103,7 @@ func (e *Executor) ChangeTypes(ctx context.Context, add map[string]Handler, drop
 }
 
 // dropHandlers forgets the dropped types' handlers once the main control
-// dispatches them no more; a type added again since keeps its handler.
+// dispatches them no more. A type added again since keeps its handler.
 func (e *Executor) dropHandlers(add map[string]Handler, drop []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -115,7 +115,7 @@ func (e *Executor) dropHandlers(add map[string]Handler, drop []string) {
 }
 
 // rollbackTypes restores the types taken before a failed change. A refused
-// or unsent change keeps the old handlers only; after a timeout the main
+// or unsent change keeps the old handlers only. After a timeout the main
 // control may have applied it, so the added handlers stay too.
 func (e *Executor) rollbackTypes(err error, before map[string]Handler, oldTypes []string,
 	oldDescs map[string]wire.Description, add map[string]Handler) {
