@@ -18,7 +18,11 @@ const tickMisses = 2
 // the early tick and the watch on both. Server.mu guards it, except the
 // counters.
 type timers struct {
-	ticks atomic.Uint64 // OnTick calls, for watchTicks
+	ticks atomic.Uint64 // OnTick calls begun, for watchTicks
+	// inTick is set while an OnTick call runs or waits for the server's
+	// lock. A ticker inside OnTick is alive, however long a busy loop
+	// keeps the lock.
+	inTick atomic.Bool
 	// wakeups counts the times the server's timers woke it: ticks, early
 	// ticks and rounds of watchTicks (apollo11_timer_wakeups_total).
 	wakeups  atomic.Uint64
@@ -36,6 +40,8 @@ type timers struct {
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	s.timers.ticks.Add(1)
 	s.timers.wakeups.Add(1)
+	s.timers.inTick.Store(true)
+	defer s.timers.inTick.Store(false)
 	s.mu.Lock()
 	if s.stopping {
 		// No input is read during a stop: the executors' heartbeats wait
@@ -176,7 +182,7 @@ func (s *Server) watchTicks(every time.Duration) <-chan struct{} {
 			}
 			s.timers.wakeups.Add(1)
 			now := s.timers.ticks.Load()
-			if now != last {
+			if now != last || s.timers.inTick.Load() {
 				last, misses = now, 0
 				continue
 			}

@@ -54,3 +54,33 @@ func TestWatchTicks_Ticking(t *testing.T) {
 	case <-time.After(2 * tickMisses * every):
 	}
 }
+
+// A tick that waits for the server's lock, which a busy event loop holds
+// for many rounds, is a live ticker: the watch must not call the loops
+// gone. Under heavy load one loop's turn of large replies took seconds,
+// and the main control stopped with "an event loop stopped".
+func TestWatchTicks_TickWaitingForTheLock(t *testing.T) {
+	s := tickServer(t)
+	s.stopping = true // the tick then returns once it has the lock
+	s.mu.Lock()
+	returned := make(chan struct{})
+	go func() {
+		s.OnTick()
+		close(returned)
+	}()
+	const every = 5 * time.Millisecond
+	died := s.watchTicks(every)
+	select {
+	case <-died:
+		s.mu.Unlock()
+		t.Fatal("declared dead while a tick waited for the lock")
+	case <-time.After(40 * tickMisses * every):
+	}
+	s.mu.Unlock()
+	<-returned
+	select {
+	case <-died: // no tick begins any more: the loops are gone
+	case <-time.After(10 * time.Second):
+		t.Fatal("ticks stopped, but the watch did not say so")
+	}
+}
