@@ -99,6 +99,8 @@ type Core struct {
 	// grow a new slice by doubling each time.
 	depsBuf  []uint64
 	depMarks depMarks // deduplicates a long depends_on list (parseDeps)
+	// sub is the submit being parsed, which v1Fields' rows fill in.
+	sub submitReq
 
 	// epoch is this run's (BeginEpoch); nextEpoch the one the next run
 	// takes, kept in snapshots.

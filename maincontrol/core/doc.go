@@ -74,6 +74,7 @@
 //
 //	records.go     the record codec
 //	reccodec.go    the varint and string primitives records are written with
+//	v1fields.go    the v1 task fields' table: submit rule, TaskInfo, inspector
 //	taskfields.go  the task field table: a row per field added after v1
 //	apply.go       commit and replay: check, then mutate
 //	snapshot.go    Freeze, snapshot entries, loading and Recovered

@@ -305,10 +305,10 @@ func (c *Core) policyDefaults(f *submitFields, s *submitReq) {
 	if tp == nil {
 		return
 	}
-	if !f.hasPriority && tp.HasPriority {
+	if !f.has(v1Priority) && tp.HasPriority {
 		s.priority = uint64(tp.Priority)
 	}
-	if !f.hasMaxAttempts {
+	if !f.has(v1MaxAttempts) {
 		switch {
 		case tp.MaxAttempts > 0:
 			s.maxAttempts = tp.MaxAttempts
@@ -316,7 +316,7 @@ func (c *Core) policyDefaults(f *submitFields, s *submitReq) {
 			s.maxAttempts = 1
 		}
 	}
-	if !f.hasTimeout && tp.Timeout > 0 {
+	if !f.has(v1Timeout) && tp.Timeout > 0 {
 		s.timeoutMs = uint64((tp.Timeout + time.Millisecond - 1) / time.Millisecond)
 	}
 }

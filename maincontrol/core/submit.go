@@ -33,96 +33,53 @@ type submitReq struct {
 
 // submitFields are a submit's values, found in one pass over its fields.
 type submitFields struct {
-	typ, priority, maxAttempts, timeout, delay, key, trace, wait, deps          string
-	hasType, hasPriority, hasMaxAttempts, hasTimeout, hasDelay, hasKey, hasWait bool
-	args                                                                        lines
-	fields                                                                      fieldVals
+	v1      [numV1Fields]string // the values of v1Fields' keys, by row
+	given   uint16              // bit i: the submit has row i's key
+	wait    string
+	hasWait bool
+	args    lines
+	fields  fieldVals
 }
 
 func (f *submitFields) scan(m *wire.Message) {
 	for i := range m.Fields {
 		fl := &m.Fields[i]
-		switch v := fl.Value; fl.Key {
-		case "task_type":
-			f.typ, f.hasType = v, true
-		case "priority":
-			f.priority, f.hasPriority = v, true
-		case "max_attempts":
-			f.maxAttempts, f.hasMaxAttempts = v, true
-		case "timeout_ms":
-			f.timeout, f.hasTimeout = v, true
-		case "delay_ms":
-			f.delay, f.hasDelay = v, true
-		case "key":
-			f.key, f.hasKey = v, true
-		case "trace_id":
-			f.trace = v
-		case "wait":
-			f.wait, f.hasWait = v, true
-		case "depends_on":
-			f.deps = v
+		switch {
+		case strings.HasPrefix(fl.Key, wire.PrefixArg):
+			f.args.add(i, fl)
+		case fl.Key == "wait":
+			f.wait, f.hasWait = fl.Value, true
 		default:
-			if strings.HasPrefix(fl.Key, wire.PrefixArg) {
-				f.args.add(i, fl)
+			if j := v1Index(fl.Key); j >= 0 {
+				f.v1[j], f.given = fl.Value, f.given|1<<j
 			} else {
-				f.fields.set(fl.Key, v)
+				f.fields.set(fl.Key, fl.Value)
 			}
 		}
 	}
 }
 
-// uintOr parses an optional number: def when absent.
-func uintOr(k, v string, has bool, def uint64) (uint64, error) {
-	if !has {
-		return def, nil
-	}
-	return wire.UintValue(k, v)
-}
+// has reports whether the submit has the key of v1Fields' row i.
+func (f *submitFields) has(i int) bool { return f.given&(1<<i) != 0 }
 
 // parseSubmit checks a submit's values, in the order the keys are listed
 // in the spec.
 func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
-	var err error
-	if !f.hasType {
-		return wire.MissingKey("task_type")
-	}
-	if f.typ == "" {
-		return &wire.ValueError{Key: "task_type", Reason: "must not be empty"}
-	}
-	s.typ = f.typ
-	if s.priority, err = uintOr("priority", f.priority, f.hasPriority, 0); err != nil {
+	c.sub = submitReq{}
+	err := c.readV1(f)
+	*s, c.sub = c.sub, submitReq{} // c.sub borrows from the read buffer
+	if err != nil {
 		return err
 	}
-	if s.priority > 9 {
-		return &wire.ValueError{Key: "priority", Reason: "must be 0 to 9"}
-	}
-	if s.maxAttempts, err = uintOr("max_attempts", f.maxAttempts, f.hasMaxAttempts, DefaultMaxAttempts); err != nil {
-		return err
-	}
-	if s.maxAttempts < 1 {
-		return &wire.ValueError{Key: "max_attempts", Reason: "must be at least 1"}
-	}
-	if s.timeoutMs, err = uintOr("timeout_ms", f.timeout, f.hasTimeout, 0); err != nil {
-		return err
-	}
-	if s.delayMs, err = uintOr("delay_ms", f.delay, f.hasDelay, 0); err != nil {
-		return err
-	}
-	if s.key, s.hasKey = f.key, f.hasKey; s.hasKey && s.key == "" {
-		return &wire.ValueError{Key: "key", Reason: "must not be empty"}
-	}
-	s.trace = f.trace
 	if err := f.fields.check(); err != nil {
 		return err
 	}
 	s.fields = f.fields
 	if f.hasWait {
+		var err error
 		if s.wait, err = wire.BoolValue("wait", f.wait); err != nil {
 			return err
 		}
-	}
-	if err := c.parseDeps(f.deps, s); err != nil {
-		return err
 	}
 	if s.fields[fieldWhen] != "" && len(s.deps) == 0 && !s.hasUnknown {
 		return &wire.ValueError{Key: "when", Reason: "needs depends_on: it runs only when a dependency failed"}
@@ -148,6 +105,23 @@ func startState(s *submitReq) (st State, blocker uint64, skip bool) {
 		return Waiting, s.blocker, false
 	}
 	return Pending, 0, false
+}
+
+// readV1 reads the v1 fields into c.sub, row by row.
+func (c *Core) readV1(f *submitFields) error {
+	for i := range v1Fields {
+		row := &v1Fields[i]
+		var err error
+		if f.has(i) {
+			err = row.read(c, f.v1[i])
+		} else if row.absent != nil {
+			err = row.absent(&c.sub)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseDeps reads depends_on: duplicates count once and the first

@@ -240,13 +240,24 @@ func (c *Core) Task(id uint64) (TaskInfo, bool) {
 	if t == nil {
 		return TaskInfo{}, false
 	}
-	out, _ := t.out()
-	ti := TaskInfo{ID: t.id, MaxAttempts: t.maxAttempts, TimeoutMs: t.timeoutMs, Version: t.version,
-		Attempt: t.attempt, State: t.state, Priority: t.priority, Type: t.typ.name, Executor: t.execID,
-		TraceID: t.trace(), Key: t.key(), Error: t.errText(), Out: out, Args: t.args,
-		DependsOn: t.deps().appendTo(nil), Created: time.UnixMilli(t.createdMs), Updated: time.UnixMilli(t.updatedMs)}
-	t.fields().show(&ti)
-	return ti, true
+	var r record
+	taskEntry(t, &r)
+	return r.info(), true
+}
+
+// info is the TaskInfo of a snapshot entry's task, or of a new-task
+// record's at its creation.
+func (r *record) info() TaskInfo {
+	ti := TaskInfo{ID: r.id, Version: r.version, Attempt: r.attempt, State: r.state, Executor: r.exec,
+		Error: r.errText, Out: r.out, Args: r.args,
+		Created: time.UnixMilli(r.createdMs()), Updated: time.UnixMilli(r.at)}
+	for i := range v1Fields {
+		if show := v1Fields[i].show; show != nil {
+			show(r, &ti)
+		}
+	}
+	r.fields.show(&ti)
+	return ti
 }
 
 // Fields returns the task field table's fields that are set, as key and

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Counts returns the number of tasks in each state, indexed by State.
@@ -84,7 +83,7 @@ func DescribeRecord(payload []byte) (Record, error) {
 	add := func(k string, v any) { f = append(f, fmt.Sprintf("%s=%v", k, v)) }
 	ms := func(k string, v int64) {
 		if v != 0 {
-			add(k, time.UnixMilli(v).UTC().Format("2006-01-02T15:04:05.000Z"))
+			add(k, stamp(v))
 		}
 	}
 	switch r.kind {
@@ -97,31 +96,11 @@ func DescribeRecord(payload []byte) (Record, error) {
 	}
 	switch r.kind {
 	case recNew:
-		add("task_type", r.typ)
 		add("state", r.state)
-		add("priority", r.priority)
-		add("max_attempts", r.maxAttempts)
-		add("timeout_ms", r.timeoutMs)
 		ms("at", r.at)
-		if r.due > r.at {
-			ms("not_before", r.due)
-		}
-		if r.key != "" {
-			add("key", r.key)
-		}
-		if r.trace != "" {
-			add("trace_id", r.trace)
-		} else {
-			add("trace_id", derivedTrace(r.id, r.at)+" (derived)")
-		}
-		if len(r.deps) > 0 {
-			add("depends_on", r.deps)
-		}
+		r.describeFields(add)
 		if r.args != "" {
 			add("args", strings.ReplaceAll(r.args, "\n", " "))
-		}
-		for k, v := range r.fields.all() {
-			add(k, v)
 		}
 	case recDispatch:
 		add("version", r.version)
@@ -198,13 +177,10 @@ func DescribeRecord(payload []byte) (Record, error) {
 		add("state", r.state)
 		add("version", r.version)
 		add("attempt", r.attempt)
-		add("task_type", r.typ)
 		if r.exec != "" {
 			add("executor", r.exec)
 		}
-		for k, v := range r.fields.all() {
-			add(k, v)
-		}
+		r.describeFields(add)
 	}
 	d.Text = strings.Join(f, " ")
 	return d, nil
@@ -225,3 +201,16 @@ func (Discard) SendTask(PeerID, []byte, uint64) {}
 
 // Close does nothing.
 func (Discard) Close(PeerID) {}
+
+// describeFields adds a task's fields, v1's then the field table's, to the
+// inspector's line.
+func (r *record) describeFields(add func(k string, v any)) {
+	for i := range v1Fields {
+		if text := v1Fields[i].text; text != nil {
+			text(r, add)
+		}
+	}
+	for k, v := range r.fields.all() {
+		add(k, v)
+	}
+}
