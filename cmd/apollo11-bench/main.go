@@ -69,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		args = args[1:]
 	}
-	app.WarnUnknownEnv(stderr, name, os.Environ(), knownEnvVars, func(string) bool { return false })
+	app.WarnUnknownEnv(stderr, name, os.Environ(), flagEnvVars, func(string) bool { return false })
 	err := sub(ctx, args, stdout, stderr)
 	prefix := strings.TrimSpace("apollo11-bench " + name)
 	var ee cli.ExitError
@@ -88,17 +88,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %s\n", prefix, app.NameEnvSources(err.Error(), noSetting))
 		return 1
 	}
-}
-
-// knownEnvVars returns the variable of every flag of every scenario,
-// from the flag sets each makes for a --help (which runs nothing).
-func knownEnvVars() map[string]bool {
-	return app.EnvVarsOf(func() {
-		_ = runLoad(context.Background(), []string{"--help"}, io.Discard, io.Discard)
-		for _, sub := range scenarios {
-			_ = sub(context.Background(), []string{"--help"}, io.Discard, io.Discard)
-		}
-	})
 }
 
 // noSetting: the harness's errors name its flags only as --flag.

@@ -21,10 +21,6 @@ type Program struct {
 	Name      string
 	EnvPrefix string
 
-	// Made, when set, receives every flag set NewFlagSet makes. It lets
-	// a caller list every variable without running a command.
-	Made func(*flag.FlagSet)
-
 	// fromEnv maps each flag set from the environment to its variable.
 	fromEnv map[string]string
 }
@@ -43,9 +39,6 @@ func (p *Program) EnvName(flagName string) string {
 func (p *Program) NewFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if p.Made != nil {
-		p.Made(fs)
-	}
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: %s %s\n", p.Name, synopsis)
 		n := 0
