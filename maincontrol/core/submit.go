@@ -51,13 +51,16 @@ func (f *submitFields) scan(m *wire.Message) {
 			f.wait, f.hasWait = fl.Value, true
 		default:
 			if j := v1Index(fl.Key); j >= 0 {
-				f.v1[j], f.given = fl.Value, f.given|1<<j
+				f.setV1(j, fl.Value)
 			} else {
 				f.fields.set(fl.Key, fl.Value)
 			}
 		}
 	}
 }
+
+// setV1 keeps v as the value of v1Fields' row i, as if its key came.
+func (f *submitFields) setV1(i int, v string) { f.v1[i], f.given = v, f.given|1<<i }
 
 // has reports whether the submit has the key of v1Fields' row i.
 func (f *submitFields) has(i int) bool { return f.given&(1<<i) != 0 }
