@@ -1,6 +1,7 @@
 package maincontrol
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -45,22 +46,8 @@ func Restore(st *snapshot.Store, c *core.Core, o RestoreOptions) (Restored, erro
 		c.Recovered()
 		return Restored{}, nil
 	}
-	entry := func(p []byte) {
-		if o.Entry != nil {
-			o.Entry(p)
-		}
-	}
 	var res Restored
-	snapLSN, err := st.ReplayWith(snapshot.Loader{
-		Entry: func(p []byte) error { entry(p); return c.LoadEntry(p) },
-		Put:   func(id uint64, p []byte) error { entry(p); return c.LoadTask(id, p) },
-		Drop:  c.DropTask,
-	}, func(_ uint64, p []byte) error {
-		if res.Loaded == nil {
-			res.Loaded = c.Freeze()
-		}
-		return c.ReplayRecord(p)
-	})
+	snapLSN, err := replay(st, c, o.Entry, &res)
 	if err != nil {
 		return Restored{}, err
 	}
@@ -98,4 +85,104 @@ func Restore(st *snapshot.Store, c *core.Core, o RestoreOptions) (Restored, erro
 		}
 	}
 	return res, nil
+}
+
+// A restart decodes on one goroutine while the core loads on its own:
+// decoding is pure, about half of a restart's work, and a host has two
+// cores or more. batchLen entries make a batch; batchesAhead bound how
+// far decoding runs ahead, and so the memory it holds.
+const (
+	batchLen     = 512
+	batchesAhead = 4
+)
+
+// loadBatch is a batch of decoded entries or records, never both: log
+// says it holds records.
+type loadBatch struct {
+	b   *core.LoadBatch
+	log bool
+}
+
+// errLoadStopped stops the reading once the core has refused a batch.
+var errLoadStopped = errors.New("recovery stopped")
+
+// replay replays st into c, reading and decoding on a goroutine of its
+// own, and returns the snapshot's LSN. entry, when set, sees each
+// snapshot entry on that goroutine. res.Loaded is the state when the
+// first log record comes, before it is applied.
+func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restored) (uint64, error) {
+	full := make(chan *loadBatch, batchesAhead)
+	free := make(chan *loadBatch, batchesAhead+2)
+	stop := make(chan struct{})
+	var snapLSN uint64
+	var readErr error
+	go func() {
+		defer close(full)
+		var dec core.LoadDecoder
+		cur := &loadBatch{b: core.NewLoadBatch(&dec)}
+		send := func(log bool) error {
+			if cur.b.Len() > 0 {
+				select {
+				case full <- cur:
+				case <-stop:
+					return errLoadStopped
+				}
+				select {
+				case cur = <-free:
+				default:
+					cur = &loadBatch{b: core.NewLoadBatch(&dec)}
+				}
+			}
+			cur.log = log
+			return nil
+		}
+		added := func(err error) error {
+			if err == nil && cur.b.Len() >= batchLen {
+				return send(cur.log)
+			}
+			return err
+		}
+		see := func(p []byte) {
+			if entry != nil {
+				entry(p)
+			}
+		}
+		snapLSN, readErr = st.ReplayWith(snapshot.Loader{
+			Entry: func(p []byte) error { see(p); return added(cur.b.Entry(p)) },
+			Put:   func(id uint64, p []byte) error { see(p); return added(cur.b.Put(id, p)) },
+			Drop:  func(id uint64) error { cur.b.Drop(id); return added(nil) },
+		}, func(lsn uint64, p []byte) error {
+			if !cur.log {
+				if err := send(true); err != nil {
+					return err
+				}
+			}
+			return added(cur.b.Record(lsn, p))
+		})
+		if readErr == nil {
+			readErr = send(false)
+		}
+	}()
+	var loadErr error
+	for lb := range full {
+		if loadErr != nil {
+			continue // drain, so the reader stops
+		}
+		if lb.log && res.Loaded == nil {
+			res.Loaded = c.Freeze()
+		}
+		if loadErr = c.LoadBatch(lb.b); loadErr != nil {
+			close(stop)
+			continue
+		}
+		lb.b.Reset()
+		select {
+		case free <- lb:
+		default:
+		}
+	}
+	if loadErr != nil {
+		return 0, loadErr
+	}
+	return snapLSN, readErr
 }

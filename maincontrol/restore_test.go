@@ -18,7 +18,7 @@ import (
 // the server and apollo11 inspect each ran their own.
 func TestRestore_IsTheOnlyRecoverySequence(t *testing.T) {
 	steps := map[string]bool{"LoadEntry": true, "LoadTask": true, "DropTask": true, "ReplayRecord": true,
-		"CheckFrames": true, "Recovered": true, "BeginEpoch": true, "SkipIDs": true}
+		"CheckFrames": true, "Recovered": true, "BeginEpoch": true, "SkipIDs": true, "LoadBatch": true}
 	var found []string
 	walk := func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -29,18 +29,31 @@ func (c *Core) commit(r *record) bool {
 
 // ReplayRecord applies one log record during recovery.
 func (c *Core) ReplayRecord(payload []byte) error {
-	c.finishLoad()
 	var r record
-	if err := decodeRecord(payload, &r); err != nil {
+	if err := decodeLogRecord(payload, &r, nil); err != nil {
+		return err
+	}
+	return c.replay(&r)
+}
+
+// decodeLogRecord decodes a log record into r.
+func decodeLogRecord(payload []byte, r *record, names map[string]string) error {
+	if err := decodeRecordNames(payload, r, names); err != nil {
 		return err
 	}
 	if r.kind >= snapMeta && r.kind <= snapTask {
 		return fmt.Errorf("%w: snapshot entry %s in the log", ErrCorrupt, r.kind)
 	}
-	if err := c.check(&r); err != nil {
+	return nil
+}
+
+// replay applies a decoded log record during recovery.
+func (c *Core) replay(r *record) error {
+	c.finishLoad()
+	if err := c.check(r); err != nil {
 		return err
 	}
-	c.mutate(&r)
+	c.mutate(r)
 	return nil
 }
 

@@ -122,6 +122,15 @@ func (tb *table) newChunk() *chunk {
 	return ch
 }
 
+// trimSpare drops the spare chunks past maxSpareChunks: a restart's
+// batches make chunks ready ahead (LoadBatch), a few more than it uses.
+func (tb *table) trimSpare() {
+	if len(tb.spare) > maxSpareChunks {
+		clear(tb.spare[maxSpareChunks:])
+		tb.spare = tb.spare[:maxSpareChunks]
+	}
+}
+
 func (tb *table) clone(i int) *chunk {
 	c := tb.newChunk()
 	*c = *tb.chunks[i]

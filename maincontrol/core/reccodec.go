@@ -23,7 +23,14 @@ func (e *enc) ids(v []uint64) {
 type dec struct {
 	b   []byte
 	err error
+	// names, when set, interns the strings name reads: the records of
+	// a restart then share one copy of each task type and executor id.
+	names map[string]string
 }
+
+// maxInterned bounds the names a decoder interns: past it, they are
+// copied one by one as plain strings are.
+const maxInterned = 1 << 12
 
 func (d *dec) fail() {
 	if d.err == nil {
@@ -86,6 +93,29 @@ func (d *dec) s() string {
 	}
 	v := string(d.b[:n])
 	d.b = d.b[n:]
+	return v
+}
+
+// name reads a string that many records repeat (a task type, an
+// executor id), interned when the decoder has names.
+func (d *dec) name() string {
+	if d.names == nil {
+		return d.s()
+	}
+	n := d.u()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	b := d.b[:n]
+	d.b = d.b[n:]
+	if v, ok := d.names[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(d.names) < maxInterned {
+		d.names[v] = v
+	}
 	return v
 }
 

@@ -311,19 +311,25 @@ func appendRecord(dst []byte, r *record) []byte {
 // decodeRecord decodes payload into r (reusing r's slices). Fields of a
 // newer binary after the known ones are ignored (see the rules above).
 func decodeRecord(payload []byte, r *record) error {
+	return decodeRecordNames(payload, r, nil)
+}
+
+// decodeRecordNames is decodeRecord that interns task types and executor
+// ids in names, when not nil.
+func decodeRecordNames(payload []byte, r *record, names map[string]string) error {
 	r.reset()
-	d := dec{b: payload}
+	d := dec{b: payload, names: names}
 	r.kind = recKind(d.byte())
 	switch r.kind {
 	case recNew:
-		r.id, r.typ, r.priority = d.u(), d.s(), d.prio()
+		r.id, r.typ, r.priority = d.u(), d.name(), d.prio()
 		r.maxAttempts, r.timeoutMs, r.at, r.due = d.u(), d.u(), d.i(), d.i()
 		r.state, r.key, r.trace = d.state(), d.s(), d.s()
 		r.deps = d.ids(r.deps)
 		r.argKeys, r.args = d.u16(), d.s()
 		d.fields(&r.fields) // last, as written
 	case recDispatch:
-		r.id, r.version, r.attempt, r.exec, r.at, r.due = d.u(), d.u(), d.u32(), d.s(), d.i(), d.i()
+		r.id, r.version, r.attempt, r.exec, r.at, r.due = d.u(), d.u(), d.u32(), d.name(), d.i(), d.i()
 	case recStart:
 		r.id, r.version, r.at, r.due = d.u(), d.u(), d.i(), d.i()
 	case recBack:
@@ -401,9 +407,9 @@ func decodeRecord(payload []byte, r *record) error {
 	case snapTask:
 		r.id, r.maxAttempts, r.timeoutMs = d.u(), d.u(), d.u()
 		r.created, r.at, r.due, r.seq = d.i(), d.i(), d.i(), d.u()
-		r.version, r.attempt, r.typ = d.u(), d.u32(), d.s()
+		r.version, r.attempt, r.typ = d.u(), d.u32(), d.name()
 		r.state, r.priority, r.flags = d.state(), d.prio(), taskFlags(d.byte())
-		r.exec, r.trace, r.argKeys, r.args = d.s(), d.s(), d.u16(), d.s()
+		r.exec, r.trace, r.argKeys, r.args = d.name(), d.s(), d.u16(), d.s()
 		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()
 		r.deps = d.ids(r.deps)
 		r.requeues, r.why = d.optU(), d.optS() // absent before requeue

@@ -188,16 +188,29 @@ func findChunk(f frozenTable, r uint64) *chunk {
 // replacing the task with the same id loaded from an older part.
 func (c *Core) LoadTask(id uint64, payload []byte) error {
 	var r record
-	if err := decodeRecord(payload, &r); err != nil {
+	if err := decodeTaskEntry(id, payload, &r, nil); err != nil {
+		return err
+	}
+	return c.putTask(&r)
+}
+
+// decodeTaskEntry decodes the entry keyed id of a snapshot part into r.
+func decodeTaskEntry(id uint64, payload []byte, r *record, names map[string]string) error {
+	if err := decodeRecordNames(payload, r, names); err != nil {
 		return err
 	}
 	if r.kind != snapTask || r.id != id {
 		return fmt.Errorf("%w: %s entry for task %d in a snapshot part, keyed %d", ErrCorrupt, r.kind, r.id, id)
 	}
-	if err := c.DropTask(id); err != nil {
+	return nil
+}
+
+// putTask loads a decoded task entry in place of an older part's.
+func (c *Core) putTask(r *record) error {
+	if err := c.DropTask(r.id); err != nil {
 		return err
 	}
-	return c.loadRecord(&r)
+	return c.loadRecord(r)
 }
 
 // DropTask forgets a task loaded from an older part of an incremental

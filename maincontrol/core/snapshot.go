@@ -189,6 +189,7 @@ func (c *Core) finishLoad() {
 		return
 	}
 	c.loading = false
+	c.tasks.trimSpare()
 	// Sized up front: growing slices of a million pointers cost a fifth
 	// of a restart's CPU.
 	pending := make([]*task, 0, c.counts[Pending])
