@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"sync"
 
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
@@ -87,60 +89,76 @@ func Restore(st *snapshot.Store, c *core.Core, o RestoreOptions) (Restored, erro
 	return res, nil
 }
 
-// A restart decodes on one goroutine while the core loads on its own:
-// decoding is pure, about half of a restart's work, and a host has two
-// cores or more. batchLen entries make a batch; batchesAhead bound how
-// far decoding runs ahead, and so the memory it holds.
+// A restart reads on one goroutine, decodes on others and loads on the
+// core's, in order: decoding is pure and half of a restart's work, and a
+// host has two cores or more. batchLen entries make a batch; batchesAhead
+// bound how far reading runs ahead of loading, and so the memory held.
 const (
 	batchLen     = 512
-	batchesAhead = 4
+	batchesAhead = 8
 )
 
-// loadBatch is a batch of decoded entries or records, never both: log
-// says it holds records.
+// loadBatch is a batch of entries or records, never both: log says it
+// holds records. done is closed once it is decoded.
 type loadBatch struct {
-	b   *core.LoadBatch
-	log bool
+	b    core.LoadBatch
+	log  bool
+	done chan struct{}
 }
 
 // errLoadStopped stops the reading once the core has refused a batch.
 var errLoadStopped = errors.New("recovery stopped")
 
-// replay replays st into c, reading and decoding on a goroutine of its
-// own, and returns the snapshot's LSN. entry, when set, sees each
-// snapshot entry on that goroutine. res.Loaded is the state when the
-// first log record comes, before it is applied.
+// replay replays st into c and returns the snapshot's LSN. entry, when
+// set, sees each snapshot entry on the reading goroutine. res.Loaded is
+// the state when the first log record comes, before it is applied.
 func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restored) (uint64, error) {
-	full := make(chan *loadBatch, batchesAhead)
+	order := make(chan *loadBatch, batchesAhead) // to the core, in order
+	work := make(chan *loadBatch, batchesAhead)  // to the decoders
 	free := make(chan *loadBatch, batchesAhead+2)
 	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range max(runtime.GOMAXPROCS(0), 1) {
+		wg.Go(func() {
+			var d core.LoadDecoder
+			for lb := range work {
+				lb.b.Decode(&d)
+				close(lb.done)
+			}
+		})
+	}
 	var snapLSN uint64
 	var readErr error
 	go func() {
-		defer close(full)
-		var dec core.LoadDecoder
-		cur := &loadBatch{b: core.NewLoadBatch(&dec)}
+		defer close(order)
+		defer close(work)
+		cur := &loadBatch{done: make(chan struct{})}
 		send := func(log bool) error {
 			if cur.b.Len() > 0 {
+				next := &loadBatch{}
 				select {
-				case full <- cur:
-				case <-stop:
-					return errLoadStopped
-				}
-				select {
-				case cur = <-free:
+				case next = <-free:
 				default:
-					cur = &loadBatch{b: core.NewLoadBatch(&dec)}
 				}
+				next.done = make(chan struct{})
+				next.b.Follow(&cur.b)
+				for _, ch := range []chan *loadBatch{work, order} {
+					select {
+					case ch <- cur:
+					case <-stop:
+						return errLoadStopped
+					}
+				}
+				cur = next
 			}
 			cur.log = log
 			return nil
 		}
-		added := func(err error) error {
-			if err == nil && cur.b.Len() >= batchLen {
+		added := func() error {
+			if cur.b.Len() >= batchLen {
 				return send(cur.log)
 			}
-			return err
+			return nil
 		}
 		see := func(p []byte) {
 			if entry != nil {
@@ -148,30 +166,32 @@ func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restore
 			}
 		}
 		snapLSN, readErr = st.ReplayWith(snapshot.Loader{
-			Entry: func(p []byte) error { see(p); return added(cur.b.Entry(p)) },
-			Put:   func(id uint64, p []byte) error { see(p); return added(cur.b.Put(id, p)) },
-			Drop:  func(id uint64) error { cur.b.Drop(id); return added(nil) },
+			Entry: func(p []byte) error { see(p); cur.b.Entry(p); return added() },
+			Put:   func(id uint64, p []byte) error { see(p); cur.b.Put(id, p); return added() },
+			Drop:  func(id uint64) error { cur.b.Drop(id); return added() },
 		}, func(lsn uint64, p []byte) error {
 			if !cur.log {
 				if err := send(true); err != nil {
 					return err
 				}
 			}
-			return added(cur.b.Record(lsn, p))
+			cur.b.Record(lsn, p)
+			return added()
 		})
 		if readErr == nil {
 			readErr = send(false)
 		}
 	}()
 	var loadErr error
-	for lb := range full {
+	for lb := range order {
 		if loadErr != nil {
-			continue // drain, so the reader stops
+			continue // drain, so that the reader stops
 		}
+		<-lb.done
 		if lb.log && res.Loaded == nil {
 			res.Loaded = c.Freeze()
 		}
-		if loadErr = c.LoadBatch(lb.b); loadErr != nil {
+		if loadErr = c.LoadBatch(&lb.b); loadErr != nil {
 			close(stop)
 			continue
 		}
@@ -181,6 +201,7 @@ func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restore
 		default:
 		}
 	}
+	wg.Wait()
 	if loadErr != nil {
 		return 0, loadErr
 	}

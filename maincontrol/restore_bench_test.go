@@ -54,33 +54,42 @@ func fillRestoreDir(tb testing.TB, dir string, tasks, records int) {
 	c.Open(peer)
 	c.Handle(peer, wire.NewMessage("hello"))
 	payload := strings.Repeat("p", 100)
-	submit := func(i int) {
+	sent := 0
+	submit := func() {
+		sent++
 		m := wire.NewMessage(wire.KindSubmit)
 		m.Set("req", "r")
 		m.Set("task_type", "nobody")
-		m.Set("arg.t", strconv.Itoa(i))
+		m.Set("arg.t", strconv.Itoa(sent))
 		m.Set("arg.p", payload)
 		c.Handle(peer, m)
 	}
-	for i := range tasks {
-		submit(i)
+	// Two snapshots, as a running main control writes them: the second
+	// lets the log before the first go.
+	var prev *core.Snapshot
+	var prevLSN uint64
+	for _, n := range []int{tasks - 1, 1} {
+		for range n {
+			submit()
+		}
+		snap := c.Freeze()
+		lsn := st.LastLSN()
+		if err := st.WaitDurable(context.Background(), lsn); err != nil {
+			tb.Fatal(err)
+		}
+		if err := st.WriteIncremental(lsn, snap.Since(prev, prevLSN)); err != nil {
+			tb.Fatal(err)
+		}
+		prev, prevLSN = snap, lsn
 	}
-	snap := c.Freeze()
-	lsn := st.LastLSN()
-	if err := st.WaitDurable(context.Background(), lsn); err != nil {
-		tb.Fatal(err)
+	if got := prev.Tasks(); got != tasks {
+		tb.Fatalf("snapshot holds %d tasks, want %d", got, tasks)
 	}
-	if err := st.WriteIncremental(lsn, snap.Since(nil, 0)); err != nil {
-		tb.Fatal(err)
-	}
-	for i := range records {
-		submit(tasks + i)
+	for range records {
+		submit()
 	}
 	if err := st.Close(); err != nil {
 		tb.Fatal(err)
-	}
-	if got := snap.Tasks(); got != tasks {
-		tb.Fatalf("snapshot holds %d tasks, want %d", got, tasks)
 	}
 }
 

@@ -37,7 +37,7 @@ func (c *Core) ReplayRecord(payload []byte) error {
 }
 
 // decodeLogRecord decodes a log record into r.
-func decodeLogRecord(payload []byte, r *record, names map[string]string) error {
+func decodeLogRecord(payload []byte, r *record, names *interner) error {
 	if err := decodeRecordNames(payload, r, names); err != nil {
 		return err
 	}

@@ -66,6 +66,18 @@ func (p *prop) writeIncremental() {
 	require.NoError(t, err)
 	require.Equal(t, lsn, got)
 	require.Equal(t, dump(p.h.c), dump(c), "step %d: incremental snapshot", p.step)
+
+	// The same through LoadBatch, as a restart loads, in batches of 3.
+	st2, err := snapshot.Open(ro)
+	require.NoError(t, err)
+	defer st2.Close()
+	c2, err := New(p.h.cfg, newRecorder())
+	require.NoError(t, err)
+	l := newBatchLoader(t, c2, 3)
+	_, err = st2.ReplayWith(l.loader(), nil)
+	require.NoError(t, err)
+	require.NoError(t, l.flush())
+	require.Equal(t, dump(c), dump(c2), "step %d: incremental snapshot in batches", p.step)
 	p.stats["incremental"]++
 }
 

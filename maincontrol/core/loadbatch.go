@@ -1,63 +1,33 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 )
 
-// LoadBatch holds snapshot entries and log records decoded ahead of the
-// core. Decoding reads no core state, so a restart can decode one batch
-// on another goroutine while the core loads the batch before it
-// (Core.LoadBatch). The batch keeps the decoded copies: its inputs may be
-// reused once a call returns. A batch is reused after Reset; one
-// goroutine at a time may use it.
+// LoadBatch is a run of snapshot entries and log records for a core
+// being recovered. Decoding reads no core state, so a restart fills a
+// batch on one goroutine, decodes it on another (Decode) and loads it on
+// the core's (Core.LoadBatch), in order, while later batches are read and
+// decoded. Each step hands the batch on: one goroutine at a time uses it.
 type LoadBatch struct {
-	dec  *LoadDecoder
 	ops  []loadOp
-	recs []record // recs[i] is ops[i]'s; kept across Reset for their slices
-	// chunks are task table chunks made ready for the tasks of the
-	// batch whose ids are past any decoded before.
-	chunks []*chunk
+	buf  []byte   // the payloads, copied
+	recs []record // recs[i] is ops[i]'s, decoded; kept across Reset for their slices
+	// high is one past the highest table chunk of a put so far, in this
+	// batch and the ones it follows; above is the same before it.
+	high, above uint64
+	// chunks are task table chunks made ready by Decode for the puts of
+	// chunks above any batch before this one put to.
+	chunks  []*chunk
+	err     error // from Decode
+	decoded bool
 }
 
-// LoadDecoder is what the batches of one recovery share: interned names
-// and the task ids seen so far. Use it from one goroutine.
-type LoadDecoder struct {
-	// names interns task types and executor ids: a million tasks of one
-	// type share one string.
-	names map[string]string
-	// chunks is one past the highest table chunk a batch made ready.
-	chunks uint64
-}
-
-// NewLoadBatch returns an empty batch decoding with d.
-func NewLoadBatch(d *LoadDecoder) *LoadBatch {
-	if d.names == nil {
-		d.names = map[string]string{}
-	}
-	return &LoadBatch{dec: d}
-}
-
-// ready makes a table chunk ready for task id unless one was made for it
-// or for a higher id already. The core would otherwise fault each page
-// of a new chunk in as it stores the first tasks there: a third of a
-// restart's time on its goroutine, now spent on the decoder's.
-func (b *LoadBatch) ready(id uint64) {
-	n := id>>chunkBits + 1
-	if n <= b.dec.chunks {
-		return
-	}
-	b.dec.chunks = n
-	ch := new(chunk)
-	const stride = pageSize / int(unsafe.Sizeof(task{}))
-	for i := 0; i < chunkSize; i += stride {
-		ch.slots[i].id = 0 // a write, so the page is the chunk's own
-	}
-	b.chunks = append(b.chunks, ch)
-}
-
-// pageSize is the smallest page of the platforms the project ships for.
-const pageSize = 4096
+// LoadDecoder interns the task types and executor ids a decoding
+// goroutine reads: a million tasks of one type share one string.
+type LoadDecoder struct{ names interner }
 
 type loadKind uint8
 
@@ -71,69 +41,109 @@ const (
 type loadOp struct {
 	kind loadKind
 	key  uint64 // the task id of a put or drop, the LSN of a record
+	end  int    // the payload is buf up to end, from the op before's end
 }
 
-// next returns the record for a new op of kind, reset by the decoder.
-func (b *LoadBatch) next(kind loadKind, key uint64) *record {
-	b.ops = append(b.ops, loadOp{kind: kind, key: key})
-	if len(b.recs) < len(b.ops) {
-		b.recs = append(b.recs, record{})
-	}
-	return &b.recs[len(b.ops)-1]
+func (b *LoadBatch) add(kind loadKind, key uint64, payload []byte) {
+	b.buf = append(b.buf, payload...)
+	b.ops = append(b.ops, loadOp{kind: kind, key: key, end: len(b.buf)})
+	b.decoded = false
 }
-
-// drop takes back the op next added, whose payload did not decode.
-func (b *LoadBatch) drop() { b.ops = b.ops[:len(b.ops)-1] }
 
 // Entry adds an unkeyed snapshot entry.
-func (b *LoadBatch) Entry(payload []byte) error {
-	r := b.next(loadEntry, 0)
-	if err := decodeRecordNames(payload, r, b.dec.names); err != nil {
-		b.drop()
-		return err
-	}
-	return nil
-}
+func (b *LoadBatch) Entry(payload []byte) { b.add(loadEntry, 0, payload) }
 
 // Put adds the task entry keyed id of a snapshot part.
-func (b *LoadBatch) Put(id uint64, payload []byte) error {
-	if err := decodeTaskEntry(id, payload, b.next(loadPut, id), b.dec.names); err != nil {
-		b.drop()
-		return err
-	}
-	b.ready(id)
-	return nil
+func (b *LoadBatch) Put(id uint64, payload []byte) {
+	b.add(loadPut, id, payload)
+	b.high = max(b.high, id>>chunkBits+1)
 }
 
 // Drop adds a part's tombstone of task id.
-func (b *LoadBatch) Drop(id uint64) { b.next(loadDrop, id).reset() }
+func (b *LoadBatch) Drop(id uint64) { b.add(loadDrop, id, nil) }
 
 // Record adds the log record at lsn.
-func (b *LoadBatch) Record(lsn uint64, payload []byte) error {
-	r := b.next(loadRecord, lsn)
-	if err := decodeLogRecord(payload, r, b.dec.names); err != nil {
-		b.drop()
-		return err
-	}
-	if r.kind == recNew {
-		b.ready(r.id)
-	}
-	return nil
-}
+func (b *LoadBatch) Record(lsn uint64, payload []byte) { b.add(loadRecord, lsn, payload) }
 
 // Len is the number of entries and records in the batch.
 func (b *LoadBatch) Len() int { return len(b.ops) }
 
-// Reset empties the batch for reuse.
-func (b *LoadBatch) Reset() {
-	b.ops = b.ops[:0]
-	clear(b.chunks)
-	b.chunks = b.chunks[:0]
+// Follow starts an empty batch after prev: Decode makes chunks ready only
+// for ids past every put of the batches before, so each chunk once.
+func (b *LoadBatch) Follow(prev *LoadBatch) {
+	b.above = max(prev.above, prev.high)
+	b.high = b.above
 }
 
-// LoadBatch loads a batch into a core being recovered, in order, as
-// LoadEntry, LoadTask, DropTask and ReplayRecord would one at a time.
+// Reset empties the batch for reuse.
+func (b *LoadBatch) Reset() {
+	b.ops, b.buf = b.ops[:0], b.buf[:0]
+	clear(b.chunks)
+	b.chunks = b.chunks[:0]
+	b.high, b.above, b.err, b.decoded = 0, 0, nil, false
+}
+
+// Decode decodes the batch with d. The first error is kept for
+// Core.LoadBatch, which returns it in its turn.
+func (b *LoadBatch) Decode(d *LoadDecoder) {
+	for len(b.recs) < len(b.ops) {
+		b.recs = append(b.recs, record{})
+	}
+	b.decoded = true
+	start, ready := 0, b.above
+	for i, op := range b.ops {
+		p, r := b.buf[start:op.end], &b.recs[i]
+		start = op.end
+		var err error
+		switch op.kind {
+		case loadEntry:
+			if err = decodeRecordNames(p, r, &d.names); err != nil {
+				err = fmt.Errorf("snapshot entry: %w", err)
+			}
+		case loadPut:
+			if err = decodeTaskEntry(op.key, p, r, &d.names); err != nil {
+				err = fmt.Errorf("snapshot task %d: %w", op.key, err)
+			}
+			if n := op.key>>chunkBits + 1; n > ready {
+				ready = n
+				b.chunks = append(b.chunks, readyChunk())
+			}
+		case loadRecord:
+			if err = decodeLogRecord(p, r, &d.names); err != nil {
+				err = fmt.Errorf("replay of record %d: %w", op.key, err)
+			}
+		}
+		if err != nil {
+			b.err = err
+			return
+		}
+	}
+}
+
+// readyChunk returns a zero chunk with every page faulted in. The core
+// would otherwise fault them in as it stores the first tasks there, a
+// third of a restart's time on its goroutine.
+func readyChunk() *chunk {
+	ch := new(chunk)
+	const stride = pageSize / int(unsafe.Sizeof(task{}))
+	for i := 0; i < chunkSize; i += stride {
+		ch.slots[i].id = 0 // a write, so the page is the chunk's own
+	}
+	return ch
+}
+
+// pageSize is the smallest page of the platforms the project ships for.
+const pageSize = 4096
+
+// LoadBatch loads a decoded batch into a core being recovered, in order,
+// as LoadEntry, LoadTask, DropTask and ReplayRecord would one at a time.
 func (c *Core) LoadBatch(b *LoadBatch) error {
+	if b.err != nil {
+		return b.err
+	}
+	if !b.decoded {
+		return errors.New("core: LoadBatch of a batch not decoded")
+	}
 	c.tasks.spare = append(c.tasks.spare, b.chunks...)
 	for i, op := range b.ops {
 		r := &b.recs[i]

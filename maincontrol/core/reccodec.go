@@ -25,12 +25,36 @@ type dec struct {
 	err error
 	// names, when set, interns the strings name reads: the records of
 	// a restart then share one copy of each task type and executor id.
-	names map[string]string
+	names *interner
 }
 
-// maxInterned bounds the names a decoder interns: past it, they are
+// interner hands out one string for each name it has seen.
+type interner struct {
+	last string // the name asked for last: most records repeat it
+	m    map[string]string
+}
+
+// maxInterned bounds the names an interner keeps: past it, they are
 // copied one by one as plain strings are.
 const maxInterned = 1 << 12
+
+func (in *interner) get(b []byte) string {
+	if in.last == string(b) {
+		return in.last
+	}
+	v, ok := in.m[string(b)]
+	if !ok {
+		v = string(b)
+		if in.m == nil {
+			in.m = map[string]string{}
+		}
+		if len(in.m) < maxInterned {
+			in.m[v] = v
+		}
+	}
+	in.last = v
+	return v
+}
 
 func (d *dec) fail() {
 	if d.err == nil {
@@ -107,15 +131,8 @@ func (d *dec) name() string {
 		d.fail()
 		return ""
 	}
-	b := d.b[:n]
+	v := d.names.get(d.b[:n])
 	d.b = d.b[n:]
-	if v, ok := d.names[string(b)]; ok {
-		return v
-	}
-	v := string(b)
-	if len(d.names) < maxInterned {
-		d.names[v] = v
-	}
 	return v
 }
 

@@ -316,7 +316,7 @@ func decodeRecord(payload []byte, r *record) error {
 
 // decodeRecordNames is decodeRecord that interns task types and executor
 // ids in names, when not nil.
-func decodeRecordNames(payload []byte, r *record, names map[string]string) error {
+func decodeRecordNames(payload []byte, r *record, names *interner) error {
 	r.reset()
 	d := dec{b: payload, names: names}
 	r.kind = recKind(d.byte())

@@ -195,7 +195,7 @@ func (c *Core) LoadTask(id uint64, payload []byte) error {
 }
 
 // decodeTaskEntry decodes the entry keyed id of a snapshot part into r.
-func decodeTaskEntry(id uint64, payload []byte, r *record, names map[string]string) error {
+func decodeTaskEntry(id uint64, payload []byte, r *record, names *interner) error {
 	if err := decodeRecordNames(payload, r, names); err != nil {
 		return err
 	}
