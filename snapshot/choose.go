@@ -3,6 +3,9 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // partCheck is the validation of one part, shared by the manifests that
@@ -19,17 +22,47 @@ func (r *recovery) checkPart(cache map[string]*partCheck, p partRef, bits uint) 
 	if c := cache[name]; c != nil {
 		return c
 	}
+	c := r.validatePart(p, bits)
+	cache[name] = c
+	return c
+}
+
+func (r *recovery) validatePart(p partRef, bits uint) *partCheck {
 	if p.kind == partState {
 		bits = 0
 	}
-	sum, err := walkPart(r.opts.FS, r.path(name), p.lsn, p.kind, bits, nil)
+	sum, err := walkPart(r.opts.FS, r.path(p.name()), p.lsn, p.kind, bits, nil)
 	if err == nil && (sum.size != p.size || sum.entries != p.entries || sum.crc != p.crc) {
 		err = fmt.Errorf("%w: part of %d bytes, %d entries, checksum %08x; the manifest says %d bytes, %d entries, checksum %08x",
 			ErrBadSnapshot, sum.size, sum.entries, sum.crc, p.size, p.entries, p.crc)
 	}
-	c := &partCheck{sum: sum, err: err}
-	cache[name] = c
-	return c
+	return &partCheck{sum: sum, err: err}
+}
+
+// checkParts validates the parts of idx not checked yet, on a goroutine
+// per core. Reading and checksumming them is most of Open's time when
+// the state is large. The results go to cache, for checkPart.
+func (r *recovery) checkParts(cache map[string]*partCheck, idx *manifestIndex) {
+	var todo []partRef
+	for _, p := range idx.parts {
+		if cache[p.name()] == nil {
+			todo = append(todo, p)
+		}
+	}
+	done := make([]*partCheck, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(todo); i = int(next.Add(1)) - 1 {
+				done[i] = r.validatePart(todo[i], idx.rangeBits)
+			}
+		})
+	}
+	wg.Wait()
+	for i, p := range todo {
+		cache[p.name()] = done[i]
+	}
 }
 
 // chooseSnapshot validates snapshots from the newest down.
@@ -65,6 +98,7 @@ func (r *recovery) chooseSnapshot() error {
 			continue // an older fallback: its parts are kept, not read
 		}
 		if idx != nil {
+			r.checkParts(cache, idx)
 			bad := false
 			for _, p := range idx.parts {
 				c := r.checkPart(cache, p, idx.rangeBits)

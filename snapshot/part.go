@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Part file layout, all big-endian:
@@ -198,7 +199,12 @@ func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn fu
 	if sum.size < int64(partHeaderSize+snapTrailerSize) {
 		return sum, bad("part of %d bytes is too short", sum.size)
 	}
-	r := bufio.NewReaderSize(f, int(min(sum.size, snapBufSize)))
+	r := partReaders.Get().(*bufio.Reader)
+	r.Reset(f)
+	defer func() {
+		r.Reset(nil)
+		partReaders.Put(r)
+	}()
 	var h [partHeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return sum, readErr(err)
@@ -286,6 +292,10 @@ func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn fu
 	sum.crc = crc
 	return sum, nil
 }
+
+// partReaders are the read buffers of walkPart. A restart reads every
+// part twice, and a fresh buffer for each was a megabyte of new pages.
+var partReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, snapBufSize) }}
 
 // errNotPart is returned for a name that is not a part's.
 var errNotPart = errors.New("not a snapshot part")
