@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/apollo11/apollo11/maincontrol/core"
@@ -113,6 +114,7 @@ var errLoadStopped = errors.New("recovery stopped")
 // set, sees each snapshot entry on the reading goroutine. res.Loaded is
 // the state when the first log record comes, before it is applied.
 func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restored) (uint64, error) {
+	defer holdGC()()
 	order := make(chan *loadBatch, batchesAhead) // to the core, in order
 	work := make(chan *loadBatch, batchesAhead)  // to the decoders
 	free := make(chan *loadBatch, batchesAhead+2)
@@ -206,4 +208,32 @@ func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restore
 		return 0, loadErr
 	}
 	return snapLSN, readErr
+}
+
+// gcHold counts the restores under way (tests run several at once), so
+// that the last one restores the GOGC the first one found.
+var gcHold struct {
+	sync.Mutex
+	n, old int
+}
+
+// holdGC turns the collector off until the returned func is called. A
+// restart builds the whole state and makes little garbage: collections
+// as the heap doubled were a third of its CPU, for nothing. The garbage
+// it makes is bounded by the bytes it reads, and GOMEMLIMIT, when set,
+// still starts a collection.
+func holdGC() (release func()) {
+	gcHold.Lock()
+	defer gcHold.Unlock()
+	if gcHold.n == 0 {
+		gcHold.old = debug.SetGCPercent(-1)
+	}
+	gcHold.n++
+	return func() {
+		gcHold.Lock()
+		defer gcHold.Unlock()
+		if gcHold.n--; gcHold.n == 0 {
+			debug.SetGCPercent(gcHold.old)
+		}
+	}
 }
