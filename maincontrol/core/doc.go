@@ -79,6 +79,7 @@
 //	apply.go       commit and replay: check, then mutate
 //	snapshot.go    Freeze, snapshot entries, loading and Recovered
 //	snapdelta.go   incremental snapshots: what changed since the last
+//	loadbatch.go   LoadBatch: a restart's entries, decoded off the core's goroutine
 //	framecheck.go  CheckFrames, run once after recovery
 //	view.go        read-only views for the inspector and metrics
 //	browse.go      Browse: a bounded page of tasks, for the dashboard
