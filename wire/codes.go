@@ -24,6 +24,9 @@ const (
 	// CodeConflict answers a compare-and-set whose state_version is not
 	// the current one (protocol section 8.6).
 	CodeConflict Code = "conflict"
+	// CodeUnknownRun: a run request names no run the main control keeps
+	// (protocol section 8.10).
+	CodeUnknownRun Code = "unknown_run"
 )
 
 // CloseAfter reports whether the main control closes the connection after

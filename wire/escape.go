@@ -139,3 +139,36 @@ func unescapeInto(dst, raw []byte) []byte {
 	}
 	return dst
 }
+
+// Unescape reverses AppendEscaped, for callers that read pre-encoded line
+// blocks. Bytes of a lone or unknown escape are kept as they are.
+func Unescape(v string) string {
+	i := 0
+	for i < len(v) && v[i] != '\\' {
+		i++
+	}
+	if i == len(v) {
+		return v
+	}
+	dst := []byte(v[:i])
+	for ; i < len(v); i++ {
+		c := v[i]
+		if c != '\\' || i+1 == len(v) {
+			dst = append(dst, c)
+			continue
+		}
+		switch v[i+1] {
+		case '\\':
+			dst = append(dst, '\\')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'e':
+			dst = append(dst, '=')
+		default:
+			dst = append(dst, c)
+			continue
+		}
+		i++
+	}
+	return string(dst)
+}

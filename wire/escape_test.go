@@ -57,3 +57,17 @@ func TestCutEscaped(t *testing.T) {
 		require.LessOrEqual(t, EscapedLen(got), max(tc.n, 0))
 	}
 }
+
+func TestUnescape_ReversesAppendEscaped(t *testing.T) {
+	for _, v := range []string{"", "plain", "a=b", "line\nbreak", `back\slash`, "\\=\n\\\\"} {
+		if got := Unescape(string(AppendEscaped(nil, v))); got != v {
+			t.Errorf("Unescape(AppendEscaped(%q)) = %q", v, got)
+		}
+	}
+	if got := Unescape(`lone\`); got != `lone\` {
+		t.Errorf("a lone backslash: got %q", got)
+	}
+	if got := Unescape(`odd\x`); got != `odd\x` {
+		t.Errorf("an unknown escape: got %q", got)
+	}
+}

@@ -13,6 +13,7 @@ const (
 	FeatureTypes Feature = "types" // type_list and the executor's types
 	// FeatureSchedules: durable cron schedules (section 8.12).
 	FeatureSchedules Feature = "schedules"
+	FeatureRuns      Feature = "runs" // run objects: submit, query, list, cancel, resume
 )
 
 // HasFeature reports whether a welcome's features list names f.

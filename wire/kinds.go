@@ -73,6 +73,19 @@ const (
 	KindScheduleResumed Kind = "schedule_resumed"
 	KindScheduleDelete  Kind = "schedule_delete"
 	KindScheduleDeleted Kind = "schedule_deleted"
+	// Version 1.1, group runs (protocol section 8.10).
+	KindRunSubmit    Kind = "run_submit"
+	KindRunSubmitted Kind = "run_submitted"
+	KindRunDone      Kind = "run_done"
+	KindRunQuery     Kind = "run_query"
+	KindRunState     Kind = "run_state"
+	KindRunStep      Kind = "run_step"
+	KindRunList      Kind = "run_list"
+	KindRuns         Kind = "runs"
+	KindRunCancel    Kind = "run_cancel"
+	KindRunCancelled Kind = "run_cancelled"
+	KindRunResume    Kind = "run_resume"
+	KindRunResumed   Kind = "run_resumed"
 )
 
 // Role is a set of peer roles, those who may send a message type.
@@ -147,6 +160,18 @@ var kindSenders = map[Kind]Role{
 	KindScheduleResumed: RoleMain,
 	KindScheduleDelete:  RoleClient,
 	KindScheduleDeleted: RoleMain,
+	KindRunSubmit:       RoleClient,
+	KindRunSubmitted:    RoleMain,
+	KindRunDone:         RoleMain,
+	KindRunQuery:        RoleClient,
+	KindRunState:        RoleMain,
+	KindRunStep:         RoleMain,
+	KindRunList:         RoleClient,
+	KindRuns:            RoleMain,
+	KindRunCancel:       RoleClient,
+	KindRunCancelled:    RoleMain,
+	KindRunResume:       RoleClient,
+	KindRunResumed:      RoleMain,
 }
 
 // Known reports whether k is a message type of the spec.

@@ -26,6 +26,7 @@ type maincontrolFlags struct {
 	maxPending, maxInflight, maxFrame, maxConns, retentionMax int
 	maxRetrying, snapshotEvery, eventLoops, maxStateBytes     int
 	maxPendingBytes, retentionMaxBytes, maxWaits, maxBuffers  int
+	maxRuns, maxRunBytes                                      int
 	maxUnauthConns                                            int
 	maxSchedules, maxScheduleBytes                            int
 	maxPendingPerConn, maxKeptExecs, maxTypes                 int
@@ -53,6 +54,8 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxWaits, "max-waits", core.DefaultMaxWaits, "wait=true submits waiting for their done over all connections (each connection at most 65,536) before such a submit gets unavailable")
 	fs.IntVar(&f.maxSchedules, "max-schedules", core.DefaultMaxSchedules, "cron schedules kept (docs/protocol.md 8.12); past it schedule_add gets bad_request")
 	fs.IntVar(&f.maxScheduleBytes, "max-schedule-bytes", core.DefaultMaxScheduleBytes, "bytes one schedule may hold: its name, cron expression, zone, and body keys and values (each key 32 more)")
+	fs.IntVar(&f.maxRuns, "max-runs", core.DefaultMaxRuns, "runs kept (protocol 8.10); past it the oldest ended are forgotten, and a run_submit while that many have not ended gets queue_full")
+	fs.IntVar(&f.maxRunBytes, "max-run-bytes", core.DefaultMaxRunBytes, "bytes the runs kept may hold (names, keys, step ids, arg templates); past it the oldest ended are forgotten, and a run_submit gets queue_full while the runs not ended hold it")
 	fs.IntVar(&f.maxInflight, "max-inflight", maincontrol.DefaultMaxInflight, "replies awaiting disk per connection before it is read no more")
 	fs.IntVar(&f.maxFrame, "max-frame", 1<<20, "largest frame payload in bytes")
 	fs.IntVar(&f.maxConns, "max-conns", maincontrol.DefaultMaxConns, "most connections at once")
@@ -111,6 +114,7 @@ func (f *maincontrolFlags) checkPositive() error {
 		positive("event-loops", f.eventLoops), positive("max-waits", f.maxWaits),
 		positive("max-schedules", f.maxSchedules), positive("max-schedule-bytes", f.maxScheduleBytes),
 		positive("max-task-types", f.maxTypes), positive("max-kept-executors", f.maxKeptExecs),
+		positive("max-runs", f.maxRuns), positive("max-run-bytes", f.maxRunBytes),
 		positiveMs("handshake-timeout", f.handshakeTimeout), positiveMs("heartbeat-timeout", f.heartbeatTimeout),
 		positiveMs("start-timeout", f.startTimeout), positiveMs("retention", f.retention),
 		positiveMs("fsync-interval", f.fsyncInterval), positiveMs("snapshot-interval", f.snapshotInterval),
@@ -159,6 +163,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 			MaxRetrying: f.maxRetrying, MaxStateBytes: f.maxStateBytes, MaxPendingBytes: f.maxPendingBytes,
 			RetentionMaxBytes: f.retentionMaxBytes, MaxWaits: f.maxWaits, MaxPendingPerConn: f.maxPendingPerConn,
 			MaxKeptExecutors: f.maxKeptExecs, MaxTaskTypes: f.maxTypes, Logger: logger,
+			MaxRuns: f.maxRuns, MaxRunBytes: f.maxRunBytes,
 			RetryBase: f.retryBase, RetryCap: f.retryCap,
 			MaxSchedules: f.maxSchedules, MaxScheduleBytes: f.maxScheduleBytes,
 		},

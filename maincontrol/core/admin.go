@@ -11,7 +11,7 @@ import (
 
 // features are the optional groups of protocol section 8.1 this server
 // speaks, announced in every welcome.
-var features = []wire.Feature{wire.FeatureAdmin, wire.FeatureTypes, wire.FeatureSchedules}
+var features = []wire.Feature{wire.FeatureAdmin, wire.FeatureTypes, wire.FeatureSchedules, wire.FeatureRuns}
 
 // featureList is features as the welcome writes it.
 var featureList = strings.Join(features, ",")

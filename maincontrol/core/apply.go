@@ -41,7 +41,7 @@ func decodeLogRecord(payload []byte, r *record, names *interner) error {
 	if err := decodeRecordNames(payload, r, names); err != nil {
 		return err
 	}
-	if r.kind >= snapMeta && r.kind <= snapTask {
+	if r.kind >= snapMeta && r.kind <= snapTask || r.kind == snapRunMeta || r.kind == snapRun {
 		return fmt.Errorf("%w: snapshot entry %s in the log", ErrCorrupt, r.kind)
 	}
 	return nil
@@ -104,6 +104,8 @@ func (c *Core) check(r *record) error {
 		return c.checkOps(r)
 	case recSched, recSchedOp:
 		return c.checkSched(r)
+	case recRun, recRunComp, recRunResume, recRunCancel, recRunDrop:
+		return c.checkRunRecord(r)
 	case recNew:
 		if r.id < c.nextID || c.tasks.get(r.id) != nil {
 			return fmt.Errorf("%w: task id %d reused (next is %d)", ErrCorrupt, r.id, c.nextID)
@@ -204,8 +206,12 @@ func (c *Core) mutate(r *record) {
 		c.applyReady(r)
 	case recEnd:
 		c.applyEnd(r)
+		c.runTaskChanged(r.id, r.at)
 	case recRequeue:
 		c.applyRequeue(r)
+		c.runTaskChanged(r.id, r.at)
+	case recRun, recRunComp, recRunResume, recRunCancel, recRunDrop:
+		c.applyRunRecord(r)
 	case recDrop:
 		for _, id := range r.ids {
 			c.forget(id)
@@ -393,6 +399,10 @@ func (c *Core) applyReady(r *record) {
 	if from == Waiting {
 		t.flags |= flagReleased
 	}
+	if r.filled {
+		c.setArgs(r.id, r.args, r.argKeys)
+		t = c.tasks.get(r.id)
+	}
 	c.makePending(t, r.at)
 }
 
@@ -465,6 +475,7 @@ func (c *Core) forget(id uint64) {
 	}
 	c.releaseType(t.typ)
 	c.tasks.remove(id)
+	c.runTaskForgotten(id)
 }
 
 func (c *Core) writeState(k, v string) {

@@ -99,6 +99,11 @@ type Config struct {
 	// MaxTaskTypes caps the task type names known, by tasks and
 	// registrations together (kept.go). Zero means DefaultMaxTaskTypes.
 	MaxTaskTypes int
+	// MaxRuns and MaxRunBytes cap the runs kept and the bytes they hold
+	// (protocol section 8.10). Zero means DefaultMaxRuns and
+	// DefaultMaxRunBytes.
+	MaxRuns     int
+	MaxRunBytes int
 
 	Observer Observer // metrics; nil: none
 
@@ -181,8 +186,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxTaskTypes == 0 {
 		c.MaxTaskTypes = DefaultMaxTaskTypes
 	}
+	if c.MaxRuns == 0 {
+		c.MaxRuns = DefaultMaxRuns
+	}
+	if c.MaxRunBytes == 0 {
+		c.MaxRunBytes = DefaultMaxRunBytes
+	}
 	if c.MaxPending < 0 || c.RetentionMax < 0 || c.MaxWaits < 0 || c.MaxSchedules < 0 || c.MaxScheduleBytes < 0 ||
-		c.MaxPendingPerConn < 0 || c.MaxKeptExecutors < 0 || c.MaxTaskTypes < 0 {
+		c.MaxPendingPerConn < 0 || c.MaxKeptExecutors < 0 || c.MaxTaskTypes < 0 || c.MaxRuns < 0 || c.MaxRunBytes < 0 {
 		return c, fmt.Errorf("%w: negative limit", ErrConfig)
 	}
 	if c.MaxRetrying == 0 {

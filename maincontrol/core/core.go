@@ -116,6 +116,7 @@ type Core struct {
 	// a task last left began (setState).
 	paused map[string]struct{}
 	progs  map[uint64]taskProgress
+	runs   runIndex // runs (protocol section 8.10)
 	leftMs int64
 	ops    OpsCounts
 
@@ -187,6 +188,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 		waiters:   newWaiterSet(),
 		available: true,
 	}
+	c.runs.init()
 	c.startMs = c.now()
 	c.refillDones()
 	c.refreshDebug()
@@ -287,6 +289,7 @@ func (c *Core) Closed(id PeerID) {
 		c.lastPeer = nil
 	}
 	c.waiters.dropPeer(p.waits) // nobody left to tell: a task that never ends would keep them
+	c.dropPeerRunWaits(id)
 	if e := p.exec; e != nil && e.peer == id {
 		e.peer = 0
 		c.liveExecs--
@@ -318,6 +321,7 @@ func (c *Core) Handle(id PeerID, m *wire.Message) {
 		p.exec.lastSeen = c.now()
 		c.executorMessage(p, m)
 	}
+	c.settleRuns()
 	c.dispatchDirty()
 }
 
@@ -337,6 +341,7 @@ func (c *Core) Tick() {
 	c.applyRetention(now)
 	c.policyTick(now)
 	c.schedTick(now)
+	c.runsTick(now)
 	c.dispatchDirty()
 }
 

@@ -117,6 +117,9 @@ func (c *Core) dispatch(t *task, e *executor) {
 	b.UintK(kTimeoutMs, t.timeoutMs)
 	addTrace(&b, t)
 	b.UintK(kStateVersion, c.stateVer)
+	if of := c.rollbackOf(t.id); of != 0 {
+		b.Uint("rollback_of", of)
+	}
 	b.RawString(t.args, int(t.argKeys))
 	c.sendTask(e.peer, &b, gate)
 }

@@ -69,6 +69,10 @@
 //	opsdesk.go     what the operator's requests share, and their counts
 //	schedule.go    cron schedules: parsing, fire times, jitter, firing from the tick
 //	schedmsg.go    the schedule requests: add, list, pause, resume, delete
+//	runs*.go       runs (protocol 8.10): the run object and its state
+//	               (runs), run_submit (runspec, runsubmit), output
+//	               references (runrefs), compensation and cancel (runops),
+//	               resume, reads, run_done waits, records (runrec, runapply)
 //
 // Records, snapshots and recovery:
 //

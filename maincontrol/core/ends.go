@@ -82,6 +82,9 @@ func (c *Core) followDependents(id uint64, st State) {
 // releaseWaiting moves a waiting task whose dependencies let it run to
 // pending.
 func (c *Core) releaseWaiting(id uint64, why string) bool {
+	if r, i, refs := c.runStepOf(id); refs {
+		return c.releaseRunStep(id, r, i, why)
+	}
 	r := c.newRecord(recReady)
 	r.id, r.at = id, c.now()
 	if !c.commit(r) {

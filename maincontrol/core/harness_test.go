@@ -275,6 +275,7 @@ func dump(c *Core) string {
 	}
 	slices.Sort(kk)
 	fmt.Fprintf(&b, "keys %v\n", kk)
+	dumpRuns(&b, c)
 	return b.String()
 }
 

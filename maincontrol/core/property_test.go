@@ -213,7 +213,7 @@ func (p *prop) collect() {
 			case "error":
 				code := wire.Code(m.Value("code"))
 				require.Contains(t, []wire.Code{wire.CodeQueueFull, wire.CodeBadRequest, wire.CodeUnknownTask,
-					wire.CodeIllegalTransition}, code, "step %d: %s", p.step, m)
+					wire.CodeIllegalTransition, wire.CodeUnknownRun}, code, "step %d: %s", p.step, m)
 				p.stats["err:"+string(code)]++
 			}
 		}
@@ -288,8 +288,10 @@ func (p *prop) stepOnce() {
 		e = conn[p.pick(len(conn))]
 	}
 	switch {
-	case r < 200:
+	case r < 180:
 		p.doSubmit()
+	case r < 200:
+		p.doRun()
 	case r < 330 && e != nil:
 		p.doStarted(e)
 	case r < 530 && e != nil:

@@ -52,6 +52,7 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 		}
 	}
 	t.fields().reply(&b)
+	c.runTaskKeys(&b, t.id)
 	c.taskStateExtras(&b, t)
 	c.send(p.id, &b)
 }

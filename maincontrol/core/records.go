@@ -67,11 +67,22 @@ const (
 	// recSchedOp changes a schedule: fired, passed over, paused,
 	// resumed or deleted (schedOp).
 	recSchedOp
+	// The run kinds (runs.go, runrec.go): a run made with its step tasks,
+	// a compensation made, a run resumed, cancelled, forgotten; snapshots
+	// hold the run counter and each run.
+	recRun
+	recRunComp
+	recRunResume
+	recRunCancel
+	recRunDrop
+	snapRunMeta
+	snapRun
 )
 
 var recNames = [...]string{"", "new", "dispatch", "start", "back", "retry", "arm", "ready", "end", "drop",
 	"exec_reg", "exec_gone", "snap_meta", "snap_state", "snap_task", "skip_ids", "epoch", "requeue",
-	"state_fix", "pause", "exec_types", "sched", "sched_op"}
+	"state_fix", "pause", "exec_types", "sched", "sched_op", "run", "run_comp", "run_resume", "run_cancel", "run_drop",
+	"snap_run_meta", "snap_run"}
 
 func (k recKind) String() string {
 	if int(k) < len(recNames) && k != 0 {
@@ -123,6 +134,11 @@ type record struct {
 	on bool
 	// startOff is a snapTask's start of its latest attempt (task.startOff).
 	startOff uint32
+	// filled: a recReady whose args are the task's new args, its output
+	// references filled in (runs); they follow its other fields.
+	filled bool
+	// run holds the run kinds' fields (runrec.go).
+	run *runRec
 	// snapMeta
 	nextID, seqCounter, regSeq uint64
 	// epoch: the run that starts (recEpoch); in snapMeta, the epoch the
@@ -197,6 +213,11 @@ func appendRecord(dst []byte, r *record) []byte {
 	case recReady:
 		e.u(r.id)
 		e.i(r.at)
+		e.byte(boolByte(r.filled))
+		if r.filled {
+			e.u(uint64(r.argKeys))
+			e.s(r.args)
+		}
 	case recEnd:
 		e.u(r.id)
 		e.i(r.at)
@@ -304,6 +325,8 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.s(r.why)
 		e.u(uint64(r.startOff))
 		e.fields(&r.fields) // last: a new field of this kind goes above, or in taskFields
+	case recRun, recRunComp, recRunResume, recRunCancel, recRunDrop, snapRunMeta, snapRun:
+		appendRunRecord(&e, r)
 	}
 	return e.b
 }
@@ -340,6 +363,9 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 		r.id, r.at, r.due = d.u(), d.i(), d.i()
 	case recReady:
 		r.id, r.at = d.u(), d.i()
+		if r.filled = d.more() && d.bool(); r.filled { // absent before runs: the task keeps its args
+			r.argKeys, r.args = d.u16(), d.s()
+		}
 	case recEnd:
 		r.id, r.at, r.state = d.u(), d.i(), d.state()
 		r.errText, r.outKeys, r.out, r.stateVer = d.s(), d.u16(), d.s(), d.u()
@@ -415,6 +441,8 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 		r.requeues, r.why = d.optU(), d.optS() // absent before requeue
 		r.startOff = d.optU32()                // absent before durations: no start known
 		d.fields(&r.fields)                    // last, as written
+	case recRun, recRunComp, recRunResume, recRunCancel, recRunDrop, snapRunMeta, snapRun:
+		decodeRunRecord(&d, r)
 	default:
 		return fmt.Errorf("%w: unknown kind %d", ErrCorrupt, r.kind)
 	}

@@ -43,6 +43,11 @@ var (
 		wire.KindSchedulePause:  func(c *Core, p *peer, m *wire.Message, req string) { c.scheduleChange(p, m, req, schedPaused) },
 		wire.KindScheduleResume: func(c *Core, p *peer, m *wire.Message, req string) { c.scheduleChange(p, m, req, schedResumed) },
 		wire.KindScheduleDelete: func(c *Core, p *peer, m *wire.Message, req string) { c.scheduleChange(p, m, req, schedDeleted) },
+		wire.KindRunSubmit:      (*Core).runSubmit,
+		wire.KindRunQuery:       (*Core).runQuery,
+		wire.KindRunList:        (*Core).runList,
+		wire.KindRunCancel:      (*Core).runCancel,
+		wire.KindRunResume:      (*Core).runResume,
 	}
 	// executorHandlers take a registered executor's messages.
 	executorHandlers = map[wire.Kind]messageHandler{

@@ -47,7 +47,10 @@ func (d *Changes) Head(add func(p []byte) error) error {
 			return err
 		}
 	}
-	return d.cur.writePaused(buf, add)
+	if err := d.cur.writePaused(buf, add); err != nil {
+		return err
+	}
+	return d.cur.runs.write(buf, add)
 }
 
 // StateChanged reports whether the shared state changed since prev.

@@ -20,6 +20,7 @@ type Snapshot struct {
 	nextID   uint64
 	paused   []string // the paused task types, sorted
 	scheds   []record // the schedules' entries, by name
+	runs     frozenRuns
 }
 
 // Freeze captures the durable state. The core goes on changing; the
@@ -48,6 +49,7 @@ func (c *Core) Freeze() *Snapshot {
 	}
 	s.paused = slices.Sorted(maps.Keys(c.paused))
 	s.scheds = c.scheduleEntries()
+	s.runs = c.freezeRuns()
 	return s
 }
 
@@ -92,6 +94,9 @@ func (s *Snapshot) WriteTo(add func(payload []byte) error) error {
 		}
 	}
 	if err := s.writePaused(buf, add); err != nil {
+		return err
+	}
+	if err := s.runs.write(buf, add); err != nil {
 		return err
 	}
 	var err error
@@ -158,6 +163,8 @@ func (c *Core) loadRecord(r *record) error {
 			return err
 		}
 		c.applySched(r)
+	case snapRunMeta, snapRun:
+		return c.loadRun(r)
 	case snapTask:
 		if c.tasks.get(r.id) != nil || r.id == 0 {
 			return fmt.Errorf("%w: snapshot task %d twice", ErrCorrupt, r.id)
@@ -252,6 +259,7 @@ func (c *Core) finishLoad() {
 	for _, t := range waitingRetry {
 		c.retryWait.push(qent{id: t.id, ver: t.version})
 	}
+	c.finishRunsLoad()
 }
 
 // reserveQueues sizes each queue once for the tasks about to be queued,
@@ -297,6 +305,7 @@ func (c *Core) Recovered() {
 	c.log.Info("recovered", "tasks", c.tasks.count, "next_task_id", c.nextID, "state_version", c.stateVer,
 		"executors", len(c.execs), "dispatches_awaiting_executors", restored)
 	c.settleWaiting()
+	c.runsRecovered()
 	c.warnTaskBytes() // after settling: a waiting task cancelled there holds no pending bytes
 }
 

@@ -57,7 +57,9 @@ func (s State) Terminal() bool { return s == Succeeded || s == Failed || s == Ca
 // legal is the transition table of spec section 6. Every state change in the
 // core is checked against it.
 var legal = [NumStates + 1][NumStates + 1]bool{
-	Waiting:    {Pending: true, Cancelled: true},
+	// waiting -> failed: a step whose output references find no output
+	// (protocol section 8.10).
+	Waiting:    {Pending: true, Cancelled: true, Failed: true},
 	Pending:    {Dispatched: true, Cancelled: true},
 	Dispatched: {Running: true, Pending: true, Cancelled: true},
 	Running:    {Succeeded: true, Failed: true, Retrying: true, Cancelled: true},

@@ -16,6 +16,7 @@ func TestState_Legal(t *testing.T) {
 	// The table of spec section 6, written out independently.
 	want := map[[2]State]bool{
 		{Waiting, Pending}: true, {Waiting, Cancelled}: true,
+		{Waiting, Failed}:     true, // protocol section 8.10: a step's output is missing
 		{Pending, Dispatched}: true, {Pending, Cancelled}: true,
 		{Dispatched, Running}: true, {Dispatched, Pending}: true, {Dispatched, Cancelled}: true,
 		{Running, Succeeded}: true, {Running, Failed}: true, {Running, Retrying}: true, {Running, Cancelled}: true,
