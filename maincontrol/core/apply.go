@@ -209,6 +209,9 @@ func (c *Core) mutate(r *record) {
 		c.runTaskChanged(r.id, r.at)
 	case recRequeue:
 		c.applyRequeue(r)
+		if r.filled {
+			c.setArgs(r.id, r.args, r.argKeys)
+		}
 		c.runTaskChanged(r.id, r.at)
 	case recRun, recRunComp, recRunResume, recRunCancel, recRunDrop:
 		c.applyRunRecord(r)

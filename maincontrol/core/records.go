@@ -134,8 +134,9 @@ type record struct {
 	on bool
 	// startOff is a snapTask's start of its latest attempt (task.startOff).
 	startOff uint32
-	// filled: a recReady whose args are the task's new args, its output
-	// references filled in (runs); they follow its other fields.
+	// filled: a recReady or recRequeue whose args are the task's new
+	// args, its output references filled in (runs); they follow its
+	// other fields.
 	filled bool
 	// run holds the run kinds' fields (runrec.go).
 	run *runRec
@@ -256,6 +257,11 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.byte(uint8(r.state))
 		e.u(uint64(r.attempt))
 		e.s(r.why)
+		e.byte(boolByte(r.filled))
+		if r.filled {
+			e.u(uint64(r.argKeys))
+			e.s(r.args)
+		}
 	case recStateFix:
 		e.s(r.key)
 		e.s(r.args)
@@ -398,6 +404,9 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 		r.epoch = d.u()
 	case recRequeue:
 		r.id, r.at, r.version, r.state, r.attempt, r.why = d.u(), d.i(), d.u(), d.state(), d.u32(), d.s()
+		if r.filled = d.more() && d.bool(); r.filled { // absent before runs: the task keeps its args
+			r.argKeys, r.args = d.u16(), d.s()
+		}
 	case recStateFix:
 		r.key, r.args, r.on, r.stateVer = d.s(), d.s(), d.bool(), d.u()
 	case recPause:

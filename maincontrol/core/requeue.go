@@ -110,6 +110,9 @@ func (c *Core) requeueTarget(t *task, w requeueWanted, plan *requeuePlan) (State
 	if c.requeuedStateSize(t, w.reason) > c.cfg.MaxFrame {
 		return 0, wire.CodeBadRequest, "reason: with it the task_state of task " + id + " would exceed the max frame"
 	}
+	if code, msg := c.runRequeueRefs(t, to); code != "" {
+		return 0, code, msg
+	}
 	return to, "", ""
 }
 
@@ -139,6 +142,7 @@ func (c *Core) requeueTask(t *task, to State, w requeueWanted) bool {
 	from := t.state
 	r := c.newRecord(recRequeue)
 	r.id, r.at, r.version, r.state, r.attempt, r.why = t.id, c.now(), c.nextVersion(t), to, attempt, w.reason
+	c.fillRequeue(r)
 	if !c.commit(r) {
 		return false
 	}

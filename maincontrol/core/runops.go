@@ -234,3 +234,33 @@ func (c *Core) runLiveTasks(r *run) []uint64 {
 	slices.Sort(ids)
 	return ids
 }
+
+// runRequeueRefs refuses a plain requeue of a step that would go to
+// pending with a reference that finds no output, as run_resume does.
+func (c *Core) runRequeueRefs(t *task, to State) (wire.Code, string) {
+	r, i, refs := c.runStepOf(t.id)
+	if !refs || to != Pending {
+		return "", ""
+	}
+	args, n, miss := fillArgs(r.steps[i].args, c.lookIn(r))
+	switch {
+	case miss != nil:
+		return wire.CodeIllegalTransition, miss.Error() + ": requeue the step that makes it first"
+	case !c.argsFit(t.typ.name, r.trace, args, int(n), 0, 0):
+		return wire.CodeIllegalTransition, "step " + r.steps[i].id + ": " + errArgsTooLarge
+	}
+	return "", ""
+}
+
+// fillRequeue fills in again the references of a step a requeue sends
+// to pending: its args then come from the outputs its dependencies hold
+// now, as at a release.
+func (c *Core) fillRequeue(rec *record) {
+	r, i, refs := c.runStepOf(rec.id)
+	if !refs || rec.state != Pending {
+		return
+	}
+	if args, n, miss := fillArgs(r.steps[i].args, c.lookIn(r)); miss == nil {
+		rec.filled, rec.args, rec.argKeys = true, args, n
+	}
+}

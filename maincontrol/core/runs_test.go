@@ -366,3 +366,35 @@ func TestRuns_Bounds(t *testing.T) {
 	h.send(cl, "run_submit", append([]string{"req", "r"}, kv...)...)
 	assert.Contains(t, h.expectErr(cl, wire.CodeBadRequest).Value("message"), "run_state")
 }
+
+func TestRuns_PlainRequeueFillsReferencesAgain(t *testing.T) {
+	for _, out := range []string{"7", ""} {
+		h := newHarness(t)
+		cl := h.client()
+		e := h.executor("e1", "t", 1)
+		h.runSubmit(cl, "name", "rq", "steps", "2",
+			"step.0.id", "a", "step.0.type", "t", "step.0.max_attempts", "1",
+			"step.1.id", "b", "step.1.type", "t", "step.1.depends_on", "a", "step.1.arg.in", "${steps.a.out.v}")
+		h.runTask(e, "failed")
+		require.Equal(t, Cancelled, h.state(2), "b never left waiting: its args are the template")
+		h.send(cl, "requeue", "req", "q", "task_id", "1")
+		h.expect(cl, "requeued")
+		if out == "" {
+			h.runTask(e, "succeeded")
+		} else {
+			h.runTask(e, "succeeded", "out.v", out)
+		}
+		// b was cancelled, not waiting: a plain requeue sends it to pending,
+		// its references filled in again; without the output, it is refused.
+		h.send(cl, "requeue", "req", "q", "task_id", "2")
+		if out == "" {
+			assert.Contains(t, h.expectErr(cl, wire.CodeIllegalTransition).Value("message"), "missing output: step a has no out.v")
+			continue
+		}
+		h.expect(cl, "requeued")
+		_, m := h.runTask(e, "succeeded")
+		assert.Equal(t, out, m.Value("arg.in"))
+		assert.Equal(t, "succeeded", h.runState(cl, 1).Value("state"))
+		h.checkReplay()
+	}
+}
