@@ -244,10 +244,6 @@ func (c *Core) skippedBy(r *run, errText string) bool {
 	return r.steps[id-r.first].skipped
 }
 
-// errSkipped is the error of a when=failed task whose dependencies all
-// succeeded (protocol section 8.10).
-const errSkipped = "skipped"
-
 func parseUintText(s string) (uint64, bool) {
 	v, err := strconv.ParseUint(s, 10, 64)
 	return v, err == nil

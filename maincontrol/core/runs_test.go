@@ -398,3 +398,39 @@ func TestRuns_PlainRequeueFillsReferencesAgain(t *testing.T) {
 		h.checkReplay()
 	}
 }
+
+func TestRuns_OptionalAndOnFailureSteps(t *testing.T) {
+	h := newHarness(t)
+	cl := h.client()
+	e := h.executor("e1", "t", 1)
+	// lint is optional and fails; notify runs only when build fails, so
+	// it is skipped; the run succeeds.
+	h.runSubmit(cl, "name", "ci", "steps", "4",
+		"step.0.id", "lint", "step.0.type", "t", "step.0.optional", "true", "step.0.max_attempts", "1",
+		"step.1.id", "build", "step.1.type", "t", "step.1.depends_on", "lint",
+		"step.2.id", "notify", "step.2.type", "t", "step.2.depends_on", "build", "step.2.when", "failed",
+		"step.3.id", "after", "step.3.type", "t", "step.3.depends_on", "notify")
+	h.runTask(e, "failed")
+	id, _ := h.runTask(e, "succeeded")
+	assert.Equal(t, uint64(2), id, "build runs though lint failed")
+	h.none(e)
+	rs := h.runState(cl, 1)
+	assert.Equal(t, "succeeded", rs.Value("state"), "%s", rs)
+	assert.Equal(t, "true", rs.Value("step.0.optional"))
+	assert.Equal(t, "failed", rs.Value("step.0.state"))
+	assert.Equal(t, "skipped", rs.Value("step.2.error"))
+	assert.Equal(t, "failed", rs.Value("step.2.when"))
+	assert.Equal(t, "cancelled", rs.Value("step.3.state"), "below a skipped step: skipped too")
+	h.checkReplay()
+
+	// When build fails, notify runs, and the run fails.
+	h.runSubmit(cl, "name", "ci", "steps", "2",
+		"step.0.id", "build", "step.0.type", "t", "step.0.max_attempts", "1",
+		"step.1.id", "notify", "step.1.type", "t", "step.1.depends_on", "build", "step.1.when", "failed",
+		"step.1.arg.err", "x")
+	h.runTask(e, "failed")
+	_, m := h.runTask(e, "succeeded")
+	assert.Equal(t, "x", m.Value("arg.err"))
+	assert.Equal(t, "failed", h.runState(cl, 2).Value("state"))
+	h.checkReplay()
+}

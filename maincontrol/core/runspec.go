@@ -183,9 +183,14 @@ func (c *Core) parseStep(spec *RunSpec, raw []rawStep, i int, ids map[string]int
 		return &wire.ValueError{Key: pre + "id", Reason: "step id " + strconv.Quote(r.id) + " used twice"}
 	}
 	st := &spec.steps[i]
+	// A step's depends_on names steps, not tasks: submit's own rule that
+	// when needs depends_on is checked below, against the steps.
+	when := r.f.fields[fieldWhen]
+	r.f.fields[fieldWhen] = ""
 	if err := c.parseSubmit(&r.f, &st.sub); err != nil {
 		return prefixed(pre, err)
 	}
+	st.sub.fields[fieldWhen] = when
 	c.policyDefaults(&r.f, &st.sub)
 	s := &st.step
 	s.id = strings.Clone(r.id)
