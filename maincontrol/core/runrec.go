@@ -329,3 +329,50 @@ func runBytesOf(r *run) int64 {
 func errRunCorrupt(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, a...)...)
 }
+
+// describeRun adds a run record's fields for the inspector, and returns
+// the tasks it concerns.
+func describeRun(r *record, add func(k string, v any)) []uint64 {
+	x := r.run
+	var ids []uint64
+	switch r.kind {
+	case recRun:
+		add("run_id", x.id)
+		add("name", x.name)
+		if x.key != "" {
+			add("key", x.key)
+		}
+		for i := range x.steps {
+			ids = append(ids, x.first+uint64(i))
+			add("step."+x.steps[i].s.id, x.first+uint64(i))
+		}
+	case recRunComp:
+		add("run_id", x.id)
+		add("step", x.step)
+		if x.task != 0 {
+			ids = append(ids, x.task)
+			add("task_id", x.task)
+			add("task_type", x.typ)
+		} else {
+			add("error", x.compErr)
+		}
+	case recRunResume:
+		add("run_id", x.id)
+		for _, q := range x.requeues {
+			ids = append(ids, q.id)
+		}
+		add("requeued", ids)
+		add("reason", r.why)
+	case recRunCancel:
+		add("run_id", x.id)
+	case recRunDrop:
+		add("run_ids", r.ids)
+	case snapRunMeta:
+		add("next_run_id", r.nextID)
+	case snapRun:
+		add("run_id", x.snap.id)
+		add("name", x.snap.name)
+		add("state", x.snap.state)
+	}
+	return ids
+}

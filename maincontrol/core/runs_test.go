@@ -434,3 +434,48 @@ func TestRuns_OptionalAndOnFailureSteps(t *testing.T) {
 	assert.Equal(t, "failed", h.runState(cl, 2).Value("state"))
 	h.checkReplay()
 }
+
+func TestRuns_RecordsRoundTrip(t *testing.T) {
+	step := runStep{id: "s", typ: "t", args: []kv{{"arg.x", "${steps.a.out.p}"}}, deps: []uint16{0}, priority: 3,
+		maxAtt: 2, timeout: 9, label: "l", optional: true, whenFail: true, comp: true, compType: "u",
+		compArgs: []kv{{"arg.y", "1"}}, refs: true, st: Failed, compTask: 7, compSt: Succeeded, compErr: "e"}
+	var f fieldVals
+	f[fieldLabel] = "l"
+	for _, r := range []record{
+		{kind: recRun, at: 5, run: &runRec{id: 2, name: "n", key: "k", trace: "tr", first: 10,
+			steps: []runRecStep{{s: runStep{id: "a", typ: "t"}, state: Pending, args: "arg.x=1", argKeys: 1, fields: f},
+				{s: step, state: Waiting, due: 8}}}},
+		{kind: recRunComp, at: 5, run: &runRec{id: 2, step: 1, task: 12, typ: "u"}, args: "arg.y=1", argKeys: 1},
+		{kind: recRunComp, at: 5, run: &runRec{id: 2, step: 1, compErr: "missing output: step a has no out.p"}},
+		{kind: recRunResume, at: 5, why: "r", run: &runRec{id: 2, requeues: []runRequeue{
+			{id: 10, version: 3, state: Pending, hasArgs: true, args: "arg.x=2", argKeys: 1}, {id: 11, version: 4, state: Waiting}}}},
+		{kind: recRunCancel, at: 5, run: &runRec{id: 2}},
+		{kind: recRunDrop, at: 5, ids: []uint64{2, 3}, run: &runRec{}},
+		{kind: snapRunMeta, nextID: 4, run: &runRec{}},
+		{kind: snapRun, run: &runRec{snap: &run{id: 2, name: "n", key: "k", createdMs: 1, updatedMs: 2, first: 10,
+			state: runCompensating, compensating: true, resumes: 1, steps: []runStep{step}}}},
+		{kind: recReady, id: 3, at: 4, filled: true, args: "arg.x=1", argKeys: 1},
+		{kind: recRequeue, id: 3, at: 4, version: 5, state: Pending, why: "w", filled: true, args: "arg.x=1", argKeys: 1},
+	} {
+		t.Run(r.kind.String(), func(t *testing.T) {
+			b := appendRecord(nil, &r)
+			var got record
+			require.NoError(t, decodeRecord(b, &got))
+			assert.Equal(t, b, appendRecord(nil, &got), "encodes back to the same bytes")
+			noFlag := -1 // a ready or requeue record without its flag, as before runs
+			if r.filled {
+				unf := r
+				unf.filled = false
+				noFlag = len(appendRecord(nil, &unf)) - 1
+			}
+			for n := 1; n < len(b); n++ {
+				if n == noFlag {
+					continue
+				}
+				assert.ErrorIs(t, decodeRecord(b[:n], &got), ErrCorrupt, "prefix of %d bytes", n)
+			}
+			_, err := DescribeRecord(b)
+			require.NoError(t, err)
+		})
+	}
+}

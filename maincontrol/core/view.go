@@ -122,6 +122,11 @@ func DescribeRecord(payload []byte) (Record, error) {
 		ms("retry_at", r.due)
 	case recReady:
 		ms("at", r.at)
+		if r.filled {
+			add("args", strings.ReplaceAll(r.args, "\n", " "))
+		}
+	case recRun, recRunComp, recRunResume, recRunCancel, recRunDrop, snapRunMeta, snapRun:
+		d.TaskIDs = describeRun(&r, add)
 	case recEnd:
 		add("state", r.state)
 		ms("at", r.at)
