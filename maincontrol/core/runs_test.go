@@ -357,6 +357,10 @@ func TestRuns_Bounds(t *testing.T) {
 	h.send(cl, "run_submit", append([]string{"req", "r"}, chain...)...)
 	h.expectErr(cl, wire.CodeQueueFull)
 	assert.Equal(t, uint64(1), h.c.nextID)
+	h = newHarness(t, func(c *Config) { c.MaxPendingPerConn = 2 })
+	cl = h.client()
+	h.send(cl, "run_submit", append([]string{"req", "r"}, chain...)...)
+	assert.Contains(t, h.expectErr(cl, wire.CodeQueueFull).Value("message"), "this connection")
 	h = newHarness(t, func(c *Config) { c.MaxFrame = 1024 })
 	cl = h.client()
 	kv := []string{"name", "n", "steps", "8"}
