@@ -119,15 +119,15 @@ func (r *rawStep) add(field, v string) {
 	case "id":
 		r.id, r.hasID = v, true
 	case "type":
-		r.f.typ, r.f.hasType = v, true
+		r.setV1(v1Type, v)
 	case "priority":
-		r.f.priority, r.f.hasPriority = v, true
+		r.setV1(v1Priority, v)
 	case "max_attempts":
-		r.f.maxAttempts, r.f.hasMaxAttempts = v, true
+		r.setV1(v1MaxAttempts, v)
 	case "timeout_ms":
-		r.f.timeout, r.f.hasTimeout = v, true
+		r.setV1(v1Timeout, v)
 	case "delay_ms":
-		r.f.delay, r.f.hasDelay = v, true
+		r.setV1(v1Delay, v)
 	case "depends_on":
 		r.deps = v
 	case "optional":
@@ -150,6 +150,9 @@ func (r *rawStep) add(field, v string) {
 		}
 	}
 }
+
+// setV1 files the value of a submit key a step takes as its own.
+func (r *rawStep) setV1(i int, v string) { r.f.v1[i], r.f.given = v, r.f.given|1<<i }
 
 // validStepID reports whether s is a step id: 1 to 64 bytes of
 // A-Z a-z 0-9 _ -.
