@@ -151,7 +151,7 @@ func (c *Client) route(req string, m *wire.Message) {
 	c.mu.Lock()
 	cl := c.pending[req]
 	if cl != nil {
-		if cl.wait && m.Kind() == wire.KindSubmitted {
+		if cl.wait && (m.Kind() == wire.KindSubmitted || m.Kind() == wire.KindRunSubmitted) {
 			// The task exists: a loss from now on resumes the wait by
 			// its id, never by a second submit.
 			cl.resend, cl.unknown = nil, false

@@ -72,7 +72,10 @@ type Step struct {
 // Plan is a checked pipeline with its steps in submission order. Every
 // step comes after the steps it depends on. Otherwise file order holds.
 type Plan struct {
-	Name    string
+	Name string
+	// Key is the file's key, filled in: the run's key with runs, else
+	// the prefix of each step's key.
+	Key     string
 	Steps   []Step
 	Longest []string // the longest chain of dependencies, first to last
 }
@@ -202,7 +205,7 @@ func plan(f *file, vars map[string]string, lines []int) (*Plan, error) {
 		return nil, err
 	}
 	order := topoOrder(steps, index)
-	p := &Plan{Name: name, Steps: order}
+	p := &Plan{Name: name, Key: key, Steps: order}
 	p.Longest = longestChain(order)
 	return p, nil
 }

@@ -18,6 +18,10 @@ import (
 // `apollo11 pipeline status` reads it back as JSON.
 type Run struct {
 	Name string `json:"name"`
+	// RunID is the main control's run, when the plan went as one (8.10);
+	// 0 when its steps were submitted one by one.
+	RunID uint64 `json:"run_id,omitempty"`
+	Key   string `json:"key,omitempty"`
 	// TraceID is the trace_id every step of this run was submitted with.
 	// It is new at each run. Tools that group tasks by trace see the run
 	// as one, as the dashboard's runs page does. A step whose key returned

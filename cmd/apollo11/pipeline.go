@@ -10,15 +10,18 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/pipeline"
+	"github.com/apollo11/apollo11/wire"
 )
 
 func runPipeline(args []string, stdout, stderr io.Writer) error {
-	const usage = "Usage: apollo11 pipeline run FILE [--var k=v ...] [--dry-run] [--wait]\n" +
-		"       apollo11 pipeline status [--run-file F]\n" +
-		"Run apollo11 pipeline run --help (or status --help) for the flags."
+	const usage = "Usage: apollo11 pipeline run FILE [--var k=v ...] [--dry-run] [--wait] [--resume]\n" +
+		"       apollo11 pipeline status [RUN | --run-file F]\n" +
+		"       apollo11 pipeline resume RUN [--from STEP] [--wait]\n" +
+		"RUN is a run id or a run's key. Run apollo11 pipeline run --help (or status, resume --help) for the flags."
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return exitError{Code: 2}
@@ -31,8 +34,10 @@ func runPipeline(args []string, stdout, stderr io.Writer) error {
 		return runPipelineRun(args[1:], stdout, stderr)
 	case "status":
 		return runPipelineStatus(args[1:], stdout, stderr)
+	case "resume":
+		return runPipelineResume(args[1:], stdout, stderr)
 	}
-	return usageError(fmt.Errorf("unknown pipeline command %q (run, status)", args[0]))
+	return usageError(fmt.Errorf("unknown pipeline command %q (run, status, resume)", args[0]))
 }
 
 // defaultRunFile is where `pipeline run` records a run for `status`.
@@ -47,6 +52,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	dryRun := fs.Bool("dry-run", false, "check the file and print the plan; submit nothing")
 	wait := fs.Bool("wait", false, "follow every step to its end; exit 0 if all succeeded, 1 otherwise, 4 if the wait ended first (the steps go on)")
 	runFile := fs.String("run-file", "", "where to record the run for `pipeline status` (default <name>.run.json)")
+	resume := fs.Bool("resume", false, "if the file's key names a run that ended failed or cancelled, resume it instead (needs the admin token when the main control has one)")
 	if err := parseFlagsOperands(fs, args); err != nil {
 		return err
 	}
@@ -80,6 +86,9 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "dry run: nothing submitted")
 		return checkDryRunArgs(&cf, plan, stderr)
 	}
+	if *resume && plan.Key == "" {
+		return usageError(fmt.Errorf("%s: --resume needs the file's key: a run without one cannot be found again", path))
+	}
 	cl, err := cf.dial()
 	if err != nil {
 		return err
@@ -87,12 +96,21 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	defer cl.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	// Each submit gets --request-timeout, as every client request does:
-	// with none, a main control that never replied held the run for good.
-	run, pw, err := pipeline.SubmitEach(cl, plan, *wait, func() (context.Context, context.CancelFunc) { return cf.ctxFrom(ctx) })
 	if *runFile == "" {
 		*runFile = defaultRunFile(plan.Name)
 	}
+	if cl.HasFeature(wire.FeatureRuns) {
+		fits := plan.RunFits()
+		if fits == nil || len(plan.RunOnly()) > 0 || *resume {
+			return submitAsRun(ctx, cl, &cf, plan, runOptions{wait: *wait, resume: *resume, runFile: *runFile}, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "note: %v; submitting its steps one by one\n", fits)
+	} else if *resume {
+		return fmt.Errorf("--resume: %w", needRuns(cl, &cf))
+	}
+	// Each submit gets --request-timeout, as every client request does:
+	// with none, a main control that never replied held the run for good.
+	run, pw, err := pipeline.SubmitEach(cl, plan, *wait, func() (context.Context, context.CancelFunc) { return cf.ctxFrom(ctx) })
 	if len(run.Steps) > 0 {
 		// Recorded before the wait, so that `pipeline status` can follow
 		// the run meanwhile, or after this process is gone.
@@ -224,11 +242,19 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 	var runFile string
 	var run pipeline.Run
 	extra := func(fs *flag.FlagSet) {
-		fs.StringVar(&runFile, "run-file", "", "the run recorded by `pipeline run` (default: the only *.run.json here)")
+		fs.StringVar(&runFile, "run-file", "", "the run recorded by `pipeline run` (default, without RUN: the only *.run.json here)")
 	}
 	// The run file is found and read before anything is dialled: with no
 	// main control up, "cannot reach" hid that there was no run to show.
-	check := func(*flag.FlagSet) (err error) {
+	check := func(fs *flag.FlagSet) (err error) {
+		switch {
+		case fs.NArg() > 1:
+			return fmt.Errorf("want at most one RUN, got %d", fs.NArg())
+		case fs.NArg() == 1 && runFile != "":
+			return fmt.Errorf("give RUN or --run-file, not both")
+		case fs.NArg() == 1:
+			return nil // the main control keeps the run
+		}
 		runFile, err = findRunFile(runFile)
 		if err != nil {
 			return err
@@ -238,8 +264,14 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return clientCommand("pipeline status", "pipeline status [--run-file F]", false, args, stdout, extra, check,
-		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+	return clientCommand("pipeline status", "pipeline status [RUN | --run-file F]", true, args, stdout, extra, check,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			if fs.NArg() == 1 {
+				return showRun(cl, cf, fs.Arg(0), stdout)
+			}
+			if run.RunID != 0 {
+				return showRun(cl, cf, strconv.FormatUint(run.RunID, 10), stdout)
+			}
 			ctx, cancel := cf.ctx()
 			defer cancel()
 			states, err := pipeline.Status(ctx, cl, &run)

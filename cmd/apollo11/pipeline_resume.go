@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/apollo11/apollo11/client"
+)
+
+// runPipelineResume is `pipeline resume RUN [--from STEP]`: it finishes a
+// failed or cancelled run. Succeeded steps are kept; the others, and with
+// --from that step and all that depend on it, run again.
+func runPipelineResume(args []string, stdout, stderr io.Writer) error {
+	var from, reason string
+	var wait bool
+	extra := func(fs *flag.FlagSet) {
+		fs.StringVar(&from, "from", "", "re-run this step and every step that depends on it, even those that succeeded")
+		fs.StringVar(&reason, "reason", "", "the requeue reason of the steps that run again (default: run resume)")
+		fs.BoolVar(&wait, "wait", false, "follow the run to its end; exit 0 if it succeeded, 1 otherwise, 4 if the wait ended first")
+	}
+	check := func(fs *flag.FlagSet) error {
+		if fs.NArg() != 1 {
+			return fmt.Errorf("want one RUN (a run id or key), got %d", fs.NArg())
+		}
+		return nil
+	}
+	return clientCommand("pipeline resume", "pipeline resume RUN [--from STEP] [flags]", true, args, stdout, extra, check,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			if err := needRuns(cl, cf); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			id, err := resolveRun(ctx, cl, cf, fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			rctx, cancel := cf.ctxFrom(ctx)
+			r, err := cl.RunResume(rctx, id, client.RunResumeOptions{From: from, Reason: reason})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("resume run %d: %w", id, err)
+			}
+			report := runRunReport{RunID: id, Resumed: &r}
+			if !wait {
+				if cf.asJSON {
+					return printJSON(stdout, report)
+				}
+				fmt.Fprintf(stdout, "run %d resumed: %s; requeued %s\n", id, r.State, orNone(r.Requeued))
+				return nil
+			}
+			if !cf.asJSON {
+				fmt.Fprintf(stderr, "run %d resumed: requeued %s; waiting for it to end\n", id, orNone(r.Requeued))
+			}
+			return waitRunEnd(ctx, cl, cf, id, nil, &report, stdout)
+		})
+}
+
+// showRun is `pipeline status RUN`: the run as the main control keeps it.
+func showRun(cl *client.Client, cf *clientFlags, arg string, stdout io.Writer) error {
+	if err := needRuns(cl, cf); err != nil {
+		return err
+	}
+	ctx, cancel := cf.ctx()
+	defer cancel()
+	rs, err := cl.RunQuery(ctx, client.ParseRunRef(arg))
+	if err != nil {
+		return err
+	}
+	if cf.asJSON {
+		return printJSON(stdout, rs)
+	}
+	printRunState(stdout, rs)
+	return nil
+}

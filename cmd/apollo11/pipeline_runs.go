@@ -1,0 +1,245 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/pipeline"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// runOptions are the flags of `pipeline run` that the run path reads.
+type runOptions struct {
+	wait, resume bool
+	runFile      string
+}
+
+// runReport is what `pipeline run --json` and `pipeline resume --json`
+// print for a run the main control keeps (protocol section 8.10).
+type runRunReport struct {
+	Name      string                `json:"name"`
+	RunID     uint64                `json:"run_id"`
+	Key       string                `json:"key,omitempty"`
+	Duplicate bool                  `json:"duplicate,omitempty"`
+	Resumed   *client.RunResumed    `json:"resumed,omitempty"`
+	RunFile   string                `json:"run_file,omitempty"`
+	State     string                `json:"state,omitempty"`
+	Steps     []client.RunStepState `json:"steps"`
+}
+
+// submitAsRun submits the plan as one run_submit: the main control then
+// fills in output references, skips, compensates and can resume it.
+func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *pipeline.Plan, o runOptions, stdout, stderr io.Writer) error {
+	trace := pipeline.NewTraceID()
+	req, err := plan.RunRequest(trace)
+	if err != nil {
+		return err
+	}
+	record := func(sub client.RunSubmitted) {
+		// Recorded before any wait, so `pipeline status` finds the run
+		// meanwhile, or after this process is gone.
+		if werr := writeRunFile(o.runFile, pipeline.RunOf(plan, sub, trace)); werr != nil {
+			fmt.Fprintf(stderr, "warning: %v\n", werr)
+		}
+		if o.wait && !cf.asJSON {
+			fmt.Fprintf(stderr, "pipeline %s submitted as run %d: %d steps; waiting for it to end\n", plan.Name, sub.ID, len(plan.Steps))
+		}
+	}
+	var sub client.RunSubmitted
+	var done *client.RunDone
+	if o.wait && !o.resume {
+		sub, done, err = submitRunWait(ctx, cl, cf, req, record)
+	} else {
+		rctx, cancel := cf.ctxFrom(ctx)
+		sub, err = cl.RunSubmit(rctx, req)
+		cancel()
+		if err == nil {
+			record(sub)
+		}
+	}
+	if err != nil {
+		return cf.timedOut(fmt.Errorf("pipeline %s: %w", plan.Name, err))
+	}
+	report := runRunReport{Name: plan.Name, RunID: sub.ID, Key: plan.Key, Duplicate: sub.Duplicate, RunFile: o.runFile}
+	if sub.Duplicate && o.resume {
+		if report.Resumed, err = resumeIfEnded(ctx, cl, cf, sub.ID, stderr); err != nil {
+			return err
+		}
+	} else if sub.Duplicate && !cf.asJSON {
+		fmt.Fprintf(stderr, "key %s names run %d, submitted before: nothing new was made (--resume finishes it if it failed)\n", plan.Key, sub.ID)
+	}
+	if !o.wait {
+		for i, s := range plan.Steps {
+			report.Steps = append(report.Steps, client.RunStepState{ID: s.ID, TaskID: sub.TaskIDs[min(i, len(sub.TaskIDs)-1)]})
+		}
+		if cf.asJSON {
+			return printJSON(stdout, report)
+		}
+		for _, s := range report.Steps {
+			fmt.Fprintf(stdout, "%-20s task %d\n", s.ID, s.TaskID)
+		}
+		fmt.Fprintf(stdout, "pipeline %s submitted as run %d: %d steps (follow with: apollo11 pipeline status %d)\n",
+			plan.Name, sub.ID, len(plan.Steps), sub.ID)
+		return nil
+	}
+	return waitRunEnd(ctx, cl, cf, sub.ID, done, &report, stdout)
+}
+
+// submitRunWait submits with wait=true. The run_submitted reply must come
+// within --request-timeout, as every request's; the run's end may take
+// as long as it takes.
+func submitRunWait(ctx context.Context, cl *client.Client, cf *clientFlags, req client.RunRequest,
+	record func(client.RunSubmitted)) (client.RunSubmitted, *client.RunDone, error) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	slow := fmt.Errorf("no reply within --request-timeout %v", cf.timeout)
+	timer := time.AfterFunc(cf.timeout, func() { cancel(slow) })
+	defer timer.Stop()
+	submitted := false
+	sub, done, err := cl.RunSubmitWait(wctx, req, func(s client.RunSubmitted) {
+		timer.Stop()
+		submitted = true
+		record(s)
+	})
+	if err != nil {
+		if !submitted && errors.Is(context.Cause(wctx), slow) {
+			err = fmt.Errorf("%w (%w)", err, slow)
+		}
+		if submitted {
+			return sub, nil, exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the run goes on (follow with: apollo11 pipeline status %d)", err, sub.ID)}
+		}
+		return sub, nil, err
+	}
+	return sub, &done, nil
+}
+
+// resumeIfEnded resumes the run when it ended failed or cancelled. A run
+// still going, or one that succeeded, is left as it is.
+func resumeIfEnded(ctx context.Context, cl *client.Client, cf *clientFlags, id uint64, stderr io.Writer) (*client.RunResumed, error) {
+	rctx, cancel := cf.ctxFrom(ctx)
+	defer cancel()
+	rs, err := cl.RunQuery(rctx, client.RunRef{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("run %d: %w", id, err)
+	}
+	if rs.State != client.RunFailed && rs.State != client.RunCancelled {
+		if !cf.asJSON {
+			fmt.Fprintf(stderr, "run %d is %s: nothing to resume\n", id, rs.State)
+		}
+		return nil, nil
+	}
+	r, err := cl.RunResume(rctx, id, client.RunResumeOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("resume run %d: %w", id, err)
+	}
+	if !cf.asJSON {
+		fmt.Fprintf(stderr, "run %d resumed: requeued %s\n", id, orNone(r.Requeued))
+	}
+	return &r, nil
+}
+
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "nothing"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// waitRunEnd waits for the run's end (done, when run_done already told
+// it), prints its steps and exits 0 if it succeeded, 1 if it ended
+// otherwise, 4 if the wait ended first.
+func waitRunEnd(ctx context.Context, cl *client.Client, cf *clientFlags, id uint64, done *client.RunDone,
+	report *runRunReport, stdout io.Writer) error {
+	var rs client.RunState
+	var err error
+	if done != nil {
+		rctx, cancel := cf.ctxFrom(ctx)
+		rs, err = cl.RunQuery(rctx, client.RunRef{ID: id})
+		cancel()
+	} else {
+		rs, err = cl.WaitRun(ctx, client.RunRef{ID: id})
+	}
+	if err != nil {
+		return exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the run goes on (follow with: apollo11 pipeline status %d)", cf.timedOut(err), id)}
+	}
+	report.State, report.Steps = rs.State, rs.Steps
+	if cf.asJSON {
+		if err := printJSON(stdout, report); err != nil {
+			return err
+		}
+	} else {
+		printRunState(stdout, rs)
+	}
+	if rs.State != client.RunSucceeded {
+		return exitError{Code: exitFailed}
+	}
+	return nil
+}
+
+// printRunState prints a run and its steps, one line each, with the
+// compensation of each step that has one.
+func printRunState(w io.Writer, rs client.RunState) {
+	head := fmt.Sprintf("run %d %s", rs.ID, shown(rs.Name))
+	if rs.Key != "" {
+		head += " (key " + shown(rs.Key) + ")"
+	}
+	head += ": " + rs.State
+	if rs.Resumes > 0 {
+		head += fmt.Sprintf(", resumed %d times", rs.Resumes)
+	}
+	fmt.Fprintln(w, head)
+	for _, s := range rs.Steps {
+		line := fmt.Sprintf("%-20s task %-8d %s", s.ID, s.TaskID, cmp.Or(s.State, "forgotten"))
+		if s.Optional {
+			line += "  optional"
+		}
+		if s.When != "" {
+			line += "  when=" + s.When
+		}
+		if s.Error != "" {
+			line += "  (" + shown(s.Error) + ")"
+		}
+		fmt.Fprintln(w, line)
+		if s.CompTaskID != 0 {
+			line = fmt.Sprintf("  compensation     task %-8d %s", s.CompTaskID, cmp.Or(s.CompState, "forgotten"))
+			if s.CompError != "" {
+				line += "  (" + shown(s.CompError) + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	switch rs.State {
+	case client.RunFailed, client.RunCancelled:
+		fmt.Fprintf(w, "resume with: apollo11 pipeline resume %d\n", rs.ID)
+	}
+}
+
+// needRuns refuses a run command on a main control without runs.
+func needRuns(cl *client.Client, cf *clientFlags) error {
+	if cl.HasFeature(wire.FeatureRuns) {
+		return nil
+	}
+	return fmt.Errorf("the main control at %s does not keep runs (no runs in its welcome's features): "+
+		"use pipeline status --run-file for a pipeline submitted step by step", cf.addr)
+}
+
+// resolveRun turns RUN (a run id, or a key) into a run id.
+func resolveRun(ctx context.Context, cl *client.Client, cf *clientFlags, arg string) (uint64, error) {
+	ref := client.ParseRunRef(arg)
+	if ref.ID != 0 {
+		return ref.ID, nil
+	}
+	rctx, cancel := cf.ctxFrom(ctx)
+	defer cancel()
+	rs, err := cl.RunQuery(rctx, ref)
+	if err != nil {
+		return 0, err
+	}
+	return rs.ID, nil
+}
