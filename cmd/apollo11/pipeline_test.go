@@ -116,3 +116,12 @@ steps:
 	assert.Contains(t, errOut.String(), `step 2 (line 4) "b": args.p: ${steps.a.out.p} reads step "a", which "b" does not depend on`)
 	assert.Empty(t, out.String(), "nothing planned")
 }
+
+// The workflow example of README.md and docs/pipelines.md stays valid.
+func TestPipelineRun_WorkflowExample(t *testing.T) {
+	var out, errOut bytes.Buffer
+	rc := run([]string{"pipeline", "run", "../../docs/examples/workflow.yaml", "--dry-run", "--var", "batch=b1", "--var", "check=fail"}, &out, &errOut)
+	require.Equal(t, 0, rc, errOut.String())
+	assert.Contains(t, out.String(), "check  type=fail  after=fetch")
+	assert.Contains(t, out.String(), "alert  type=echo  after=check  max_attempts=1  key=workflow-b1/alert  when=failed")
+}
