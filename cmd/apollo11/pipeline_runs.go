@@ -20,7 +20,7 @@ type runOptions struct {
 	runFile      string
 }
 
-// runReport is what `pipeline run --json` and `pipeline resume --json`
+// runRunReport is what `pipeline run --json` and `pipeline resume --json`
 // print for a run the main control keeps (protocol section 8.10).
 type runRunReport struct {
 	Name      string                `json:"name"`
@@ -75,8 +75,8 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 		fmt.Fprintf(stderr, "key %s names run %d, submitted before: nothing new was made (--resume finishes it if it failed)\n", plan.Key, sub.ID)
 	}
 	if !o.wait {
-		for i, s := range plan.Steps {
-			report.Steps = append(report.Steps, client.RunStepState{ID: s.ID, TaskID: sub.TaskIDs[min(i, len(sub.TaskIDs)-1)]})
+		if report.Steps, err = submittedSteps(ctx, cl, cf, plan, sub); err != nil {
+			return err
 		}
 		if cf.asJSON {
 			return printJSON(stdout, report)
@@ -85,10 +85,30 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 			fmt.Fprintf(stdout, "%-20s task %d\n", s.ID, s.TaskID)
 		}
 		fmt.Fprintf(stdout, "pipeline %s submitted as run %d: %d steps (follow with: apollo11 pipeline status %d)\n",
-			plan.Name, sub.ID, len(plan.Steps), sub.ID)
+			plan.Name, sub.ID, len(report.Steps), sub.ID)
 		return nil
 	}
 	return waitRunEnd(ctx, cl, cf, sub.ID, done, &report, stdout)
+}
+
+// submittedSteps returns the run's steps with their task ids. A key may
+// name a run made from another version of the file: its steps are the
+// main control's, not the plan's.
+func submittedSteps(ctx context.Context, cl *client.Client, cf *clientFlags, plan *pipeline.Plan, sub client.RunSubmitted) ([]client.RunStepState, error) {
+	if !sub.Duplicate && len(sub.TaskIDs) == len(plan.Steps) {
+		steps := make([]client.RunStepState, len(plan.Steps))
+		for i, s := range plan.Steps {
+			steps[i] = client.RunStepState{ID: s.ID, TaskID: sub.TaskIDs[i]}
+		}
+		return steps, nil
+	}
+	rctx, cancel := cf.ctxFrom(ctx)
+	defer cancel()
+	rs, err := cl.RunQuery(rctx, client.RunRef{ID: sub.ID})
+	if err != nil {
+		return nil, cf.timedOut(fmt.Errorf("run %d: %w", sub.ID, err))
+	}
+	return rs.Steps, nil
 }
 
 // submitRunWait submits with wait=true. The run_submitted reply must come
