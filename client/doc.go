@@ -22,10 +22,11 @@
 // an exponential backoff and jitter (see Reconnect, in Options; Off turns
 // it off). Meanwhile:
 //   - requests that are safe to send twice (Query, List, Stats, StateGet,
-//     Debug, and a Submit with a Key, whose key returns the same task) are
-//     sent again on the new connection, and their callers see only the
-//     delay;
-//   - a Submit without a Key, and a Cancel, fail with an error matching
+//     Debug, RunQuery, RunList, and a Submit or RunSubmit with a Key,
+//     whose key returns the same task or run) are sent again on the new
+//     connection, and their callers see only the delay;
+//   - a Submit or RunSubmit without a Key, a Cancel, RunCancel and
+//     RunResume fail with an error matching
 //     ErrOutcomeUnknown (and ErrConnectionLost, ErrNoReply): the main
 //     control may have acted on them;
 //   - a Watch's Wait (SubmitWait, SubmitWatch) goes on by the task's id:
