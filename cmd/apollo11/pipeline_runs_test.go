@@ -129,7 +129,7 @@ func TestPipelineRun_WaitAsRun(t *testing.T) {
 func TestPipelineStatusResume_NeedRuns(t *testing.T) {
 	srv := fakemain.Start(t) // a welcome without features
 	go func() {
-		for range 2 {
+		for range 4 {
 			c := srv.Accept(t)
 			m := next(t, c, "hello")
 			c.Send("hello_ok", "req", m.Value("req"))
@@ -140,6 +140,21 @@ func TestPipelineStatusResume_NeedRuns(t *testing.T) {
 		rc := run(append(args, "--addr", srv.Addr()), &out, &errOut)
 		assert.Equal(t, 1, rc, "%v", args)
 		assert.Contains(t, errOut.String(), "does not keep runs (no runs in its welcome's features)", "%v", args)
+	}
+	dir := t.TempDir()
+	opt := filepath.Join(dir, "opt.yaml")
+	require.NoError(t, os.WriteFile(opt, []byte("name: p\nkey: k\nsteps: [{id: a, type: echo}, {id: b, type: echo, depends_on: [a], optional: true}]\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pipeline", "run", opt}, "pipeline p uses optional steps: only a main control with the runs feature can run it"},
+		{[]string{"pipeline", "run", opt, "--resume"}, "--resume: the main control at " + srv.Addr() + " does not keep runs"},
+	} {
+		var out, errOut bytes.Buffer
+		rc := run(append(tc.args, "--addr", srv.Addr(), "--run-file", filepath.Join(dir, "p.run.json")), &out, &errOut)
+		assert.Equal(t, 1, rc, "%v", tc.args)
+		assert.Contains(t, errOut.String(), tc.want, "%v", tc.args)
 	}
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 2, run([]string{"pipeline", "resume", "--addr", srv.Addr()}, &out, &errOut))
