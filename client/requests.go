@@ -43,6 +43,13 @@ func (c *Client) Query(ctx context.Context, id uint64) (TaskState, error) {
 		return TaskState{}, fmt.Errorf("query: bad task_state: %w", err)
 	}
 	ts.RequeueReason = m.Value("requeue_reason")
+	ts.Step = m.Value("step")
+	if ts.RunID, err = m.UintOr("run_id", 0); err == nil {
+		ts.RollbackOf, err = m.UintOr("rollback_of", 0)
+	}
+	if err != nil {
+		return TaskState{}, fmt.Errorf("query: bad task_state: %w", err)
+	}
 	if ts.Optional, err = m.BoolOr("optional", false); err != nil {
 		return TaskState{}, fmt.Errorf("query: bad task_state: %w", err)
 	}

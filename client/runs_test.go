@@ -172,3 +172,21 @@ func TestParseRunRef(t *testing.T) {
 	assert.Equal(t, client.RunRef{Key: "007"}, client.ParseRunRef("007"), "a leading zero is no id")
 	assert.Equal(t, client.RunRef{Key: "0"}, client.ParseRunRef("0"))
 }
+
+// task_state of a run's task names its run and step, and a
+// compensation the step task it undoes.
+func TestClient_QueryRunTask(t *testing.T) {
+	f := mustStartFakeServer(t)
+	c, sc := mustDial(t, f, client.Options{})
+	go func() {
+		m := sc.expect("query")
+		sc.send("task_state", "req", m.Value("req"), "task_id", "12", "version", "1", "state", "succeeded",
+			"attempt", "1", "max_attempts", "1", "task_type", "echo", "created_ms", "1", "updated_ms", "1",
+			"run_id", "5", "step", "book", "rollback_of", "10")
+	}()
+	ts, err := c.Query(context.Background(), 12)
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, ts.RunID)
+	assert.Equal(t, "book", ts.Step)
+	assert.EqualValues(t, 10, ts.RollbackOf)
+}

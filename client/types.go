@@ -72,6 +72,11 @@ type TaskState struct {
 	ProgressNote string  `json:"progress_note,omitempty"`
 	QueuedMs     *uint64 `json:"queued_ms,omitempty"`
 	RunMs        *uint64 `json:"run_ms,omitempty"`
+	// RunID and Step name the run a step task belongs to, RollbackOf the
+	// step task a compensation undoes (protocol section 8.10). 0, "": none.
+	RunID      uint64 `json:"run_id,omitempty"`
+	Step       string `json:"step,omitempty"`
+	RollbackOf uint64 `json:"rollback_of,omitempty"`
 }
 
 // Stats is the `stats` reply.

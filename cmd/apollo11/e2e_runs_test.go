@@ -278,6 +278,8 @@ steps:
 	assert.Less(t, comps["pay"], comps["book"])
 	assert.False(t, parseTime(t, book["updated"]).Before(parseTime(t, pay["updated"])), "book's compensation ends after pay's")
 	assert.EqualValues(t, r.Steps[0].TaskID, book["rollback_of"], "the executor is told what to undo")
+	assert.EqualValues(t, r.RunID, book["run_id"])
+	assert.Equal(t, "book", book["step"])
 
 	out, _, code = e.pipeline("status", strconv.FormatUint(r.RunID, 10))
 	require.Equal(t, 0, code)
@@ -285,7 +287,7 @@ steps:
 	assert.Equal(t, 2, strings.Count(out, "  compensation "), out)
 	_, errOut, code = e.pipeline("resume", strconv.FormatUint(r.RunID, 10))
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "run was rolled back", "a compensated run is not resumed")
+	assert.Contains(t, errOut, "was rolled back", "a compensated run is not resumed")
 }
 
 func parseTime(t *testing.T, v any) time.Time {

@@ -35,6 +35,13 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "label %s\n", shown(st.Label))
 			}
 			printStep(stdout, st.Optional, st.When)
+			if st.RunID != 0 {
+				fmt.Fprintf(stdout, "run %d  step %s", st.RunID, shown(st.Step))
+				if st.RollbackOf != 0 {
+					fmt.Fprintf(stdout, "  compensates task %d", st.RollbackOf)
+				}
+				fmt.Fprintln(stdout)
+			}
 			fmt.Fprintf(stdout, "created %s  updated %s\ntrace_id %s\n",
 				st.Created.UTC().Format(time.RFC3339Nano), st.Updated.UTC().Format(time.RFC3339Nano), st.TraceID)
 			if st.Progress != nil {
