@@ -86,10 +86,10 @@ steps:
 	assert.Contains(t, out, "succeeded")
 	assert.Contains(t, out, "failed")
 	assert.Contains(t, out, "(dependency ")
-	assert.Contains(t, out, "pipeline p: 2 of 3 steps did not succeed")
+	assert.Contains(t, out, "pipeline p: 2 of 3 steps did not succeed (run 1 failed)")
 	out, errOut, code = run("status", "--addr", mc.Addr)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "pipeline p\n")
+	assert.Contains(t, out, "run 1 p: failed\n", "the run file names the run the main control keeps")
 	assert.Contains(t, out, "cancelled")
 
 	out, errOut, code = run("run", file, "--addr", mc.Addr, "--var", "x=2", "--wait", "--json", "--run-file", "j.run.json")
@@ -135,6 +135,6 @@ steps:
 	_ = p.Wait(10 * time.Second) // an error: it exits non-zero
 	require.True(t, p.Exited(), "the wait ends when the main control is gone")
 	assert.Equal(t, 4, p.ExitCode(), p.Output())
-	assert.Contains(t, p.Output(), "steps not followed to their end")
-	assert.Contains(t, p.Output(), "the steps go on")
+	assert.Contains(t, p.Output(), "wait for run 1")
+	assert.Contains(t, p.Output(), "the run goes on (follow with: apollo11 pipeline status 1)")
 }

@@ -31,6 +31,7 @@ type runRunReport struct {
 	RunFile   string                `json:"run_file,omitempty"`
 	State     string                `json:"state,omitempty"`
 	Steps     []client.RunStepState `json:"steps"`
+	Failed    int                   `json:"failed,omitempty"` // steps that did not succeed
 }
 
 // submitAsRun submits the plan as one run_submit: the main control then
@@ -188,13 +189,19 @@ func waitRunEnd(ctx context.Context, cl *client.Client, cf *clientFlags, id uint
 	if err != nil {
 		return exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the run goes on (follow with: apollo11 pipeline status %d)", cf.timedOut(err), id)}
 	}
-	report.State, report.Steps = rs.State, rs.Steps
+	report.State, report.Steps, report.Name = rs.State, rs.Steps, cmp.Or(report.Name, rs.Name)
+	for _, s := range rs.Steps {
+		if s.State != "succeeded" {
+			report.Failed++
+		}
+	}
 	if cf.asJSON {
 		if err := printJSON(stdout, report); err != nil {
 			return err
 		}
 	} else {
 		printRunState(stdout, rs)
+		printRunSummary(stdout, report, len(rs.Steps))
 	}
 	if rs.State != client.RunSucceeded {
 		return exitError{Code: exitFailed}
@@ -237,6 +244,20 @@ func printRunState(w io.Writer, rs client.RunState) {
 	switch rs.State {
 	case client.RunFailed, client.RunCancelled:
 		fmt.Fprintf(w, "resume with: apollo11 pipeline resume %d\n", rs.ID)
+	}
+}
+
+// printRunSummary ends a followed run with one line, as the step-by-step
+// path does: how many steps did not succeed, and what the run became.
+func printRunSummary(w io.Writer, r *runRunReport, steps int) {
+	name := r.Name
+	switch {
+	case r.State == client.RunSucceeded && r.Failed == 0:
+		fmt.Fprintf(w, "pipeline %s: all %d steps succeeded (run %d)\n", name, steps, r.RunID)
+	case r.State == client.RunSucceeded:
+		fmt.Fprintf(w, "pipeline %s: run %d succeeded; %d of %d steps did not (optional or skipped)\n", name, r.RunID, r.Failed, steps)
+	default:
+		fmt.Fprintf(w, "pipeline %s: %d of %d steps did not succeed (run %d %s)\n", name, r.Failed, steps, r.RunID, r.State)
 	}
 }
 
