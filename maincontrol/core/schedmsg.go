@@ -13,6 +13,13 @@ import (
 // schedKeys are schedule_add's own keys; the others are its body.
 var schedKeys = []string{"type", "req", "name", "cron", "tz", "jitter_ms", "missed"}
 
+// runPrefix marks a run body's keys: run_submit's, each after "run.".
+const runPrefix = "run."
+
+// schedNotRun are run_submit keys a run body may not give, as
+// schedNotBody for a task.
+var schedNotRun = []string{"run.key", "run.trace_id", "run.wait"}
+
 // schedNotBody are submit keys a body may not give: the firing sets
 // the first two, and the last two make no sense on every firing.
 var schedNotBody = []string{"key", "trace_id", "wait", "depends_on"}
@@ -78,8 +85,9 @@ func (c *Core) parseSchedule(m *wire.Message, now int64) (*schedule, error) {
 			continue
 		case slices.Contains(schedNotBody, f.Key):
 			return nil, &wire.ValueError{Key: f.Key, Reason: "a schedule sets or refuses it: each firing is keyed by the schedule and its fire time"}
-		case strings.HasPrefix(f.Key, "run."):
-			return nil, &wire.ValueError{Key: f.Key, Reason: "this main control does not speak runs: give a task body"}
+		case slices.Contains(schedNotRun, f.Key):
+			return nil, &wire.ValueError{Key: f.Key, Reason: "a schedule sets or refuses it: each firing is keyed by the schedule and its fire time"}
+		case strings.HasPrefix(f.Key, runPrefix):
 		case !bodyKey(f.Key):
 			return nil, &wire.ValueError{Key: f.Key, Reason: "not a submit key a schedule's body may hold"}
 		}
@@ -91,7 +99,11 @@ func (c *Core) parseSchedule(m *wire.Message, now int64) (*schedule, error) {
 			" bytes, more than --max-schedule-bytes " + strconv.Itoa(c.cfg.MaxScheduleBytes)}
 	}
 	slices.SortFunc(sc.body, func(a, b kv) int { return strings.Compare(a.k, b.k) })
-	if err := c.checkBody(sc); err != nil {
+	check := c.checkBody
+	if sc.runBody() {
+		check = c.checkRunBody
+	}
+	if err := check(sc); err != nil {
 		return nil, err
 	}
 	sc.last = now / 1000
@@ -122,6 +134,21 @@ func (c *Core) checkBody(sc *schedule) error {
 		return &wire.ValueError{Key: "task_type", Reason: rf.msg}
 	}
 	return nil
+}
+
+// checkRunBody checks a run body as the run_submit of a firing would be.
+// A body with task keys beside the run keys is neither.
+func (c *Core) checkRunBody(sc *schedule) error {
+	for _, p := range sc.body {
+		if !strings.HasPrefix(p.k, runPrefix) {
+			return &wire.ValueError{Key: p.k, Reason: "a schedule's body is a task or a run (run.* keys), not both"}
+		}
+	}
+	_, err := c.ParseRunSpec(schedRunSubmit(sc.name, sc.body, 0))
+	if ve, ok := err.(*wire.ValueError); ok {
+		return &wire.ValueError{Key: runPrefix + ve.Key, Reason: ve.Reason}
+	}
+	return err
 }
 
 // sameSchedule reports whether a and b have the same definition.
@@ -244,8 +271,11 @@ func scheduleRow(sc *schedule) []kv {
 		row = append(row, kv{"next_fire", strconv.FormatInt(sc.next, 10)})
 	}
 	for _, b := range sc.body {
-		if b.k == "task_type" {
+		switch b.k {
+		case "task_type":
 			row = append(row, kv{"task_type", b.v})
+		case runPrefix + "name":
+			row = append(row, kv{"run", b.v})
 		}
 	}
 	return row

@@ -302,10 +302,42 @@ func schedSubmit(name string, body []kv, at int64) *wire.Message {
 	return m
 }
 
+// runBody reports whether the body is a run's (run.* keys).
+func (f *schedFields) runBody() bool {
+	return slices.ContainsFunc(f.body, func(p kv) bool { return strings.HasPrefix(p.k, runPrefix) })
+}
+
+// schedRunSubmit builds the run_submit a run body makes, keyed for fire
+// time at as schedSubmit does.
+func schedRunSubmit(name string, body []kv, at int64) *wire.Message {
+	m := schedSubmit(name, nil, at)
+	m.Fields[0].Value = string(wire.KindRunSubmit)
+	for _, p := range body {
+		m.Fields = append(m.Fields, wire.Field{Key: strings.TrimPrefix(p.k, runPrefix), Value: p.v})
+	}
+	return m
+}
+
+// fireRun submits a run body for fire time at, as run_submit would. A
+// run key already known means that time fired before a crash.
+func (c *Core) fireRun(sc *schedule, at int64) *refusal {
+	spec, err := c.ParseRunSpec(schedRunSubmit(sc.name, sc.body, at))
+	if err != nil {
+		return &refusal{wire.CodeBadRequest, err.Error()}
+	}
+	if _, er := c.SubmitRun(spec); er != nil {
+		return &refusal{er.Code, er.Message}
+	}
+	return nil
+}
+
 // fireBody submits sc's body for fire time at, as a client's submit
 // would be: the same checks, defaults and caps. A key already known
 // means that time fired before a crash: nothing new is made.
 func (c *Core) fireBody(sc *schedule, at int64) *refusal {
+	if sc.runBody() {
+		return c.fireRun(sc, at)
+	}
 	m := schedSubmit(sc.name, sc.body, at)
 	var f submitFields
 	f.scan(m)

@@ -252,7 +252,13 @@ func TestSchedule_AddRefusesBadValues(t *testing.T) {
 		{[]string{"name", "s", "cron", "* * * * *", "task_type", "t", "colour", "red"}, "not a submit key"},
 		{[]string{"name", "s", "cron", "* * * * *", "task_type", "t", "priority", "10"}, "0 to 9"},
 		{[]string{"name", "s", "cron", "* * * * *", "task_type", "t", "label", strings.Repeat("l", 300)}, "label"},
-		{[]string{"name", "s", "cron", "* * * * *", "run.name", "r"}, "does not speak runs"},
+		{[]string{"name", "s", "cron", "* * * * *", "run.name", "r"}, "run.steps"},
+		{[]string{"name", "s", "cron", "* * * * *", "run.name", "r", "run.steps", "1", "run.step.0.id", "a",
+			"run.step.0.type", "t", "arg.x", "1"}, "a task or a run"},
+		{[]string{"name", "s", "cron", "* * * * *", "run.name", "r", "run.steps", "1", "run.step.0.id", "a",
+			"run.step.0.type", "t", "run.key", "k"}, "keyed by the schedule"},
+		{[]string{"name", "s", "cron", "* * * * *", "run.name", "r", "run.steps", "2", "run.step.0.id", "a",
+			"run.step.0.type", "t"}, "run.step.1"},
 	} {
 		h, p := newSchedHarness(t)
 		h.send(p, "schedule_add", append([]string{"req", "a"}, tc.kv...)...)
@@ -446,4 +452,35 @@ func schedLines(d string) []string {
 		}
 	}
 	return out
+}
+
+// A run body fires a run keyed by the fire key; a crash between the run
+// and the fire record makes no second run.
+func TestSchedule_RunBody(t *testing.T) {
+	h, p := newSchedHarness(t)
+	h.addSched(p, "name", "etl", "cron", "*/1 * * * *", "run.name", "nightly", "run.steps", "2",
+		"run.step.0.id", "fetch", "run.step.0.type", "fetch", "run.step.0.arg.src", "s3://x",
+		"run.step.1.id", "load", "run.step.1.type", "load", "run.step.1.depends_on", "fetch",
+		"run.step.1.arg.path", "${steps.fetch.out.path}")
+	h.send(p, "schedule_list", "req", "l")
+	l := h.expect(p, "schedules")
+	assert.Equal(t, "nightly", l.Value("sched.0.run"))
+	assert.False(t, l.Has("sched.0.task_type"))
+
+	h.at(minute1, 0)
+	key := fireKey("etl", minute1)
+	require.Contains(t, h.c.runs.byKey, key)
+	r := h.c.runs.byID[h.c.runs.byKey[key]]
+	assert.Equal(t, "nightly", r.name)
+	assert.Equal(t, key, r.trace)
+	runs, tasks := len(h.c.runs.byID), h.c.nextID
+	h.fx.records = h.fx.records[:len(h.fx.records)-1] // the fire record, lost in a crash
+	h.restart()
+	h.at(minute1, 300)
+	assert.Len(t, h.c.runs.byID, runs, "the key found the run: none made twice")
+	assert.Equal(t, tasks, h.c.nextID)
+	assert.Equal(t, uint64(1), h.c.scheds["etl"].fires)
+	h.at(minute1+60, 0)
+	assert.Len(t, h.c.runs.byID, runs+1)
+	h.checkReplay()
 }
