@@ -71,16 +71,7 @@ func (c *Core) list(p *peer, m *wire.Message, req string) {
 		c.badRequest(p, req, &wire.ValueError{Key: "state", Reason: "unknown state " + strconv.Quote(clipText(name))})
 		return
 	}
-	limit, err := m.UintOr("limit", 100)
-	if err != nil {
-		c.badRequest(p, req, err)
-		return
-	}
-	if limit < 1 || limit > 1000 {
-		c.badRequest(p, req, &wire.ValueError{Key: "limit", Reason: "must be 1 to 1000"})
-		return
-	}
-	after, err := m.UintOr("after", 0)
+	limit, after, err := pageArgs(m)
 	if err != nil {
 		c.badRequest(p, req, err)
 		return
@@ -238,4 +229,17 @@ func (c *Core) setDebug(p *peer, m *wire.Message, req string) {
 	c.log.Info("frame logging", "on", on)
 	b := c.begin(wire.KindDebugOK, req)
 	c.send(p.id, &b)
+}
+
+// pageArgs reads the paging keys of `list` and `run_list`. limit is 1 to
+// 1,000, default 100. after is an id, default 0 for the first page.
+func pageArgs(m *wire.Message) (limit, after uint64, err error) {
+	if limit, err = m.UintOr("limit", 100); err != nil {
+		return 0, 0, err
+	}
+	if limit < 1 || limit > 1000 {
+		return 0, 0, &wire.ValueError{Key: "limit", Reason: "must be 1 to 1000"}
+	}
+	after, err = m.UintOr("after", 0)
+	return limit, after, err
 }

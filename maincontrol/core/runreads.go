@@ -135,16 +135,7 @@ func (c *Core) runList(p *peer, m *wire.Message, req string) {
 			return
 		}
 	}
-	limit, err := m.UintOr("limit", 100)
-	if err != nil {
-		c.badRequest(p, req, err)
-		return
-	}
-	if limit < 1 || limit > 1000 {
-		c.badRequest(p, req, &wire.ValueError{Key: "limit", Reason: "must be 1 to 1000"})
-		return
-	}
-	after, err := m.UintOr("after", 0)
+	limit, after, err := pageArgs(m)
 	if err != nil {
 		c.badRequest(p, req, err)
 		return
