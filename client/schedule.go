@@ -22,6 +22,9 @@ type ScheduleRequest struct {
 	// Task is the body. Its Key, TraceID and DependsOn must be empty: each
 	// firing is keyed and traced by the schedule and its fire time.
 	Task SubmitRequest
+	// Run, when set, is the body instead of Task: each firing submits this
+	// run (the runs group). Its Key and TraceID must be empty.
+	Run *RunRequest
 }
 
 // ScheduleAdded is the `schedule_added` reply.
@@ -61,12 +64,22 @@ type SchedulePage struct {
 func (c *Client) ScheduleAdd(ctx context.Context, r ScheduleRequest) (ScheduleAdded, error) {
 	const typ = wire.KindScheduleAdd
 	switch {
+	case r.Run != nil && r.Task.Type != "":
+		return ScheduleAdded{}, fmt.Errorf("%s: the body is a task or a run, not both", typ)
+	case r.Run != nil && (r.Run.Key != "" || r.Run.TraceID != ""):
+		return ScheduleAdded{}, fmt.Errorf("%s: a schedule's run has no key or trace id: each firing is keyed by its fire time", typ)
 	case r.Task.Key != "", r.Task.TraceID != "", len(r.Task.DependsOn) > 0:
 		return ScheduleAdded{}, fmt.Errorf("%s: a schedule's task has no key, trace id or dependencies: each firing is keyed by its fire time", typ)
 	case r.Jitter < 0:
 		return ScheduleAdded{}, fmt.Errorf("%s: negative jitter %v", typ, r.Jitter)
 	}
-	body, err := r.Task.fill(false)
+	var body func(*wire.Builder)
+	var err error
+	if r.Run != nil {
+		body, err = runBody(*r.Run)
+	} else {
+		body, err = r.Task.fill(false)
+	}
 	if err != nil {
 		return ScheduleAdded{}, fmt.Errorf("%s: %w", typ, err)
 	}
@@ -92,6 +105,31 @@ func (c *Client) ScheduleAdd(ctx context.Context, r ScheduleRequest) (ScheduleAd
 		return ScheduleAdded{}, fmt.Errorf("%s: bad reply: %w", typ, err)
 	}
 	return ScheduleAdded{Name: m.Value("name"), NextFire: time.Unix(next, 0).UTC(), Duplicate: m.Value("duplicate") == "true"}, nil
+}
+
+// runBody writes a run's run_submit keys, each after "run.", as
+// schedule_add takes a run body.
+func runBody(r RunRequest) (func(*wire.Builder), error) {
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	b := wire.Begin(nil, wire.KindRunSubmit)
+	r.fill(false)(&b)
+	frame, err := b.Finish()
+	if err != nil {
+		return nil, err
+	}
+	var d wire.Decoder
+	m, _, err := d.Decode(frame)
+	if err != nil {
+		return nil, err
+	}
+	fields := m.Fields[1:] // after type; they borrow frame, kept alive here
+	return func(b *wire.Builder) {
+		for _, f := range fields {
+			b.Str("run."+f.Key, f.Value)
+		}
+	}, nil
 }
 
 // SchedulePause stops a schedule's firings; changed is false when it was

@@ -75,3 +75,33 @@ func TestClient_Schedules(t *testing.T) {
 	_, err = c.ScheduleAdd(ctx, client.ScheduleRequest{Name: "k", Cron: "@hourly"})
 	assert.Error(t, err, "no task type")
 }
+
+// A run body: each firing submits the run; the schedule lists its name.
+func TestClient_ScheduleRunBody(t *testing.T) {
+	addr, _ := maincontroltest.Start(t, maincontrol.Config{Logger: quiet()})
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Options{Logger: quiet()})
+	require.NoError(t, err)
+	defer c.Close()
+	run := &client.RunRequest{Name: "etl", Steps: []client.RunStepRequest{
+		{ID: "fetch", Type: "echo", Args: map[string]string{"src": "s3://x"}},
+		{ID: "load", Type: "echo", DependsOn: []string{"fetch"}, Args: map[string]string{"path": "${steps.fetch.out.path}"}},
+	}}
+	_, err = c.ScheduleAdd(ctx, client.ScheduleRequest{Name: "etl", Cron: "@hourly", Run: run})
+	require.NoError(t, err)
+	s, err := c.ScheduleGet(ctx, "etl")
+	require.NoError(t, err)
+	assert.Equal(t, "etl", s.Run)
+	assert.Empty(t, s.TaskType)
+
+	_, err = c.ScheduleAdd(ctx, client.ScheduleRequest{Name: "x", Cron: "@hourly", Run: run, Task: client.SubmitRequest{Type: "t"}})
+	assert.ErrorContains(t, err, "not both")
+	keyed := *run
+	keyed.Key = "k"
+	_, err = c.ScheduleAdd(ctx, client.ScheduleRequest{Name: "x", Cron: "@hourly", Run: &keyed})
+	assert.ErrorContains(t, err, "no key or trace id")
+	bad := *run
+	bad.Steps = []client.RunStepRequest{{ID: "a", Type: "echo", Args: map[string]string{"p": "${steps.zzz.out.k}"}}}
+	_, err = c.ScheduleAdd(ctx, client.ScheduleRequest{Name: "x", Cron: "@hourly", Run: &bad})
+	assert.True(t, client.IsCode(err, wire.CodeBadRequest), "%v", err)
+}

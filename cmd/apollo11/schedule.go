@@ -1,17 +1,20 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/pipeline"
 )
 
 // scheduleUsage names the schedule subcommands.
-const scheduleUsage = "Usage: apollo11 schedule add NAME --cron EXPR --type T [--arg k=v ...] [--jitter D] [--missed skip|catch-up] [--tz ZONE]\n" +
+const scheduleUsage = "Usage: apollo11 schedule add NAME --cron EXPR (--type T [--arg k=v ...] | --pipeline FILE [--var k=v ...]) [--jitter D] [--missed skip|catch-up] [--tz ZONE]\n" +
 	"       apollo11 schedule list [NAME]\n" +
 	"       apollo11 schedule pause|resume|delete NAME\n" +
 	"Run apollo11 schedule add --help (or list --help, ...) for the flags."
@@ -48,7 +51,9 @@ func runScheduleAdd(args []string, stdout io.Writer) error {
 	var (
 		req      client.ScheduleRequest
 		argsFlag = kvFlag{}
+		vars     = kvFlag{}
 		missed   string
+		file     string
 	)
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&req.Cron, "cron", "", `cron expression (required): five fields, six with seconds first, or @hourly, @daily ...`)
@@ -61,6 +66,8 @@ func runScheduleAdd(args []string, stdout io.Writer) error {
 		fs.IntVar(&req.Task.MaxAttempts, "max-attempts", 0, "attempts before a fired task fails, at least 1 (default: the type's policy, else 3)")
 		durationVar(fs, &req.Task.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
 		fs.StringVar(&req.Task.Label, "label", "", "free text on each fired task, at most 256 bytes")
+		fs.StringVar(&file, "pipeline", "", "pipeline file each firing submits as one run, instead of --type (a main control with runs); its key is not used")
+		fs.Var(vars, "var", "with --pipeline: template variable k=v, replacing ${k} (repeat for more)")
 	}
 	check := func(fs *flag.FlagSet) error {
 		if err := scheduleName(fs); err != nil {
@@ -83,7 +90,21 @@ func runScheduleAdd(args []string, stdout io.Writer) error {
 			return fmt.Errorf("--max-attempts %d: must be at least 1", req.Task.MaxAttempts)
 		}
 		req.Name, req.Task.Args = fs.Arg(0), argsFlag
-		return flagNames(req.Task.Validate())
+		if file == "" {
+			if len(vars) > 0 {
+				return fmt.Errorf("--var needs --pipeline")
+			}
+			return flagNames(req.Task.Validate())
+		}
+		if req.Task.Type != "" || len(argsFlag) > 0 {
+			return fmt.Errorf("give --type (a task) or --pipeline (a run), not both")
+		}
+		run, err := scheduledRun(file, vars)
+		if err != nil {
+			return err
+		}
+		req.Run = run
+		return nil
 	}
 	return clientCommand("schedule add", "schedule add NAME --cron EXPR --type T [--arg k=v ...] [flags]", true, args, stdout, extra, check,
 		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
@@ -103,6 +124,29 @@ func runScheduleAdd(args []string, stdout io.Writer) error {
 			_, err = fmt.Fprintf(stdout, "schedule %s %s; next fire time %s\n", added.Name, what, added.NextFire.Format(time.RFC3339))
 			return err
 		})
+}
+
+// scheduledRun reads a pipeline file as the run a schedule submits. Its
+// key is dropped: each firing is keyed by its fire time.
+func scheduledRun(path string, vars kvFlag) (*client.RunRequest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, exitError{Code: 1, Err: err}
+	}
+	defer f.Close()
+	plan, err := pipeline.Parse(f, vars)
+	if _, ok := errors.AsType[*pipeline.UnknownVarError](err); ok {
+		return nil, fmt.Errorf("%s: %w", path, err) // a --var, not the file, is wrong
+	}
+	if err != nil {
+		return nil, exitError{Code: 1, Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	run, err := plan.RunRequest("")
+	if err != nil {
+		return nil, exitError{Code: 1, Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	run.Key = ""
+	return &run, nil
 }
 
 func runScheduleList(args []string, stdout io.Writer) error {

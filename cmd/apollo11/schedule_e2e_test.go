@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -206,4 +208,35 @@ func TestCLI_ScheduleEveryMinuteAcrossKill9(t *testing.T) {
 	out, _, code = schedCLI(t, bin, mc.Addr, "list", "minute", "--json")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"fires": 3`)
+}
+
+// schedule add --pipeline: each firing submits the file as one run,
+// every task of it traced by the fire key.
+func TestCLI_SchedulePipeline(t *testing.T) {
+	bin := testbin.Build(t)
+	mc := testbin.StartMaincontrol(t, bin, "--data-dir", t.TempDir())
+	startExecutor(t, bin, mc.Addr, "--id", "sched-p", "--types", "echo", "--slots", "2")
+	file := filepath.Join(t.TempDir(), "etl.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("name: etl\nkey: etl-${day}\nvars:\n  day: today\nsteps:\n"+
+		"  - id: fetch\n    type: echo\n    args: {day: \"${day}\"}\n"+
+		"  - id: load\n    type: echo\n    depends_on: [fetch]\n    args: {got: \"${steps.fetch.out.day}\"}\n"), 0o600))
+	out, errOut, code := schedCLI(t, bin, mc.Addr, "add", "etl", "--cron", "*/2 * * * * *", "--pipeline", file, "--var", "day=mon", "--json")
+	require.Equal(t, 0, code, errOut)
+	var added struct {
+		NextFire time.Time `json:"next_fire"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &added))
+	fired := waitFired(t, mc.Addr, "etl", added.NextFire.Unix(), patience.Scale(20*time.Second))
+	assert.Equal(t, 2, fired[added.NextFire.Unix()], "both steps of the run carry the fire key")
+	out, _, code = schedCLI(t, bin, mc.Addr, "list")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "run etl")
+
+	_, errOut, code = schedCLI(t, bin, mc.Addr, "add", "x", "--cron", "@daily", "--pipeline", file, "--type", "echo")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "not both")
+	_, errOut, code = schedCLI(t, bin, mc.Addr, "add", "x", "--cron", "@daily", "--pipeline", file, "--var", "nope=1")
+	assert.Equal(t, 2, code, errOut)
+	_, errOut, code = schedCLI(t, bin, mc.Addr, "add", "x", "--cron", "@daily", "--pipeline", filepath.Join(t.TempDir(), "missing.yaml"))
+	assert.Equal(t, 1, code, errOut)
 }
