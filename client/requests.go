@@ -90,30 +90,42 @@ func (c *Client) List(ctx context.Context, state string, limit int, after uint64
 	}
 	m, err := c.roundTrip(ctx, wire.KindList, wire.KindTasks, idempotent, func(b *wire.Builder) {
 		b.Str("state", state)
-		if limit > 0 {
-			b.Uint("limit", uint64(limit))
-		}
-		if after > 0 {
-			b.Uint("after", after)
-		}
+		addPage(b, limit, after)
 	})
 	if err != nil {
 		return nil, 0, err
 	}
+	return readPage(m, "list: bad tasks")
+}
+
+// addPage adds the paging keys of `list` and `run_list`, leaving out the
+// defaults.
+func addPage(b *wire.Builder, limit int, after uint64) {
+	if limit > 0 {
+		b.Uint("limit", uint64(limit))
+	}
+	if after > 0 {
+		b.Uint("after", after)
+	}
+}
+
+// readPage reads the ids and next of a `tasks` or `runs` reply. what
+// starts its errors.
+func readPage(m *wire.Message, what string) (ids []uint64, next uint64, err error) {
 	items, err := m.List("ids")
 	if err != nil {
-		return nil, 0, fmt.Errorf("list: bad tasks: %w", err)
+		return nil, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	ids = make([]uint64, len(items))
 	for i, it := range items {
 		id, ok := wire.ParseUint(it)
 		if !ok {
-			return nil, 0, fmt.Errorf("list: bad id %q in tasks", it)
+			return nil, 0, fmt.Errorf("%s: id %q", what, it)
 		}
 		ids[i] = id
 	}
 	if next, err = m.UintOr("next", 0); err != nil {
-		return nil, 0, fmt.Errorf("list: bad tasks: %w", err)
+		return nil, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return ids, next, nil
 }

@@ -83,36 +83,19 @@ func (c *Client) RunQueryStep(ctx context.Context, run RunRef, step string) (Run
 // states (none: all), at most limit (0: the main control's default) and
 // above after. next is non-zero when more follow: pass it as after.
 func (c *Client) RunList(ctx context.Context, states []string, limit int, after uint64) (ids []uint64, next uint64, err error) {
+	if limit < 0 {
+		return nil, 0, fmt.Errorf("run_list: negative limit %d", limit)
+	}
 	m, err := c.roundTrip(ctx, wire.KindRunList, wire.KindRuns, idempotent, func(b *wire.Builder) {
 		if len(states) > 0 {
 			b.List("state", states)
 		}
-		if limit > 0 {
-			b.Uint("limit", uint64(limit))
-		}
-		if after > 0 {
-			b.Uint("after", after)
-		}
+		addPage(b, limit, after)
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	items, err := m.List("ids")
-	if err == nil {
-		next, err = m.UintOr("next", 0)
-	}
-	for _, it := range items {
-		id, perr := strconv.ParseUint(it, 10, 64)
-		if perr != nil {
-			err = perr
-			break
-		}
-		ids = append(ids, id)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("run_list: bad runs: %w", err)
-	}
-	return ids, next, nil
+	return readPage(m, "run_list: bad runs")
 }
 
 // RunCancel cancels a run that has not ended and each of its tasks not
