@@ -16,10 +16,10 @@ var features = []wire.Feature{wire.FeatureAdmin, wire.FeatureTypes, wire.Feature
 // featureList is features as the welcome writes it.
 var featureList = strings.Join(features, ",")
 
-// adminProof checks a hello's admin_auth (protocol section 8.2) and
-// reports whether the connection may send admin messages, and false as
-// its second value when a wrong proof closed the connection. Without an
-// admin token every client may; with one, only a client that proves it.
+// adminProof checks a hello's admin_auth (protocol section 8.2). It reports
+// whether the connection may send admin messages. Its second value is false
+// when a wrong proof closed the connection. Without an admin token every
+// client may. With one, only a client that proves it may.
 func (c *Core) adminProof(p *peer, m *wire.Message, req string) (admin, ok bool) {
 	if c.cfg.AdminToken == nil {
 		return true, true
@@ -49,8 +49,8 @@ func (c *Core) requireAdmin(p *peer, m *wire.Message, req string) bool {
 	return false
 }
 
-// askedBy names who sent a request, for the log line every admin
-// operation writes: the connection, its address and its client name.
+// askedBy names who sent a request, for the log line of every admin
+// operation. It gives the connection, its address and its client name.
 func (c *Core) askedBy(p *peer) []any {
 	return []any{"peer", uint64(p.id), "remote", p.remote, "client", p.name}
 }

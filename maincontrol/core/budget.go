@@ -15,10 +15,10 @@ const (
 	TaskTypeCost     = 1_100 // a task type name known, with its queues (TestCore_MemoryPerTaskType)
 	KeptExecutorCost = 512   // a disconnected executor kept, besides its registration
 	// SubmitterCost is a task's map slot naming its connection, with
-	// --max-pending-per-conn on: 24 to 38 bytes measured, by load factor.
+	// --max-pending-per-conn on. It measured 24 to 38 bytes, by load factor.
 	SubmitterCost = 40
-	// ScheduleCost is a schedule besides its counted bytes: its struct,
-	// map slot and parsed expression.
+	// ScheduleCost is a schedule's cost besides its counted bytes. That is its
+	// struct, map slot and parsed expression.
 	ScheduleCost = 512
 )
 
@@ -30,7 +30,7 @@ type BudgetItem struct {
 }
 
 // MemoryBudget lists what the core's caps let peers make it hold under
-// cfg (zero values: the defaults). A byte cap of -1 (none) bounds
+// cfg. Zero values mean the defaults. A byte cap of -1 (none) bounds
 // nothing, and is an error here.
 func MemoryBudget(cfg Config) ([]BudgetItem, error) {
 	cfg, err := cfg.withDefaults()

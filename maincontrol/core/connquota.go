@@ -7,11 +7,10 @@ import (
 )
 
 // A connection's share of --max-pending (Config.MaxPendingPerConn). The
-// quota is per connection, not per client= name: the name is whatever a
-// peer says, so a cap by name would let any peer use up another
-// client's share. Tasks outlive their connection: once it closes, they
-// count against --max-pending only, and a restart forgets who submitted
-// what.
+// quota is per connection, not per client= name. The name is whatever a
+// peer says, so a cap by name would let any peer use another client's
+// share. Tasks outlive their connection. Once it closes, they count
+// against --max-pending only. A restart forgets who submitted what.
 
 // connRoom reports whether p may submit one more task under its share,
 // and answers the submit with queue_full when it may not.

@@ -10,19 +10,18 @@ import (
 
 // dispatchDirty matches pending tasks with free executor slots for every
 // task type whose queues or free executors changed. Across types the most
-// urgent task goes first: priority, then the time it became pending (spec
-// section 5), so that an executor serving several types gives a freed slot
-// to the most urgent of their tasks, not always to the type it listed
-// first (which starved the others). Each decision costs a heap top and a
-// queue pop, and a step of a heap of the dirty types: no scan over tasks or
-// executors.
+// urgent task goes first, by priority, then by when it became pending
+// (spec section 5). An executor serving several types thus gives a freed
+// slot to the most urgent of their tasks. Always serving its first listed
+// type starved the others. Each decision costs a heap top, a queue pop and
+// a step of a heap of the dirty types. It scans no tasks or executors.
 func (c *Core) dispatchDirty() {
 	if !c.available || len(c.dirty) == 0 {
 		return
 	}
 	if len(c.dirty) == 1 {
-		// One type: its own queues give the order (the usual case). A
-		// dispatch only takes slots, so it marks no other type dirty; if
+		// With one type, its own queues give the order (the usual case). A
+		// dispatch only takes slots, so it marks no other type dirty. If
 		// one is, the general path below orders them.
 		tt := c.dirty[0]
 		c.dirty = c.dirty[:0]
@@ -125,7 +124,7 @@ func (c *Core) dispatch(t *task, e *executor) {
 }
 
 // logTransition logs a task transition with the fields the brief asks for.
-// It is at debug level: at full speed there are several per task.
+// It is at debug level, since full speed makes several per task.
 func (c *Core) logTransition(t *task, from, to State, why string) {
 	c.hist.add(t.id, Transition{AtMs: t.updatedMs, Version: t.version, Attempt: t.attempt,
 		From: from, To: to, Executor: t.execID})

@@ -2,13 +2,13 @@ package core
 
 import "github.com/apollo11/apollo11/wire"
 
-// Sending `done`. A task may have many waiters (every connection may wait
-// for it, 65,536 times each through its key), and each `done` carries the
+// Sending `done`. A task may have many waiters. Every connection may wait
+// for it, 65,536 times each through its key. Each `done` carries the
 // task's outputs, up to a frame. Sent at once, they would stall the loop
 // and buffer without bound. So each tick sends at most doneFramesPerTick
-// frames and doneBytesPerTick bytes of them, a few per waiting connection
-// in turn; the rest wait in a queue, and a connection whose unsent output
-// is already large (Backlog) is skipped until it reads.
+// frames and doneBytesPerTick bytes, a few per waiting connection in turn.
+// The rest wait in a queue. A connection whose unsent output is already
+// large (Backlog) is skipped until it reads.
 
 const (
 	doneFramesPerTick = 16_384
@@ -21,9 +21,9 @@ const (
 )
 
 // Backlog may be implemented by Effects. Backlogged reports whether peer,
-// or all peers together, hold so much output not yet sent that optional
-// output to peer (a `done` that can wait, a `cancel` for a dispatch the
-// core does not know) should wait.
+// or all peers together, hold too much unsent output. Then optional output
+// to peer should wait. Examples are a `done` that can wait, or a `cancel`
+// for a dispatch the core does not know.
 type Backlog interface {
 	Backlogged(peer PeerID) bool
 }
@@ -72,7 +72,7 @@ func (q *doneQueue) pop() queuedDone {
 }
 
 // notifyDone sends `done` to everyone waiting for t, as far as this
-// tick's budget goes; the rest are queued for the next ticks.
+// tick's budget goes. The rest are queued for the next ticks.
 func (c *Core) notifyDone(t *task) {
 	e := c.waiters.take(t.id)
 	if e == nil {
@@ -111,8 +111,8 @@ func (c *Core) refillDones() {
 
 func (c *Core) doneRoom() bool { return c.doneFrames > 0 && c.doneBytes > 0 }
 
-// serveDone sends e up to doneBurst of its replies, and reports whether
-// it is finished with (every reply sent, or its peer gone).
+// serveDone sends e up to doneBurst of its replies. It reports whether e
+// is finished, with every reply sent or its peer gone.
 func (c *Core) serveDone(e *waitEntry, job *doneJob) bool {
 	if e.dead || c.peers[e.peer] == nil {
 		c.waiters.release(e)

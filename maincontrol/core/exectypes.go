@@ -10,9 +10,9 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// execTypes answers an executor's types message (protocol section 8.7):
-// it adds and drops task types without a new register. Dropped types'
-// dispatches stay with the executor: only its free slots leave them.
+// execTypes answers an executor's types message (protocol section 8.7).
+// It adds and drops task types without a new register. Dropped types'
+// dispatches stay with the executor. Only its free slots leave them.
 func (c *Core) execTypes(p *peer, m *wire.Message) {
 	req, ok := c.reqOf(p, m)
 	if !ok {
@@ -106,7 +106,7 @@ func (c *Core) replyTypes(p *peer, req string, e *executor, changed bool) {
 	c.send(p.id, &b)
 }
 
-// applyExecTypes gives a registered executor a new set of task types; its
+// applyExecTypes gives a registered executor a new set of task types. Its
 // slots and its place in the registration order stay.
 func (c *Core) applyExecTypes(r *record) {
 	e := c.execs[r.exec]

@@ -6,17 +6,17 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// ErrFrameTooSmall is returned by CheckFrames: a stored task needs larger
+// CheckFrames returns ErrFrameTooSmall when a stored task needs larger
 // frames than the configured MaxFrame allows.
 var ErrFrameTooSmall = fmt.Errorf("max frame too small for the stored tasks")
 
-// CheckFrames reports a known task whose frames (its task frame, while it
-// may still be dispatched, and its task_state or done reply) could exceed
-// MaxFrame. A main control restarted with a smaller --max-frame than its
-// tasks were accepted under would otherwise send frames larger than the
-// max_frame it announces (spec section 1), which its peers must refuse:
-// an executor would drop its connection at every dispatch of such a task,
-// for ever. Called once after recovery; it scans every task.
+// CheckFrames reports a known task whose frames could exceed MaxFrame.
+// Those are its task frame, while it may still be dispatched, and its
+// task_state or done reply. Restarted with a smaller --max-frame, a main
+// control would otherwise send frames over its announced max_frame (spec
+// section 1). Its peers must refuse those. An executor would then drop its
+// connection at every dispatch of such a task, for ever. It runs once
+// after recovery and scans every task.
 func (c *Core) CheckFrames() error {
 	var worst *task
 	need := 0
@@ -40,8 +40,8 @@ func (c *Core) CheckFrames() error {
 		ErrFrameTooSmall, worst.id, worst.state, need, c.cfg.MaxFrame, need)
 }
 
-// linesSize is lines.size for pre-encoded lines joined by LF: their bytes
-// and the LF before the first.
+// linesSize is lines.size for pre-encoded lines joined by LF. It counts
+// their bytes and the LF before the first.
 func linesSize(s string) int {
 	if s == "" {
 		return 0

@@ -23,9 +23,9 @@ func (c *Core) sendTask(to PeerID, b *wire.Builder, gate uint64) {
 // hands it to Effects.
 func (c *Core) greet(to PeerID, b *wire.Builder) { c.emit(to, b, WaitNothing) }
 
-// emit finishes a frame. A builder error here is a bug in the core (its
-// own keys, or a value that was not checked), so it is logged and the
-// frame dropped rather than sent broken.
+// emit finishes a frame. A builder error here is a core bug, in its own
+// keys or an unchecked value. So it is logged and the frame dropped rather
+// than sent broken.
 // It returns the frame's size (0 when dropped).
 func (c *Core) emit(to PeerID, b *wire.Builder, wait Wait) int {
 	frame, ok := c.finish(b)
@@ -60,7 +60,7 @@ func (c *Core) begin(typ wire.Kind, req string) wire.Builder {
 	return b
 }
 
-// sendError answers with `type=error`; codes that end the connection close
+// sendError answers with `type=error`. Codes that end the connection close
 // it after the frame.
 func (c *Core) sendError(p *peer, req string, code wire.Code, msg string) {
 	b := c.begin(wire.KindError, req)

@@ -9,25 +9,25 @@ import (
 // Observer is told about events worth counting (metrics). Its methods are
 // called synchronously on the core's goroutine and must be quick.
 type Observer interface {
-	// Dispatched: a task went to an executor after waiting this long in
+	// Dispatched reports a task sent to an executor after waiting this long in
 	// pending.
 	Dispatched(wait time.Duration)
-	// Retried: an attempt failed and the task will run again.
+	// Retried reports a failed attempt of a task that will run again.
 	Retried()
-	// TimedOut: a running task passed its timeout_ms.
+	// TimedOut reports a running task that passed its timeout_ms.
 	TimedOut()
-	// StartTimedOut: a dispatched task was not started in time.
+	// StartTimedOut reports a dispatched task that did not start in time.
 	StartTimedOut()
-	// ExecutorLost: an executor went silent for the heartbeat timeout.
+	// ExecutorLost reports an executor silent for the heartbeat timeout.
 	ExecutorLost()
-	// Ended: a task reached a terminal state.
+	// Ended reports a task that reached a terminal state.
 	Ended(s State)
-	// Admin: an admin request (one of AdminOps) changed n tasks; a dry
-	// run, or one that changed none, reports 0.
+	// Admin reports an admin request (one of AdminOps) that changed n tasks.
+	// A dry run, or one that changed none, reports 0.
 	Admin(op string, n int)
 }
 
-// The admin operations Observer.Admin names: their messages' kinds.
+// The admin operations Observer.Admin names, by their messages' kinds.
 const (
 	OpRequeue      = string(wire.KindRequeue)
 	OpRequeueWhere = string(wire.KindRequeueWhere)

@@ -8,15 +8,15 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// Requeue (protocol section 8.3): a failed or cancelled task goes back to
-// pending, or to waiting while some of its dependencies have not ended.
+// Requeue (protocol section 8.3) sends a failed or cancelled task back to
+// pending. It goes to waiting while some of its dependencies have not ended.
 // A waiting task waits for an ended one only when it tolerates it
-// (steps.go): otherwise a dependency that failed or was cancelled blocks
-// the requeue, and so does one forgotten before the task ever left
-// waiting (nobody can tell how it ended). So retention and purges strand
-// no waiting task, and the dependents index stays as section 6 has it.
+// (steps.go). Otherwise a failed or cancelled dependency blocks the requeue.
+// So does one forgotten before the task ever left waiting, since nobody
+// can tell how it ended. So retention and purges strand no waiting task.
+// The dependents index stays as section 6 has it.
 
-// maxReasonLen bounds a requeue reason: it is kept with the task.
+// maxReasonLen bounds a requeue reason, since it is kept with the task.
 const maxReasonLen = 256
 
 // requeueWanted is what a requeue asks, as parsed from its request.
@@ -36,12 +36,12 @@ func parseRequeue(m *wire.Message) (requeueWanted, error) {
 	if len(reason) > maxReasonLen {
 		return requeueWanted{}, &wire.ValueError{Key: "reason", Reason: "longer than " + strconv.Itoa(maxReasonLen) + " bytes"}
 	}
-	// The reason is kept with the task; the message borrows the read buffer.
+	// The reason is kept with the task, but the message borrows the read buffer.
 	return requeueWanted{keepAttempts: keep, reason: strings.Clone(reason)}, nil
 }
 
 // requeuePlan is what a dry run of requeue_where would have requeued so
-// far: later tasks see those as not ended, and as counted in the caps.
+// far. Later tasks see those as not ended, and as counted in the caps.
 type requeuePlan struct {
 	ids   map[uint64]bool
 	bytes int64
@@ -61,7 +61,7 @@ func (c *Core) planRequeue(plan *requeuePlan, t *task, w requeueWanted) bool {
 }
 
 // requeueTarget returns the state a requeue of t leads to, or the error
-// code and text that refuse it. It changes nothing; plan, when not nil,
+// code and text that refuse it. It changes nothing. plan, when not nil,
 // is a dry run's requeues so far.
 func (c *Core) requeueTarget(t *task, w requeueWanted, plan *requeuePlan) (State, wire.Code, string) {
 	planned := 0
@@ -186,8 +186,8 @@ func (c *Core) applyRequeue(r *record) {
 		c.noteDeps(t)
 		for d := range t.deps().all() {
 			if dt := c.tasks.get(d); dt != nil && !dt.state.Terminal() {
-				// An entry left from an earlier wait may still be listed:
-				// the second visit finds the task no longer waiting.
+				// An entry left from an earlier wait may still be listed.
+				// The second visit finds the task no longer waiting.
 				c.dependents.add(d, t.id)
 			}
 		}
@@ -197,8 +197,8 @@ func (c *Core) applyRequeue(r *record) {
 	c.makePending(t, r.at)
 }
 
-// endOf returns the ended task a retention entry names, or nil when the
-// entry is stale: the task was forgotten, requeued, or ended again since.
+// endOf returns the ended task a retention entry names. It returns nil for a
+// stale entry, whose task was forgotten, requeued, or ended again since.
 func (c *Core) endOf(e qent) *task {
 	t := c.tasks.get(e.id)
 	if t == nil || !t.state.Terminal() || t.seq != e.ver {

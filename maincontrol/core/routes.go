@@ -5,12 +5,12 @@ import "github.com/apollo11/apollo11/wire"
 // messageHandler handles one message from a peer.
 type messageHandler func(c *Core, p *peer, m *wire.Message)
 
-// requestHandler answers a client's request; req is already checked.
+// requestHandler answers a client's request. req is already checked.
 type requestHandler func(c *Core, p *peer, m *wire.Message, req string)
 
-// The handler tables, one per peer role. A type without a row is refused:
-// not_permitted when wire knows it, unknown_type otherwise. A new message
-// is a wire.Kind, its senders in wire, and a row here.
+// The handler tables, one per peer role. A type without a row is refused.
+// The error is not_permitted when wire knows it, unknown_type otherwise.
+// A new message is a wire.Kind, its senders in wire, and a row here.
 var (
 	// handshakeHandlers take a new connection's first frame; req is the
 	// one its errors carry ("" for an executor's).

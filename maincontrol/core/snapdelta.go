@@ -6,14 +6,14 @@ import (
 	"slices"
 )
 
-// Changes is a snapshot seen as what changed since an earlier one, for an
-// incremental snapshot: the store asks which ranges of ids (chunks)
-// changed and writes only those tasks. Both snapshots are frozen, so this
-// runs on any goroutine. It implements snapshot.Source.
+// Changes is a snapshot seen as what changed since an earlier one. An
+// incremental snapshot needs it. The store asks which ranges of ids
+// (chunks) changed and writes only those tasks. Both snapshots are frozen,
+// so this runs on any goroutine. It implements snapshot.Source.
 type Changes struct {
 	cur, prev *Snapshot
 	base      uint64
-	// bits is log2 of the ids per range: chunkBits, or fewer in tests
+	// bits is log2 of the ids per range. It is chunkBits, or fewer in tests
 	// that want many ranges from few tasks.
 	bits uint
 }
@@ -30,10 +30,10 @@ func (s *Snapshot) Since(prev *Snapshot, base uint64) *Changes {
 // BaseLSN is the LSN of the snapshot the changes are relative to.
 func (d *Changes) BaseLSN() uint64 { return d.base }
 
-// RangeBits is the ids per range: one chunk of the task table.
+// RangeBits is the ids per range, one chunk of the task table.
 func (d *Changes) RangeBits() uint { return d.bits }
 
-// Head streams the entries kept whole in every snapshot: meta and the
+// Head streams the entries kept whole in every snapshot, meta and the
 // executors.
 func (d *Changes) Head(add func(p []byte) error) error {
 	var buf []byte
@@ -69,7 +69,7 @@ func (d *Changes) State(add func(p []byte) error) error {
 }
 
 // Ranges calls fn for every range in either snapshot, in id order. A
-// chunk changed when its pointer did: chunks are copied on write.
+// chunk changed when its pointer did, as chunks are copied on write.
 func (d *Changes) Ranges(fn func(r uint64, live int, changed, settled bool)) {
 	cur := d.cur.tasks
 	var prev frozenTable
@@ -217,7 +217,7 @@ func (c *Core) putTask(r *record) error {
 }
 
 // DropTask forgets a task loaded from an older part of an incremental
-// snapshot: a newer part says it is gone.
+// snapshot, because a newer part says it is gone.
 func (c *Core) DropTask(id uint64) error {
 	c.loading = true
 	t := c.tasks.get(id)

@@ -1,25 +1,26 @@
 package core
 
-// task is one task's durable state. It is stored by value inside the chunks
-// of the task table, so it must stay small (memory per pending task is a
-// target) and everything it points to must be immutable: strings, and an
-// extra block that is replaced, never modified, once shared with a frozen
-// snapshot.
+// task is one task's durable state. It is stored by value in the task
+// table's chunks, so it must stay small. Memory per pending task is a target.
+// Everything it points to must be immutable. That means strings, and an
+// extra block that is replaced, never modified, once a frozen snapshot
+// shares it.
 type task struct {
 	id          uint64
 	maxAttempts uint64
 	timeoutMs   uint64
 	createdMs   int64
 	updatedMs   int64
-	// dueMs is the time of the task's one pending timer: delay end
-	// (pending, delayed), retry time (retrying, 0 while it waits behind the
-	// retry cap), start deadline (dispatched) or task deadline (running).
+	// dueMs is the time of the task's one pending timer. It is the delay end
+	// when pending and delayed, or the retry time when retrying. A task that
+	// waits behind the retry cap has 0. It is the start deadline when
+	// dispatched, and the task deadline when running.
 	dueMs int64
-	// seq orders tasks in queues: when the task became pending (FIFO within
-	// a priority), or when it ended (retention, newest kept).
+	// seq orders tasks in queues. It is when the task became pending (FIFO
+	// within a priority). For retention it is when it ended (newest kept).
 	seq uint64
-	// version is the latest dispatch's number: a run's epoch in the high
-	// 32 bits, so that no version repeats across a crash (spec section 7).
+	// version is the latest dispatch's number. The high 32 bits hold the run's
+	// epoch, so no version repeats across a crash (spec section 7).
 	version  uint64
 	typ      *taskType
 	attempt  uint32
@@ -29,14 +30,14 @@ type task struct {
 	argKeys  uint16
 	outKeys  uint16
 	// startOff is when the latest dispatch started running, in ms after
-	// createdMs plus 1; 0 when it has not started, or started too late to
+	// createdMs, plus 1. It is 0 when not started, or started too late to
 	// fit (durations.go). It fits the padding after outKeys.
 	startOff uint32
 	execID   string // executor of the latest dispatch, "" before the first
 	args     string // pre-encoded arg.* lines, joined by LF
-	// outs are the pre-encoded out.* lines of the latest result. They live
-	// here rather than in taskExtra because most tasks end with some: one
-	// allocation fewer per task, in the space a stored trace id took.
+	// outs are the pre-encoded out.* lines of the latest result. Most tasks
+	// end with some, so they live here rather than in taskExtra. That saves an
+	// allocation per task, in the space a stored trace id took.
 	outs string
 	x    *taskExtra
 }
@@ -44,26 +45,26 @@ type task struct {
 type taskFlags uint8
 
 const (
-	// flagDelayed: pending, but its delay has not ended; not in a queue.
+	// flagDelayed marks a pending task whose delay has not ended. It is in no queue.
 	flagDelayed taskFlags = 1 << iota
-	// flagTakenBack: the latest dispatch is no longer current (start
-	// timeout, task timeout, loss, bye, reconciliation).
+	// flagTakenBack says the latest dispatch is no longer current. Causes are start
+	// timeout, task timeout, loss, bye and reconciliation.
 	flagTakenBack
-	// flagRequeued: back in pending after its dispatch was taken back before
-	// it started; its next dispatch keeps the attempt.
+	// flagRequeued marks a task back in pending after its dispatch was taken
+	// back before it started. Its next dispatch keeps the attempt.
 	flagRequeued
-	// flagArmed: retrying with its backoff running (counts toward the
-	// retry cap); unset while it waits its turn.
+	// flagArmed marks a retrying task whose backoff runs. It counts toward the
+	// retry cap. It is unset while the task waits its turn.
 	flagArmed
-	// flagReleased: every dependency had succeeded when it last left
+	// flagReleased says every dependency had succeeded when it last left
 	// waiting, or it never waited. A requeue reads it to tell whether a
 	// dependency forgotten since had succeeded (requeue.go).
 	flagReleased
-	// flagDepFailed: a when=failed task saw a dependency end failed or
-	// cancelled; it remembers one that retention forgot since (steps.go).
+	// flagDepFailed says a when=failed task saw a dependency end failed or
+	// cancelled. It remembers one that retention forgot since (steps.go).
 	flagDepFailed
-	// flagTolerated: ended failed or cancelled while a waiting dependent
-	// went on waiting; a requeue links such dependents back (steps.go).
+	// flagTolerated marks a task that ended failed or cancelled while a waiting
+	// dependent went on waiting. A requeue links such dependents back (steps.go).
 	flagTolerated
 )
 
@@ -75,7 +76,7 @@ type taskExtra struct {
 	traceID string    // the submitter's trace_id; "" derives one (trace.go)
 	deps    depIDs    // depends_on, deduplicated, in the order given
 	fields  fieldVals // the task field table's values (taskfields.go)
-	// requeues counts the requeues of the task; reason is the latest's.
+	// requeues counts the requeues of the task. reason is the latest's.
 	requeues uint64
 	reason   string
 }
@@ -86,7 +87,7 @@ func (x taskExtra) shared() *taskExtra {
 		x.requeues == 0 && x.reason == "" {
 		return nil
 	}
-	// A copy, not &x: taking x's address moved it to the heap on every
+	// A copy, not &x. Taking x's address moved it to the heap on every
 	// call, an allocation per task even when nil is returned.
 	p := new(taskExtra)
 	*p = x
@@ -151,7 +152,7 @@ func (t *task) requeueReason() string {
 	return t.x.reason
 }
 
-// withRequeue returns x with the requeue count and reason set: a new
+// withRequeue returns x with the requeue count and reason set. It builds a new
 // block, as x may be shared with a frozen snapshot. x may be nil.
 func (x *taskExtra) withRequeue(n uint64, reason string) *taskExtra {
 	if n == 0 && reason == "" {
@@ -165,35 +166,35 @@ func (x *taskExtra) withRequeue(n uint64, reason string) *taskExtra {
 	return &y
 }
 
-// taskType is everything known about one task_type: its pending queues and
-// the executors that take it and have a free slot.
+// taskType is everything known about one task_type. It holds the pending
+// queues and the executors that take it and have a free slot.
 type taskType struct {
 	name string
-	// queues[p] holds the tasks of priority p; 9 is served first. Each is
-	// made by the first task of its priority: a type is often known with
-	// no task at all (an executor may register 1,024 of its own), or with
-	// tasks of one priority, and ten queues in place cost 480 bytes a type.
+	// queues[p] holds the tasks of priority p, and 9 is served first. The first
+	// task of a priority makes its queue. A type is often known with no task
+	// at all, since an executor may register 1,024 of its own. Or its tasks
+	// share one priority. Ten queues in place would cost 480 bytes a type.
 	queues  [10]*fifo
 	free    execHeap
 	pending int // tasks in queues (valid entries), for quick emptiness
 	dirty   bool
-	// top is at least the highest priority whose queue holds entries
-	// (-1: none), so that picking the next task starts there rather than
-	// walking ten queues when most tasks share one priority.
+	// top is at least the highest priority whose queue holds entries (-1 for
+	// none). Picking the next task starts there, rather than walking ten queues
+	// when most tasks share one priority.
 	top int8
 	// refs counts the known tasks of this type and the executors that
-	// registered it; at 0 the type is forgotten (releaseType), so that
-	// names seen once do not stay in memory for good.
+	// registered it. At 0 the type is forgotten (releaseType), so names
+	// seen once do not stay in memory for good.
 	refs int
 	mark uint64 // Core.typeMark when last seen in the register being applied
 	// urgency places the type in dispatchDirty's heap (urgentTypes).
 	urgency urgency
 	// counts are its known tasks by state, for type_list and max_running.
 	counts [NumStates + 1]int32
-	// paused: none of its tasks is dispatched (pause.go).
+	// paused means none of its tasks is dispatched (pause.go).
 	paused bool
-	// rate holds its dispatches of the last second, made by the first
-	// dispatch under a rate: each type has its own, listed or not.
+	// rate holds its dispatches of the last second. The first dispatch under a
+	// rate makes it. Each type has its own, listed or not.
 	rate *rateWindow
 }
 

@@ -16,8 +16,8 @@ func (c *Core) Counts() [NumStates + 1]int {
 func (c *Core) NextTaskID() uint64 { return c.nextID }
 
 // SkipIDs moves the next task id n further, after a recovery that lost
-// records: they may have handed out ids the state no longer shows, and
-// ids are never reused (spec section 5). The skip is a change record of
+// records. Those may have handed out ids the state no longer shows. Ids
+// are never reused (spec section 5). The skip is a change record of
 // its own.
 func (c *Core) SkipIDs(n uint64) {
 	r := c.newRecord(recSkipIDs)
