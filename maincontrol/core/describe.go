@@ -9,19 +9,19 @@ import (
 )
 
 // Bounds of the handler descriptions kept (protocol section 8.11). They
-// live in memory only: executors send them again when they register.
+// live in memory only, since executors send them again when they register.
 const (
 	// maxDescBytes caps the descriptions of all executors, counted as
-	// handlerDesc.cost; past it an executor's descriptions are not kept.
+	// handlerDesc.cost. Past it an executor's descriptions are not kept.
 	// They count in maxRegBytes too, and this leaves registrations half.
 	maxDescBytes = 4 << 20
-	// descOverhead is what a description costs besides its values: its
-	// struct, its map slot and its strings' headers.
+	// descOverhead is what a description costs besides its values. That is
+	// its struct, its map slot and its strings' headers.
 	descOverhead = 128
 )
 
-// handlerDesc is what the core keeps of one description: the schema
-// stays in its wire form, a few bytes per arg rather than a struct each.
+// handlerDesc is what the core keeps of one description. The schema stays
+// in its wire form, a few bytes per arg rather than a struct each.
 type handlerDesc struct {
 	handler, version, args string
 	timeoutMs              uint64
@@ -63,9 +63,9 @@ func (c *Core) parseDescs(p *peer, req string, m *wire.Message, want []string) (
 }
 
 // keepDescs stores descs for e, within one executor's and all executors'
-// bounds: first it forgets e's descriptions of the types in forget (all
-// of them when all is set). The strings are copied: descs borrow from
-// the read buffer.
+// bounds. First it forgets e's descriptions of the types in forget, or
+// all of them when all is set. The strings are copied, because descs
+// borrow from the read buffer.
 func (c *Core) keepDescs(e *executor, descs []wire.Description, all bool, forget []string) {
 	if all {
 		c.dropDescs(e)
@@ -122,8 +122,8 @@ func (c *Core) dropDescs(e *executor) {
 }
 
 // descsFor picks, for each type of index, the description type_list
-// shows: the connected executor's that registered last, else a kept
-// one's. One pass over the executors' descriptions.
+// shows. That is the last registered connected executor's, else a kept
+// one's. It makes one pass over the executors' descriptions.
 func (c *Core) descsFor(index map[string]int) map[int]*handlerDesc {
 	if c.descBytes == 0 {
 		return nil
@@ -153,8 +153,8 @@ func (c *Core) descsFor(index map[string]int) map[int]*handlerDesc {
 	return out
 }
 
-// descColumns are the type_list columns of a description, in order;
-// empty values are left out.
+// descColumns are the type_list columns of a description, in order.
+// Empty values are left out.
 func descColumns(d *handlerDesc) [][2]string {
 	if d == nil {
 		return nil

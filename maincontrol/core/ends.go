@@ -6,16 +6,16 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// endTask moves a task to a terminal state and follows the consequences:
-// `done` for its waiters, then its waiting dependents released, cancelled
-// or skipped (steps.go), down the chain. sets and stateVer carry an accepted result's shared-state
-// changes.
+// endTask moves a task to a terminal state and follows the consequences.
+// Its waiters get `done`. Its waiting dependents are released, cancelled
+// or skipped (steps.go), down the chain. sets and stateVer carry an
+// accepted result's shared-state changes.
 func (c *Core) endTask(id uint64, to State, errText, out string, outKeys uint16, why string) bool {
 	return c.endWith(id, to, errText, out, outKeys, nil, 0, 0, why)
 }
 
 // endWith is endTask with an accepted result's shared-state changes, and
-// flags for the ended task (flagTakenBack: its dispatch was taken back).
+// flags for the ended task. flagTakenBack says its dispatch was taken back.
 func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16, sets []kv, stateVer uint64, flags taskFlags, why string) bool {
 	from := c.tasks.get(id).state
 	r := c.newRecord(recEnd)
@@ -35,10 +35,9 @@ func (c *Core) endWith(id uint64, to State, errText, out string, outKeys uint16,
 }
 
 // followDependents releases, cancels or skips the waiting tasks of a task
-// that just ended (depsVerdict), iteratively, so long chains do not
-// recurse deeply. Tasks are followed in the order they ended (a queue, not
-// a stack), so a task with several ending dependencies names the first
-// that ended.
+// that just ended (depsVerdict). It iterates, so long chains do not recurse
+// deeply. Tasks are followed in the order they ended, a queue, not a stack.
+// So a task with several ending dependencies names the first that ended.
 func (c *Core) followDependents(id uint64, st State) {
 	type ended struct {
 		id    uint64
@@ -98,12 +97,12 @@ func (c *Core) releaseWaiting(id uint64, why string) bool {
 // whole, each time, with no bookkeeping.
 const shortDeps = 16
 
-// failAttempt ends a running task's attempt that did not succeed: retrying
-// while attempts remain and the failure is retryable, else failed. The
-// attempt's error and outputs stay visible until the next attempt.
-// immediate skips the backoff (bye). takenBack: the dispatch was taken
-// back (task timeout, loss, bye, reconciliation, not listed after a
-// restart), so it stops being current even when the task fails: a late
+// failAttempt ends a running task's attempt that did not succeed. The task
+// goes retrying while attempts remain and the failure is retryable, else
+// failed. The attempt's error and outputs stay visible until the next one.
+// immediate skips the backoff (bye). takenBack says the dispatch was taken
+// back, by task timeout, loss, bye, reconciliation, or not being listed
+// after a restart. It stops being current even when the task fails. A late
 // result for it is stale.
 func (c *Core) failAttempt(id uint64, retryable, immediate, takenBack bool, errText, out string, outKeys uint16, why string) {
 	t := c.tasks.get(id)

@@ -3,48 +3,48 @@ package core
 import "container/heap"
 
 // executor is one registered executor. Its registration (id, types, slots)
-// is durable; its connection and liveness are not.
+// is durable. Its connection and liveness are not.
 type executor struct {
 	id     string
 	types  []*taskType
 	slots  int
 	peer   PeerID // 0 while disconnected
 	regSeq uint64 // registration order of the current connection; ties go to the lower
-	// regMark is the log position its registered frame waits for: no
+	// regMark is the log position its registered frame waits for. No
 	// task frame may pass it.
 	regMark uint64
-	// load counts tasks dispatched or running on it; tasks holds them with
+	// load counts tasks dispatched or running on it. tasks holds them with
 	// the version of their dispatch.
 	load  int
 	tasks assignments
 	// entries[i] is its entry in types[i].free, with its position there
-	// (-1: not in it).
+	// (-1 when not in it).
 	entries  []heapEntry
 	lastSeen int64
 	hbCount  uint64 // heartbeats on this connection
 	watched  bool   // has an entry in the liveness heap
-	// regBytes is what its registration counts (kept.go); keptGen counts
+	// regBytes is what its registration counts (kept.go). keptGen counts
 	// its disconnections, for Core.kept.
 	regBytes int
 	keptGen  uint64
-	// descs are its handlers' descriptions by task type, live only;
+	// descs are its handlers' descriptions by task type, live only.
 	// descBytes is what they count (describe.go).
 	descs     map[string]*handlerDesc
 	descBytes int
 }
 
-// assignment is one dispatch held by an executor. Its fields are live only:
-// they are not in records and start afresh after a restart.
+// assignment is one dispatch held by an executor. Its fields are live only.
+// They are not in records and start afresh after a restart.
 type assignment struct {
 	ver uint64
 	// missed counts consecutive running= lists that left this running task
 	// out (the two-lists rule).
 	missed uint8
-	// restored: dispatched or running when the main control restarted and
-	// not yet listed by the executor; exempt from the two-lists rule.
+	// restored marks a dispatch that was dispatched or running at a restart and
+	// not yet listed by the executor. The two-lists rule exempts it.
 	restored bool
-	// listed: the current running= list names this dispatch; set and
-	// cleared within one reconcile.
+	// listed says the current running= list names this dispatch. It is set
+	// and cleared within one reconcile.
 	listed bool
 }
 
@@ -52,17 +52,17 @@ func (e *executor) connected() bool { return e.peer != 0 }
 
 func (e *executor) hasFreeSlot() bool { return e.load < e.slots }
 
-// execHeap orders the executors of one task type that have a free slot:
-// fewest dispatched and running tasks first, then earliest registration.
+// execHeap orders the executors of one task type that have a free slot.
+// Fewest dispatched and running tasks go first, then earliest registration.
 type execHeap struct {
 	items []*heapEntry
 }
 
 // heapEntry is an executor in the heap of one of its types. The heap
 // keeps the entry's position in it, so a move needs no search of the
-// executor's types (which for an executor of many types made every
-// dispatch to it cost in proportion to them), and pushing a pointer
-// allocates nothing (a struct would be boxed into heap.Push's any).
+// executor's types. For an executor of many types, that search made every
+// dispatch to it cost in proportion to them. Pushing a pointer allocates
+// nothing, where a struct would be boxed into heap.Push's any.
 type heapEntry struct {
 	e   *executor
 	idx int

@@ -13,22 +13,22 @@ import (
 // is kept until its heartbeat timeout, and snapshots write every registration.
 const (
 	// maxRegBytes caps the registrations of all known executors, counted
-	// as regBytes: past it the oldest idle disconnected are forgotten, and
-	// if that is not enough a register gets unavailable.
+	// as regBytes. Past it the oldest idle disconnected are forgotten. If
+	// that is not enough, a register gets unavailable.
 	maxRegBytes = 8 << 20
 )
 
-// Config.MaxKeptExecutors caps the disconnected executors kept; past it
+// Config.MaxKeptExecutors caps the disconnected executors kept. Past it
 // the idle one disconnected longest is forgotten. One holding tasks is
-// never forgotten early: a register of a fresh id gets unavailable.
+// never forgotten early. A register of a fresh id gets unavailable instead.
 //
 // Config.MaxTaskTypes caps the distinct task type names known, by tasks
-// and registrations together: past it a register naming a new one gets
-// unavailable (after forgetting idle disconnected executors), and a
-// submit of a new one queue_full.
+// and registrations together. Past it a register naming a new one gets
+// unavailable, after idle disconnected executors are forgotten. A submit
+// of a new one gets queue_full.
 
-// regBytes is what a registration counts against maxRegBytes: about what
-// it costs in memory and in a snapshot.
+// regBytes is what a registration counts against maxRegBytes. That is
+// about what it costs in memory and in a snapshot.
 func regBytes(id string, names func(yield func(string) bool)) int {
 	n := len(id) + 64
 	for name := range names {
@@ -38,8 +38,8 @@ func regBytes(id string, names func(yield func(string) bool)) int {
 }
 
 // keptRef is a disconnected executor without tasks, in the order it
-// became so; gen tells a stale entry (it came back, left again, or was
-// queued again) from a current one.
+// became so. gen tells a stale entry from a current one. An entry is
+// stale when its executor came back, left again, or was queued again.
 type keptRef struct {
 	e   *executor
 	gen uint64
@@ -135,7 +135,7 @@ func (c *Core) forgetExecutor(e *executor) {
 // make room, and answers the register with unavailable when it does not.
 func (c *Core) regRoom(p *peer, req, what, id string, types []string) bool {
 	if c.execs[id] == nil {
-		// A fresh id may disconnect later: room for it is made now.
+		// A fresh id may disconnect later, so room for it is made now.
 		for len(c.execs)-c.liveExecs >= c.cfg.MaxKeptExecutors && c.forgetOldestKept("") {
 		}
 		if n := len(c.execs) - c.liveExecs; n >= c.cfg.MaxKeptExecutors {

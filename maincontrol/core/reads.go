@@ -57,9 +57,9 @@ func (c *Core) query(p *peer, m *wire.Message, req string) {
 	c.send(p.id, &b)
 }
 
-// list answers `list state=<s> [limit] [after]`: ascending ids, fewer than
-// limit when the frame would exceed the max frame, with next when more
-// follow.
+// list answers `list state=<s> [limit] [after]` with ascending ids. It sends
+// fewer than limit when the frame would exceed the max frame. next says
+// more follow.
 func (c *Core) list(p *peer, m *wire.Message, req string) {
 	name, ok := m.Get("state")
 	if !ok {
@@ -76,8 +76,8 @@ func (c *Core) list(p *peer, m *wire.Message, req string) {
 		c.badRequest(p, req, err)
 		return
 	}
-	// Room for the ids: the frame minus the fixed keys (numbers at 20
-	// digits, a req of up to 64 escaped bytes).
+	// Room for the ids is the frame minus the fixed keys. Those count numbers
+	// at 20 digits and a req of up to 64 escaped bytes.
 	room := c.cfg.MaxFrame - (len("type=tasks\nreq=") + wire.EscapedLen(req) +
 		len("\ncount=") + 20 + len("\nids=") + len("\nnext=") + 20)
 	ids := c.idsBuf[:0]
@@ -137,8 +137,8 @@ func (c *Core) stats(p *peer, _ *wire.Message, req string) {
 	c.send(p.id, &b)
 }
 
-// stateGet answers state_get with the requested keys (all when keys is
-// absent or empty); keys not set are left out.
+// stateGet answers state_get with the requested keys, or all when keys is
+// absent or empty. Keys not set are left out.
 func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 	keys, err := m.List("keys")
 	if err != nil {
@@ -152,7 +152,7 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 		}
 		slices.Sort(keys)
 	} else {
-		// A key asked for twice is answered once: the reply may not
+		// A key asked for twice is answered once. The reply may not
 		// repeat a key (spec section 2).
 		keys = firstOfEach(keys)
 	}
@@ -168,9 +168,9 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 		if !ok {
 			continue
 		}
-		// Nothing bounds how many keys the shared state holds, so the
+		// Nothing bounds how many keys the shared state holds. So the
 		// key count, like the bytes, can outgrow one payload (spec
-		// section 2): either way the request is answered, not dropped.
+		// section 2). Either way the request is answered, not dropped.
 		if room--; room < 0 {
 			c.sendError(p, req, wire.CodeBadRequest, "state reply would exceed "+strconv.Itoa(wire.MaxKeys)+" keys: ask for fewer keys")
 			return
@@ -187,7 +187,7 @@ func (c *Core) stateGet(p *peer, m *wire.Message, req string) {
 
 // firstOfEach returns list without repeats, each item where it first
 // appears, reusing list's array. Long lists are deduplicated through a
-// set: a scan each would be quadratic in a 1 MiB keys= value.
+// set. A scan each would be quadratic in a 1 MiB keys= value.
 func firstOfEach(list []string) []string {
 	out := list[:0]
 	if len(list) <= shortKeys {
@@ -212,8 +212,8 @@ func firstOfEach(list []string) []string {
 // by a scan.
 const shortKeys = 16
 
-// stateReplyKeys is the keys of a state reply besides state.*: type, req
-// (when the request had one) and state_version.
+// stateReplyKeys is the keys of a state reply besides state.*. They are
+// type, req (when the request had one) and state_version.
 const stateReplyKeys = 3
 
 func (c *Core) setDebug(p *peer, m *wire.Message, req string) {

@@ -18,12 +18,12 @@ func (e *enc) ids(v []uint64) {
 	}
 }
 
-// dec reads a record; the first failure sticks and every later read
+// dec reads a record. The first failure sticks and every later read
 // returns zero values, so decodeRecord checks once at the end.
 type dec struct {
 	b   []byte
 	err error
-	// names, when set, interns the strings name reads: the records of
+	// names, when set, interns the strings name reads. The records of
 	// a restart then share one copy of each task type and executor id.
 	names *interner
 }
@@ -34,7 +34,7 @@ type interner struct {
 	m    map[string]string
 }
 
-// maxInterned bounds the names an interner keeps: past it, they are
+// maxInterned bounds the names an interner keeps. Past it, they are
 // copied one by one as plain strings are.
 const maxInterned = 1 << 12
 
@@ -148,11 +148,11 @@ func (d *dec) ids(dst []uint64) []uint64 {
 	return dst
 }
 
-// more reports whether bytes follow the fields read so far: an optional
-// trailing field is present only then.
+// more reports whether bytes follow the fields read so far. Only then is
+// an optional trailing field present.
 func (d *dec) more() bool { return d.err == nil && len(d.b) > 0 }
 
-// optU reads an optional trailing number: 0 when the record ends here.
+// optU reads an optional trailing number, 0 when the record ends here.
 func (d *dec) optU() uint64 {
 	if !d.more() {
 		return 0
@@ -160,7 +160,7 @@ func (d *dec) optU() uint64 {
 	return d.u()
 }
 
-// optU32 reads an optional trailing 32-bit number: 0 when the record
+// optU32 reads an optional trailing 32-bit number, 0 when the record
 // ends here.
 func (d *dec) optU32() uint32 {
 	if !d.more() {
@@ -169,7 +169,7 @@ func (d *dec) optU32() uint32 {
 	return d.u32()
 }
 
-// optI reads an optional trailing signed number: 0 when the record ends.
+// optI reads an optional trailing signed number, 0 when the record ends.
 func (d *dec) optI() int64 {
 	if !d.more() {
 		return 0
@@ -177,7 +177,7 @@ func (d *dec) optI() int64 {
 	return d.i()
 }
 
-// optS reads an optional trailing string: "" when the record ends here.
+// optS reads an optional trailing string, "" when the record ends here.
 func (d *dec) optS() string {
 	if !d.more() {
 		return ""
@@ -185,7 +185,7 @@ func (d *dec) optS() string {
 	return d.s()
 }
 
-// prio reads a priority, 0 to 9: it indexes the queues.
+// prio reads a priority, 0 to 9, since it indexes the queues.
 func (d *dec) prio() uint8 {
 	p := d.byte()
 	if p > 9 {
@@ -194,7 +194,7 @@ func (d *dec) prio() uint8 {
 	return p
 }
 
-// bool reads a flag byte: 0 or 1.
+// bool reads a flag byte, 0 or 1.
 func (d *dec) bool() bool {
 	b := d.byte()
 	if b > 1 {

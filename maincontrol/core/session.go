@@ -9,15 +9,15 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// emptyReq stands for a present but empty req (`req=`) where the core
-// carries a request's req as a string and "" means "no req": a reply to
-// `req=` carries `req=` (spec section 3: every reply carries the same req).
+// emptyReq stands for a present but empty req (`req=`). The core carries a
+// request's req as a string, and "" means "no req". A reply to `req=`
+// carries `req=`, since every reply carries the same req (spec section 3).
 // It is longer than any req the core accepts, so no real req equals it.
 var emptyReq = strings.Repeat("-", wire.MaxReqLen+1)
 
-// requestReq returns m's req as the core carries it ("" when absent,
-// emptyReq when empty), and false when it is over 64 bytes after
-// unescaping.
+// requestReq returns m's req as the core carries it. That is "" when
+// absent and emptyReq when empty. It returns false when the req is over
+// 64 bytes after unescaping.
 func requestReq(m *wire.Message) (string, bool) {
 	req, has := m.Get("req")
 	switch {
@@ -44,8 +44,8 @@ func (c *Core) badRequest(p *peer, req string, err error) {
 	c.sendError(p, req, wire.CodeBadRequest, err.Error())
 }
 
-// handshake handles the first frames of a connection (spec section 3):
-// register or hello, checked in the order proto, auth, values.
+// handshake handles the first frames of a connection (spec section 3).
+// Those are register or hello, checked in the order proto, auth, values.
 func (c *Core) handshake(p *peer, m *wire.Message) {
 	kind := m.Kind()
 	h := handshakeHandlers[kind]
@@ -116,8 +116,8 @@ func (c *Core) register(p *peer, m *wire.Message) {
 		c.badRequest(p, "", &wire.ValueError{Key: "executor_id", Reason: "must be 1 to 128 bytes of A-Z a-z 0-9 _ . : -"})
 		return
 	}
-	// An absent task_types is an empty list (spec section 3: "an absent
-	// list key means the same as an empty one"), like task_types=.
+	// An absent task_types is an empty list, like task_types=. Spec section 3
+	// says "an absent list key means the same as an empty one".
 	types, err := m.List("task_types")
 	if err != nil {
 		c.badRequest(p, "", err)
@@ -148,7 +148,7 @@ func (c *Core) register(p *peer, m *wire.Message) {
 	if !c.regRoom(p, "", "register", id, types) {
 		return
 	}
-	// The message borrows from the read buffer: copy what is kept.
+	// The message borrows from the read buffer, so copy what is kept.
 	r := c.newRecord(recExecReg)
 	r.exec = strings.Clone(id)
 	if e := c.execs[id]; e != nil {
@@ -176,9 +176,9 @@ func (c *Core) register(p *peer, m *wire.Message) {
 	c.logLimited(slog.LevelInfo, "executor registered", "executor", e.id, "task_types", clipTypes(types), "slots", slots,
 		"tasks", e.tasks.len())
 	if e.load > e.slots {
-		// Back with fewer slots than the dispatches it still holds (a
-		// restart with a new --slots): those end as usual, by result,
-		// reconciliation or timeout, and it gets no task until it is under.
+		// It may come back with fewer slots than the dispatches it still holds,
+		// after a restart with a new --slots. Those end as usual, by result,
+		// reconciliation or timeout. It gets no task until it is under.
 		c.log.Warn("executor holds more tasks than its new slots", "executor", e.id, "slots", e.slots, "tasks", e.load)
 	}
 	e.regMark = c.lastMark
@@ -190,20 +190,20 @@ func (c *Core) register(p *peer, m *wire.Message) {
 	c.send(p.id, &b)
 }
 
-// echoReq returns the req an error reply carries: the request's, or none
-// when it is over 64 bytes (such a req is never echoed).
+// echoReq returns the req an error reply carries. That is the request's,
+// or none when it is over 64 bytes, since such a req is never echoed.
 func echoReq(m *wire.Message) string {
 	req, _ := requestReq(m)
 	return req
 }
 
-// refuseType answers a message that its peer's table does not handle: a
+// refuseType answers a message that its peer's table does not handle. A
 // known type is not_permitted, any other is unknown_type.
 func (c *Core) refuseType(p *peer, m *wire.Message) {
 	typ := m.Kind()
 	if typ == wire.KindError {
 		// A peer that cannot decode one of our frames says so before it
-		// closes: worth the operator's eye, though not a request.
+		// closes. That is worth the operator's eye, though not a request.
 		executor := ""
 		if p.exec != nil {
 			executor = p.exec.id
@@ -251,8 +251,8 @@ func distinct(list []string) int {
 	return len(seen)
 }
 
-// clipTypes bounds the task types a log record lists: a register may name
-// 1,024 of them.
+// clipTypes bounds the task types a log record lists, since a register may
+// name 1,024 of them.
 func clipTypes(types []string) []string {
 	if len(types) > 16 {
 		return append(types[:16:16], "... "+strconv.Itoa(len(types)-16)+" more")

@@ -8,9 +8,9 @@ import (
 	"strconv"
 )
 
-// Snapshot is a frozen copy of the core's durable state, cheap to take on
-// the core's goroutine (Freeze copies the chunk directory and marks the
-// shared-state map shared) and written from any goroutine with WriteTo.
+// Snapshot is a frozen copy of the core's durable state. It is cheap to
+// take on the core's goroutine. Freeze copies the chunk directory and marks
+// the shared-state map shared. WriteTo writes it from any goroutine.
 type Snapshot struct {
 	tasks    frozenTable
 	state    map[string]string
@@ -23,7 +23,7 @@ type Snapshot struct {
 	runs     frozenRuns
 }
 
-// Freeze captures the durable state. The core goes on changing; the
+// Freeze captures the durable state. The core goes on changing, but the
 // snapshot does not see it.
 func (c *Core) Freeze() *Snapshot {
 	c.finishLoad()
@@ -187,17 +187,17 @@ func (c *Core) loadRecord(r *record) error {
 	return nil
 }
 
-// finishLoad rebuilds every index from the tasks loaded from a snapshot:
-// queues in the order tasks became pending, timers, executor assignments,
-// retention in end order, the retry line, dependents, keys and the bytes
-// tasks hold.
+// finishLoad rebuilds every index from the tasks loaded from a snapshot.
+// It rebuilds queues in the order tasks became pending, and timers. It
+// rebuilds executor assignments, retention in end order, and the retry line.
+// It rebuilds dependents, keys and the bytes tasks hold.
 func (c *Core) finishLoad() {
 	if !c.loading {
 		return
 	}
 	c.loading = false
 	c.tasks.trimSpare()
-	// Sized up front: growing slices of a million pointers cost a fifth
+	// Sized up front, since growing slices of a million pointers cost a fifth
 	// of a restart's CPU.
 	pending := make([]*task, 0, c.counts[Pending])
 	terminal := make([]*task, 0, c.counts[Succeeded]+c.counts[Failed]+c.counts[Cancelled])
@@ -281,9 +281,9 @@ func reserveQueues(pending []*task) {
 	}
 }
 
-// Recovered ends recovery: every executor counts as disconnected and seen
-// now, and every dispatched or running task waits one heartbeat timeout for
-// its executor to register and list it in running= (spec section 7).
+// Recovered ends recovery. Every executor counts as disconnected and seen
+// now. Every dispatched or running task waits one heartbeat timeout for its
+// executor to register and list it in running= (spec section 7).
 func (c *Core) Recovered() {
 	c.finishLoad()
 	c.recountState()
@@ -311,10 +311,10 @@ func (c *Core) Recovered() {
 
 // settleWaiting releases or cancels, after recovery, the waiting tasks
 // whose dependencies ended before the crash. A task's end and the release
-// or cancel of each of its dependents are separate records: a crash (or a
-// torn tail cut off) can keep the end and lose some of the rest, and a
-// waiting task is followed only when a dependency ends, so nothing would
-// ever move those again. Their records are logged like any others.
+// or cancel of each of its dependents are separate records. A crash, or a
+// torn tail cut off, can keep the end and lose some of the rest. A waiting
+// task is followed only when a dependency ends. So nothing would ever move
+// those again. Their records are logged like any others.
 func (c *Core) settleWaiting() {
 	if c.counts[Waiting] == 0 {
 		return

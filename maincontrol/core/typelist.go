@@ -8,7 +8,7 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// typeRow is what type_list shows of one task type; tt is nil for a type
+// typeRow is what type_list shows of one task type. tt is nil for a type
 // known only by its pause.
 type typeRow struct {
 	name             string
@@ -39,12 +39,12 @@ func (r *typeRow) count(s State) int {
 	return int(r.tt.counts[s])
 }
 
-// maxTypeListLimit bounds a type_list page: with a column or ten per
+// maxTypeListLimit bounds a type_list page. With a column or ten per
 // type, a page stays well under the 1,024 keys of a payload.
 const maxTypeListLimit = 100
 
-// typeList answers type_list (protocol section 8.7): the known task types
-// in byte order of their names, after `after`, a page at a time.
+// typeList answers type_list (protocol section 8.7). It lists the known task
+// types in byte order of their names, after `after`, a page at a time.
 func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 	after, paged := m.Get("after")
 	limit, err := m.UintOr("limit", maxTypeListLimit)
@@ -58,11 +58,10 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 	}
 	base := len("type=type_page\nreq=") + wire.EscapedLen(req) + len("\ncount=") + 20 +
 		len("\nmore=false") + len("\nskipped=") + 20
-	// One pass keeps the limit smallest names after `after` (a heap of
-	// at most 100), not a sort of every known type: a request costs
-	// O(types) with MaxTaskTypes + maxPausedTypes bounding types. Names
-	// too large alone are set aside in the pass, so a page never ends on
-	// them and paging always goes on.
+	// One pass keeps the limit smallest names after `after`, in a heap of at
+	// most 100. It sorts no full list of types. A request costs O(types), with
+	// MaxTaskTypes + maxPausedTypes bounding types. Names too large alone are
+	// set aside in the pass. So a page never ends on them and paging goes on.
 	var pick nameHeap
 	var tooLarge []string
 	eligible := 0
@@ -132,8 +131,8 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 	if n < len(rows) {
 		more = true
 	}
-	// skipped counts the names too large alone that this page passed:
-	// all of them on the last page.
+	// skipped counts the names too large alone that this page passed.
+	// On the last page it counts all of them.
 	skipped := 0
 	for _, name := range tooLarge {
 		if !more || (n > 0 && name < rows[n-1].name) {
@@ -153,8 +152,8 @@ func (c *Core) typeList(p *peer, m *wire.Message, req string) {
 }
 
 // withDesc adds a description's columns to a row that fits in room
-// alone with them; a row that would not gets described=cut instead, so
-// that a long description never keeps a type from being listed.
+// alone with them. A row that would not gets described=cut instead.
+// So a long description never keeps a type from being listed.
 func withDesc(row [][2]string, size int, prefix string, d *handlerDesc, room int) ([][2]string, int) {
 	cols := descColumns(d)
 	if len(cols) == 0 {
@@ -174,7 +173,7 @@ func withDesc(row [][2]string, size int, prefix string, d *handlerDesc, room int
 }
 
 // maxTypeRowLen bounds the bytes of a type_list row for name, with every
-// number at 20 digits: a row over the frame at this bound is never listed.
+// number at 20 digits. A row over the frame at this bound is never listed.
 func maxTypeRowLen(name string) int {
 	const idx = len("type.") + 3 // at most 100 rows: index below 1,000
 	size := 2 + idx + wire.EscapedLen(name)
@@ -184,7 +183,7 @@ func maxTypeRowLen(name string) int {
 	return size + 2 + idx + len(".described") + len("cut") // a description cut (withDesc)
 }
 
-// nameHeap keeps the smallest names offered, up to a count: a max-heap.
+// nameHeap keeps the smallest names offered, up to a count, in a max-heap.
 type nameHeap []string
 
 func (h nameHeap) Len() int           { return len(h) }

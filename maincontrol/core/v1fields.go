@@ -8,16 +8,16 @@ import (
 )
 
 // The task fields of storage format v1 are the rows of v1Fields. Each has
-// a typed slot in the submit request, the record and the task, and a fixed
-// place in the new-task record and the snapshot entry (records.go), whose
-// v1 bytes never change. A row says how submit reads the field, and how
-// TaskInfo and the inspector show it. Fields added since are rows of
+// a typed slot in the submit request, the record and the task. Each has a
+// fixed place in the new-task record and the snapshot entry (records.go).
+// Their v1 bytes never change. A row says how submit reads the field, and
+// how TaskInfo and the inspector show it. Fields added since are rows of
 // taskFields (taskfields.go), which need no code beyond their row.
 //
-// The rows follow the spec's order of submit's keys: a submit with two bad
+// The rows follow the spec's order of submit's keys. A submit with two bad
 // values is refused for the first.
 
-// The rows' indexes; numV1Fields counts them.
+// The rows' indexes. numV1Fields counts them.
 const (
 	v1Type = iota
 	v1Priority
@@ -41,13 +41,13 @@ var (
 // v1Field describes one task field of storage format v1.
 type v1Field struct {
 	key wire.Key
-	// read checks a submitted value and keeps it in c.sub. Not a pointer
-	// to the request: a call through the table would move it to the heap.
+	// read checks a submitted value and keeps it in c.sub. It takes no pointer
+	// to the request, as a call through the table would move it to the heap.
 	read func(c *Core, v string) error
-	// absent runs when a submit lacks the key: a default, or a refusal.
+	// absent runs when a submit lacks the key. It sets a default, or refuses.
 	absent func(s *submitReq) error // called with c.sub
 	// show copies the value of a new-task record or snapshot entry into
-	// a TaskInfo; nil when TaskInfo has no place for it.
+	// a TaskInfo. It is nil when TaskInfo has no place for it.
 	show func(r *record, ti *TaskInfo)
 	// text adds the value to the inspector's line, when it has one.
 	text func(r *record, add func(k string, v any))
@@ -123,7 +123,7 @@ var v1Fields = [numV1Fields]v1Field{
 				add("key", r.key)
 			}
 		}},
-	// trace_id is "" when the submitter gave none: one is derived.
+	// trace_id is "" when the submitter gave none, and one is derived.
 	v1Trace: {key: kTraceID,
 		read: func(c *Core, v string) error { c.sub.trace = v; return nil },
 		show: func(r *record, ti *TaskInfo) { ti.TraceID = r.traceID() },
@@ -155,7 +155,7 @@ func v1Index(k string) int {
 }
 
 // created is when the task of a new-task record or snapshot entry was
-// made: a new-task record's time is its creation.
+// made. A new-task record's time is its creation.
 func (r *record) createdMs() int64 {
 	if r.kind == recNew {
 		return r.at
@@ -164,7 +164,7 @@ func (r *record) createdMs() int64 {
 }
 
 // traceID is the trace id of the task of a new-task record or snapshot
-// entry: its own, else the derived one.
+// entry. It is the task's own, else the derived one.
 func (r *record) traceID() string {
 	if r.trace != "" {
 		return r.trace
