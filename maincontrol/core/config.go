@@ -26,12 +26,12 @@ const (
 	MinMaxFrame             = 1024
 )
 
-// DefaultMaxWaits caps the waits for done replies over all connections:
-// at about 260 bytes each (WaitCost), 262,144 hold about 72 MiB.
+// DefaultMaxWaits caps the waits for done replies over all connections.
+// At about 260 bytes each (WaitCost), 262,144 hold about 72 MiB.
 const DefaultMaxWaits = 1 << 18
 
 // Schedule caps (protocol section 8.12). Every snapshot holds all
-// schedules; at the defaults they take about 4 MiB.
+// schedules, and at the defaults they take about 4 MiB.
 const (
 	DefaultMaxSchedules     = 256
 	DefaultMaxScheduleBytes = 16 << 10
@@ -39,9 +39,9 @@ const (
 
 // Defaults of what registrations may make the core hold (kept.go).
 const (
-	// DefaultMaxKeptExecutors: at KeptExecutorCost each, 2 MiB.
+	// DefaultMaxKeptExecutors costs 2 MiB, at KeptExecutorCost each.
 	DefaultMaxKeptExecutors = 4096
-	// DefaultMaxTaskTypes: at TaskTypeCost each, 18 MiB.
+	// DefaultMaxTaskTypes costs 18 MiB, at TaskTypeCost each.
 	DefaultMaxTaskTypes = 16_384
 )
 
@@ -58,39 +58,39 @@ type Config struct {
 	MaxPending        int           // non-terminal tasks before queue_full
 	Retention         time.Duration // how long terminal tasks are kept
 	RetentionMax      int           // how many terminal tasks are kept
-	// MaxRetrying caps the retrying tasks whose backoff runs at once; more
+	// MaxRetrying caps the retrying tasks whose backoff runs at once. More
 	// wait their turn in retrying, so a failing downstream cannot cause a
 	// retry storm. Negative means no cap.
 	MaxRetrying int
 	RetryBase   time.Duration // first retry delay, default 1 s
 	RetryCap    time.Duration // longest retry delay, default 60 s
-	// MaxStateBytes caps the shared state's size (see stateEntryBytes):
-	// results whose state changes would grow it past the cap are refused.
+	// MaxStateBytes caps the shared state's size (see stateEntryBytes).
+	// Results whose state changes would grow it past the cap are refused.
 	// Zero means DefaultMaxStateBytes, negative no cap.
 	MaxStateBytes int
 	// MaxPendingBytes caps the bytes held by tasks not yet ended (see
-	// heldBytes): a submit that would take them past it gets queue_full.
+	// heldBytes). A submit that would take them past it gets queue_full.
 	// Zero means DefaultMaxPendingBytes, negative no cap.
 	MaxPendingBytes int
 	// RetentionMaxBytes caps the bytes held by the ended tasks kept (see
-	// heldBytes): past it the oldest ended are forgotten, as past
+	// heldBytes). Past it the oldest ended are forgotten, as past
 	// RetentionMax. Zero means DefaultRetentionMaxBytes, negative no cap.
 	RetentionMaxBytes int
 	// MaxWaits caps the wait=true submits waiting for their done over all
-	// connections; past it such a submit gets unavailable. Zero means
+	// connections. Past it such a submit gets unavailable. Zero means
 	// DefaultMaxWaits.
 	MaxWaits int
-	// MaxSchedules caps the schedules kept (protocol section 8.12); zero
+	// MaxSchedules caps the schedules kept (protocol section 8.12). Zero
 	// means DefaultMaxSchedules.
 	MaxSchedules int
 	// MaxScheduleBytes caps one schedule's name, expression, zone and
-	// body; zero means DefaultMaxScheduleBytes.
+	// body. Zero means DefaultMaxScheduleBytes.
 	MaxScheduleBytes int
-	// Zone loads a schedule's time zone by its IANA name; nil:
+	// Zone loads a schedule's time zone by its IANA name. nil means
 	// time.LoadLocation. A test may pass its own to stay off the disk.
 	Zone func(name string) (*time.Location, error)
 	// MaxPendingPerConn caps one connection's tasks not yet ended
-	// (connquota.go); past it its submits get queue_full. Zero means no
+	// (connquota.go). Past it its submits get queue_full. Zero means no
 	// cap but MaxPending.
 	MaxPendingPerConn int
 	// MaxKeptExecutors caps the disconnected executors kept (kept.go).
@@ -107,10 +107,10 @@ type Config struct {
 
 	Observer Observer // metrics; nil: none
 
-	// Unlogged says nothing keeps the change log (a main control without
-	// a data dir): changes are still checked and applied, but not encoded,
-	// and Effects.Record is not called. Encoding them was a tenth of the
-	// core's CPU for nothing.
+	// Unlogged says nothing keeps the change log, as in a main control
+	// without a data dir. Changes are still checked and applied, but not
+	// encoded, and Effects.Record is not called. Encoding them would cost a
+	// tenth of the core's CPU for nothing.
 	Unlogged bool
 
 	Clock  Clock

@@ -1,11 +1,11 @@
 package core
 
-// PeerID names one connection. The server assigns it; 0 is never a peer.
+// PeerID names one connection. The server assigns it, and 0 is never a peer.
 type PeerID uint64
 
 // Effects is how the core's decisions leave it. The core calls these
 // methods synchronously from Open, Handle, Closed and Tick, on its owner's
-// goroutine; implementations must not call back into the Core.
+// goroutine. Implementations must not call back into the Core.
 type Effects interface {
 	// Record appends a change record to the log and returns its
 	// position, which grows with each record. payload is only valid
@@ -13,15 +13,15 @@ type Effects interface {
 	Record(payload []byte) uint64
 	// Send queues one whole frame (header included) for peer. Unless wait
 	// is WaitNothing, the frame must not reach the peer before every record
-	// passed to Record before this call is durable; frames to one peer
+	// passed to Record before this call is durable. Frames to one peer
 	// keep their order. frame is only valid during the call. Sending to a
 	// closed peer is a no-op.
 	Send(peer PeerID, frame []byte, wait Wait)
 	// SendTask queues a task frame for peer. It must not reach the peer
 	// before the record at position after, and every record before it,
 	// is durable (the core reports them with Core.Durable). It may pass
-	// frames to peer that wait for later records: its own dispatch
-	// record, result_acks (spec section 4). Among themselves, task frames
+	// frames to peer that wait for later records, such as its own dispatch
+	// record and result_acks (spec section 4). Among themselves, task frames
 	// to one peer keep their order.
 	SendTask(peer PeerID, frame []byte, after uint64)
 	// Close closes peer's connection after the frames queued before it.
@@ -39,19 +39,19 @@ type FrameLog interface {
 type Wait uint8
 
 const (
-	// WaitDurable is for a frame that may show a change (a reply, a read,
-	// an error): it waits until the records before it are durable, so a
+	// WaitDurable is for a frame that may show a change: a reply, a read,
+	// or an error. It waits until the records before it are durable, so a
 	// peer never sees a change a crash could still take back. While the
 	// log cannot be written it may go out anyway, so peers are answered.
 	WaitDurable Wait = iota
 	// WaitConfirm is for a frame that confirms a change (submitted,
-	// cancelled, done, result_ack: spec section 7): it waits for the disk
+	// cancelled, done, result_ack, per spec section 7). It waits for the disk
 	// even while the log cannot be written. Task frames wait so too, but
 	// for less (Effects.SendTask).
 	WaitConfirm
 	// WaitNothing is for a handshake frame (welcome, hello_ok), which
-	// shows no change: it goes out as soon as the frames before it to the
-	// same peer have, so a slow disk cannot hold a new connection until
+	// shows no change. It goes out as soon as the frames before it to the
+	// same peer have. So a slow disk cannot hold a new connection until
 	// its handshake timeout.
 	WaitNothing
 )

@@ -2,10 +2,10 @@ package core
 
 import "math/bits"
 
-// The task table maps ids to tasks. Ids only grow, so tasks sit in chunks of
-// chunkSize consecutive ids, and the directory is a slice of chunk pointers.
-// Chunks are copy-on-write across snapshots: Freeze copies the directory and
-// starts a new generation; the first change to a chunk of an older
+// The task table maps ids to tasks. Ids only grow, so tasks sit in chunks
+// of chunkSize consecutive ids. The directory is a slice of chunk pointers.
+// Chunks are copy-on-write across snapshots. Freeze copies the directory
+// and starts a new generation. The first change to a chunk of an older
 // generation clones it first, so a frozen snapshot never sees a change.
 
 const (
@@ -17,11 +17,11 @@ type chunk struct {
 	gen    uint32
 	live   int32
 	states [NumStates + 1]int32 // tasks per state, so scans can skip chunks
-	// inState has a bit per slot for each state, so that a scan for one
-	// state reads 128 bytes of a chunk rather than its 136 KiB of tasks:
-	// `list state=failed` over a large table with a few failed tasks in
-	// every chunk cost milliseconds each, and a pipelined batch of them
-	// stalled the event loop for seconds.
+	// inState has a bit per slot for each state. A scan for one state then
+	// reads 128 bytes of a chunk rather than its 136 KiB of tasks. Otherwise
+	// `list state=failed` over a large table with a few failed tasks in every
+	// chunk costs milliseconds each. A pipelined batch of them would stall the
+	// event loop for seconds.
 	inState [NumStates + 1][chunkSize / 64]uint64
 	slots   [chunkSize]task // id 0 marks an empty slot
 }
@@ -35,10 +35,10 @@ type table struct {
 	gen    uint32
 	count  int
 	// spare holds chunks emptied by remove and in no snapshot, all zero,
-	// for the next chunks needed: under steady load retention empties one
-	// chunk for every one that fills, and a chunk is 136 KiB that the
-	// allocator would otherwise zero and the collector sweep each time.
-	// A tick's retention can empty several at once; a few are kept.
+	// for the next chunks needed. Under steady load retention empties one
+	// chunk for every one that fills. A chunk is 136 KiB that the allocator
+	// would otherwise zero and the collector sweep each time. A tick's
+	// retention can empty several at once, so a few are kept.
 	spare []*chunk
 }
 
@@ -54,7 +54,7 @@ func (tb *table) chunkOf(id uint64) (*chunk, int) {
 }
 
 // get returns the task with this id for reading, or nil. The pointer may
-// point into a frozen chunk: never write through it (use mut).
+// point into a frozen chunk, so never write through it (use mut).
 func (tb *table) get(id uint64) *task {
 	ch, _ := tb.chunkOf(id)
 	if ch == nil {
@@ -122,7 +122,7 @@ func (tb *table) newChunk() *chunk {
 	return ch
 }
 
-// trimSpare drops the spare chunks past maxSpareChunks: a restart's
+// trimSpare drops the spare chunks past maxSpareChunks. A restart's
 // batches make chunks ready ahead (LoadBatch), a few more than it uses.
 func (tb *table) trimSpare() {
 	if len(tb.spare) > maxSpareChunks {
@@ -139,7 +139,7 @@ func (tb *table) clone(i int) *chunk {
 	return c
 }
 
-// insert adds t, whose id must not be in the table; it returns the stored
+// insert adds t, whose id must not be in the table. It returns the stored
 // copy.
 func (tb *table) insert(t task) *task {
 	n := t.id >> chunkBits
@@ -250,7 +250,7 @@ func (f frozenTable) each(fn func(t *task) bool) {
 }
 
 // scan calls fn, in ascending id order, for tasks with id > after in state
-// s (0: any state), skipping chunks with none, until fn returns false.
+// s (0 for any state). It skips chunks with none, until fn returns false.
 func (tb *table) scan(after uint64, s State, fn func(t *task) bool) {
 	start := 0
 	if n := (after + 1) >> chunkBits; n > tb.first {
@@ -285,8 +285,8 @@ func (tb *table) scan(after uint64, s State, fn func(t *task) bool) {
 }
 
 // scanDesc calls fn, in descending id order, for tasks with id < before
-// (0: any id) in state s (0: any state), skipping chunks with none, until
-// fn returns false.
+// (0 for any id) in state s (0 for any state). It skips chunks with none,
+// until fn returns false.
 func (tb *table) scanDesc(before uint64, s State, fn func(t *task) bool) {
 	end := len(tb.chunks) - 1
 	if before != 0 {

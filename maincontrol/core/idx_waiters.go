@@ -2,19 +2,19 @@ package core
 
 import "strings"
 
-// waitEntry is one connection's waits for one task's `done`: the reqs of
-// its wait=true submits of that task, in order. A connection that waits
-// for the same task again (a keyed duplicate) adds a req to its entry, so
-// every entry is one (connection, task) pair, and each req still gets its
-// own `done` (spec section 3: `done` carries its submit's req).
+// waitEntry is one connection's waits for one task's `done`. It holds the
+// reqs of its wait=true submits of that task, in order. A connection that
+// waits for the same task again (a keyed duplicate) adds a req to its
+// entry. So every entry is one (connection, task) pair. Each req still gets
+// its own `done`, since `done` carries its submit's req (spec section 3).
 //
-// Equal reqs in a row are one run: a flood repeating one req costs a
+// Equal reqs in a row are one run. A flood repeating one req costs a
 // count, not a copy of the req and a slot per wait.
 //
-// An entry is linked in its task's list while the task runs, and in its
-// peer's list from its first wait until its last `done` is sent: either
-// end, or the peer closing, unlinks it at a cost that does not depend on
-// what other peers wait for.
+// An entry is linked in its task's list while the task runs. It is in its
+// peer's list from its first wait until its last `done` is sent. Either
+// end, or the peer closing, unlinks it. The cost does not depend on what
+// other peers wait for.
 type waitEntry struct {
 	task  uint64
 	peer  PeerID
@@ -94,9 +94,9 @@ type waiterSet struct {
 // client keeps in flight (the bench keeps 1,024 a producer).
 const maxWaitsPerConn = 1 << 16
 
-// peerWaits is one peer's share of a waiterSet: its waits, and its
+// peerWaits is one peer's share of a waiterSet. It holds its waits, and its
 // entries, linked through pprev and pnext. last is the entry it joined
-// last: a flood on one task finds it without a lookup.
+// last, so a flood on one task finds it without a lookup.
 type peerWaits struct {
 	n    int
 	head *waitEntry
@@ -150,9 +150,9 @@ func (ws *waiterSet) link(k waitKey, pw *peerWaits) *waitEntry {
 // waits reports whether peer waits for task id.
 func (ws *waiterSet) waits(id uint64, peer PeerID) bool { return ws.byKey[waitKey{id, peer}] != nil }
 
-// take removes the entries of task id from its list and returns the first
-// (the rest follow through tnext). They stay counted, and in their peers'
-// lists, until release: their `done` replies are yet to be sent.
+// take removes the entries of task id from its list and returns the first.
+// The rest follow through tnext. They stay counted, and in their peers'
+// lists, until release, since their `done` replies are yet to be sent.
 func (ws *waiterSet) take(id uint64) *waitEntry {
 	if len(ws.byTask) == 0 {
 		return nil
@@ -170,7 +170,7 @@ func (ws *waiterSet) take(id uint64) *waitEntry {
 }
 
 // release forgets entry e, taken, once its replies are sent or no longer
-// can be: what it still counted goes back to its peer and the total.
+// can be. What it still counted goes back to its peer and the total.
 func (ws *waiterSet) release(e *waitEntry) {
 	if e.dead {
 		return
@@ -211,8 +211,8 @@ func (ws *waiterSet) drop(id uint64) {
 	}
 }
 
-// dropPeer forgets every wait of peer, whose waits are pw: those of its
-// entries still waiting, and those of entries being sent. It costs the
+// dropPeer forgets every wait of peer, whose waits are pw. That covers its
+// entries still waiting, and entries being sent. It costs the
 // peer's own entries, whatever other peers wait for.
 func (ws *waiterSet) dropPeer(pw *peerWaits) {
 	if pw == nil {
@@ -221,7 +221,7 @@ func (ws *waiterSet) dropPeer(pw *peerWaits) {
 	for e := pw.head; e != nil; {
 		next := e.pnext
 		if l, ok := ws.byTask[e.task]; ok && ws.byKey[waitKey{e.task, e.peer}] == e {
-			// Still waiting: out of its task's list too.
+			// Still waiting, so take it out of its task's list too.
 			delete(ws.byKey, waitKey{e.task, e.peer})
 			if e.tprev != nil {
 				e.tprev.tnext = e.tnext

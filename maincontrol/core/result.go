@@ -8,7 +8,7 @@ import (
 )
 
 // result handles an executor's result (spec section 4). Refusal reasons are
-// checked in the spec's order; a refused result is never applied.
+// checked in the spec's order. A refused result is never applied.
 func (c *Core) result(p *peer, m *wire.Message) {
 	id, ver, ok := c.parseDispatchToken(p, m)
 	if !ok {
@@ -103,7 +103,7 @@ func (c *Core) refuseResult(p *peer, id uint64, ver uint64, reason wire.Reason, 
 }
 
 // firstSent returns whichever of the keys a and b (either may be "") comes
-// first in m: the illegal_value key is the first offending key as sent.
+// first in m. The illegal_value key is the first offending key as sent.
 func firstSent(m *wire.Message, a, b string) string {
 	if a == "" || b == "" {
 		return a + b
@@ -144,12 +144,13 @@ func (f *resultFields) scan(m *wire.Message) {
 	}
 }
 
-// stateChanges validates a succeeded result's state.set.* and state.add.*
-// and resolves them, in arrival order, to the values to write, with what
+// stateChanges validates a succeeded result's state.set.* and state.add.*.
+// It resolves them, in arrival order, to the values to write, with what
 // they add to the shared state's size. It returns the first offending key
-// as sent, if any: a bad change, or the first change whose running total
-// takes the size past stateLimit (counted in the result's order, so a
-// result that shrinks one key to make room for another lists it first).
+// as sent, if any. That is a bad change, or the first change whose running
+// total takes the size past stateLimit. The total follows the result's
+// order. So a result that shrinks one key to make room for another lists
+// it first.
 func (c *Core) stateChanges(m *wire.Message) ([]kv, int64, string) {
 	var sets []kv
 	var growth int64
@@ -191,8 +192,8 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, int64, string) {
 			}
 			value = strconv.FormatInt(sum, 10)
 		}
-		// A name appears once in a result (a duplicate key is malformed,
-		// set with add refused above), so cur is the value it replaces.
+		// A name appears once in a result. A duplicate key is malformed, and
+		// set with add is refused above. So cur is the value it replaces.
 		growth += stateEntryBytes(name, value)
 		if had {
 			growth -= stateEntryBytes(name, cur)
@@ -210,15 +211,15 @@ func (c *Core) stateChanges(m *wire.Message) ([]kv, int64, string) {
 }
 
 // taskStateKeys is the keys of task_state besides out.*, error, the
-// requeue keys and the field table's, every optional one counted: the
-// reply that carries a task's outputs with the most other keys. error is
-// there only with an error text, and a task keeps the error that came
-// with its outputs until both go (a cancel keeps both). The keys of
-// section 8.8 (progress, durations) are added only when they fit.
+// requeue keys and the field table's, every optional one counted. It is
+// the reply that carries a task's outputs with the most other keys. error
+// is there only with an error text. A task keeps the error that came with
+// its outputs until both go, and a cancel keeps both. The keys of section
+// 8.8 (progress, durations) are added only when they fit.
 const taskStateKeys = 12
 
-// taskStateKeysOf counts t's task_state keys besides out.* and error:
-// the fixed ones, the requeue keys once requeued, and each set field.
+// taskStateKeysOf counts t's task_state keys besides out.* and error. It
+// counts the fixed ones, the requeue keys once requeued, and each set field.
 func taskStateKeysOf(t *task) int {
 	keys := taskStateKeys + t.fields().replyKeys()
 	if t.requeues() > 0 {
@@ -236,8 +237,8 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines, 
 		keys++
 	}
 	if keys+out.n > wire.MaxKeys {
-		// Too many keys for one payload (spec section 2), however short:
-		// the first out key past the room left is the offending one.
+		// Too many keys for one payload (spec section 2), however short.
+		// The first out key past the room left is the offending one.
 		room := wire.MaxKeys - keys
 		for i := range m.Fields {
 			if f := &m.Fields[i]; strings.HasPrefix(f.Key, wire.PrefixOut) {
@@ -269,10 +270,10 @@ func (c *Core) outTooLarge(t *task, m *wire.Message, errText string, out lines, 
 	return ""
 }
 
-// taskStateBase bounds the bytes of t's task_state reply (the larger of
-// task_state and done) without its error and out.* lines, with its set
-// fields, with a req of
-// 128 bytes, every number at 20 digits and a state name of stateLen bytes.
+// taskStateBase bounds the bytes of t's task_state reply, the larger of
+// task_state and done. It leaves out its error and out.* lines and counts
+// its set fields. A req counts as 128 bytes, every number as 20 digits
+// and the state name as stateLen bytes.
 func taskStateBase(t *task, stateLen int) int {
 	return len("type=task_state") + len("\nreq=") + 128 +
 		len("\ntask_id=") + 20 + len("\nversion=") + 20 + len("\nstate=") + stateLen +
@@ -283,8 +284,8 @@ func taskStateBase(t *task, stateLen int) int {
 		len("\ntrace_id=") + traceLen(t.ownTrace()) + requeueLen(t) + t.fields().replyLen()
 }
 
-// requeueLen bounds the requeue keys of t's task_state: none before its
-// first requeue.
+// requeueLen bounds the requeue keys of t's task_state. There are none
+// before its first requeue.
 func requeueLen(t *task) int {
 	if t.requeues() == 0 {
 		return 0
@@ -293,9 +294,9 @@ func requeueLen(t *task) int {
 }
 
 // outputsStateLen is the longest state name a task shows while it holds a
-// result's outputs: failed when the result ends it (final), else
-// succeeded, or retrying and then pending or, by a cancel that keeps
-// them, cancelled (the next dispatch drops them): 9 bytes.
+// result's outputs, 9 bytes. It is failed when the result ends it (final),
+// else succeeded, or retrying and then pending. A cancel that keeps them
+// makes it cancelled. The next dispatch drops them.
 func outputsStateLen(final bool) int {
 	if final {
 		return len("failed")

@@ -23,8 +23,8 @@ type submitReq struct {
 	unknown     uint64   // the first id of depends_on that names no task, when hasUnknown
 	hasUnknown  bool
 	wait        bool
-	// live: a dependency has not ended; failed: one failed or was
-	// cancelled. blocker is the first such that is not optional (0:
+	// live says a dependency has not ended. failed says one failed or was
+	// cancelled. blocker is the first such that is not optional (0 for
 	// none), and blockerState its state.
 	live, failed bool
 	blocker      uint64
@@ -91,8 +91,8 @@ func (c *Core) parseSubmit(f *submitFields, s *submitReq) error {
 }
 
 // startState is the state a parsed submit's task starts in, and the
-// end it meets at once: a required dependency that failed or was
-// cancelled cancels it (blocker), and a when=failed task whose
+// end it meets at once. A required dependency that failed or was
+// cancelled cancels it (blocker). A when=failed task whose
 // dependencies all succeeded is skipped (steps.go).
 func startState(s *submitReq) (st State, blocker uint64, skip bool) {
 	if s.fields[fieldWhen] != "" {
@@ -127,12 +127,12 @@ func (c *Core) readV1(f *submitFields) error {
 	return nil
 }
 
-// parseDeps reads depends_on: duplicates count once and the first
+// parseDeps reads depends_on. Duplicates count once, and the first
 // occurrence keeps its place. Whether each id is a known task is looked up
-// here, as the list is read, but answered later (knownDeps), after the
-// idempotency key: a resent keyed submit is answered with its task even
-// when a dependency has been forgotten since. Once an unknown id is found
-// the submit can only be refused for it or answered as a duplicate, so the
+// here, as the list is read. It is answered later (knownDeps), after the
+// idempotency key. A resent keyed submit is then answered with its task,
+// even when a dependency has been forgotten since. After an unknown id,
+// the submit can only be refused for it or answered as a duplicate. So the
 // rest of the list is only checked for syntax. s.deps borrows c.depsBuf
 // until the next submit.
 func (c *Core) parseDeps(v string, s *submitReq) error {
@@ -172,9 +172,9 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 			return true
 		}
 		s.deps = append(s.deps, id)
-		// Its state now, while its task is at hand: nothing changes
-		// before the submit uses it (a second pass over 100,000 tasks
-		// cost a cache miss each).
+		// Its state now, while its task is at hand. Nothing changes
+		// before the submit uses it. A second pass over 100,000 tasks
+		// would cost a cache miss each.
 		switch t.state {
 		case Succeeded:
 		case Failed, Cancelled:
@@ -197,7 +197,7 @@ func (c *Core) parseDeps(v string, s *submitReq) error {
 	return bad
 }
 
-// knownDeps checks that every dependency of s is a known task: it names
+// knownDeps checks that every dependency of s is a known task. It names
 // the first unknown id in the list.
 func (c *Core) knownDeps(s *submitReq) error {
 	if s.hasUnknown {
@@ -207,7 +207,7 @@ func (c *Core) knownDeps(s *submitReq) error {
 }
 
 // taskFrameKeys is the keys of a task frame besides its arg.* keys
-// (type and the eight of dispatch): a submit with more args than the
+// (type and the eight of dispatch). A submit with more args than the
 // rest of wire.MaxKeys could never be dispatched.
 const taskFrameKeys = 9
 
@@ -277,7 +277,7 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 }
 
 // endAtOnce ends a task just made whose dependencies had decided its end
-// before it was: cancelled by one that failed, or skipped (startState).
+// before it was. It is cancelled by one that failed, or skipped (startState).
 func (c *Core) endAtOnce(id uint64, s *submitReq, why string) {
 	switch _, blocker, skip := startState(s); {
 	case blocker != 0:
@@ -287,7 +287,7 @@ func (c *Core) endAtOnce(id uint64, s *submitReq, why string) {
 	}
 }
 
-// refusal is why a new task is not made: the error a submit gets.
+// refusal is why a new task is not made, the error a submit gets.
 type refusal struct {
 	code wire.Code
 	msg  string
@@ -305,8 +305,8 @@ func (c *Core) submitShape(s *submitReq, args lines) *refusal {
 	return nil
 }
 
-// submitRoom checks the caps a new task counts against: tasks not ended,
-// their bytes, and the known task types.
+// submitRoom checks the caps a new task counts against. Those are tasks
+// not ended, their bytes, and the known task types.
 func (c *Core) submitRoom(s *submitReq, args lines) *refusal {
 	if c.nonTerminal() >= c.cfg.MaxPending {
 		return &refusal{wire.CodeQueueFull, "queue full: " + strconv.Itoa(c.cfg.MaxPending) + " tasks not yet ended; retry later"}
@@ -364,9 +364,9 @@ func (c *Core) duplicateSubmit(p *peer, req string, id uint64, wait bool) {
 }
 
 // pendingRoom reports why the tasks not yet ended have no room under
-// --max-pending-bytes for a task of need bytes, or nil when they have:
-// queue_full, as when the count cap is reached, or bad_request for a task
-// that alone holds more than the cap, which no retry would let in.
+// --max-pending-bytes for a task of need bytes, or nil when they have. The
+// error is queue_full, as when the count cap is reached. A task that alone
+// holds more than the cap gets bad_request, since no retry would let it in.
 func (c *Core) pendingRoom(need int64) *refusal {
 	limit := int64(c.cfg.MaxPendingBytes)
 	if limit < 0 || c.pendingBytes+need <= limit {
@@ -382,7 +382,7 @@ func (c *Core) pendingRoom(need int64) *refusal {
 }
 
 // submitBytes is what the task a submit would make counts (heldBytes),
-// from the parsed submit: known before the record is built, so that a
+// from the parsed submit. It is known before the record is built, so a
 // refusal copies none of its args.
 func submitBytes(s *submitReq, args lines) int64 {
 	key := ""
@@ -415,10 +415,10 @@ func (c *Core) waitFor(p *peer, id uint64, req string) {
 }
 
 // waitRoom reports whether p may wait for one more done, and answers the
-// submit when it may not: past its connection's cap (bad_request, as
-// before: that connection asks too much), or past --max-waits over all
-// connections (unavailable: a duplicate submit is never queue_full, and
-// the cause is others' waits, gone when their tasks end).
+// submit when it may not. Past its connection's cap it gets bad_request,
+// as before, since that connection asks too much. Past --max-waits over
+// all connections it gets unavailable. A duplicate submit is never
+// queue_full, and the cause is others' waits, gone when their tasks end.
 func (c *Core) waitRoom(p *peer, req string) bool {
 	if limit := min(c.cfg.MaxPending, maxWaitsPerConn); p.waits != nil && p.waits.n >= limit {
 		c.sendError(p, req, wire.CodeBadRequest, "wait=true: this connection already waits for "+

@@ -12,20 +12,20 @@ import (
 
 // Task fields added after storage format v1 are described once, in
 // taskFields. A row names the field's submit and task_state key, its rule,
-// and where TaskInfo shows it. Everything else follows from the row:
-//   - submit reads it, checks the rule, and copies it into the new-task
-//     record; the task's bytes count it;
-//   - the new-task record and the snapshot's task entry carry the fields
-//     last, as a count then the values in table order (see records.go);
-//     a record without any keeps its v1 bytes;
-//   - the task keeps them in its extra block; query, TaskInfo and the
+// and where TaskInfo shows it. Everything else follows from the row.
+//   - Submit reads it, checks the rule, and copies it into the new-task
+//     record. The task's bytes count it.
+//   - The new-task record and the snapshot's task entry carry the fields
+//     last, as a count then the values in table order (see records.go).
+//     A record without any keeps its v1 bytes.
+//   - The task keeps them in its extra block. Query, TaskInfo and the
 //     inspector show the ones that are set.
 //
 // A field is text a submitter sets once. Fields with behaviour of their
-// own still need code where they act. Rows are never reordered or removed:
-// the order is the storage order.
+// own still need code where they act. Rows are never reordered or removed,
+// because the order is the storage order.
 
-// numFields counts the rows; each row's index is a constant above it.
+// numFields counts the rows. Each row's index is a constant above it.
 const (
 	fieldLabel    = iota // label: free text for people, such as a batch name
 	fieldOptional        // optional: "true" lets dependents go on when the task fails (steps.go)
@@ -54,10 +54,10 @@ var taskFields = [numFields]taskField{
 		info: func(ti *TaskInfo) *string { return &ti.When }},
 }
 
-// fieldVals holds a task's values of the table's fields; "" is unset.
+// fieldVals holds a task's values of the table's fields. "" is unset.
 type fieldVals [numFields]string
 
-// maxText is a rule: at most n bytes, after unescaping.
+// maxText is a rule allowing at most n bytes, after unescaping.
 func maxText(key string, n int) func(string) error {
 	return func(v string) error {
 		if len(v) > n {
@@ -67,7 +67,7 @@ func maxText(key string, n int) func(string) error {
 	}
 }
 
-// oneOf is a rule: one of the listed values.
+// oneOf is a rule allowing one of the listed values.
 func oneOf(key string, vals ...string) func(string) error {
 	return func(v string) error {
 		if slices.Contains(vals, v) {
@@ -77,7 +77,7 @@ func oneOf(key string, vals ...string) func(string) error {
 	}
 }
 
-// set stores value v when k names a field; it reports whether k did.
+// set stores value v when k names a field. It reports whether k did.
 func (f *fieldVals) set(k, v string) bool {
 	for i := range taskFields {
 		if taskFields[i].key.String() == k {
@@ -188,8 +188,8 @@ func (e *enc) fields(f *fieldVals) {
 	}
 }
 
-// fields reads what enc.fields wrote: nothing is no field set. Values of
-// fields a newer binary added are read and dropped.
+// fields reads what enc.fields wrote. Nothing means no field set. Values
+// of fields a newer binary added are read and dropped.
 func (d *dec) fields(f *fieldVals) {
 	if !d.more() {
 		return
@@ -234,7 +234,7 @@ type TaskInfo struct {
 }
 
 // Task returns a view of the task with this id. Like every getter, it
-// changes nothing: it shows recovered state once recovery has ended.
+// changes nothing. It shows recovered state once recovery has ended.
 func (c *Core) Task(id uint64) (TaskInfo, bool) {
 	t := c.tasks.get(id)
 	if t == nil {

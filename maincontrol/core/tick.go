@@ -27,8 +27,8 @@ func (c *Core) fireTimers(now int64) {
 		switch t.state {
 		case Pending:
 			if t.flags&flagDelayed != 0 {
-				// Its delay ended: queue it. A record, so that replay
-				// queues it at the same point and may dispatch it.
+				// Its delay ended, so queue it. A record makes replay
+				// queue it at the same point and maybe dispatch it.
 				r := c.newRecord(recReady)
 				r.id, r.at = t.id, now
 				c.commit(r)
@@ -58,7 +58,7 @@ func (c *Core) fireTimers(now int64) {
 }
 
 // awaitsListing reports whether t's dispatch was restored after a restart
-// and its executor has not listed it yet: until then only the restored
+// and its executor has not listed it yet. Until then only the restored
 // timer may take it back (spec section 7).
 func (c *Core) awaitsListing(t *task) bool {
 	e := c.execs[t.execID]
@@ -117,9 +117,9 @@ func (c *Core) watchLiveness(e *executor) {
 	heap.Push(&c.liveness, livenessEntry{at: e.lastSeen + c.cfg.HeartbeatTimeout.Milliseconds(), exec: e})
 }
 
-// checkLiveness declares lost the executors from which nothing arrived for
-// the heartbeat timeout: their dispatched tasks go back to pending, their
-// running tasks are retried, their connection is closed.
+// checkLiveness declares lost the executors silent for the heartbeat
+// timeout. Their dispatched tasks go back to pending. Their running tasks
+// are retried, and their connection is closed.
 func (c *Core) checkLiveness(now int64) {
 	timeout := c.cfg.HeartbeatTimeout.Milliseconds()
 	for len(c.liveness) > 0 && c.liveness[0].at <= now {
@@ -137,9 +137,9 @@ func (c *Core) checkLiveness(now int64) {
 	}
 }
 
-// Stalled tells the core that it could not run for d: the server's loop,
+// Stalled tells the core that it could not run for d. The server's loop,
 // or the whole process, was held up. Frames from executors may have
-// waited unread all that time, so d is not counted as their silence: a
+// waited unread all that time, so d is not counted as their silence. A
 // stall must not turn into lost executors and failed tasks.
 func (c *Core) Stalled(d time.Duration) {
 	ms := d.Milliseconds()
@@ -170,9 +170,8 @@ const maxDropPerRecord = 4096
 // applyRetention forgets terminal tasks past --retention, beyond the
 // newest --retention-max, or while they hold more than
 // --retention-max-bytes, oldest ended first. The bytes never take the
-// newest ended task, however large: its key must outlive its client's
-// retry of the submit (spec section 5), and one task is at most two
-// frames.
+// newest ended task, however large. Its key must outlive its client's
+// retry of the submit (spec section 5). One task is at most two frames.
 func (c *Core) applyRetention(now int64) {
 	keep := c.cfg.Retention.Milliseconds()
 	terminal := c.terminal()
@@ -203,13 +202,13 @@ func (c *Core) applyRetention(now int64) {
 	}
 }
 
-// NextTickAt returns when Tick next has work, in ms of the core's clock,
-// so that an idle server sleeps until then: the earliest timer (delay,
+// NextTickAt returns when Tick next has work, in ms of the core's clock.
+// An idle server sleeps until then. That is the earliest timer (delay,
 // retry, start or task timeout, restored dispatch), liveness check,
 // handshake deadline or retention expiry. It returns math.MinInt64 when
-// work waits already (done replies queued for the next ticks' budgets,
-// retention over its count or bytes), and ok false
-// when nothing is scheduled: only an input can give Tick work then. It
+// work waits already. Examples are done replies queued for the next ticks'
+// budgets, or retention over its count or bytes. It returns ok false when
+// nothing is scheduled, as only an input can give Tick work then. It
 // reads no clock, so that a server may ask after every input.
 func (c *Core) NextTickAt() (at int64, ok bool) {
 	at = math.MaxInt64
