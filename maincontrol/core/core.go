@@ -43,9 +43,9 @@ type Core struct {
 	state           map[string]string
 	stateVer        uint64
 	stateShared     bool // a snapshot holds c.state: copy before writing
-	// stateTok is new at each Freeze after the state changed: two
+	// stateTok is new at each Freeze after the state changed. Two
 	// snapshots, even of different cores, hold the same state when they
-	// hold the same token, and snapshots rewrite the state only then.
+	// hold the same token. Snapshots rewrite the state only when it differs.
 	stateTok *uint64
 	// stateBytes is the shared state's size as the cap counts it.
 	stateBytes int64
@@ -55,11 +55,11 @@ type Core struct {
 
 	execs  map[string]*executor
 	regSeq uint64
-	// execLog limits the logs a peer can cause at will: registrations,
-	// disconnects, losses, held-back cancels (loglimit.go).
+	// execLog limits the logs a peer can cause at will. Those are
+	// registrations, disconnects, losses and held-back cancels (loglimit.go).
 	execLog logLimit
-	// liveExecs counts executors with a connection; regBytes sums
-	// executor.regBytes; kept queues the disconnected ones (kept.go).
+	// liveExecs counts executors with a connection. regBytes sums
+	// executor.regBytes. kept queues the disconnected ones (kept.go).
 	liveExecs int
 	regBytes  int
 	descBytes int // all executors' descBytes
@@ -67,15 +67,15 @@ type Core struct {
 	keptHead  int
 	liveness  livenessHeap
 	peers     map[PeerID]*peer
-	// lastPeer is the peer of the latest Handle: messages come in runs
-	// from one connection (the server hands over a whole read at once).
+	// lastPeer is the peer of the latest Handle. Messages come in runs
+	// from one connection, as the server hands over a whole read at once.
 	lastPeer *peer
 	hsQueue  []hsDeadline
 	waiters  waiterSet
 	// submitters names the connection of each task not yet ended that
 	// counts against its --max-pending-per-conn share (connquota.go).
 	submitters map[uint64]*peer
-	// dones holds `done` replies left for later ticks; doneFrames and
+	// dones holds `done` replies left for later ticks. doneFrames and
 	// doneBytes are what this tick may still send (dones.go).
 	dones                 doneQueue
 	doneFrames, doneBytes int
@@ -95,24 +95,24 @@ type Core struct {
 	idsBuf  []uint64 // scratch
 	lostBuf []uint64 // scratch
 	// depsBuf holds the depends_on ids of the submit being handled
-	// (submitReq.deps), kept for the next: a long list would otherwise
+	// (submitReq.deps), kept for the next. A long list would otherwise
 	// grow a new slice by doubling each time.
 	depsBuf  []uint64
 	depMarks depMarks // deduplicates a long depends_on list (parseDeps)
 	// sub is the submit being parsed, which v1Fields' rows fill in.
 	sub submitReq
 
-	// epoch is this run's (BeginEpoch); nextEpoch the one the next run
+	// epoch is this run's (BeginEpoch). nextEpoch is the one the next run
 	// takes, kept in snapshots.
 	epoch, nextEpoch uint64
-	// lastMark is the log position of the latest record (Effects.Record);
-	// stateMark that of the latest change to the shared state.
+	// lastMark is the log position of the latest record (Effects.Record).
+	// stateMark is that of the latest change to the shared state.
 	lastMark, stateMark uint64
 	gates               gates        // what task frames wait for (idx_gates.go)
 	pol                 *policyState // per-type policies (policy.go); nil: none
 
-	// paused holds the paused task types (pause.go); progs the latest
-	// progress of running dispatches (durations.go); leftMs when the state
+	// paused holds the paused task types (pause.go). progs holds the latest
+	// progress of running dispatches (durations.go). leftMs is when the state
 	// a task last left began (setState).
 	paused map[string]struct{}
 	progs  map[uint64]taskProgress
@@ -120,7 +120,7 @@ type Core struct {
 	leftMs int64
 	ops    OpsCounts
 
-	// scheds holds the schedules by name (schedule.go); schedWake is the
+	// scheds holds the schedules by name (schedule.go). schedWake is the
 	// earliest time, in ms, one of them needs the tick.
 	scheds    map[string]*schedule
 	schedWake int64
@@ -196,7 +196,7 @@ func New(cfg Config, fx Effects) (*Core, error) {
 	return c, nil
 }
 
-// now returns the time in ms: read once per input (Handle, Tick), so that
+// now returns the time in ms, read once per input (Handle, Tick). So
 // one decision sees one instant and the clock is not read a dozen times.
 func (c *Core) now() int64 {
 	if c.nowSet {
@@ -206,7 +206,7 @@ func (c *Core) now() int64 {
 }
 
 // hold fixes now() for the duration of one input, unless it is already
-// fixed; it reports whether it fixed it, and so must release it.
+// fixed. It reports whether it fixed it, and so must release it.
 func (c *Core) hold() bool {
 	if c.nowSet {
 		return false
@@ -218,9 +218,9 @@ func (c *Core) hold() bool {
 func (c *Core) release() { c.nowSet = false }
 
 // HoldClock reads the clock once for a batch of inputs that arrived
-// together (the frames of one read): until ReleaseClock, every Handle sees
-// that instant. Reading the clock per frame cost a few percent of the
-// server's CPU at full load. Holds do not nest: the first ReleaseClock
+// together, the frames of one read. Until ReleaseClock, every Handle sees
+// that instant. Reading the clock per frame costs a few percent of the
+// server's CPU at full load. Holds do not nest, so the first ReleaseClock
 // ends it.
 func (c *Core) HoldClock() { c.hold() }
 
@@ -232,7 +232,7 @@ func (c *Core) Debug() bool { return c.debug }
 
 // SetAvailable tells the core whether the log accepts writes. While it does
 // not, requests that change state are refused with `unavailable` and
-// nothing is dispatched; reads are still served.
+// nothing is dispatched. Reads are still served.
 func (c *Core) SetAvailable(ok bool) {
 	if c.available == ok {
 		return
@@ -255,8 +255,8 @@ func (c *Core) Available() bool { return c.available }
 // Open registers a new connection and sends its welcome.
 func (c *Core) Open(id PeerID) { c.OpenFrom(id, "") }
 
-// OpenFrom is Open for a connection from a known address, which the logs
-// of its handshake refusals and errors name: a peer id alone cannot tell
+// OpenFrom is Open for a connection from a known address. The logs of its
+// handshake refusals and errors name it, since a peer id alone cannot tell
 // an operator who failed to authenticate.
 func (c *Core) OpenFrom(id PeerID, remote string) {
 	now := c.now()
@@ -300,7 +300,7 @@ func (c *Core) Closed(id PeerID) {
 }
 
 // Handle processes one decoded message from a peer. m may borrow from the
-// server's read buffer: the core copies what it keeps.
+// server's read buffer, so the core copies what it keeps.
 func (c *Core) Handle(id PeerID, m *wire.Message) {
 	p := c.lastPeer
 	if p == nil || p.id != id {
@@ -325,8 +325,8 @@ func (c *Core) Handle(id PeerID, m *wire.Message) {
 	c.dispatchDirty()
 }
 
-// Tick runs everything that is due: timers, handshake and heartbeat
-// timeouts, retention. The server calls it often (every few tens of ms).
+// Tick runs everything that is due. That covers timers, handshake and
+// heartbeat timeouts, and retention. The server calls it every few tens of ms.
 func (c *Core) Tick() {
 	if c.hold() {
 		defer c.release()
@@ -348,7 +348,7 @@ func (c *Core) Tick() {
 // PeerCount returns the number of open connections.
 func (c *Core) PeerCount() int { return len(c.peers) }
 
-// Greeted reports whether a peer is through its handshake: it said hello
+// Greeted reports whether a peer is through its handshake. It said hello
 // or registered, with the token's MAC when one is set.
 func (c *Core) Greeted(id PeerID) bool {
 	p := c.peers[id]
@@ -358,6 +358,6 @@ func (c *Core) Greeted(id PeerID) bool {
 func (c *Core) debugEnabled() bool { return c.debugLog }
 
 // refreshDebug rereads whether the logger takes debug records. Asking it
-// on every transition cost more than the rest of a transition's logging
-// check; the level is read again at every tick.
+// on every transition costs more than the rest of a transition's logging
+// check. So the level is read again at every tick instead.
 func (c *Core) refreshDebug() { c.debugLog = c.log.Enabled(context.Background(), slog.LevelDebug) }

@@ -52,17 +52,17 @@ func (c *Core) heartbeat(p *peer, m *wire.Message) {
 }
 
 // runningSlack is what a running= list may hold beyond twice the larger
-// of the executor's slots and its dispatches: old dispatches still
-// finishing after a cancel or a reconnect.
+// of the executor's slots and its dispatches. It covers old dispatches
+// still finishing after a cancel or a reconnect.
 const runningSlack = 64
 
 // runningLimit bounds a heartbeat's running= list. A longer one is
-// bad_request: each entry may cost a cancel frame, so it would let one
+// bad_request. Each entry may cost a cancel frame, so it would let one
 // heartbeat ask for megabytes of replies.
 func runningLimit(e *executor) int { return 2*max(e.slots, e.load) + runningSlack }
 
 // maxUnknownCancels bounds the cancels one heartbeat gets for dispatches
-// that are not this executor's: a few bytes listed cost a cancel of
+// that are not this executor's. A few bytes listed cost a cancel of
 // about forty. Dispatches left out are listed again, and cancelled then.
 const maxUnknownCancels = 1024
 
@@ -94,10 +94,10 @@ func parseToken(s string) (uint64, uint64, bool) {
 }
 
 // reconcile compares the executor's running= list (in c.listed) with what
-// the core thinks runs there. Each listed token is judged on its own, so
-// an id listed twice (an old dispatch still running beside the current
-// one) gets a cancel for the old version, and a running task counts as
-// listed only under its current version.
+// the core thinks runs there. Each listed token is judged on its own. An id
+// listed twice, an old dispatch still running beside the current one, gets
+// a cancel for the old version. A running task counts as listed only under
+// its current version.
 func (c *Core) reconcile(e *executor) {
 	e.hbCount++
 	now := c.now()
@@ -105,9 +105,9 @@ func (c *Core) reconcile(e *executor) {
 	// and a token listed twice is handled once.
 	slices.SortFunc(c.listed, compareTokens)
 	c.listed = slices.Compact(c.listed)
-	// Cancels for dispatches the core does not hold here are bounded, and
-	// wait while the executor has not read what it was sent: it lists them
-	// again while they run.
+	// Cancels for dispatches the core does not hold here are bounded. They
+	// wait while the executor has not read what it was sent, since it lists
+	// them again while they run.
 	unknown := maxUnknownCancels
 	if c.backlogged(e.peer) {
 		unknown = 0
@@ -132,8 +132,8 @@ func (c *Core) reconcile(e *executor) {
 		a.restored = false
 		switch {
 		case t.state == Dispatched:
-			// Listed as running: it started (its started was lost in a
-			// restart, or is implied).
+			// Listed as running, so it started. Its started was lost in a
+			// restart, or is implied.
 			c.startTask(t, now, "listed in running=")
 		case wasRestored && t.state == Running && t.timeoutMs > 0:
 			// A restored running task's timeout starts when it is listed.
@@ -175,7 +175,7 @@ func (c *Core) reconcile(e *executor) {
 	c.lostBuf = lost[:0]
 }
 
-// startTask moves a dispatched task to running; its timeout runs from now.
+// startTask moves a dispatched task to running. Its timeout runs from now.
 func (c *Core) startTask(t *task, now int64, why string) {
 	r := c.newRecord(recStart)
 	r.id, r.version, r.at = t.id, t.version, now
@@ -198,7 +198,7 @@ func (c *Core) currentDispatch(e *executor, id uint64, ver uint64) *task {
 }
 
 // parseDispatchToken reads task_id and version, the pair that names one
-// dispatch, in one pass over the fields: started and result are the two
+// dispatch, in one pass over the fields. started and result are the two
 // most frequent messages, and each carries both.
 func (c *Core) parseDispatchToken(p *peer, m *wire.Message) (uint64, uint64, bool) {
 	var idText, verText string
@@ -233,8 +233,8 @@ func tokenPart(k, v string, present bool) (uint64, error) {
 	return wire.UintValue(k, v)
 }
 
-// started: dispatched -> running. No reply; a mismatch is ignored and
-// logged.
+// started moves a task from dispatched to running. It gets no reply. A
+// mismatch is ignored and logged.
 func (c *Core) started(p *peer, m *wire.Message) {
 	id, ver, ok := c.parseDispatchToken(p, m)
 	if !ok {
@@ -245,7 +245,7 @@ func (c *Core) started(p *peer, m *wire.Message) {
 		if t != nil && (t.state == Running || t.state.Terminal()) {
 			// After a reconnect an executor sends started again for what
 			// it still runs, and before each result not yet acknowledged
-			// (spec section 4): expected, not news.
+			// (spec section 4). That is expected, not news.
 			c.log.Debug("started again for this dispatch", "task_id", id, "version", ver, "executor", p.exec.id,
 				"state", t.state.String())
 			return
@@ -259,7 +259,7 @@ func (c *Core) started(p *peer, m *wire.Message) {
 	c.startTask(t, c.now(), "started")
 }
 
-// progress is optional and informational: checked, kept for query
+// progress is optional and informational. It is checked, kept for query
 // (protocol section 8.8) and logged.
 func (c *Core) progress(p *peer, m *wire.Message) {
 	id, ver, ok := c.parseDispatchToken(p, m)
@@ -288,8 +288,8 @@ func (c *Core) progress(p *peer, m *wire.Message) {
 	}
 }
 
-// bye: the executor leaves. Dispatched tasks go back to pending, running
-// ones use an attempt and retry at once (or fail).
+// bye means the executor leaves. Dispatched tasks go back to pending.
+// Running ones use an attempt and retry at once, or fail.
 func (c *Core) bye(p *peer, m *wire.Message) {
 	e := p.exec
 	c.logLimited(slog.LevelInfo, "executor leaves", "executor", e.id, "reason", clipText(m.Value("reason")), "tasks", e.tasks.len())
@@ -302,8 +302,8 @@ func (c *Core) bye(p *peer, m *wire.Message) {
 	c.commit(r)
 }
 
-// takeBackAll takes back every dispatch of e: dispatched -> pending,
-// running -> retrying (immediately pending when bye) or failed.
+// takeBackAll takes back every dispatch of e. Dispatched tasks go pending.
+// Running ones go retrying (immediately pending when bye) or failed.
 func (c *Core) takeBackAll(e *executor, immediate bool, why string) {
 	ids := e.tasks.ids(c.idsBuf[:0])
 	slices.Sort(ids)
@@ -319,7 +319,7 @@ func (c *Core) takeBackAll(e *executor, immediate bool, why string) {
 	c.idsBuf = ids[:0]
 }
 
-// requeue takes a dispatched task back to pending; no attempt is used.
+// requeue takes a dispatched task back to pending. No attempt is used.
 func (c *Core) requeue(id uint64, why string) {
 	r := c.newRecord(recBack)
 	r.id, r.at, r.why = id, c.now(), why

@@ -5,24 +5,24 @@ import (
 	"fmt"
 )
 
-// Records are the core's change log: binary, compact, and never on the
-// wire. Each starts with a kind byte; numbers are varints, strings and
-// lists are length-prefixed. Live decisions fill a record, hand its
-// encoding to Effects.Record and then apply it; recovery decodes and
+// Records are the core's change log. They are binary, compact, and never
+// on the wire. Each starts with a kind byte. Numbers are varints, and
+// strings and lists are length-prefixed. Live decisions fill a record, hand
+// its encoding to Effects.Record and then apply it. Recovery decodes and
 // applies the same bytes, so both reach the same state.
 //
-// Records and snapshot entries outlive the binary that wrote them, so
-// their encodings change only under these rules:
+// Records and snapshot entries outlive the binary that wrote them. So
+// their encodings change only under these rules.
 //   - A new field goes at the end of its kind's encoding and is read with
-//     an opt reader (dec.optU and its kin): absent, it is the zero value,
+//     an opt reader (dec.optU and its kin). Absent, it is the zero value,
 //     so data dirs written before the field existed still load.
-//   - Bytes after the last field this binary knows are ignored: a newer
-//     binary appended them. The log's and the snapshot's checksums, not
-//     this decoder, catch damaged bytes.
+//   - Bytes after the last field this binary knows are ignored, since a
+//     newer binary appended them. The log's and the snapshot's checksums,
+//     not this decoder, catch damaged bytes.
 //   - New and snap_task end with the task field table's values
-//     (taskfields.go): a new task field is a row there, not code here.
-//   - A field is never removed, reordered or given a new meaning, and an
-//     integer field only widens (varints read the same). A change an
+//     (taskfields.go). A new task field is a row there, not code here.
+//   - A field is never removed, reordered or given a new meaning. An
+//     integer field only widens, as varints read the same. A change an
 //     older binary must not misread gets a new kind, which it refuses.
 
 type recKind uint8
@@ -44,32 +44,32 @@ const (
 	snapState
 	snapTask
 	// recSkipIDs moves the next task id past ids that lost records may
-	// have handed out (Core.SkipIDs). Kinds are stored numbers: new ones
+	// have handed out (Core.SkipIDs). Kinds are stored numbers, so new ones
 	// go last.
 	recSkipIDs
-	// recEpoch starts a run of the main control: its dispatch versions
+	// recEpoch starts a run of the main control. Its dispatch versions
 	// lie above every version of the runs before (Core.BeginEpoch).
 	recEpoch
-	// recRequeue: failed or cancelled -> pending or waiting (requeue.go).
+	// recRequeue moves failed or cancelled to pending or waiting (requeue.go).
 	recRequeue
 	// recStateFix sets or deletes one shared-state key by hand
 	// (state_set, state_del).
 	recStateFix
-	// recPause pauses or resumes a task type; snapshots hold one per
+	// recPause pauses or resumes a task type. Snapshots hold one per
 	// paused type.
 	recPause
 	// recExecTypes changes a registered executor's task types (the
-	// executor's types message); its registration order stays.
+	// executor's types message). Its registration order stays.
 	recExecTypes
-	// recSched adds a schedule; snapshots hold one per schedule, with
+	// recSched adds a schedule. Snapshots hold one per schedule, with
 	// its pause, last fire time and firings (schedule.go).
 	recSched
-	// recSchedOp changes a schedule: fired, passed over, paused,
-	// resumed or deleted (schedOp).
+	// recSchedOp marks a schedule fired, passed over, paused, resumed
+	// or deleted (schedOp).
 	recSchedOp
-	// The run kinds (runs.go, runrec.go): a run made with its step tasks,
-	// a compensation made, a run resumed, cancelled, forgotten; snapshots
-	// hold the run counter and each run.
+	// The run kinds (runs.go, runrec.go) record a run made with its step
+	// tasks, a compensation made, and a run resumed, cancelled or forgotten.
+	// Snapshots hold the run counter and each run.
 	recRun
 	recRunComp
 	recRunResume
@@ -96,7 +96,7 @@ var ErrCorrupt = errors.New("corrupt record")
 
 type kv struct{ k, v string }
 
-// record is the union of every record kind's fields; each kind uses some.
+// record is the union of every record kind's fields. Each kind uses some.
 type record struct {
 	kind        recKind
 	id          uint64
@@ -129,34 +129,34 @@ type record struct {
 	stateVer    uint64
 	requeues    uint64    // snapTask: how many times the task was requeued (why: the latest reason)
 	fields      fieldVals // recNew and snapTask: the task field table's values
-	// on: recStateFix sets the key (else deletes it); recPause pauses
-	// the type (else resumes it).
+	// With on, recStateFix sets the key, else deletes it. recPause pauses
+	// the type, else resumes it.
 	on bool
 	// startOff is a snapTask's start of its latest attempt (task.startOff).
 	startOff uint32
-	// filled: a recReady or recRequeue whose args are the task's new
-	// args, its output references filled in (runs); they follow its
+	// filled marks a recReady or recRequeue whose args are the task's new
+	// args, its output references filled in (runs). They follow its
 	// other fields.
 	filled bool
 	// run holds the run kinds' fields (runrec.go).
 	run *runRec
 	// snapMeta
 	nextID, seqCounter, regSeq uint64
-	// epoch: the run that starts (recEpoch); in snapMeta, the epoch the
-	// next start takes.
+	// epoch is the run that starts (recEpoch). In snapMeta it is the epoch
+	// the next start takes.
 	epoch uint64
-	// sc: recSched's and recSchedOp's fields.
+	// sc holds recSched's and recSchedOp's fields.
 	sc schedFields
 
 	// Resolved by the live decision that built the record, so that
-	// applying it need not look them up again by name; never encoded, nil
-	// on replay (the lookups then run as usual).
+	// applying it need not look them up again by name. They are never
+	// encoded, and nil on replay, where the lookups run as usual.
 	typeRef *taskType // the task type named typ (recNew)
 	execRef *executor // the executor named exec (recDispatch)
 }
 
-// reset clears r but keeps its slices' room. The clear is in place: a
-// composite literal with the slices in it was built on the stack and
+// reset clears r but keeps its slices' room. The clear is in place. A
+// composite literal with the slices in it is built on the stack and
 // then copied over r, three times the work for four records a task.
 func (r *record) reset() {
 	deps, ids, types, sets := r.deps[:0], r.ids[:0], r.types[:0], r.sets[:0]

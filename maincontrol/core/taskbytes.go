@@ -21,36 +21,36 @@ const (
 	DefaultRetentionMaxBytes = 256 << 20
 	// DepBytes is what each depends_on id counts, so that the cap bounds
 	// what it holds while its task waits. The task's own list takes one
-	// to three bytes of it (depIDs, ten at most), and the dependency's
-	// dependents eight for the first task waiting on it (its head); from
-	// the second the head becomes a list (16 bytes, plus 32 in the index
-	// of lists) that grows by doubling and is compacted at half stale:
-	// up to about 50 bytes an id in all. With dependencies scattered over
+	// to three bytes of it (depIDs, ten at most). The dependency's dependents
+	// take eight for the first task waiting on it (its head). From the second
+	// on, the head becomes a list of 16 bytes, plus 32 in the index of lists.
+	// That list grows by doubling and is compacted at half stale. In all it
+	// takes up to about 50 bytes an id. With dependencies scattered over
 	// the id space a dependent can also cost an 8 KiB block of heads
 	// (dependents says why that stays a fraction of the task table).
 	DepBytes = 48
 )
 
 // heldBytes is the rule of what a task counts toward the caps, in one
-// place: the bytes it holds whose size a client or an executor chose, as
-// the task stores them.
-//   - args: its arg.* lines as kept (each key with its prefix, '=', the
-//     escaped value; LF between lines);
-//   - its task_type's name: tasks of one type share one copy, but each
-//     counts it, so that a long name cannot carry what args may not;
-//   - its idempotency key, and the trace_id it was given ("" when the
-//     main control derives one, which is not stored);
-//   - the values of the task field table (taskfields.go);
-//   - DepBytes per depends_on id (deduplicated, as kept);
-//   - the out.* lines (as kept) and the error text of its latest result or
-//     end: while it has not ended, those of a failed attempt, kept until
-//     its next attempt is dispatched.
+// place. It counts the bytes it holds whose size a client or an executor
+// chose, as the task stores them.
+//   - Args are its arg.* lines as kept. Each is the key with its prefix,
+//     '=' and the escaped value, with LF between lines.
+//   - Its task_type's name counts. Tasks of one type share one copy, but
+//     each counts it, so a long name cannot carry what args may not.
+//   - Its idempotency key counts, and the trace_id it was given. That is
+//     "" when the main control derives one, which is not stored.
+//   - The values of the task field table count (taskfields.go).
+//   - DepBytes counts per depends_on id, deduplicated, as kept.
+//   - The out.* lines (as kept) and the error text of its latest result or
+//     end count. Before it ends, those of a failed attempt count, kept
+//     until its next attempt is dispatched.
 //
-// The fixed cost of a task (about 160 bytes in the table) is not counted:
+// The fixed cost of a task (about 160 bytes in the table) is not counted.
 // --max-pending and --retention-max bound the number of tasks. Nor is the
 // executor id of its latest dispatch, shared with the executor.
 func heldBytes(typ, args, key, trace string, deps int, outs, errText string) int64 {
-	// int64 throughout: on 32-bit hosts a task's parts may add up past an int.
+	// int64 throughout, since on 32-bit hosts a task's parts may pass an int.
 	return int64(len(typ)) + int64(len(args)) + int64(len(key)) + int64(len(trace)) +
 		DepBytes*int64(deps) + int64(len(outs)) + int64(len(errText))
 }
@@ -68,8 +68,8 @@ func (t *task) bytes() int64 {
 // noExtra stands for the extra block of a task that has none.
 var noExtra taskExtra
 
-// countTaskBytes adds up the bytes of the tasks in the table: those not
-// yet ended and those ended.
+// countTaskBytes adds up the bytes of the tasks in the table, both those
+// not yet ended and those ended.
 func (c *Core) countTaskBytes() (pending, retained int64) {
 	c.tasks.scan(0, 0, func(t *task) bool {
 		if t.state.Terminal() {
@@ -91,9 +91,9 @@ func (c *Core) PendingBytes() int64 { return c.pendingBytes }
 func (c *Core) RetainedBytes() int64 { return c.retainedBytes }
 
 // warnTaskBytes says, at the end of recovery, when the tasks found hold
-// more than a cap lowered across a restart. Replay refuses nothing: the
+// more than a cap lowered across a restart. Replay refuses nothing. The
 // tasks not yet ended are kept, and submits get queue_full until enough
-// of them end; the oldest ended tasks past the cap are forgotten at the
+// of them end. The oldest ended tasks past the cap are forgotten at the
 // first tick, as retention does past --retention-max.
 func (c *Core) warnTaskBytes() {
 	if limit := c.cfg.MaxPendingBytes; limit >= 0 && c.pendingBytes > int64(limit) {
@@ -114,8 +114,8 @@ func (c *Core) retainedOver(freed int64) bool {
 }
 
 // warnSmallByteCaps says at start when a byte cap is below what one task
-// may hold: a submit of a full frame of args would always be refused, or
-// an ended task forgotten (its key with it) as soon as the next one ends.
+// may hold. A submit of a full frame of args would always be refused. Or
+// an ended task would be forgotten, key and all, when the next one ends.
 func (c *Core) warnSmallByteCaps() {
 	if limit := c.cfg.MaxPendingBytes; limit >= 0 && limit < c.cfg.MaxFrame {
 		c.log.Warn("--max-pending-bytes is below --max-frame: a submit whose args fill a frame is refused (bad_request)",
