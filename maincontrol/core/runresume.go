@@ -87,6 +87,10 @@ func (c *Core) planResume(r *run, from int) (resumePlan, wire.Code, string) {
 	default:
 		return plan, wire.CodeIllegalTransition, "run " + id + " is " + r.state.String() + ": only a failed or cancelled run is resumed"
 	}
+	if r.compensating {
+		// Cancelled mid-rollback: some work was undone, so running steps again is unsound.
+		return plan, wire.CodeIllegalTransition, "run " + id + " was (partly) rolled back: its work was undone"
+	}
 	if live := c.runLiveTasks(r); len(live) > 0 {
 		return plan, wire.CodeIllegalTransition, "run " + id + " still has task " + strconv.FormatUint(live[0], 10) +
 			" not ended: cancel the run again first"
