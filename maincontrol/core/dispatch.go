@@ -13,8 +13,8 @@ import (
 // urgent task goes first, by priority, then by when it became pending
 // (spec section 5). An executor serving several types thus gives a freed
 // slot to the most urgent of their tasks. Always serving its first listed
-// type starved the others. Each decision costs a heap top, a queue pop and
-// a step of a heap of the dirty types. It scans no tasks or executors.
+// type would starve the others. Each decision costs a heap top, a queue pop
+// and a step of a heap of the dirty types. It scans no tasks or executors.
 func (c *Core) dispatchDirty() {
 	if !c.available || len(c.dirty) == 0 {
 		return
@@ -132,7 +132,7 @@ func (c *Core) logTransition(t *task, from, to State, why string) {
 		return
 	}
 	fromName := from.String()
-	// setState kept when the state left began; a new task left none.
+	// setState kept when the state left began. A new task left none.
 	inState := max(0, t.updatedMs-c.leftMs)
 	if from == 0 {
 		fromName = "none" // created by this transition

@@ -1,31 +1,32 @@
-// Package core is the main control's state machine: every task, executor
-// and shared-state rule of wire-v1 sections 3 to 7, with no sockets, disks
-// or goroutines.
+// Package core is the main control's state machine. It holds every task,
+// executor and shared-state rule of wire-v1 sections 3 to 7. It uses no
+// sockets, disks or goroutines.
 //
-// The server feeds it inputs — a peer connected (Open), a decoded message
-// (Handle), a peer gone (Closed), the clock moving on (Tick) — and the core
-// answers through Effects: frames for peers, change records for the log,
-// closes. Time comes from an injected Clock, randomness from an injected
-// source, so every rule can be tested with a fake clock and no network.
+// The server feeds it inputs. A peer connected (Open), a decoded message
+// arrived (Handle), a peer is gone (Closed), or the clock moved on (Tick).
+// The core answers through Effects with frames for peers, change records
+// for the log, and closes. Time comes from an injected Clock, randomness
+// from an injected source. So every rule can be tested with a fake clock
+// and no network.
 //
-// Every change that must survive a crash is a record. Live decisions build a
-// record, hand it to Effects.Record, then apply it; recovery applies the
-// same records (from a snapshot and the log) to an empty core and reaches
+// Every change that must survive a crash is a record. Live decisions build
+// a record, hand it to Effects.Record, then apply it. Recovery applies the
+// same records, from a snapshot and the log, to an empty core. It reaches
 // the identical state. Frames handed to Effects.Send may reach the peer only
-// once every record recorded before them is durable: that one rule gives
-// "confirm after durable" for submitted, cancelled, result_ack and done, and
-// "dispatch is durable before its task frame". The handshake frames, which
-// show no change, are the exception (see Wait).
+// once every record recorded before them is durable. That one rule gives
+// "confirm after durable" for submitted, cancelled, result_ack and done. It
+// also gives "dispatch is durable before its task frame". The handshake
+// frames, which show no change, are the exception (see Wait).
 //
-// Tasks live in a chunked table that is copy-on-write between snapshots:
-// Freeze is O(chunks), and a snapshot is serialized from the frozen chunks
+// Tasks live in a chunked table that is copy-on-write between snapshots.
+// Freeze is O(chunks). A snapshot is serialized from the frozen chunks
 // on another goroutine while the core goes on.
 //
-// A Core is not safe for concurrent use; the server gives it one owner.
+// A Core is not safe for concurrent use, so the server gives it one owner.
 //
 // # Words
 //
-// Record kinds and flags use a few short verbs:
+// Record kinds and flags use a few short verbs.
 //
 //	back       a dispatch is undone: the task is pending again, no attempt used
 //	taken back its dispatch is no longer current (flagTakenBack)

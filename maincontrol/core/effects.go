@@ -18,8 +18,8 @@ type Effects interface {
 	// closed peer is a no-op.
 	Send(peer PeerID, frame []byte, wait Wait)
 	// SendTask queues a task frame for peer. It must not reach the peer
-	// before the record at position after, and every record before it,
-	// is durable (the core reports them with Core.Durable). It may pass
+	// before the record at position after is durable, with every record
+	// before it. The core reports those with Core.Durable. It may pass
 	// frames to peer that wait for later records, such as its own dispatch
 	// record and result_acks (spec section 4). Among themselves, task frames
 	// to one peer keep their order.
@@ -29,7 +29,7 @@ type Effects interface {
 }
 
 // FrameLog may be implemented by Effects. The core calls LogFrames when
-// `debug` turns frame logging on or off, before it sends debug_ok, so the
+// `debug` turns frame logging on or off, before it sends debug_ok. So the
 // effects need not ask the core while they send.
 type FrameLog interface {
 	LogFrames(on bool)

@@ -137,7 +137,7 @@ func (c *Core) reconcile(e *executor) {
 			c.startTask(t, now, "listed in running=")
 		case wasRestored && t.state == Running && t.timeoutMs > 0:
 			// A restored running task's timeout starts when it is listed.
-			// The deadline is live state: after another restart it
+			// The deadline is live state, so after another restart it
 			// starts again from the next listing.
 			mt := c.tasks.mut(id)
 			mt.dueMs = addMs(now, t.timeoutMs)

@@ -13,10 +13,10 @@ var ErrFrameTooSmall = fmt.Errorf("max frame too small for the stored tasks")
 // CheckFrames reports a known task whose frames could exceed MaxFrame.
 // Those are its task frame, while it may still be dispatched, and its
 // task_state or done reply. Restarted with a smaller --max-frame, a main
-// control would otherwise send frames over its announced max_frame (spec
-// section 1). Its peers must refuse those. An executor would then drop its
-// connection at every dispatch of such a task, for ever. It runs once
-// after recovery and scans every task.
+// control would otherwise send frames over its max_frame (spec section 1).
+// Its peers must refuse those. An executor would then drop its connection
+// at every dispatch of such a task, for ever. It runs once after recovery
+// and scans every task.
 func (c *Core) CheckFrames() error {
 	var worst *task
 	need := 0

@@ -131,8 +131,8 @@ func (c *Core) forgetExecutor(e *executor) {
 }
 
 // regRoom reports whether a register of id with these types fits the
-// bounds above, forgetting the idle executors disconnected longest to
-// make room, and answers the register with unavailable when it does not.
+// bounds above. It forgets the idle executors disconnected longest to
+// make room. When it does not fit, the register gets unavailable.
 func (c *Core) regRoom(p *peer, req, what, id string, types []string) bool {
 	if c.execs[id] == nil {
 		// A fresh id may disconnect later, so room for it is made now.

@@ -12,7 +12,7 @@ type requestHandler func(c *Core, p *peer, m *wire.Message, req string)
 // The error is not_permitted when wire knows it, unknown_type otherwise.
 // A new message is a wire.Kind, its senders in wire, and a row here.
 var (
-	// handshakeHandlers take a new connection's first frame; req is the
+	// handshakeHandlers take a new connection's first frame. req is the
 	// one its errors carry ("" for an executor's).
 	handshakeHandlers = map[wire.Kind]requestHandler{
 		wire.KindRegister: func(c *Core, p *peer, m *wire.Message, _ string) { c.register(p, m) },

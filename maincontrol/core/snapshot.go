@@ -197,7 +197,7 @@ func (c *Core) finishLoad() {
 	}
 	c.loading = false
 	c.tasks.trimSpare()
-	// Sized up front, since growing slices of a million pointers cost a fifth
+	// Sized up front, since growing slices of a million pointers costs a fifth
 	// of a restart's CPU.
 	pending := make([]*task, 0, c.counts[Pending])
 	terminal := make([]*task, 0, c.counts[Succeeded]+c.counts[Failed]+c.counts[Cancelled])

@@ -68,8 +68,8 @@ const (
 	flagTolerated
 )
 
-// taskExtra holds what most tasks lack. It is immutable once made: change
-// it by building a new one.
+// taskExtra holds what most tasks lack. It is immutable once made, so
+// change it by building a new one.
 type taskExtra struct {
 	key     string    // idempotency key
 	errText string    // error of the latest end or failed attempt
@@ -87,7 +87,7 @@ func (x taskExtra) shared() *taskExtra {
 		x.requeues == 0 && x.reason == "" {
 		return nil
 	}
-	// A copy, not &x. Taking x's address moved it to the heap on every
+	// A copy, not &x. Taking x's address would move it to the heap on every
 	// call, an allocation per task even when nil is returned.
 	p := new(taskExtra)
 	*p = x
@@ -124,7 +124,7 @@ func (t *task) deps() depIDs {
 	return t.x.deps
 }
 
-// setOutcome replaces the error and outputs; a new error copies the extra
+// setOutcome replaces the error and outputs. A new error copies the extra
 // block.
 func (t *task) setOutcome(errText, out string, outKeys uint16) {
 	t.outs, t.outKeys = out, outKeys

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// fireTimers runs every timer that is due. Timers are lazily deleted: each
-// is checked against the task's current state, version and due time.
+// fireTimers runs every timer that is due. Timers are lazily deleted, so
+// each is checked against the task's current state, version and due time.
 func (c *Core) fireTimers(now int64) {
 	for {
 		tm, ok := c.timers.popDue(now)
@@ -108,7 +108,7 @@ func (h *livenessHeap) Pop() any {
 }
 
 // watchLiveness makes sure e has an entry in the liveness heap. Each
-// executor has at most one; it is pushed back when it fires early.
+// executor has at most one. It is pushed back when it fires early.
 func (c *Core) watchLiveness(e *executor) {
 	if e.watched {
 		return
