@@ -125,7 +125,7 @@ func runRequeue(args []string, stdout, stderr io.Writer) error {
 	var o client.RequeueOptions
 	var ids []uint64
 	extra := func(fs *flag.FlagSet) {
-		fs.BoolVar(&o.KeepAttempts, "keep-attempts", false, "keep the attempts used (default: they start again from 0)")
+		fs.BoolVar(&o.KeepAttempts, "keep-attempts", false, "keep the attempts used; without it they start again from 0")
 		fs.StringVar(&o.Reason, "reason", "", "why, kept with each task and shown by status (up to 256 bytes)")
 		ff.register(fs, true)
 	}

@@ -176,7 +176,7 @@ steps:
 
 	out, errOut, code = e.pipeline("status", "nightly-d1")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "run "+strconv.FormatUint(first.RunID, 10)+" nightly (key nightly-d1): succeeded, resumed 1 times")
+	assert.Contains(t, out, "run "+strconv.FormatUint(first.RunID, 10)+" nightly (key nightly-d1): succeeded, resumed 1 time")
 
 	// A succeeded run cannot be resumed: a JSON error, as other commands.
 	_, errOut, code = e.pipeline("resume", strconv.FormatUint(first.RunID, 10), "--json")

@@ -52,6 +52,19 @@ func TestHelp_OnStdout(t *testing.T) {
 	}
 }
 
+// Each flag's help shows one default: `schedule add --help` showed
+// "(default: the type's policy, else 3) (default 0)" for --max-attempts.
+func TestHelp_OneDefaultPerFlag(t *testing.T) {
+	invs := append(helpInvocations(), []string{"schedule", "add"}, []string{"pipeline", "resume"})
+	for _, inv := range invs {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 0, run(append(slices.Clone(inv), "--help"), &out, &errOut), errOut.String())
+		for line := range strings.Lines(out.String()) {
+			assert.LessOrEqual(t, strings.Count(line, "(default"), 1, "%v: %s", inv, line)
+		}
+	}
+}
+
 // A bad command line prints its error, and where the flags are listed, on
 // stderr: not the whole usage (33 lines for list) before the one line
 // that matters. It still exits 2.

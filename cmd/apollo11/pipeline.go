@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/pipeline"
@@ -301,8 +302,13 @@ func findRunFile(given string) (string, error) {
 		return given, nil
 	}
 	matches, _ := filepath.Glob("*.run.json")
-	if len(matches) != 1 {
-		return "", fmt.Errorf("give --run-file (found %d *.run.json files here)", len(matches))
+	switch len(matches) {
+	case 0:
+		return "", fmt.Errorf("give RUN or --run-file (no *.run.json file here)")
+	case 1:
+	default:
+		// Named, so the one wanted can be given without an ls first.
+		return "", fmt.Errorf("give RUN or --run-file: %d *.run.json files here (%s)", len(matches), strings.Join(matches, ", "))
 	}
 	return matches[0], nil
 }

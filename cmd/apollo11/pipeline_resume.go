@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
 
 	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // runPipelineResume is `pipeline resume RUN [--from STEP]`: it finishes a
@@ -18,7 +22,7 @@ func runPipelineResume(args []string, stdout, stderr io.Writer) error {
 	var from, reason string
 	var wait bool
 	extra := func(fs *flag.FlagSet) {
-		fs.StringVar(&from, "from", "", "re-run this step and every step that depends on it, even those that succeeded")
+		fs.StringVar(&from, "from", "", "in a failed or cancelled run, re-run this step and every step that depends on it, even those that succeeded")
 		fs.StringVar(&reason, "reason", "", "the requeue reason of the steps that run again (default: run resume)")
 		fs.BoolVar(&wait, "wait", false, "follow the run to its end; exit 0 if it succeeded, 1 otherwise, 4 if the wait ended first")
 	}
@@ -43,7 +47,7 @@ func runPipelineResume(args []string, stdout, stderr io.Writer) error {
 			r, err := cl.RunResume(rctx, id, client.RunResumeOptions{From: from, Reason: reason})
 			cancel()
 			if err != nil {
-				return fmt.Errorf("resume run %d: %w", id, err)
+				return explainResume(id, err)
 			}
 			report := runRunReport{RunID: id, Resumed: &r}
 			if !wait {
@@ -76,4 +80,41 @@ func showRun(cl *client.Client, cf *clientFlags, arg string, stdout io.Writer) e
 	}
 	printRunState(stdout, rs)
 	return nil
+}
+
+// fromWire finds the wire form "(from=STEP)" in a refusal of a resume.
+var fromWire = regexp.MustCompile(`\(from=([^)]*)\)$`)
+
+// resumeRefused is a refused resume, told as the CLI is used: what to do
+// instead, with flags where the main control names wire fields.
+type resumeRefused struct {
+	text string
+	err  error
+}
+
+func (e *resumeRefused) Error() string { return e.text }
+func (e *resumeRefused) Unwrap() error { return e.err }
+
+// explainResume adds what to do to the main control's refusal of a resume.
+func explainResume(id uint64, err error) error {
+	ref, ok := errors.AsType[*wire.ErrorReply](err)
+	if !ok || ref.Code != wire.CodeIllegalTransition {
+		return fmt.Errorf("resume run %d: %w", id, err)
+	}
+	msg := ref.Message
+	switch {
+	case strings.Contains(msg, " was rolled back"):
+		msg += "; a rolled-back run is not resumed: run the pipeline again under a new key (pipeline run FILE with a new --var in its key)"
+	case strings.Contains(msg, " is succeeded: "):
+		msg += " (--from too): to run its steps again, run the pipeline under a new key (pipeline run FILE with a new --var in its key)"
+	case strings.Contains(msg, "only a failed or cancelled run is resumed"):
+		msg += fmt.Sprintf(": wait for its end (apollo11 pipeline status %d), then resume it if it failed", id)
+	default:
+		if m := fromWire.FindStringSubmatchIndex(msg); m != nil {
+			step := msg[m[2]:m[3]]
+			msg = msg[:m[0]] + "(--from " + step + ") if it may make it this time; " +
+				"if the file names an output the step never makes, only a new run fixes it: correct the file, run it under a new key"
+		}
+	}
+	return &resumeRefused{text: fmt.Sprintf("resume run %d: %s", id, msg), err: err}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,8 +50,23 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 		if werr := writeRunFile(o.runFile, pipeline.RunOf(plan, sub, trace)); werr != nil {
 			fmt.Fprintf(stderr, "warning: %v\n", werr)
 		}
-		if o.wait && !cf.asJSON {
-			fmt.Fprintf(stderr, "pipeline %s submitted as run %d: %d steps; waiting for it to end\n", plan.Name, sub.ID, len(plan.Steps))
+		if cf.asJSON {
+			return
+		}
+		// A key that names a run made before submits nothing: say the run
+		// was found, not submitted, before any resume or wait.
+		waiting := ""
+		if o.wait {
+			waiting = "; waiting for it to end"
+		}
+		switch {
+		case !sub.Duplicate && o.wait:
+			fmt.Fprintf(stderr, "pipeline %s submitted as run %d: %d steps%s\n", plan.Name, sub.ID, len(plan.Steps), waiting)
+		case sub.Duplicate && o.resume:
+			fmt.Fprintf(stderr, "pipeline %s: key %s names run %d, made before\n", plan.Name, plan.Key, sub.ID)
+		case sub.Duplicate:
+			fmt.Fprintf(stderr, "pipeline %s: key %s names run %d, made before: nothing new was made "+
+				"(--resume finishes it if it failed)%s\n", plan.Name, plan.Key, sub.ID, waiting)
 		}
 	}
 	var sub client.RunSubmitted
@@ -69,11 +86,9 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 	}
 	report := runRunReport{Name: plan.Name, RunID: sub.ID, Key: plan.Key, Duplicate: sub.Duplicate, RunFile: o.runFile}
 	if sub.Duplicate && o.resume {
-		if report.Resumed, err = resumeIfEnded(ctx, cl, cf, sub.ID, stderr); err != nil {
+		if report.Resumed, err = resumeIfEnded(ctx, cl, cf, sub.ID, o.wait, stderr); err != nil {
 			return err
 		}
-	} else if sub.Duplicate && !cf.asJSON {
-		fmt.Fprintf(stderr, "key %s names run %d, submitted before: nothing new was made (--resume finishes it if it failed)\n", plan.Key, sub.ID)
 	}
 	if !o.wait {
 		if report.Steps, err = submittedSteps(ctx, cl, cf, plan, sub); err != nil {
@@ -85,8 +100,15 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 		for _, s := range report.Steps {
 			fmt.Fprintf(stdout, "%-20s task %d\n", s.ID, s.TaskID)
 		}
-		fmt.Fprintf(stdout, "pipeline %s submitted as run %d: %d steps (follow with: apollo11 pipeline status %d)\n",
-			plan.Name, sub.ID, len(report.Steps), sub.ID)
+		what := "submitted as run " + strconv.FormatUint(sub.ID, 10)
+		switch {
+		case report.Resumed != nil:
+			what = "run " + strconv.FormatUint(sub.ID, 10) + " resumed"
+		case sub.Duplicate:
+			what = "run " + strconv.FormatUint(sub.ID, 10) + " found by its key"
+		}
+		fmt.Fprintf(stdout, "pipeline %s %s: %d steps (follow with: apollo11 pipeline status %d)\n",
+			plan.Name, what, len(report.Steps), sub.ID)
 		return nil
 	}
 	return waitRunEnd(ctx, cl, cf, sub.ID, done, &report, stdout)
@@ -142,7 +164,11 @@ func submitRunWait(ctx context.Context, cl *client.Client, cf *clientFlags, req 
 
 // resumeIfEnded resumes the run when it ended failed or cancelled. A run
 // still going, or one that succeeded, is left as it is.
-func resumeIfEnded(ctx context.Context, cl *client.Client, cf *clientFlags, id uint64, stderr io.Writer) (*client.RunResumed, error) {
+func resumeIfEnded(ctx context.Context, cl *client.Client, cf *clientFlags, id uint64, wait bool, stderr io.Writer) (*client.RunResumed, error) {
+	waiting := ""
+	if wait {
+		waiting = "; waiting for it to end"
+	}
 	rctx, cancel := cf.ctxFrom(ctx)
 	defer cancel()
 	rs, err := cl.RunQuery(rctx, client.RunRef{ID: id})
@@ -151,16 +177,16 @@ func resumeIfEnded(ctx context.Context, cl *client.Client, cf *clientFlags, id u
 	}
 	if rs.State != client.RunFailed && rs.State != client.RunCancelled {
 		if !cf.asJSON {
-			fmt.Fprintf(stderr, "run %d is %s: nothing to resume\n", id, rs.State)
+			fmt.Fprintf(stderr, "run %d is %s: nothing to resume%s\n", id, rs.State, waiting)
 		}
 		return nil, nil
 	}
 	r, err := cl.RunResume(rctx, id, client.RunResumeOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("resume run %d: %w", id, err)
+		return nil, explainResume(id, err)
 	}
 	if !cf.asJSON {
-		fmt.Fprintf(stderr, "run %d resumed: requeued %s\n", id, orNone(r.Requeued))
+		fmt.Fprintf(stderr, "run %d resumed: requeued %s%s\n", id, orNone(r.Requeued), waiting)
 	}
 	return &r, nil
 }
@@ -217,7 +243,10 @@ func printRunState(w io.Writer, rs client.RunState) {
 		head += " (key " + shown(rs.Key) + ")"
 	}
 	head += ": " + rs.State
-	if rs.Resumes > 0 {
+	switch {
+	case rs.Resumes == 1:
+		head += ", resumed 1 time"
+	case rs.Resumes > 1:
 		head += fmt.Sprintf(", resumed %d times", rs.Resumes)
 	}
 	fmt.Fprintln(w, head)
@@ -243,8 +272,25 @@ func printRunState(w io.Writer, rs client.RunState) {
 	}
 	switch rs.State {
 	case client.RunFailed, client.RunCancelled:
-		fmt.Fprintf(w, "resume with: apollo11 pipeline resume %d\n", rs.ID)
+		fmt.Fprintln(w, resumeHint(rs))
 	}
+}
+
+// missingOut reads the main control's error of a step whose argument
+// named an output that its step did not make.
+var missingOut = regexp.MustCompile(`^missing output: step (\S+) has no out\.(\S+)$`)
+
+// resumeHint is the resume that can work for an ended run. A plain resume
+// of a step short of an output is refused: that output's step must run
+// again, and when it never makes the output only a new run helps.
+func resumeHint(rs client.RunState) string {
+	for _, s := range rs.Steps {
+		if m := missingOut.FindStringSubmatch(s.Error); m != nil {
+			return fmt.Sprintf("resume with: apollo11 pipeline resume %d --from %s, if step %s may make out.%s this time; "+
+				"if it never does, correct the file and run it under a new key", rs.ID, m[1], m[1], m[2])
+		}
+	}
+	return fmt.Sprintf("resume with: apollo11 pipeline resume %d", rs.ID)
 }
 
 // printRunSummary ends a followed run with one line, as the step-by-step

@@ -77,8 +77,10 @@ steps:
 	rc := run([]string{"pipeline", "run", file, "--addr", srv.Addr(), "--resume", "--wait", "--run-file", filepath.Join(dir, "p.run.json")}, &out, &errOut)
 	<-served
 	require.Equal(t, 0, rc, "%s%s", out.String(), errOut.String())
-	assert.Contains(t, errOut.String(), "run 4 resumed: requeued b")
-	assert.Contains(t, out.String(), "run 4 p (key k-1): succeeded, resumed 1 times\n")
+	// The key found run 4: nothing was submitted, and the first line says so.
+	assert.Contains(t, errOut.String(), "pipeline p: key k-1 names run 4, made before\nrun 4 resumed: requeued b; waiting for it to end\n")
+	assert.NotContains(t, errOut.String(), "submitted")
+	assert.Contains(t, out.String(), "run 4 p (key k-1): succeeded, resumed 1 time\n")
 	assert.Regexp(t, `b +task 11 +succeeded  optional\n`, out.String())
 
 	var rec struct {

@@ -38,9 +38,10 @@ func TestPipelineStatus_RunFileBeforeDial(t *testing.T) {
 		code  int
 		msg   string
 	}{
-		{name: "no run file here", code: 2, msg: "give --run-file (found 0 *.run.json files here)"},
+		{name: "no run file here", code: 2, msg: "give RUN or --run-file (no *.run.json file here)"},
+		// The files are named: "found 2" alone left an ls to do first.
 		{name: "two run files here", files: []string{"a.run.json", "b.run.json"}, code: 2,
-			msg: "give --run-file (found 2 *.run.json files here)"},
+			msg: "give RUN or --run-file: 2 *.run.json files here (a.run.json, b.run.json)"},
 		{name: "missing --run-file", args: []string{"--run-file", "gone.run.json"}, code: 1, msg: "gone.run.json: no such file"},
 		{name: "not a run file", files: []string{"bad.run.json"}, code: 1, msg: "bad.run.json: invalid character"},
 	}

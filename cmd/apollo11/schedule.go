@@ -63,7 +63,7 @@ func runScheduleAdd(args []string, stdout io.Writer) error {
 		fs.StringVar(&req.Task.Type, "type", "", "task type each firing submits (required)")
 		fs.Var(argsFlag, "arg", "task argument k=v, k of a-z 0-9 _ . - (repeat for more)")
 		fs.IntVar(&req.Task.Priority, "priority", 0, "priority 0-9, 9 most urgent")
-		fs.IntVar(&req.Task.MaxAttempts, "max-attempts", 0, "attempts before a fired task fails, at least 1 (default: the type's policy, else 3)")
+		fs.IntVar(&req.Task.MaxAttempts, "max-attempts", 0, "attempts before a fired task fails, at least 1 (default the type's policy, else 3)")
 		durationVar(fs, &req.Task.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
 		fs.StringVar(&req.Task.Label, "label", "", "free text on each fired task, at most 256 bytes")
 		fs.StringVar(&file, "pipeline", "", "pipeline file each firing submits as one run, instead of --type (a main control with runs); its key is not used")

@@ -76,7 +76,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&req.Type, "type", "", "task type (required)")
 		fs.Var(argsFlag, "arg", "task argument k=v, k of a-z 0-9 _ . - (repeat for more)")
 		fs.IntVar(&req.Priority, "priority", 0, "priority 0-9, 9 most urgent")
-		fs.IntVar(&req.MaxAttempts, "max-attempts", 0, "attempts before the task fails, at least 1 (default: the type's policy, else 3)")
+		fs.IntVar(&req.MaxAttempts, "max-attempts", 0, "attempts before the task fails, at least 1 (default the type's policy, else 3)")
 		durationVar(fs, &req.Timeout, "timeout", 0, "time limit of each attempt, from its start (0: none)")
 		durationVar(fs, &req.Delay, "delay", 0, "do not dispatch before this much time")
 		fs.StringVar(&req.Key, "key", "", "idempotency key: a known key returns its task instead")
