@@ -170,3 +170,31 @@ func TestPipelineStatusResume_NeedRuns(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"pipeline", "run", nokey, "--resume", "--addr", srv.Addr()}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "--resume needs the file's key: a run without one cannot be found again")
 }
+
+// A key that names a run made before submits nothing: the lines say the
+// run was found, where they said "submitted as run 4".
+func TestPipelineRun_DuplicateKeyFound(t *testing.T) {
+	srv := runsServer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("name: p\nkey: k-1\nsteps:\n  - {id: a, type: echo}\n"), 0o644))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c := srv.Accept(t)
+		m := next(t, c, "hello")
+		c.Send("hello_ok", "req", m.Value("req"))
+		m = next(t, c, "run_submit")
+		c.Send("run_submitted", "req", m.Value("req"), "run_id", "4", "task_ids", "10", "duplicate", "true")
+		m = next(t, c, "run_query")
+		c.Send("run_state", "req", m.Value("req"), "run_id", "4", "name", "p", "key", "k-1", "state", "succeeded", "steps", "1",
+			"created_ms", "1", "updated_ms", "2", "resumes", "0", "step.0.id", "a", "step.0.task_id", "10", "step.0.state", "succeeded")
+	}()
+	var out, errOut bytes.Buffer
+	rc := run([]string{"pipeline", "run", file, "--addr", srv.Addr(), "--run-file", filepath.Join(dir, "p.run.json")}, &out, &errOut)
+	<-served
+	require.Equal(t, 0, rc, "%s%s", out.String(), errOut.String())
+	assert.Contains(t, errOut.String(), "pipeline p: key k-1 names run 4, made before: nothing new was made")
+	assert.Contains(t, out.String(), "pipeline p run 4 found by its key: 1 steps (follow with: apollo11 pipeline status 4)\n")
+	assert.NotContains(t, out.String()+errOut.String(), "submitted")
+}
