@@ -91,7 +91,7 @@ type waiterSet struct {
 // maxWaitsPerConn caps one connection's waits, below --max-pending and
 // --max-waits. Waits are about 260 bytes each, and the same task can be
 // waited for again and again through its key. 65,536 is far more than a
-// client keeps in flight, typically about 1,024 a producer.
+// client keeps in flight (a bench producer keeps 1,024).
 const maxWaitsPerConn = 1 << 16
 
 // peerWaits is one peer's share of a waiterSet. It holds its waits, and its
