@@ -103,7 +103,7 @@ func explainResume(id uint64, err error) error {
 	}
 	msg := ref.Message
 	switch {
-	case strings.Contains(msg, " was rolled back"):
+	case strings.Contains(msg, " was rolled back"), strings.Contains(msg, " was (partly) rolled back"):
 		msg += "; a rolled-back run is not resumed: run the pipeline again under a new key (pipeline run FILE with a new --var in its key)"
 	case strings.Contains(msg, " is succeeded: "):
 		msg += " (--from too): to run its steps again, run the pipeline under a new key (pipeline run FILE with a new --var in its key)"
