@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -92,11 +93,15 @@ func Restore(st *snapshot.Store, c *core.Core, o RestoreOptions) (Restored, erro
 
 // A restart reads on one goroutine, decodes on others and loads on the
 // core's, in order: decoding is pure and half of a restart's work, and a
-// host has two cores or more. batchLen entries make a batch; batchesAhead
-// bound how far reading runs ahead of loading, and so the memory held.
+// host has two cores or more. A batch ends at batchLen entries or
+// batchBytes of payload. Reading runs ahead of loading by batchesAhead
+// batches and aheadBytes of payload at most. Counting entries alone, large
+// args would make the batches hold a copy of most of the state.
 const (
 	batchLen     = 512
+	batchBytes   = 1 << 20
 	batchesAhead = 8
+	aheadBytes   = 16 << 20
 )
 
 // loadBatch is a batch of entries or records, never both: log says it
@@ -105,6 +110,40 @@ type loadBatch struct {
 	b    core.LoadBatch
 	log  bool
 	done chan struct{}
+}
+
+// inFlight counts the payload bytes read but not yet loaded.
+type inFlight struct {
+	mu      sync.Mutex
+	more    sync.Cond // signalled as bytes are loaded or the load stops
+	n       int
+	stopped bool
+}
+
+// take waits until n more bytes fit or none are in flight. A batch
+// larger than aheadBytes thus still goes. It is false once stopped.
+func (f *inFlight) take(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.n > 0 && f.n+n > aheadBytes && !f.stopped {
+		f.more.Wait()
+	}
+	f.n += n
+	return !f.stopped
+}
+
+func (f *inFlight) give(n int) {
+	f.mu.Lock()
+	f.n -= n
+	f.mu.Unlock()
+	f.more.Signal()
+}
+
+func (f *inFlight) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	f.more.Broadcast()
 }
 
 // errLoadStopped stops the reading once the core has refused a batch.
@@ -119,6 +158,8 @@ func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restore
 	work := make(chan *loadBatch, batchesAhead)  // to the decoders
 	free := make(chan *loadBatch, batchesAhead+2)
 	stop := make(chan struct{})
+	var held inFlight
+	held.more.L = &held.mu
 	var wg sync.WaitGroup
 	for range max(runtime.GOMAXPROCS(0), 1) {
 		wg.Go(func() {
@@ -144,6 +185,9 @@ func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restore
 				}
 				next.done = make(chan struct{})
 				next.b.Follow(&cur.b)
+				if !held.take(cur.b.Bytes()) {
+					return errLoadStopped
+				}
 				for _, ch := range []chan *loadBatch{work, order} {
 					select {
 					case ch <- cur:
@@ -157,7 +201,7 @@ func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restore
 			return nil
 		}
 		added := func() error {
-			if cur.b.Len() >= batchLen {
+			if cur.b.Len() >= batchLen || cur.b.Bytes() >= batchBytes {
 				return send(cur.log)
 			}
 			return nil
@@ -195,7 +239,12 @@ func replay(st *snapshot.Store, c *core.Core, entry func(p []byte), res *Restore
 		}
 		if loadErr = c.LoadBatch(&lb.b); loadErr != nil {
 			close(stop)
+			held.stop()
 			continue
+		}
+		held.give(lb.b.Bytes())
+		if lb.b.Cap() > 2*batchBytes {
+			continue // grown by a large entry: let it go rather than keep it
 		}
 		lb.b.Reset()
 		select {
@@ -217,16 +266,24 @@ var gcHold struct {
 	n, old int
 }
 
+// restoreGOGC is the GOGC of a restart without a memory limit: the
+// collector still bounds the garbage, at a small share of the CPU.
+const restoreGOGC = 800
+
 // holdGC turns the collector off until the returned func is called. A
 // restart builds the whole state and makes little garbage: collections
-// as the heap doubled were a third of its CPU, for nothing. The garbage
-// it makes is bounded by the bytes it reads, and GOMEMLIMIT, when set,
-// still starts a collection.
+// as the heap doubled were a third of its CPU, for nothing. GOMEMLIMIT,
+// when set, still starts a collection. Without one, the garbage of
+// overwritten entries and replayed records must still go: the collector
+// then runs at restoreGOGC instead.
 func holdGC() (release func()) {
 	gcHold.Lock()
 	defer gcHold.Unlock()
 	if gcHold.n == 0 {
 		gcHold.old = debug.SetGCPercent(-1)
+		if debug.SetMemoryLimit(-1) == math.MaxInt64 && gcHold.old >= 0 {
+			debug.SetGCPercent(max(gcHold.old, restoreGOGC))
+		}
 	}
 	gcHold.n++
 	return func() {

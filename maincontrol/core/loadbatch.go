@@ -68,6 +68,12 @@ func (b *LoadBatch) Record(lsn uint64, payload []byte) { b.add(loadRecord, lsn, 
 // Len is the number of entries and records in the batch.
 func (b *LoadBatch) Len() int { return len(b.ops) }
 
+// Bytes is the size of the payloads in the batch.
+func (b *LoadBatch) Bytes() int { return len(b.buf) }
+
+// Cap is the size the batch's payload buffer has grown to.
+func (b *LoadBatch) Cap() int { return cap(b.buf) }
+
 // Follow starts an empty batch after prev: Decode makes chunks ready only
 // for ids past every put of the batches before, so each chunk once.
 func (b *LoadBatch) Follow(prev *LoadBatch) {
@@ -75,8 +81,12 @@ func (b *LoadBatch) Follow(prev *LoadBatch) {
 	b.high = b.above
 }
 
-// Reset empties the batch for reuse.
+// Reset empties the batch for reuse. The decoded records let go of their
+// strings, which would otherwise outlive tasks dropped since.
 func (b *LoadBatch) Reset() {
+	for i := range min(len(b.ops), len(b.recs)) {
+		b.recs[i].reset()
+	}
 	b.ops, b.buf = b.ops[:0], b.buf[:0]
 	clear(b.chunks)
 	b.chunks = b.chunks[:0]
