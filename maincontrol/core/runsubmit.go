@@ -33,6 +33,10 @@ func (c *Core) runSubmit(p *peer, m *wire.Message, req string) {
 	}
 	// A known key is answered before the steps are checked, as submit's.
 	if key, has := m.Get("key"); has && key != "" {
+		if strings.HasPrefix(key, schedKeyPrefix) {
+			c.badRequest(p, req, errSchedKey)
+			return
+		}
 		if id, ok := c.runs.byKey[key]; ok {
 			c.answerRunSubmit(p, req, c.runs.byID[id], true, wait)
 			return

@@ -126,9 +126,16 @@ func validSchedName(n string) bool {
 	return true
 }
 
+// schedKeyPrefix starts every fire key. Clients may not use it: a
+// client's key equal to a future fire key would cancel that firing.
+const schedKeyPrefix = "sched:"
+
+// errSchedKey refuses a client's submit or run_submit of a fire key.
+var errSchedKey = &wire.ValueError{Key: "key", Reason: "keys starting with " + schedKeyPrefix + " are reserved for schedules"}
+
 // schedKey is the fire key: the submit's key and trace id.
 func schedKey(name string, at int64) string {
-	return "sched:" + name + ":" + strconv.FormatInt(at, 10)
+	return schedKeyPrefix + name + ":" + strconv.FormatInt(at, 10)
 }
 
 // after returns the first fire time after t (unix seconds), 0 for none.

@@ -230,6 +230,10 @@ func (c *Core) submit(p *peer, m *wire.Message, req string) {
 		c.badRequest(p, req, err)
 		return
 	}
+	if s.hasKey && strings.HasPrefix(s.key, schedKeyPrefix) {
+		c.badRequest(p, req, errSchedKey)
+		return
+	}
 	c.policyDefaults(&f, &s)
 	if rf := c.submitShape(&s, f.args); rf != nil {
 		c.sendError(p, req, rf.code, rf.msg)
