@@ -252,8 +252,10 @@ func (c *Core) scheduleChange(p *peer, m *wire.Message, req string, op schedOp) 
 	if op != schedDeleted {
 		b.Bool("changed", true)
 	}
-	if op == schedResumed && sc.next != 0 {
-		b.Int("next_fire", sc.next)
+	if op == schedResumed {
+		if next := sc.upcoming(c.now()); next != 0 {
+			b.Int("next_fire", next)
+		}
 	}
 	c.confirm(p.id, &b)
 }

@@ -227,6 +227,20 @@ func (sc *schedule) latestDue(now int64) (int64, bool) {
 	return sc.next, true // its delay ended: the scan's step cap stopped short
 }
 
+// upcoming is the fire time sc's next firing will use, judged at now
+// (ms) as fireSchedule would: a due time that fires, or the next one
+// after a late time that skip passes over. 0 for none.
+func (sc *schedule) upcoming(now int64) int64 {
+	at, ok := sc.latestDue(now)
+	if !ok {
+		return sc.next
+	}
+	if now-sc.dueOf(at) > sc.graceMs(at) && !sc.catchUp {
+		return sc.after(at)
+	}
+	return at
+}
+
 // schedTick fires the schedules that are due, in name order.
 func (c *Core) schedTick(now int64) {
 	if c.schedWake > now {

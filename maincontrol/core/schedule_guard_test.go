@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,5 +29,44 @@ func TestSchedule_ClientMayNotTakeAFireKey(t *testing.T) {
 	assert.Equal(t, uint64(1), h.c.scheds["ingest"].fires)
 	// Other keys, even ones holding "sched:" later, stay the client's.
 	h.submit(p, "task_type", "noop", "key", "x-sched:1")
+	h.checkReplay()
+}
+
+// resume resumes name at unix second s, returns the reply's next_fire
+// and ticks.
+func (h *harness) resume(p PeerID, name string, s int64) string {
+	h.t.Helper()
+	h.at(s, 0)
+	h.send(p, "schedule_resume", "req", "r", "name", name)
+	next := h.expect(p, "schedule_resumed").Value("next_fire")
+	h.c.Tick()
+	return next
+}
+
+// schedule_resume after a long pause named the fire time from before it,
+// long past; it names the one the missed policy gives.
+func TestSchedule_ResumeRepliesTheNextFireItUses(t *testing.T) {
+	h, p := newSchedHarness(t)
+	for _, name := range []string{"skip", "catch", "soon"} {
+		kv := []string{"name", name, "cron", "*/1 * * * *", "task_type", "t"}
+		if name == "catch" {
+			kv = append(kv, "missed", "catch_up")
+		}
+		h.addSched(p, kv...)
+		h.send(p, "schedule_pause", "req", "p", "name", name)
+		h.expect(p, "schedule_paused")
+	}
+
+	// 40 s after 22:34:00, past the 30 s grace: skip waits for 22:35:00.
+	late := minute1 + 20*60 + 40
+	assert.Equal(t, fmt.Sprint(minute1+21*60), h.resume(p, "skip", late))
+	assert.Empty(t, schedTasks(h.c, "skip"))
+	assert.Equal(t, minute1+21*60, h.c.scheds["skip"].next)
+	// catch_up fires the latest missed time at once.
+	assert.Equal(t, fmt.Sprint(minute1+20*60), h.resume(p, "catch", late+1))
+	assert.Equal(t, map[string]int{fireKey("catch", minute1+20*60): 1}, schedTasks(h.c, "catch"))
+	// 10 s after a fire time it is on time: that time fires.
+	assert.Equal(t, fmt.Sprint(minute1+21*60), h.resume(p, "soon", minute1+21*60+10))
+	assert.Equal(t, map[string]int{fireKey("soon", minute1+21*60): 1}, schedTasks(h.c, "soon"))
 	h.checkReplay()
 }
