@@ -31,14 +31,16 @@ const bodyKeyCost = 32
 // maxSchedListLimit bounds a schedule_list page: a dozen keys each.
 const maxSchedListLimit = 100
 
-// bodyKey reports whether k is a submit key a task body may hold.
+// bodyKey reports whether k is a submit key a task body may hold: an
+// arg or a task field of either table (schedNotBody is refused first).
 func bodyKey(k string) bool {
-	switch k {
-	case "task_type", "priority", "max_attempts", "timeout_ms", "delay_ms":
-		return true
-	}
 	if strings.HasPrefix(k, wire.PrefixArg) {
 		return true
+	}
+	for i := range v1Fields {
+		if v1Fields[i].key.String() == k {
+			return true
+		}
 	}
 	var f fieldVals
 	return f.set(k, "")

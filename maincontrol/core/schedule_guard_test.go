@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,4 +70,31 @@ func TestSchedule_ResumeRepliesTheNextFireItUses(t *testing.T) {
 	assert.Equal(t, fmt.Sprint(minute1+21*60), h.resume(p, "soon", minute1+21*60+10))
 	assert.Equal(t, map[string]int{fireKey("soon", minute1+21*60): 1}, schedTasks(h.c, "soon"))
 	h.checkReplay()
+}
+
+// A body takes every key of the task field tables but the refused ones,
+// so a new table row needs no edit here.
+func TestSchedule_BodyTakesEveryTableKey(t *testing.T) {
+	var keys []string
+	for i := range v1Fields {
+		keys = append(keys, v1Fields[i].key.String())
+	}
+	for i := range taskFields {
+		keys = append(keys, taskFields[i].key.String())
+	}
+	require.Contains(t, keys, "label")
+	h, p := newSchedHarness(t)
+	for i, k := range keys {
+		if k == "task_type" || slices.Contains(schedNotBody, k) {
+			continue
+		}
+		assert.True(t, bodyKey(k), k)
+		h.send(p, "schedule_add", "req", "a", "name", fmt.Sprint("s", i), "cron", "@daily", "task_type", "t", k, "1")
+		if m := h.fx.frames[p][len(h.fx.frames[p])-1]; m.Kind() == "error" {
+			assert.NotContains(t, m.Value("message"), "not a submit key", k)
+		}
+		h.drain(p)
+	}
+	assert.False(t, bodyKey("bogus"))
+	assert.False(t, bodyKey("wait"))
 }
