@@ -79,6 +79,26 @@ func waitFired(t *testing.T, addr, name string, at int64, within time.Duration) 
 	return nil
 }
 
+// waitLastFire polls `schedule list` until schedule name shows last_fire
+// at: the firing of at is recorded, on the first try or by a re-fire.
+func waitLastFire(t *testing.T, bin, addr, name string, at int64, within time.Duration) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		out, errOut, code := schedCLI(t, bin, addr, "list", name, "--json")
+		require.Equal(t, 0, code, errOut)
+		var list []client.Schedule
+		require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+		if len(list) == 1 && list[0].LastFire.Unix() == at {
+			return
+		}
+		last = out
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("schedule %s did not record last_fire %d in time; list: %s", name, at, last)
+}
+
 // TestCLI_ScheduleCommands drives the schedule commands on the real
 // binary with a seconds schedule: it fires, survives kill -9 with no fire
 // time twice, pauses, resumes and is deleted; errors are JSON under --json.
@@ -202,7 +222,9 @@ func TestCLI_ScheduleEveryMinuteAcrossKill9(t *testing.T) {
 	require.Error(t, mc2.Wait(20*time.Second))
 	mc3 := testbin.Start(t, bin, nil, "maincontrol", "--listen", mc.Addr, "--data-dir", dir)
 	require.NoError(t, testbin.WaitWelcome(mc.Addr, 20*time.Second, nil), mc3.Output())
-	time.Sleep(patience.Scale(2 * time.Second))
+	// The restart re-fires m3 unless its fire record was durable: either
+	// way last_fire shows m3 once that is settled, and only then count.
+	waitLastFire(t, bin, mc.Addr, "minute", m3, patience.Scale(20*time.Second))
 	fired = fireTimes(t, mc.Addr, "minute")
 	assert.Equal(t, map[int64]int{m1: 1, m2: 1, m3: 1}, fired, "each minute once, none twice")
 	out, _, code = schedCLI(t, bin, mc.Addr, "list", "minute", "--json")
