@@ -239,6 +239,12 @@ func (c *Core) runLiveTasks(r *run) []uint64 {
 // pending with a reference that finds no output, as run_resume does.
 func (c *Core) runRequeueRefs(t *task, to State) (wire.Code, string) {
 	r, i, refs := c.runStepOf(t.id)
+	if r != nil && r.compensating {
+		// Its run's work was undone. Running a step again would leave the
+		// run shown as rolled back while its steps run.
+		return wire.CodeIllegalTransition, "task " + strconv.FormatUint(t.id, 10) + " is step " + r.steps[i].id +
+			" of run " + strconv.FormatUint(r.id, 10) + ", which was (partly) rolled back: its work was undone"
+	}
 	if !refs || to != Pending {
 		return "", ""
 	}
