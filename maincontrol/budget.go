@@ -6,15 +6,15 @@ import (
 	"github.com/apollo11/apollo11/maincontrol/core"
 )
 
-// ConnCost is what an open connection costs besides its buffers: the
-// server's and the core's records of it and gnet's (an estimate).
+// ConnCost is what an open connection costs besides its buffers. It is an
+// estimate of the server's, the core's and gnet's records of it.
 const ConnCost = 2 << 10
 
-// MemoryBudget lists what peers can make the main control hold under cfg
-// (zero values: the defaults): the core's caps, then the connections and
-// their buffers. The unit's values must add up to less than its
-// GOMEMLIMIT, and the defaults to less than the figure in docs/operations.md
-// (systemd/units_test.go).
+// MemoryBudget lists what peers can make the main control hold under cfg,
+// with zero values read as the defaults. The core's caps come first, then
+// the connections and their buffers. The unit's values must add up to less
+// than its GOMEMLIMIT. The defaults must add up to less than the figure in
+// docs/operations.md (systemd/units_test.go).
 func MemoryBudget(cfg Config) ([]core.BudgetItem, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

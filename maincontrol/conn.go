@@ -11,7 +11,7 @@ import (
 type conn struct {
 	id core.PeerID
 	gc gnet.Conn
-	// out holds frames released for writing; spare is the other buffer of
+	// out holds frames released for writing. spare is the other buffer of
 	// the pair, swapped in while out is being written.
 	out, spare []byte
 	closeAfter bool // close once out is written
@@ -20,9 +20,10 @@ type conn struct {
 	held       int  // frames waiting for their records to be durable
 	gated      int  // of those, task frames (gate.gated)
 	dead       bool // gnet closed it
-	// awaiting: in Server.unauth, not yet through its handshake, linked
-	// to its neighbours there by prevNew and nextNew. evicted: closed to
-	// make room for a newcomer, counted in Server.evicting (unauth.go).
+	// awaiting means in Server.unauth, not yet through its handshake,
+	// linked to its neighbours there by prevNew and nextNew. evicted means
+	// closed to make room for a newcomer, counted in Server.evicting
+	// (unauth.go).
 	awaiting, evicted bool
 	prevNew, nextNew  *conn
 	flow              connFlow // the flow control's view of it (flow.go)

@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// beyondLoopback reports whether a listen address (host:port, or a gnet
-// URL such as tcp://host:port) accepts connections from other hosts. An
-// empty host or an unspecified address (0.0.0.0, ::) listens everywhere; a
-// name other than localhost may resolve to anything, so it counts too.
+// beyondLoopback reports whether a listen address accepts connections
+// from other hosts. It is host:port, or a gnet URL such as tcp://host:port.
+// An empty host or an unspecified address (0.0.0.0, ::) listens everywhere.
+// A name other than localhost may resolve to anything, so it counts too.
 // Unix sockets are local.
 func beyondLoopback(listen string) bool {
 	if scheme, rest, ok := strings.Cut(listen, "://"); ok {

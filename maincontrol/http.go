@@ -10,16 +10,16 @@ import (
 	"time"
 )
 
-// A probe or a scrape is one small request: a peer slower than these is
+// A probe or a scrape is one small request. A peer slower than these is
 // not one, and holds a descriptor the main port may need. The reply may
-// take longer: /metrics waits for the server's lock, which a busy event
+// take longer. /metrics waits for the server's lock, which a busy event
 // loop holds for a while on a loaded host.
 const (
 	httpReadTimeout  = 3 * time.Second
 	httpWriteTimeout = 10 * time.Second
 	httpIdleTimeout  = 15 * time.Second
 	// httpMaxHeaderBytes bounds a request's headers, its URL and cookies
-	// included: the dashboard's longest is a filtered list's query.
+	// included. The dashboard's longest is a filtered list's query.
 	httpMaxHeaderBytes = 16 << 10
 )
 
@@ -50,10 +50,10 @@ func (s *Server) startHTTP() error {
 	})
 	s.dash, s.dashActor = s.newDashboard()
 	mux.Handle("/", s.dash)
-	// Every connection is a file descriptor the main port may need, so
-	// at most httpMaxConns are served (a scraper needs one), and slow ones
-	// are cut short. A newcomer at the cap replaces an idle one, never a
-	// fresh one in its grace (httplimit.go): probes must get through.
+	// Every connection is a file descriptor the main port may need. So
+	// at most httpMaxConns are served, as a scraper needs one, and slow
+	// ones are cut short. A newcomer at the cap replaces an idle one,
+	// never a fresh one in its grace (httplimit.go). Probes must get through.
 	lim := newLimitListener(ln, httpMaxConns, httpFreshGrace)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: httpReadTimeout, ReadTimeout: httpReadTimeout,
 		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes, ConnState: lim.connState,

@@ -9,17 +9,18 @@ import (
 
 // httpFreshGrace is how long a new connection keeps its slot before its
 // first request's headers are read. A probe sends them at once, but on a
-// busy host the goroutine reading them may start late; a newcomer that
+// busy host the goroutine reading them may start late. A newcomer that
 // closed it then would reset the probe. Silent peers hold a slot this long.
 const httpFreshGrace = 500 * time.Millisecond
 
 // limitListener serves at most max connections at once. At the cap a
 // newcomer takes the place of the connection that has waited longest
-// without a request under way (idle between keep-alive requests, or not
-// done sending its first request's headers within grace): otherwise a
-// handful of idle keep-alive clients would lock every health probe out
-// until their idle timeout. Otherwise Accept waits, at most grace for a
-// fresh connection, or until requests end within the server's timeouts.
+// without a request under way. Such a connection is idle between
+// keep-alive requests, or has not sent its first request's headers within
+// grace. Otherwise a handful of idle keep-alive clients would lock every
+// health probe out until their idle timeout. When no connection may give
+// way, Accept waits. It waits at most grace for a fresh connection, or
+// until requests end within the server's timeouts.
 type limitListener struct {
 	net.Listener
 	max       int
@@ -38,9 +39,9 @@ func newLimitListener(ln net.Listener, n int, grace time.Duration) *limitListene
 }
 
 // Accept waits until a slot is free or some connection could give up its
-// own, accepts, then takes a slot, closing the longest-waiting idle
+// own. It accepts, then takes a slot, closing the longest-waiting idle
 // connection if that is what frees one. It holds at most one connection
-// beyond the cap: the one accepted while the others finish requests.
+// beyond the cap, the one accepted while the others finish requests.
 func (l *limitListener) Accept() (net.Conn, error) {
 	if err := l.waitRoom(); err != nil {
 		return nil, err
@@ -88,8 +89,8 @@ func (l *limitListener) waitRoom() error {
 	}
 }
 
-// sleep waits until a slot may have freed, or until ripe when a fresh
-// connection's grace ends then (zero: no such connection).
+// sleep waits until a slot may have freed, or until ripe, when a fresh
+// connection's grace ends. A zero ripe means no such connection.
 func (l *limitListener) sleep(changed <-chan struct{}, ripe time.Time) error {
 	var timeout <-chan time.Time
 	if !ripe.IsZero() {
@@ -106,10 +107,11 @@ func (l *limitListener) sleep(changed <-chan struct{}, ripe time.Time) error {
 	return nil
 }
 
-// evictableLocked returns the connection to close for a newcomer: the one
-// idle longest, else the one longest in its first request's headers if
-// its grace is over. Without one, ripe is when the next grace ends (zero
-// when no connection is fresh); every other connection is mid-request.
+// evictableLocked returns the connection to close for a newcomer. That is
+// the one idle longest, else the one longest in its first request's
+// headers if its grace is over. Without one, ripe is when the next grace
+// ends, or zero when no connection is fresh. Every other connection is
+// mid-request.
 func (l *limitListener) evictableLocked(now time.Time) (victim *limitedConn, ripe time.Time) {
 	var idle, fresh *limitedConn
 	for c := range l.open {
@@ -135,7 +137,7 @@ func (l *limitListener) evictableLocked(now time.Time) (victim *limitedConn, rip
 	return nil, fresh.since.Add(l.grace)
 }
 
-// connState is the http.Server's ConnState hook: it tracks which
+// connState is the http.Server's ConnState hook. It tracks which
 // connections are between requests, and so may be closed for a newcomer.
 func (l *limitListener) connState(c net.Conn, st http.ConnState) {
 	lc, ok := c.(*limitedConn)

@@ -5,8 +5,8 @@ import (
 	"github.com/apollo11/apollo11/metrics"
 )
 
-// addOpsMetrics exposes the operator's changes: paused types, state
-// repairs, pauses, and executors' type changes (protocol 8.5 to 8.7).
+// addOpsMetrics exposes the operator's changes. They are paused types,
+// state repairs, pauses and executors' type changes (protocol 8.5 to 8.7).
 func addOpsMetrics(r *metrics.Registry, s *Server) {
 	ops := func() core.OpsCounts {
 		s.mu.Lock()

@@ -10,27 +10,27 @@ import (
 )
 
 // Unsent output. A peer that does not read would make the server hold its
-// replies (and the tasks and done frames sent to it) without bound, so a
-// connection is watched while it holds more than MaxOutbound, and while
-// all connections together hold more than MaxOutboundTotal the ones
-// holding the most are watched too. A watched connection that has not
-// sent its peer at least outboundMinDrain (or half of what it held) by the
-// end of OutboundGrace is cut off; one that has is spared, as reading
-// peers are (a burst of big tasks to a 64-slot executor, a client's done
-// replies, a slow but steady reader). One past 4*MaxOutbound is cut at
-// once. Meanwhile a connection over its share is not read (readFrames),
-// so that it asks for no more until it catches up.
+// replies, tasks and done frames without bound. So a connection is watched
+// while it holds more than MaxOutbound. While all connections together
+// hold more than MaxOutboundTotal, the ones holding the most are watched
+// too. A watched connection must send its peer at least outboundMinDrain,
+// or half of what it held, by the end of OutboundGrace. Otherwise it is
+// cut off. One that does is spared, as reading peers are. Examples are a
+// burst of big tasks to a 64-slot executor, a client's done replies, or a
+// slow but steady reader. One past 4*MaxOutbound is cut at once.
+// Meanwhile a connection over its share is not read (readFrames). So it
+// asks for no more until it catches up.
 
 // outboundMinDrain is what a watched connection must have sent its peer
-// within OutboundGrace to be spared: a reader slower than this, while the
+// within OutboundGrace to be spared. A reader slower than this, while the
 // server holds too much for it, is cut.
 const outboundMinDrain = 256 << 10
 
 // noteUnsent records that gnet holds unsent bytes for cn after its
-// latest write (wrote: bytes handed to gnet by it), starts watching cn
-// when it holds more than MaxOutbound, and says why cn must be cut off
-// ("" if it need not). Called with Server.mu held, on cn's event loop: gnet's
-// count of a connection is only read there.
+// latest write. wrote is the bytes that write handed to gnet. It starts
+// watching cn when it holds more than MaxOutbound. It says why cn must be
+// cut off, or "". It runs with Server.mu held, on cn's event loop, since
+// gnet's count of a connection is only read there.
 func (f *flow) noteUnsent(cn *conn, unsent, wrote int) string {
 	f.unsentTotal += unsent - cn.flow.unsent
 	cn.flow.unsent = unsent
@@ -48,8 +48,8 @@ func (f *flow) noteUnsent(cn *conn, unsent, wrote int) string {
 	if now.Sub(cn.flow.watchSince) < f.cfg.OutboundGrace {
 		return ""
 	}
-	// What gnet handed the kernel since the watch began: what was
-	// written to it, less what it still holds of that.
+	// This is what gnet handed the kernel since the watch began. It
+	// is what was written to it, less what it still holds of that.
 	sent := (cn.flow.written - cn.flow.watchWritten) - (unsent - cn.flow.watchUnsent)
 	held, since := cn.flow.watchUnsent, cn.flow.watchSince
 	f.unwatch(cn)
@@ -74,11 +74,10 @@ func (f *flow) unwatch(cn *conn) {
 
 // relieveOutbound runs at each tick. While all connections together hold
 // more unsent output than MaxOutboundTotal, it watches those holding the
-// most, beyond those already watched, until the rest would fit; and it
-// wakes the watched connections whose grace is over, so that their own
-// event loop judges them (noteUnsent) even if their peer sends nothing.
-// It scans the connections only while over the total. Called with Server.mu
-// held.
+// most, until the rest would fit. It wakes the watched connections whose
+// grace is over, so their own event loop judges them (noteUnsent) even if
+// their peer sends nothing. It scans the connections only while over the
+// total. It runs with Server.mu held.
 func (f *flow) relieveOutbound(conns map[core.PeerID]*conn) {
 	now := f.now()
 	over := f.unsentTotal - f.cfg.MaxOutboundTotal
@@ -107,18 +106,19 @@ func (f *flow) relieveOutbound(conns map[core.PeerID]*conn) {
 	}
 }
 
-// overShare reports whether readFrames should stop reading cn's requests:
-// pending (its round's replies plus what gnet holds) passes MaxOutbound,
-// or a sixty-fourth of it while all connections together hold more than
-// MaxOutboundTotal. Called with Server.mu held.
+// overShare reports whether readFrames should stop reading cn's requests.
+// That is when pending, its round's replies plus what gnet holds, passes
+// MaxOutbound. While all connections together hold more than
+// MaxOutboundTotal, a sixty-fourth of it is enough. It runs with Server.mu
+// held.
 func (f *flow) overShare(cn *conn, pending int) bool {
 	return pending > f.cfg.MaxOutbound ||
 		pending > f.cfg.MaxOutbound/64 && f.unsentTotal+len(cn.out) > f.cfg.MaxOutboundTotal
 }
 
 // wakeBlocked wakes, at each tick, the connections readFrames stopped
-// reading for their unsent output: each looks again, on its own loop, at
-// what it holds now (gnet says nothing when a peer reads). Called with
+// reading for their unsent output. Each looks again, on its own loop, at
+// what it holds now, as gnet says nothing when a peer reads. It runs with
 // Server.mu held.
 func (f *flow) wakeBlocked() {
 	for cn := range f.outBlocked { // OnClose takes the closed ones out
@@ -128,10 +128,11 @@ func (f *flow) wakeBlocked() {
 }
 
 // backlogged tells the core (core.Backlog, through the gate) that output
-// it may hold back, such as the done replies of a task with many waiters,
-// should wait: the peer holds more than a sixteenth of MaxOutbound unsent,
-// or more than MaxInflight frames awaiting disk, or all peers together
-// hold more than MaxOutboundTotal. Called with Server.mu held.
+// it may hold back should wait. The done replies of a task with many
+// waiters are such output. It waits when the peer holds more than a
+// sixteenth of MaxOutbound unsent, or more than MaxInflight frames
+// awaiting disk. It waits too when all peers together hold more than
+// MaxOutboundTotal. It runs with Server.mu held.
 func (f *flow) backlogged(cn *conn) bool {
 	return len(cn.out)+cn.flow.unsent > f.cfg.MaxOutbound/16 || cn.held > f.cfg.MaxInflight ||
 		f.unsentTotal > f.cfg.MaxOutboundTotal

@@ -13,9 +13,9 @@ type policyCounts struct {
 	failing         atomic.Bool
 }
 
-// loadPolicies reads Config.PolicyFile at start: a bad file stops the
-// start, as a bad flag does. Policies are config, not state: every start
-// reads the file again.
+// loadPolicies reads Config.PolicyFile at start. A bad file stops the
+// start, as a bad flag does. Policies are config, not state, so every
+// start reads the file again.
 func (s *Server) loadPolicies() error {
 	if s.cfg.PolicyFile == "" {
 		return nil
@@ -52,7 +52,7 @@ func (s *Server) watchReload(ctx context.Context) {
 }
 
 // ReloadPolicies reads the policy file again and applies it. A file that
-// cannot be read or is not valid changes nothing: the policies in force
+// cannot be read or is not valid changes nothing. The policies in force
 // stay, and the error is logged and counted.
 func (s *Server) ReloadPolicies() error {
 	if s.cfg.PolicyFile == "" {
@@ -62,7 +62,7 @@ func (s *Server) ReloadPolicies() error {
 	ps, err := LoadPolicyFile(s.cfg.PolicyFile)
 	s.mu.Lock()
 	if s.stopping {
-		// Nothing is dispatched during a stop; the next start reads the file.
+		// Nothing is dispatched during a stop. The next start reads the file.
 		s.mu.Unlock()
 		return nil
 	}

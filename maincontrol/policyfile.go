@@ -13,7 +13,7 @@ import (
 	"github.com/apollo11/apollo11/maincontrol/core"
 )
 
-// maxPolicyFileBytes bounds what a policy file may hold: it is read whole.
+// maxPolicyFileBytes bounds what a policy file may hold, as it is read whole.
 const maxPolicyFileBytes = 4 << 20
 
 // policyFile is a policy file as written (see docs/protocol.md 8.9).
@@ -22,7 +22,7 @@ type policyFile struct {
 	Types    map[string]policyEntry `yaml:"types"`
 }
 
-// policyEntry holds one type's settings; nil is not given.
+// policyEntry holds one type's settings. nil is not given.
 type policyEntry struct {
 	Timeout     *string  `yaml:"timeout"`
 	MaxAttempts *uint64  `yaml:"max_attempts"`
@@ -59,7 +59,7 @@ func LoadPolicyFile(path string) (core.Policies, error) {
 }
 
 // ParsePolicies reads a policy file's YAML. Unknown keys, a second
-// document and values the core would refuse are errors; an empty file
+// document and values the core would refuse are errors. An empty file
 // holds no policies.
 func ParsePolicies(data []byte) (core.Policies, error) {
 	var pf policyFile
@@ -88,7 +88,7 @@ func ParsePolicies(data []byte) (core.Policies, error) {
 	return ps, ps.Check()
 }
 
-// policy converts an entry; the core checks the ranges.
+// policy converts an entry. The core checks the ranges.
 func (e *policyEntry) policy() (core.Policy, error) {
 	var p core.Policy
 	dur := func(name string, s *string, d *time.Duration) error {

@@ -56,9 +56,9 @@ type Server struct {
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
 
-// Run recovers the data dir, serves until ctx is cancelled, then stops
-// gracefully: it stops reading, lets replies awaiting disk go out, closes
-// connections, saves a snapshot and closes the log.
+// Run recovers the data dir and serves until ctx is cancelled. Then it
+// stops gracefully. It stops reading, lets replies awaiting disk go out,
+// closes connections, saves a snapshot and closes the log.
 func Run(ctx context.Context, cfg Config) error {
 	s, err := newServer(cfg)
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Server) recover() error {
 	s.gate.durableLSN = st.DurableLSN()
 	if s.gate.lastLSN > res.SnapshotLSN {
 		// Records replayed from the log count as not yet in a snapshot
-		// (spec section 7), as if written now: otherwise a crash before
+		// (spec section 7), as if written now. Otherwise a crash before
 		// the snapshot leaves them to be replayed at every start until
 		// some new change comes, and a stop saves no snapshot.
 		s.gate.unsnapped = int(min(s.gate.lastLSN-res.SnapshotLSN, uint64(math.MaxInt32)))
@@ -156,33 +156,27 @@ func (s *Server) serve(ctx context.Context) error {
 		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
 	}
 	s.acceptor = newAcceptor(ln, s.log, s.handOver)
-	// A gnet Client, not a gnet server: its event loops serve the
-	// connections the acceptor enrolls, and it listens on nothing
-	// (accept.go says why).
+	// A gnet Client, not a gnet server. Its event loops serve the
+	// connections the acceptor enrolls, and it listens on nothing.
+	// accept.go says why.
 	loops, err := gnet.NewClient(s,
 		gnet.WithMulticore(s.cfg.EventLoops > 1),
 		gnet.WithNumEventLoop(s.cfg.EventLoops),
 		gnet.WithTicker(true),
 		// Go's accept already set TCP_NODELAY on the socket gnet
-		// duplicates; gnet setting it again would leak the duplicate if
-		// that failed (Enroll returns without closing it).
+		// duplicates. gnet setting it again would leak the duplicate if
+		// that failed, as Enroll returns without closing it.
 		gnet.WithTCPNoDelay(gnet.TCPDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
 		gnet.WithReadBufferCap(s.cfg.ReadChunk),
 		// Each loop keeps one OS thread unless UnlockLoops says not to.
-		// Unlocked, the one loop of a busy main control ran on three
-		// threads in turn (35%, 32% and 29% of a core at 50,000 tasks/s),
-		// each move a wake-up that waited for a core. What that costs
-		// depends on the host (bench/README.md, the Headline section): on
-		// one 2-core VM the p99 submit -> dispatch at 50,000/s was lower
-		// locked in 13 of 14 alternating pairs; on a faster one it was the
-		// same, and stayed under 2 ms in more runs while other load ran.
-		// The price is paid when a loop falls idle: gnet's poller yields
-		// (runtime.Gosched) before it blocks, and a locked goroutine's
-		// yield hands its thread off and back, about 25 us of CPU more per
-		// wake-up: 40% more CPU at 5,000 tasks/s, 5% at 50,000, on the
-		// faster VM. With more loops than cores, closed-loop throughput was
-		// 5-10% lower locked (4 loops on 2 cores).
+		// Unlocked, the one loop of a busy main control moves between
+		// threads, and each move is a wake-up that waits for a core. That
+		// raises the latency tail on a small host. The price is paid when a
+		// loop falls idle. gnet's poller yields (runtime.Gosched) before it
+		// blocks, and a locked goroutine's yield hands its thread off and
+		// back. That is more CPU per wake-up at low rates. bench/README.md
+		// (the Headline section) has the figures for both.
 		gnet.WithLockOSThread(!s.cfg.UnlockLoops),
 	)
 	if err == nil {
@@ -215,9 +209,9 @@ func (s *Server) serve(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case <-loopDied:
-		// Its connections are gone or frozen: stop, and let the
+		// Its connections are gone or frozen. Stop, and let the
 		// supervisor start a whole main control again. The other loops
-		// stop before the log closes: a change they took after it would
+		// stop before the log closes. A change they took after it would
 		// be confirmed without a record (gate.go, Record).
 		s.mu.Lock()
 		s.stopping = true
@@ -289,8 +283,8 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		s.cutOff(cn, gc, why)
 	}
 	if s.gate.unsnapped >= s.cfg.SnapshotEvery {
-		// At the count, not at the next tick: under load a tick's worth
-		// of records is far more than --snapshot-every.
+		// This runs at the count, not at the next tick. Under load a
+		// tick's worth of records is far more than --snapshot-every.
 		s.maybeSnapshot()
 	}
 	out, closeNow := s.takeOutput(cn)
@@ -323,9 +317,9 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 }
 
 // takeOutput swaps out the connection's released frames for writing. With
-// nothing to write it swaps nothing: a connection woken after its own read
-// already flushed it would otherwise drop one of its two buffers, and its
-// next frames would grow a new one from nothing.
+// nothing to write it swaps nothing. A connection woken after its own read
+// already flushed it would otherwise drop one of its two buffers. Its next
+// frames would then grow a new one from nothing.
 func (s *Server) takeOutput(cn *conn) ([]byte, bool) {
 	cn.queued = false
 	var out []byte
@@ -370,8 +364,8 @@ func (s *Server) onHealth(err error) {
 	if err != nil {
 		s.log.Error("log write failed or stalled: refusing changes until the disk recovers", "err", err)
 	}
-	// The gate first: frames the core sends as it changes its mind
-	// follow the log's health as it is now.
+	// The gate goes first. Frames the core sends as it changes its
+	// mind follow the log's health as it is now.
 	s.gate.unavailable = err != nil
 	s.core.SetAvailable(err == nil)
 	if err != nil {
