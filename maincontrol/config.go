@@ -11,7 +11,7 @@ import (
 )
 
 // MaxEventLoops is the most event loops gnet runs (its internal
-// gfd.EventLoopIndexMax): it quietly caps a larger number.
+// gfd.EventLoopIndexMax). gnet quietly caps a larger number.
 const MaxEventLoops = 256
 
 // Defaults of the server's own settings.
@@ -27,13 +27,11 @@ const (
 	DefaultFrameStallTimeout = 30 * time.Second
 	DefaultReadBudget        = 5 * time.Millisecond
 	// DefaultReadChunk is Config.ReadChunk's default. gnet's own, 64 KiB,
-	// is over 3,000 small requests a turn: under `apollo11-bench flood`
-	// (16 connections pipelining `stats`) a client making one request at
-	// a time waited 176-197 ms (p50) for each; 53 ms at 32 KiB, 19-22 ms
-	// at 16 KiB, while the flood itself was answered 1.6-1.7 times faster
-	// (bench/README.md, section 6). The cost: closed-loop throughput 5-14%
-	// lower (more reads and writes for the same bytes; still above 140,000
-	// tasks/s on the 2-core VM).
+	// is over 3,000 small requests a turn. Under a flood of pipelined
+	// requests, a client making one request at a time then waits far longer
+	// for each. A smaller chunk costs some closed-loop throughput, as the
+	// same bytes take more reads and writes. bench/README.md (section 6)
+	// has the figures.
 	DefaultReadChunk = 16 << 10
 	minMaxOutbound   = 16 << 20
 )
@@ -50,26 +48,26 @@ type Config struct {
 	SegmentBytes     int64
 	RecoverTruncate  bool
 	// LogStallTimeout is how long one log write or fsync may hang before
-	// the main control treats the disk as failed (changes refused with
-	// unavailable, reads answered) until it returns; 0: 10 s.
+	// the main control treats the disk as failed until it returns. Changes
+	// are then refused with unavailable, and reads answered. 0 means 10 s.
 	LogStallTimeout time.Duration
-	// FS is the file layer of the log and snapshots; nil means the real
+	// FS is the file layer of the log and snapshots. nil means the real
 	// file system. Tests inject disk-full and I/O errors through it.
 	FS snapshot.FS
 
 	MaxConns int
 	// MaxUnauthConns bounds the connections not yet through their
-	// handshake; at it, or at MaxConns, a newcomer closes the oldest of
+	// handshake. At it, or at MaxConns, a newcomer closes the oldest of
 	// them (unauth.go). Default DefaultMaxUnauthConns, at most MaxConns.
 	MaxUnauthConns int
 	MaxInflight    int // replies awaiting disk per connection before reading pauses
 	// MaxOutbound is the unsent output one connection may hold before it
-	// is watched, and cut off unless it reads some within OutboundGrace
-	// (four times as much cuts it at once); default max(16 MiB,
-	// 4*MaxFrame).
+	// is watched. It is then cut off unless it reads some within
+	// OutboundGrace. Four times as much cuts it at once. The default is
+	// max(16 MiB, 4*MaxFrame).
 	MaxOutbound int
 	// MaxOutboundTotal is the unsent output all connections together may
-	// hold; past it the connections holding the most are watched, and cut
+	// hold. Past it the connections holding the most are watched, and cut
 	// off if they do not catch up. Default 8*MaxOutbound.
 	MaxOutboundTotal int
 	// OutboundGrace is how long a connection holding too much unsent
@@ -77,71 +75,71 @@ type Config struct {
 	// (outbound.go). Default 1 s.
 	OutboundGrace time.Duration
 	// MaxPausedInbound is what one connection may send while its reading
-	// is paused (more than MaxInflight replies awaiting disk) before it is
-	// refused and closed; default max(16 MiB, 2*MaxFrame).
+	// is paused, with more than MaxInflight replies awaiting disk. Past it
+	// the connection is refused and closed. Default max(16 MiB, 2*MaxFrame).
 	MaxPausedInbound int
-	// MaxPausedTotal is what all paused connections together may hold;
-	// default 8*MaxPausedInbound.
+	// MaxPausedTotal is what all paused connections together may hold.
+	// The default is 8*MaxPausedInbound.
 	MaxPausedTotal int
 	// MaxBuffers, when set, is what all connections' buffers together
-	// may hold (--max-buffers): it gives MaxOutboundTotal and
+	// may hold (--max-buffers). It gives MaxOutboundTotal and
 	// MaxPausedTotal two fifths each, and MaxPartialTotal one, where those
-	// are not set. Zero keeps their own defaults (320 MiB in all at the
-	// default max frame).
+	// are not set. Zero keeps their own defaults, 320 MiB in all at the
+	// default max frame.
 	MaxBuffers int
 	// FrameStallTimeout is how long a connection may leave a frame
-	// incomplete without sending another byte of it before it is cut off:
+	// incomplete without sending another byte of it before it is cut off.
 	// gnet holds the partial frame, up to the max frame, for as long as
 	// the connection stays open. Default 30 s.
 	FrameStallTimeout time.Duration
 	// MaxPartialTotal is what all connections together may hold in
-	// incomplete frames; past it those that grew least recently are cut
+	// incomplete frames. Past it those that grew least recently are cut
 	// off. Default max(64 MiB, 16*MaxFrame).
 	MaxPartialTotal int
 	// ReadBudget is how long one connection's buffered frames are handled
-	// before the other connections and the ticker get the core (default
-	// 5 ms); the rest are handled on the loop's next turn.
+	// before the other connections and the ticker get the core. The
+	// default is 5 ms. The rest are handled on the loop's next turn.
 	ReadBudget time.Duration
-	// ReadChunk is the size of each event loop's read buffer: the most
-	// gnet reads from one connection's socket in one turn of the loop
-	// (default DefaultReadChunk; gnet rounds it up to a power of two, at
-	// least 1 KiB). It is the share each busy connection gets per turn,
-	// so it sets how long a quiet client waits behind many pipelining
-	// ones: gnet reads a readable socket whatever the server has left
-	// unhandled, so a share smaller than what is read only piles the rest
-	// up in memory.
+	// ReadChunk is the size of each event loop's read buffer. It is the
+	// most gnet reads from one connection's socket in one turn of the loop.
+	// The default is DefaultReadChunk, and gnet rounds it up to a power of
+	// two, at least 1 KiB. It is the share each busy connection gets per
+	// turn. So it sets how long a quiet client waits behind many
+	// pipelining ones. gnet reads a readable socket whatever the server
+	// has left unhandled. A share smaller than what is read only piles the
+	// rest up in memory.
 	ReadChunk int
 	// UnlockLoops lets each event loop's goroutine run on any OS thread
-	// instead of keeping one (gnet's LockOSThread; see server.go): less
-	// CPU at low and moderate rates, a longer tail where the host moves
-	// busy threads between cores.
+	// instead of keeping one (gnet's LockOSThread, see server.go). That is
+	// less CPU at low and moderate rates. The tail is longer where the
+	// host moves busy threads between cores.
 	UnlockLoops bool
 	EventLoops  int
 	// TickInterval is how often the timers run while work is waiting
-	// on them (blocked output, a snapshot); IdleTick is the longest they
-	// sleep otherwise, between the deadlines the core has.
+	// on them, such as blocked output or a snapshot. IdleTick is the
+	// longest they sleep otherwise, between the core's deadlines.
 	TickInterval time.Duration
 	IdleTick     time.Duration
 	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
 
-	// PolicyFile holds per-type policies (policyfile.go), read at start
-	// and again at each receive from Reload; "" means none.
+	// PolicyFile holds per-type policies (policyfile.go). It is read at
+	// start and again at each receive from Reload. "" means none.
 	PolicyFile string
 	Reload     <-chan struct{}
 
 	Core   core.Config
 	Logger *slog.Logger
 	// LogDropped, if set, counts the log records the logger's writer
-	// dropped because whoever reads the log fell behind (the daemon logs
-	// through internal/logsink): published as
+	// dropped because whoever reads the log fell behind. The daemon logs
+	// through internal/logsink. It is published as
 	// apollo11_log_records_dropped_total.
 	LogDropped func() uint64
 
 	// OnReady, if set, is called once recovery is done and the listener is
 	// up, with the address listened on.
 	OnReady func(addr string)
-	// OnTick, if set, is called from the ticker after each tick (the
-	// systemd watchdog keep-alive proves the event loop still ticks).
+	// OnTick, if set, is called from the ticker after each tick. The
+	// systemd watchdog keep-alive proves so that the event loop still ticks.
 	OnTick func()
 	// OnStopping, if set, is called when a graceful stop begins.
 	OnStopping func()

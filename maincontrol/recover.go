@@ -17,7 +17,7 @@ import (
 type RestoreOptions struct {
 	// Entry, when set, sees each snapshot entry before the core loads it.
 	Entry func(payload []byte)
-	// Serve readies the state for serving: st must be writable and not
+	// Serve readies the state for serving. st must be writable and not
 	// started. See Restore.
 	Serve bool
 	// Logger takes a warning Restore can recover from.
@@ -27,23 +27,23 @@ type RestoreOptions struct {
 // Restored is what Restore found.
 type Restored struct {
 	// Loaded is the state as the snapshot left it, before the log's
-	// records, at SnapshotLSN: the next snapshot writes its changes
+	// records, at SnapshotLSN. The next snapshot writes its changes
 	// against it.
 	Loaded      *core.Snapshot
 	SnapshotLSN uint64
 }
 
 // Restore is the one recovery sequence, for the main control and for
-// `apollo11 inspect` alike. It replays st into c, a core just made: the
-// snapshot, then the log. Core.Recovered then settles what the restart
-// left open. The ids of records a --recover-truncate cut dropped are
-// skipped, as they may have been handed out. A nil st is a memory-only
-// main control: nothing to replay.
+// `apollo11 inspect` alike. It replays st into c, a core just made. The
+// snapshot comes first, then the log. Core.Recovered then settles what
+// the restart left open. The ids of records a --recover-truncate cut
+// dropped are skipped, as they may have been handed out. A nil st is a
+// memory-only main control, with nothing to replay.
 //
 // With o.Serve, before Recovered, every stored task must fit the frames
-// (Core.CheckFrames). After it, a restart epoch begins, and the epoch and
-// every record recovery made are fsynced, whatever --fsync says: task
-// frames do not wait for their dispatch records, so a version of a lost
+// (Core.CheckFrames). After it, a restart epoch begins. The epoch and
+// every record recovery made are fsynced, whatever --fsync says. Task
+// frames do not wait for their dispatch records. So a version of a lost
 // dispatch must never be handed out again (spec section 7).
 func Restore(st *snapshot.Store, c *core.Core, o RestoreOptions) (Restored, error) {
 	if st == nil {
@@ -92,7 +92,7 @@ func Restore(st *snapshot.Store, c *core.Core, o RestoreOptions) (Restored, erro
 }
 
 // A restart reads on one goroutine, decodes on others and loads on the
-// core's, in order: decoding is pure and half of a restart's work, and a
+// core's, in order. Decoding is pure and half of a restart's work, and a
 // host has two cores or more. A batch ends at batchLen entries or
 // batchBytes of payload. Reading runs ahead of loading by batchesAhead
 // batches and aheadBytes of payload at most. Counting entries alone, large
@@ -104,7 +104,7 @@ const (
 	aheadBytes   = 16 << 20
 )
 
-// loadBatch is a batch of entries or records, never both: log says it
+// loadBatch is a batch of entries or records, never both. log says it
 // holds records. done is closed once it is decoded.
 type loadBatch struct {
 	b    core.LoadBatch
@@ -266,16 +266,16 @@ var gcHold struct {
 	n, old int
 }
 
-// restoreGOGC is the GOGC of a restart without a memory limit: the
+// restoreGOGC is the GOGC of a restart without a memory limit. The
 // collector still bounds the garbage, at a small share of the CPU.
 const restoreGOGC = 800
 
 // holdGC turns the collector off until the returned func is called. A
-// restart builds the whole state and makes little garbage: collections
-// as the heap doubled were a third of its CPU, for nothing. GOMEMLIMIT,
-// when set, still starts a collection. Without one, the garbage of
-// overwritten entries and replayed records must still go: the collector
-// then runs at restoreGOGC instead.
+// restart builds the whole state and makes little garbage. Collections
+// as the heap doubled would take a third of its CPU, for nothing.
+// GOMEMLIMIT, when set, still starts a collection. Without one, the
+// garbage of overwritten entries and replayed records must still go.
+// The collector then runs at restoreGOGC instead.
 func holdGC() (release func()) {
 	gcHold.Lock()
 	defer gcHold.Unlock()
