@@ -139,7 +139,7 @@ type Config struct {
 	// up, with the address listened on.
 	OnReady func(addr string)
 	// OnTick, if set, is called from the ticker after each tick. The
-	// systemd watchdog keep-alive proves so that the event loop still ticks.
+	// systemd watchdog keep-alive uses it to prove the event loop ticks.
 	OnTick func()
 	// OnStopping, if set, is called when a graceful stop begins.
 	OnStopping func()
