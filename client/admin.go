@@ -15,7 +15,7 @@ import (
 
 // RequeueOptions are requeue's optional values.
 type RequeueOptions struct {
-	// KeepAttempts keeps the attempts used: the next run is the attempt
+	// KeepAttempts keeps the attempts used. The next run is the attempt
 	// after the last, and a failure of it is final once they are used up.
 	KeepAttempts bool
 	// Reason is kept with the task and shown by Query (up to 256 bytes).
@@ -40,8 +40,8 @@ type Requeued struct {
 
 // Requeue puts a failed or cancelled task back to pending, or to waiting
 // while some of its dependencies have not ended (`requeue`). Another
-// state, or a dependency that failed, returns code illegal_transition; an
-// unknown id, unknown_task.
+// state, or a dependency that failed, returns code illegal_transition. An
+// unknown id returns unknown_task.
 func (c *Client) Requeue(ctx context.Context, id uint64, o RequeueOptions) (Requeued, error) {
 	m, err := c.roundTrip(ctx, wire.KindRequeue, wire.KindRequeued, oneShot, func(b *wire.Builder) {
 		b.Uint("task_id", id)
@@ -60,9 +60,9 @@ func (c *Client) Requeue(ctx context.Context, id uint64, o RequeueOptions) (Requ
 	return r, nil
 }
 
-// Filter selects tasks for the bulk requests; a zero field is no
+// Filter selects tasks for the bulk requests. A zero field is no
 // condition. At least one of Type, States, Error, EndedBefore and
-// EndedAfter must be set (AllStates: every state the request acts on).
+// EndedAfter must be set. AllStates is every state the request acts on.
 type Filter struct {
 	Type        string
 	States      []string
@@ -102,7 +102,7 @@ func (f Filter) fill(b *wire.Builder) {
 	}
 }
 
-// Matched is the reply to a bulk request: one page of it.
+// Matched is one page of the reply to a bulk request.
 type Matched struct {
 	Count   uint64 `json:"count"`             // tasks changed, or that would be (dry run)
 	Skipped uint64 `json:"skipped,omitempty"` // matched but not changed
@@ -156,7 +156,7 @@ func (c *Client) bulk(ctx context.Context, typ wire.Kind, f Filter, extra func(*
 }
 
 // BulkAll repeats a bulk request page by page, following Next, and
-// returns the totals: each page under a context of its own from pageCtx.
+// returns the totals. Each page runs under its own context from pageCtx.
 func BulkAll(f Filter, pageCtx func() (context.Context, context.CancelFunc),
 	page func(ctx context.Context, f Filter) (Matched, error)) (Matched, error) {
 	var total Matched

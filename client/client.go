@@ -15,7 +15,7 @@ import (
 )
 
 // Client is a connection to the main control, made again when it is lost
-// (see Reconnect). It is safe for concurrent use; see the package
+// (see Reconnect). It is safe for concurrent use. See the package
 // documentation.
 type Client struct {
 	addr string
@@ -31,15 +31,15 @@ type Client struct {
 	err     error         // why the client ended for good; set once
 	ended   chan struct{} // closed when err is set
 	loops   sync.WaitGroup
-	// features and admin are the latest connection's: a restarted main
+	// features and admin are the latest connection's. A restarted main
 	// control may speak other groups, or have another admin token.
 	features []string
 	admin    bool
 }
 
 // Features returns the optional message groups the main control speaks,
-// from its latest welcome (protocol section 8.1): nil from a v1 main
-// control.
+// from its latest welcome (protocol section 8.1). A v1 main control gives
+// nil.
 func (c *Client) Features() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -53,8 +53,9 @@ func (c *Client) HasFeature(f wire.Feature) bool {
 	return slices.Contains(c.features, f)
 }
 
-// Admin reports whether this connection may send the admin messages:
-// the main control has no admin token, or Options.AdminToken proved it.
+// Admin reports whether this connection may send the admin messages. It
+// may when the main control has no admin token, or Options.AdminToken
+// proved it.
 func (c *Client) Admin() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -62,11 +63,11 @@ func (c *Client) Admin() bool {
 }
 
 // minMaxUnsent is the least a client queues for a main control that is
-// slow to read before calls fail with ErrNotReading (at least four frames
-// of the largest size are always allowed).
+// slow to read, before calls fail with ErrNotReading. At least four
+// frames of the largest size are always allowed.
 const minMaxUnsent = 16 << 20
 
-// reply is what a call receives: a frame, or why none will come.
+// reply is what a call receives, a frame or why none will come.
 type reply struct {
 	m   *wire.Message
 	err error
@@ -79,10 +80,10 @@ type call struct {
 	wait bool       // stays registered after `submitted`
 	seq  uint64
 	// resend is the frame sent again on the next connection when this
-	// one is lost; nil when sending it twice could act twice.
+	// one is lost. It is nil when sending it twice could act twice.
 	resend []byte
 	// unknown marks a request whose loss leaves its outcome unknown
-	// (ErrOutcomeUnknown); other lost calls report ErrConnectionLost.
+	// (ErrOutcomeUnknown). Other lost calls report ErrConnectionLost.
 	unknown bool
 }
 
@@ -95,7 +96,7 @@ const (
 	oneShot                // fails with ErrOutcomeUnknown
 )
 
-// Close closes the connection and stops reconnecting; pending and later
+// Close closes the connection and stops reconnecting. Pending and later
 // calls fail with ErrClosed. It is safe to call more than once.
 func (c *Client) Close() error {
 	c.mu.Lock()
@@ -117,8 +118,8 @@ func (c *Client) Close() error {
 	return err
 }
 
-// endLocked ends the client for good with err: every pending call fails
-// with it. Called with c.mu held.
+// endLocked ends the client for good with err. Every pending call fails
+// with it. It runs with c.mu held.
 func (c *Client) endLocked(err error) {
 	c.err = err
 	close(c.ended)
@@ -145,14 +146,14 @@ func (cl *call) deliver(r reply) bool {
 	}
 }
 
-// route hands m to the call registered under req; a reply nobody waits for
-// any more (its caller gave up) is dropped.
+// route hands m to the call registered under req. A reply nobody waits
+// for any more, as its caller gave up, is dropped.
 func (c *Client) route(req string, m *wire.Message) {
 	c.mu.Lock()
 	cl := c.pending[req]
 	if cl != nil {
 		if cl.wait && (m.Kind() == wire.KindSubmitted || m.Kind() == wire.KindRunSubmitted) {
-			// The task exists: a loss from now on resumes the wait by
+			// The task exists. A loss from now on resumes the wait by
 			// its id, never by a second submit.
 			cl.resend, cl.unknown = nil, false
 		} else {
@@ -202,7 +203,7 @@ func (c *Client) start(ctx context.Context, typ wire.Kind, fill func(*wire.Build
 			case <-up:
 			case <-c.ended:
 			case <-ctx.Done():
-				// Nothing was sent: not ErrNoReply.
+				// Nothing was sent, so this is not ErrNoReply.
 				return nil, "", fmt.Errorf("%w (while reconnecting after: %w)", ctx.Err(), down)
 			}
 			continue
@@ -265,7 +266,7 @@ func (c *Client) forget(req string) {
 }
 
 // roundTrip sends a request and returns its reply, which must be of type
-// want; an `error` reply is returned as *Error.
+// want. An `error` reply is returned as *Error.
 func (c *Client) roundTrip(ctx context.Context, typ, want wire.Kind, k kind, fill func(*wire.Builder)) (*wire.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", typ, err) // nothing sent

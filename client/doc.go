@@ -2,42 +2,42 @@
 // submitters and admin tools (wire-v1 sections 3 and 5).
 //
 // Dial opens one connection and completes the handshake (`welcome`,
-// `hello`, `hello_ok`, signed with the shared token when the main control
-// asks for it). A Client is safe for concurrent use: every request gets a
-// unique `req`, requests from many goroutines are pipelined on the one
-// connection (their frames batched into shared writes), and a single
-// reader goroutine hands each reply to its caller by `req`, whatever the
-// order the replies come in.
+// `hello`, `hello_ok`). hello is signed with the shared token when the
+// main control asks for it. A Client is safe for concurrent use. Every
+// request gets a unique `req`. Requests from many goroutines are
+// pipelined on the one connection, their frames batched into shared
+// writes. A single reader goroutine hands each reply to its caller by
+// `req`, whatever the order the replies come in.
 //
 // Cancelling a call's context stops waiting for its reply, which is then
-// dropped when it arrives; the request may already have been sent, and
-// acted on (a cancelled Submit may still create its task: use
-// SubmitRequest.Key to make submits idempotent). Such an error matches
+// dropped when it arrives. The request may already have been sent, and
+// acted on. A cancelled Submit may still create its task, so use
+// SubmitRequest.Key to make submits idempotent. Such an error matches
 // ErrNoReply. A call whose context has already ended sends nothing.
 //
-// An `error` reply is returned as *Error; use IsCode or IsQueueFull to
-// test it. `queue_full` is backpressure: retry later, with backoff.
+// An `error` reply is returned as *Error. Use IsCode or IsQueueFull to
+// test it. `queue_full` is backpressure, so retry later, with backoff.
 //
-// When the connection is lost the client makes it again by itself, with
-// an exponential backoff and jitter (see Reconnect, in Options; Off turns
-// it off). Meanwhile:
-//   - requests that are safe to send twice (Query, List, Stats, StateGet,
-//     Debug, RunQuery, RunList, and a Submit or RunSubmit with a Key,
-//     whose key returns the same task or run) are sent again on the new
-//     connection, and their callers see only the delay;
-//   - a Submit or RunSubmit without a Key, a Cancel, RunCancel and
-//     RunResume fail with an error matching
-//     ErrOutcomeUnknown (and ErrConnectionLost, ErrNoReply): the main
-//     control may have acted on them;
-//   - a Watch's Wait (SubmitWait, SubmitWatch) goes on by the task's id:
-//     it queries the task and returns its end if it has one; else a keyed
+// When the connection is lost, the client makes it again by itself, with
+// an exponential backoff and jitter (see Reconnect, in Options). Off turns
+// it off. Meanwhile, calls fare as follows.
+//   - Requests that are safe to send twice are sent again on the new
+//     connection, and their callers see only the delay. Those are Query,
+//     List, Stats, StateGet, Debug, RunQuery, RunList, and a Submit or
+//     RunSubmit with a Key, whose key returns the same task or run.
+//   - A Submit or RunSubmit without a Key, a Cancel, RunCancel and
+//     RunResume fail with an error matching ErrOutcomeUnknown, as well as
+//     ErrConnectionLost and ErrNoReply. The main control may have acted
+//     on them.
+//   - A Watch's Wait (SubmitWait, SubmitWatch) goes on by the task's id.
+//     It queries the task and returns its end if it has one. Else a keyed
 //     task is waited for by its submit, sent again, and another is
-//     queried until it ends (see Client.Wait);
-//   - calls made while reconnecting wait for the connection, up to their
-//     context's end (then their error matches ErrConnectionLost as well
-//     as the context's error, and nothing was sent).
+//     queried until it ends (see Client.Wait).
+//   - Calls made while reconnecting wait for the connection, up to their
+//     context's end. Then their error matches ErrConnectionLost as well
+//     as the context's error, and nothing was sent.
 //
 // With reconnecting off, or once Reconnect.GiveUpAfter has passed, every
-// pending and later call fails with an error matching ErrConnectionLost;
-// Dial again to go on. After Close calls fail with ErrClosed.
+// pending and later call fails with an error matching ErrConnectionLost.
+// Dial again to go on. After Close, calls fail with ErrClosed.
 package client

@@ -31,12 +31,12 @@ func (c *Client) StateSet(ctx context.Context, key, value string) (StateChange, 
 }
 
 // StateSetIf is StateSet only while the shared state's version is
-// version; otherwise it returns a *StateConflict.
+// version. Otherwise it returns a *StateConflict.
 func (c *Client) StateSetIf(ctx context.Context, key, value string, version uint64) (StateChange, error) {
 	return c.stateFix(ctx, wire.KindStateSet, key, &value, &version)
 }
 
-// StateDel deletes one shared-state key (`state_del`); Changed is false
+// StateDel deletes one shared-state key (`state_del`). Changed is false
 // when it was not set.
 func (c *Client) StateDel(ctx context.Context, key string) (StateChange, error) {
 	return c.stateFix(ctx, wire.KindStateDel, key, nil, nil)
