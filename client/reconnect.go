@@ -139,9 +139,9 @@ func (c *Client) reconnect(cause error) {
 	}
 }
 
-// adopt makes s the client's connection and sends again, in their
-// original order, the requests still waiting from the lost one. It
-// returns false when the client ended meanwhile.
+// adopt makes s the client's connection. It sends again the requests
+// still waiting from the lost one, in their original order. It returns
+// false when the client ended meanwhile.
 func (c *Client) adopt(s *session) bool {
 	c.mu.Lock()
 	if c.err != nil {

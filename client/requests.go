@@ -74,16 +74,16 @@ func unixMilli(ms uint64) time.Time {
 }
 
 // Cancel cancels a task (`cancel`). An unknown id returns code
-// unknown_task; a task already ended returns code illegal_transition.
+// unknown_task. A task already ended returns code illegal_transition.
 func (c *Client) Cancel(ctx context.Context, id uint64) error {
 	_, err := c.roundTrip(ctx, wire.KindCancel, wire.KindCancelled, oneShot, func(b *wire.Builder) { b.Uint("task_id", id) })
 	return err
 }
 
 // List returns one page of the ids of the tasks in state (`list`), in
-// ascending order, after the id after (0: from the start); limit 0 means
-// the main control's default (100). next is 0 on the last page, else pass
-// it as after to get the next page.
+// ascending order, after the id after. 0 starts from the first. limit 0
+// means the main control's default (100). next is 0 on the last page.
+// Otherwise pass it as after to get the next page.
 func (c *Client) List(ctx context.Context, state string, limit int, after uint64) (ids []uint64, next uint64, err error) {
 	if limit < 0 {
 		return nil, 0, fmt.Errorf("list: negative limit %d", limit)
@@ -131,8 +131,8 @@ func readPage(m *wire.Message, what string) (ids []uint64, next uint64, err erro
 }
 
 // ListAll returns the ids of every task in state, following `next` from
-// page to page (1,000 ids a page). Tasks change meanwhile: it is a listing
-// over time, not a snapshot.
+// page to page, 1,000 ids a page. Tasks change meanwhile, so it is a
+// listing over time, not a snapshot.
 func (c *Client) ListAll(ctx context.Context, state string) ([]uint64, error) {
 	return c.ListAfter(ctx, state, 0)
 }
@@ -143,9 +143,9 @@ func (c *Client) ListAfter(ctx context.Context, state string, after uint64) ([]u
 }
 
 // ListWalk follows `next` from the ids after `after` on, limit ids a
-// page, each page a request under a context of its own from pageCtx (a
-// timeout per request, say, where a whole walk of a large table may take
-// longer than any one reply should).
+// page. Each page is a request under its own context from pageCtx. That
+// allows a timeout per request, where a whole walk of a large table may
+// take longer than any one reply should.
 func (c *Client) ListWalk(state string, limit int, after uint64, pageCtx func() (context.Context, context.CancelFunc)) ([]uint64, error) {
 	all := []uint64{}
 	for {
@@ -205,9 +205,9 @@ func uintField(f wire.Field) (uint64, error) {
 	return n, nil
 }
 
-// StateGet reads the shared state (`state_get`): the values of keys (all
-// keys when none is given; keys not set are left out) and the
-// state_version they belong to.
+// StateGet reads the shared state (`state_get`). It returns the values of
+// keys and the state_version they belong to. No keys means all keys.
+// Keys not set are left out.
 func (c *Client) StateGet(ctx context.Context, keys ...string) (map[string]string, uint64, error) {
 	for _, k := range keys {
 		if !wire.ValidKey(wire.PrefixState + k) {

@@ -16,7 +16,7 @@ import (
 // The run requests of protocol section 8.10 (feature group runs). A run
 // is a graph of steps that the main control keeps as one object.
 
-// RunRequest is a `run_submit`. Steps come in dependency order: each
+// RunRequest is a `run_submit`. Steps come in dependency order. Each
 // depends only on steps listed before it.
 type RunRequest struct {
 	Name    string // required, at most 128 bytes
@@ -29,7 +29,7 @@ type RunRequest struct {
 type RunStepRequest struct {
 	ID   string // A-Z a-z 0-9 _ -, at most 64 bytes, unique in the run
 	Type string
-	// Args may hold references ${steps.<id>.out.<k>}; $${ is a literal ${.
+	// Args may hold references ${steps.<id>.out.<k>}. $${ is a literal ${.
 	Args        map[string]string
 	DependsOn   []string // step ids listed before this one
 	Priority    int
@@ -55,7 +55,7 @@ type RunSubmitted struct {
 	Duplicate bool     `json:"duplicate"`
 }
 
-// RunDone is the `run_done` notice: the run reached a final state.
+// RunDone is the `run_done` notice that the run reached a final state.
 type RunDone struct {
 	ID    uint64 `json:"run_id"`
 	State string `json:"state"`
@@ -204,7 +204,7 @@ func (r RunRequest) fill(wait bool) func(*wire.Builder) {
 				b.Str(p+"when", s.When)
 			}
 			if c := s.Compensate; c != nil {
-				// The type is always sent: a compensation without args
+				// The type is always sent. A compensation without args
 				// still needs one key to exist.
 				b.Str(p+"compensate.type", cmp.Or(c.Type, s.Type))
 				for _, k := range slices.Sorted(maps.Keys(c.Args)) {
@@ -218,7 +218,7 @@ func (r RunRequest) fill(wait bool) func(*wire.Builder) {
 	}
 }
 
-// kind is idempotent with a key: sent twice, the key returns the run the
+// kind is idempotent with a key. Sent twice, the key returns the run the
 // first made.
 func (r RunRequest) kind() kind {
 	if r.Key != "" {

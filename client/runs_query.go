@@ -59,8 +59,8 @@ func parseRunState(m *wire.Message) (RunState, error) {
 }
 
 // RunQueryStep returns one step of a run with the args its task holds
-// (`run_query step=`): the template before the step's release, the
-// filled-in args after.
+// (`run_query step=`). Those are the template before the step's release,
+// and the filled-in args after.
 func (c *Client) RunQueryStep(ctx context.Context, run RunRef, step string) (RunStepInfo, error) {
 	m, err := c.roundTrip(ctx, wire.KindRunQuery, wire.KindRunStep, idempotent, func(b *wire.Builder) {
 		run.fill(b)
@@ -80,8 +80,9 @@ func (c *Client) RunQueryStep(ctx context.Context, run RunRef, step string) (Run
 }
 
 // RunList returns run ids in ascending order (`run_list`), of the given
-// states (none: all), at most limit (0: the main control's default) and
-// above after. next is non-zero when more follow: pass it as after.
+// states, or all for none. It returns at most limit, above after. limit 0
+// is the main control's default. next is non-zero when more follow. Pass
+// it as after.
 func (c *Client) RunList(ctx context.Context, states []string, limit int, after uint64) (ids []uint64, next uint64, err error) {
 	if limit < 0 {
 		return nil, 0, fmt.Errorf("run_list: negative limit %d", limit)
@@ -122,8 +123,8 @@ type RunResumeOptions struct {
 }
 
 // RunResume finishes a failed or cancelled run (`run_resume`, which needs
-// the admin proof): succeeded steps are kept, the others requeued. A run
-// in another state returns code illegal_transition.
+// the admin proof). Succeeded steps are kept, and the others requeued. A
+// run in another state returns code illegal_transition.
 func (c *Client) RunResume(ctx context.Context, id uint64, o RunResumeOptions) (RunResumed, error) {
 	m, err := c.roundTrip(ctx, wire.KindRunResume, wire.KindRunResumed, oneShot, func(b *wire.Builder) {
 		b.Uint("run_id", id)
@@ -148,8 +149,8 @@ func (c *Client) RunResume(ctx context.Context, id uint64, o RunResumeOptions) (
 }
 
 // WaitRun waits until the run ends and returns its state, by querying
-// it: at once, then at intervals that grow from 50 ms to 1 s. It follows
-// any run, across reconnects.
+// it. It asks at once, then at intervals that grow from 50 ms to 1 s. It
+// follows any run, across reconnects.
 func (c *Client) WaitRun(ctx context.Context, run RunRef) (RunState, error) {
 	delay := waitPollMin
 	for {
@@ -221,8 +222,8 @@ func (c *Client) RunSubmitWait(ctx context.Context, r RunRequest, onSubmitted fu
 	}
 }
 
-// ParseRunRef reads a run named on a command line: a number is a run id,
-// anything else a key.
+// ParseRunRef reads a run named on a command line. A number is a run id,
+// and anything else a key.
 func ParseRunRef(s string) RunRef {
 	if id, err := strconv.ParseUint(s, 10, 64); err == nil && id > 0 && !strings.HasPrefix(s, "0") {
 		return RunRef{ID: id}

@@ -11,18 +11,18 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// ScheduleRequest is a schedule_add (protocol section 8.12): a cron
-// expression and the task each firing submits.
+// ScheduleRequest is a schedule_add (protocol section 8.12). It holds a
+// cron expression and the task each firing submits.
 type ScheduleRequest struct {
 	Name    string        // 1 to 128 bytes of A-Z a-z 0-9 _ . -
 	Cron    string        // five fields, six with seconds first, or @daily and kin
 	Zone    string        // IANA zone the fields are read in; "" is UTC
 	Jitter  time.Duration // each firing waits a delay below it, fixed per fire time
 	CatchUp bool          // fire once for the latest missed time (missed=catch_up); else skip
-	// Task is the body. Its Key, TraceID and DependsOn must be empty: each
+	// Task is the body. Its Key, TraceID and DependsOn must be empty. Each
 	// firing is keyed and traced by the schedule and its fire time.
 	Task SubmitRequest
-	// Run, when set, is the body instead of Task: each firing submits this
+	// Run, when set, is the body instead of Task. Each firing submits this
 	// run (the runs group). Its Key and TraceID must be empty.
 	Run *RunRequest
 }
@@ -52,15 +52,15 @@ type Schedule struct {
 	Extra map[string]string `json:"extra,omitempty"`
 }
 
-// SchedulePage is one `schedules` reply; Next is set when more follow.
+// SchedulePage is one `schedules` reply. Next is set when more follow.
 type SchedulePage struct {
 	Schedules []Schedule `json:"schedules"`
 	Next      string     `json:"next,omitempty"`
 }
 
-// ScheduleAdd adds a schedule (`schedule_add`; needs the admin proof
-// where the server has an admin token). Adding the same schedule again
-// returns Duplicate; another with its name is an error.
+// ScheduleAdd adds a schedule (`schedule_add`). It needs the admin proof
+// where the server has an admin token. Adding the same schedule again
+// returns Duplicate. Another with its name is an error.
 func (c *Client) ScheduleAdd(ctx context.Context, r ScheduleRequest) (ScheduleAdded, error) {
 	const typ = wire.KindScheduleAdd
 	switch {
@@ -132,22 +132,22 @@ func runBody(r RunRequest) (func(*wire.Builder), error) {
 	}, nil
 }
 
-// SchedulePause stops a schedule's firings; changed is false when it was
+// SchedulePause stops a schedule's firings. changed is false when it was
 // paused already.
 func (c *Client) SchedulePause(ctx context.Context, name string) (changed bool, err error) {
 	m, err := c.scheduleNamed(ctx, wire.KindSchedulePause, wire.KindSchedulePaused, name)
 	return err == nil && m.Value("changed") == "true", err
 }
 
-// ScheduleResume starts a paused schedule's firings again; changed is
+// ScheduleResume starts a paused schedule's firings again. changed is
 // false when it was not paused.
 func (c *Client) ScheduleResume(ctx context.Context, name string) (changed bool, err error) {
 	m, err := c.scheduleNamed(ctx, wire.KindScheduleResume, wire.KindScheduleResumed, name)
 	return err == nil && m.Value("changed") == "true", err
 }
 
-// ScheduleDelete forgets a schedule; the tasks it made stay. Sent once:
-// after a lost connection its outcome is unknown (ErrOutcomeUnknown).
+// ScheduleDelete forgets a schedule. The tasks it made stay. It is sent
+// once. After a lost connection its outcome is unknown (ErrOutcomeUnknown).
 func (c *Client) ScheduleDelete(ctx context.Context, name string) error {
 	_, err := c.scheduleNamed(ctx, wire.KindScheduleDelete, wire.KindScheduleDeleted, name)
 	return err
@@ -179,8 +179,8 @@ func (c *Client) ScheduleGet(ctx context.Context, name string) (Schedule, error)
 	return page.Schedules[0], nil
 }
 
-// ScheduleList returns one page of schedules by name, after after ("":
-// from the first); limit 0 is the server's default.
+// ScheduleList returns one page of schedules by name, after after. ""
+// starts from the first. limit 0 is the server's default.
 func (c *Client) ScheduleList(ctx context.Context, after string, limit int) (SchedulePage, error) {
 	return c.scheduleList(ctx, func(b *wire.Builder) {
 		if after != "" {
@@ -220,7 +220,7 @@ func (c *Client) scheduleList(ctx context.Context, fill func(*wire.Builder)) (Sc
 	return parseSchedules(m)
 }
 
-// parseSchedules reads a `schedules` reply: sched.<i>.<field> keys.
+// parseSchedules reads a `schedules` reply, with its sched.<i>.<field> keys.
 func parseSchedules(m *wire.Message) (SchedulePage, error) {
 	bad := func(err error) (SchedulePage, error) {
 		return SchedulePage{}, fmt.Errorf("schedule_list: bad reply: %w", err)

@@ -61,11 +61,11 @@ func (s *session) readLoop() {
 }
 
 // write queues a frame for the writer goroutine, starting it when none
-// runs. The caller never writes itself: a main control that stops reading
+// runs. The caller never writes itself. A main control that stops reading
 // would hold it in the socket write, past its context's deadline. What a
-// peer leaves unread is bounded by maxUnsent; a call beyond it fails at
-// once instead of growing the queue, unless force (frames sent again
-// after a reconnect, whose callers wait already).
+// peer leaves unread is bounded by maxUnsent. A call beyond it fails at
+// once instead of growing the queue, unless force is set. force is for
+// frames sent again after a reconnect, whose callers wait already.
 func (s *session) write(frame []byte, force bool) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -80,8 +80,8 @@ func (s *session) write(frame []byte, force bool) error {
 	return nil
 }
 
-// writeLast queues a last frame and waits, up to wire.RefusalWait, until the
-// writer goroutine has written it: the connection is closed next.
+// writeLast queues a last frame and waits, up to wire.RefusalWait, until
+// the writer goroutine has written it. The connection is closed next.
 func (s *session) writeLast(frame []byte) {
 	deadline := time.Now().Add(wire.RefusalWait)
 	_ = s.conn.SetWriteDeadline(deadline)
@@ -99,7 +99,7 @@ func (s *session) writeLast(frame []byte) {
 	}
 }
 
-// flush writes queued frames until none is left; a failed write ends the
+// flush writes queued frames until none is left. A failed write ends the
 // session, as a failed read does.
 func (s *session) flush() {
 	s.wmu.Lock()

@@ -11,8 +11,8 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// Submit sends `submit` and returns the `submitted` reply: the task is
-// durable. A full queue returns an *Error with code queue_full (see
+// Submit sends `submit` and returns the `submitted` reply, once the task
+// is durable. A full queue returns an *Error with code queue_full (see
 // IsQueueFull).
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (Submitted, error) {
 	fill, err := req.fill(false)
