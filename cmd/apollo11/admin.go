@@ -13,8 +13,8 @@ import (
 	"github.com/apollo11/apollo11/client"
 )
 
-// The admin commands: requeue, cancel by filter, purge (protocol 8.3 and
-// 8.4). With a main control that has --admin-token-file they need
+// The admin commands are requeue, cancel by filter and purge (protocol 8.3
+// and 8.4). With a main control that has --admin-token-file they need
 // --admin-token-file too.
 
 // filterFlags are the bulk requests' filter as flags.
@@ -79,7 +79,7 @@ func (f *filterFlags) filter(acts []string) (client.Filter, error) {
 	return cf, err
 }
 
-// when reads a time flag: RFC 3339, or a duration that long ago.
+// when reads a time flag, as RFC 3339 or as a duration that long ago.
 func (f *filterFlags) when(name, v string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
@@ -94,7 +94,7 @@ func (f *filterFlags) when(name, v string) (time.Time, error) {
 	return t, nil
 }
 
-// runBulk follows a bulk request to the end and prints its totals; verb
+// runBulk follows a bulk request to the end and prints its totals. verb
 // names what it did ("requeued").
 func runBulk(stdout io.Writer, cf *clientFlags, f client.Filter, verb string,
 	page func(ctx context.Context, f client.Filter) (client.Matched, error)) error {

@@ -36,8 +36,9 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &c.reconnect, "reconnect-timeout", time.Minute, "how long to keep reconnecting when the connection is lost; --wait and safe requests go on after it (0: do not reconnect)")
 }
 
-// check refuses what would fail every request: a --request-timeout of 0
-// (reported as a network timeout) or an --addr that cannot be dialled.
+// check refuses what would fail every request. That is a
+// --request-timeout of 0, reported as a network timeout, or an --addr
+// that cannot be dialled.
 func (c *clientFlags) check() error {
 	if c.reconnect < 0 {
 		return fmt.Errorf("--reconnect-timeout %v: must not be negative (0 does not reconnect)", c.reconnect)
@@ -68,7 +69,7 @@ func (c *clientFlags) dial() (*client.Client, error) {
 	if err != nil {
 		var refused *client.Error
 		if errors.As(err, &refused) || errors.Is(err, client.ErrAuthRequired) {
-			// It was reached: "cannot reach" would send the user to the
+			// It was reached. "cannot reach" would send the user to the
 			// network when the token is what is wrong.
 			return nil, fmt.Errorf("the main control at %s refused this client: %w", c.addr, err)
 		}
@@ -77,7 +78,7 @@ func (c *clientFlags) dial() (*client.Client, error) {
 	return cl, nil
 }
 
-// ctx returns the context of one request: --request-timeout from now.
+// ctx returns the context of one request, --request-timeout from now.
 func (c *clientFlags) ctx() (context.Context, context.CancelFunc) {
 	return c.ctxFrom(context.Background())
 }
@@ -87,13 +88,11 @@ func (c *clientFlags) ctxFrom(parent context.Context) (context.Context, context.
 	return context.WithTimeoutCause(parent, c.timeout, fmt.Errorf("no reply within --request-timeout %v", c.timeout))
 }
 
-// timedOut adds to an error that a --request-timeout deadline caused,
-// which says only "context deadline exceeded", which flag ran out and at
-// what value: status, cancel, stats, state, debug, pipeline status and a
-// slow handshake said no more, and only list named the flag. Every
-// deadline of a client command's requests and dial is --request-timeout
-// (submit words its own, and --wait-timeout's, in errors that do not wrap
-// the deadline).
+// timedOut adds which flag ran out, and at what value, to an error that a
+// --request-timeout deadline caused. Such an error says only "context
+// deadline exceeded". Every deadline of a client command's requests and
+// dial is --request-timeout. submit words its own, and --wait-timeout's,
+// in errors that do not wrap the deadline.
 func (c *clientFlags) timedOut(err error) error {
 	if err != nil && errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (no reply within --request-timeout %v)", err, c.timeout)
@@ -101,10 +100,10 @@ func (c *clientFlags) timedOut(err error) error {
 	return err
 }
 
-// shown makes a value safe to print as the text of `key=value`: one with
-// a control character (a newline would print as a line of its own, one
-// that looks like another key), a backslash or a leading quote is printed
-// Go-quoted instead. --json prints values as they are.
+// shown makes a value safe to print as the text of `key=value`. A value
+// with a control character, a backslash or a leading quote is printed
+// Go-quoted instead. A newline would otherwise print a line that looks
+// like another key. --json prints values as they are.
 func shown(v string) string {
 	if strings.HasPrefix(v, `"`) || strings.ContainsFunc(v, func(r rune) bool {
 		return r < 0x20 || r == 0x7f || r == '\\' || r == utf8.RuneError
@@ -121,9 +120,9 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // clientCommand parses flags, checks the command line, dials, runs fn and
-// closes. Words after the flags are refused unless operands is set; then
-// check (when not nil) checks them, and the flags, before anything is
-// dialled: its error is a bad command line (exit 2), unless it is an
+// closes. Words after the flags are refused unless operands is set. Then
+// check, when not nil, checks them and the flags before anything is
+// dialled. Its error is a bad command line (exit 2), unless it is an
 // exitError with its own code.
 func clientCommand(name, synopsis string, operands bool, args []string, stdout io.Writer,
 	extra func(fs *flag.FlagSet), check func(fs *flag.FlagSet) error,

@@ -13,8 +13,8 @@ import (
 	"github.com/apollo11/apollo11/maincontrol"
 )
 
-// runDev runs a main control and two local executors in one process: the
-// quick start.
+// runDev runs a main control and two local executors in one process, for
+// the quick start.
 func runDev(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev", "dev [flags]", stdout)
 	var f maincontrolFlags
@@ -31,7 +31,7 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.LogDropped = sink.Dropped
 	// Every setting is checked, and the executors built, before the main
-	// control starts: a bad --executor-slots must not be found after it
+	// control starts. A bad --executor-slots must not be found after it
 	// has opened the data dir and is listening.
 	if *slots < 1 || *slots > executor.MaxSlots {
 		return usageError(fmt.Errorf("--executor-slots %d: want 1 to %d", *slots, executor.MaxSlots))
@@ -116,7 +116,7 @@ Ctrl-C stops everything.
 		wg.Wait()
 		return err
 	}
-	// A second SIGINT or SIGTERM now ends the process at once; the
+	// A second SIGINT or SIGTERM now ends the process at once. The
 	// closing terminal's next SIGHUP must not end the stop under way.
 	stopping := make(chan struct{})
 	defer close(stopping)

@@ -17,10 +17,10 @@ var notFlagVars = map[string]bool{"APOLLO11_TEST_LOG": true, "APOLLO11_BUILTIN_T
 const benchEnvPrefix = "APOLLO11_BENCH_"
 
 // warnUnknownEnv warns about APOLLO11_* variables that no flag of any
-// subcommand reads: a misspelling in an environment file
-// (APOLLO11_DATADIR) was ignored without a word, and the daemon ran with
-// the default. Every command's variables count (flagEnvVars): the
-// clients and the daemons share environment files.
+// subcommand reads. A misspelling in an environment file, such as
+// APOLLO11_DATADIR, would be ignored without a word, and the daemon would
+// run with the default. Every command's variables count (flagEnvVars), as
+// the clients and the daemons share environment files.
 func warnUnknownEnv(stderr io.Writer, cmd string, environ []string) {
 	app.WarnUnknownEnv(stderr, cmd, environ, flagEnvVars, func(name string) bool {
 		return notFlagVars[name] || strings.HasPrefix(name, benchEnvPrefix)

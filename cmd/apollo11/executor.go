@@ -34,7 +34,7 @@ func defaultExecutorID() string {
 	if err != nil || host == "" {
 		host = "executor"
 	}
-	// Keep to the executor_id alphabet: A-Z a-z 0-9 _ . : -
+	// Keep to the executor_id alphabet, A-Z a-z 0-9 _ . : -
 	host = strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == ':', r == '-':
@@ -166,9 +166,9 @@ func runExecutor(args []string, stdout, stderr io.Writer) error {
 	return ex.Run(ctx)
 }
 
-// stopOnSignals cancels (graceful stop) on the first SIGTERM, SIGINT or
-// SIGHUP (see stopSignals) and calls hard on a later SIGTERM or SIGINT; a
-// later SIGHUP is the same closing terminal again (see isHangup).
+// stopOnSignals cancels, for a graceful stop, on the first SIGTERM, SIGINT
+// or SIGHUP (see stopSignals). It calls hard on a later SIGTERM or SIGINT.
+// A later SIGHUP is the same closing terminal again (see isHangup).
 func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, stopSignals()...)
@@ -182,9 +182,10 @@ func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
 	hard()
 }
 
-// checkPrograms refuses an --exec-allow entry that can never run (a
-// missing file or a directory was taken without a word, and every exec
-// task naming it failed), and one that other users could replace.
+// checkPrograms refuses an --exec-allow entry that can never run, such as
+// a missing file or a directory. Taken without a word, it would fail
+// every exec task naming it. It also refuses one that other users could
+// replace.
 func checkPrograms(allow []string) error {
 	for _, p := range allow {
 		st, err := os.Stat(p)
@@ -206,7 +207,8 @@ func checkPrograms(allow []string) error {
 }
 
 // keepFootprint drops the pages of the binary an idle daemon no longer
-// uses: 3 s after the start, when startup is over, then every minute.
+// uses. It does so 3 s after the start, when startup is over, then every
+// minute.
 func keepFootprint(ctx context.Context, log *slog.Logger) {
 	footprint.Keep(ctx, 3*time.Second, time.Minute, func(err error) {
 		if err != nil {

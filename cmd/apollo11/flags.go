@@ -15,7 +15,7 @@ import (
 // envPrefix is the prefix of the environment variables of flags.
 const envPrefix = "APOLLO11_"
 
-// app is this program for the flag plumbing: its name and variables.
+// app is this program for the flag plumbing, with its name and variables.
 var app = &cli.Program{Name: "apollo11", EnvPrefix: envPrefix}
 
 // newFlagSet returns a flag set whose flags read APOLLO11_* variables.
@@ -82,8 +82,8 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 func (l *logFlags) handler(w io.Writer) (slog.Handler, error) {
-	// Keywords are taken in any case, as --log-level always was (slog's
-	// parser ignores case): --log-format JSON was refused.
+	// Keywords are taken in any case, as --log-level always was, since slog's
+	// parser ignores case. So --log-format JSON is taken too.
 	format := strings.ToLower(l.format)
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
@@ -110,10 +110,9 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 }
 
 // positiveMs is positive for a daemon's duration flag, which must also be
-// 1ms or more, every one alike: the daemons count time in milliseconds,
-// and --heartbeat-interval 1ns was refused ("below 1ms") while
-// --start-timeout 1ns was taken and rounded. (apollo11-bench's --threshold
-// 50µs is a real value: it keeps positive.)
+// 1ms or more, every one alike. The daemons count time in milliseconds.
+// So --start-timeout 1ns is refused, as --heartbeat-interval 1ns was.
+// apollo11-bench's --threshold 50µs is a real value, and keeps positive.
 func positiveMs(name string, d time.Duration) error {
 	if err := positive(name, d); err != nil {
 		return err

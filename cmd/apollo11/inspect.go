@@ -70,8 +70,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// inspectDir reads a data dir without changing it: the file listing, then a
-// replay into a core that sends nothing anywhere.
+// inspectDir reads a data dir without changing it. It lists the files,
+// then replays into a core that sends nothing anywhere.
 func inspectDir(dir string, taskID uint64) (*inspectReport, error) {
 	quiet := slog.New(slog.DiscardHandler)
 	opts := snapshot.Options{Dir: dir, ReadOnly: true, Logger: quiet}
@@ -101,8 +101,8 @@ func inspectDir(dir string, taskID uint64) (*inspectReport, error) {
 			rep.History = append(rep.History, inspectHistoryLine{Where: where, Kind: d.Kind, Text: d.Text})
 		}
 	}
-	// Recovery as the main control runs it, into a core that keeps
-	// nothing: it settles the waiting tasks whose dependencies ended
+	// Recovery runs as the main control runs it, into a core that keeps
+	// nothing. It settles the waiting tasks whose dependencies ended
 	// before the crash, and skips the ids a --recover-truncate cut lost.
 	_, err = maincontrol.Restore(st, c, maincontrol.RestoreOptions{Entry: func(p []byte) { note("snapshot", p) }})
 	if err != nil {

@@ -1,5 +1,5 @@
-// Command apollo11 is the one binary of apollo11: the main control, the
-// executor daemon, the local dev system and the client commands.
+// Command apollo11 is the one binary of apollo11. It is the main control,
+// the executor daemon, the local dev system and the client commands.
 //
 //	apollo11 maincontrol [flags]   run the main control
 //	apollo11 executor [flags]      run an executor
@@ -10,7 +10,7 @@
 //	apollo11 backup --data-dir DIR DEST
 //
 // Every flag can also be set with an APOLLO11_* environment variable
-// (--max-frame is APOLLO11_MAX_FRAME); a flag on the command line wins.
+// (--max-frame is APOLLO11_MAX_FRAME). A flag on the command line wins.
 package main
 
 import (
@@ -77,8 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if args[0] == "help" && len(args) > 1 {
-		// `help submit` is `submit --help` (and `help pipeline run` is
-		// `pipeline run --help`): it printed the command list.
+		// `help submit` is `submit --help`, and `help pipeline run` is
+		// `pipeline run --help`.
 		return run(append(slices.Clone(args[1:]), "--help"), stdout, stderr)
 	}
 	if args[0] == "help" || cli.IsHelpArg(args[0]) {
@@ -86,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" {
-		// What other tools take: it was an unknown command.
+		// Other tools take it, so it is not an unknown command.
 		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := commands[args[0]]
@@ -129,13 +129,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return ee.Code
 }
 
-// printErr prints a command's error once prefixed with the command: the
+// printErr prints a command's error, prefixed with the command once. The
 // client's errors start with the request's name, and "apollo11 cancel:
-// cancel: ..." said it twice. A daemon's stderr may be a pipe nobody
-// reads (the reason its log goes through internal/logsink): the exit
-// waits at most sinkCloseTimeout for this line, so that the process ends
-// and its supervisor can start it again, rather than hang in the write.
-// Each hint that is not empty gets a line of its own after the error.
+// cancel: ..." would say it twice. A daemon's stderr may be a pipe nobody
+// reads, which is why its log goes through internal/logsink. So the exit
+// waits at most sinkCloseTimeout for this line. The process then ends and
+// its supervisor can start it again, rather than hang in the write. Each
+// hint that is not empty gets a line of its own after the error.
 func printErr(w io.Writer, cmd string, err error, hints ...string) {
 	line := fmt.Sprintf("apollo11 %s: %s\n", cmd, nameEnvSources(strings.TrimPrefix(err.Error(), cmd+": ")))
 	for _, h := range hints {

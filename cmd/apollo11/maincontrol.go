@@ -81,7 +81,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 }
 
 // checkPositive refuses zero and negative limits and times (see
-// positive); --heartbeat-interval 0 keeps its documented meaning.
+// positive). --heartbeat-interval 0 keeps its documented meaning.
 func (f *maincontrolFlags) checkPositive() error {
 	if f.eventLoops > maincontrol.MaxEventLoops {
 		return fmt.Errorf("--event-loops %d: want 1 to %d (gnet runs at most %d)", f.eventLoops, maincontrol.MaxEventLoops, maincontrol.MaxEventLoops)
@@ -200,7 +200,7 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.OnTick = func() { logNotifyErr(cfg, notifier.Watchdog(time.Now())) }
 	if w := notifier.WatchdogInterval(); w > 0 {
-		// The pings ride on the ticks: an idle main control must tick
+		// The pings ride on the ticks. An idle main control must tick
 		// well within the interval systemd waits for one.
 		cfg.IdleTick = min(maincontrol.DefaultIdleTick, w/2)
 	}
@@ -220,10 +220,10 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// badSettings reports whether a daemon refused its settings (values the
-// flags parse but the daemon cannot work with, such as a heartbeat
-// interval above half the timeout): like a flag that does not parse, that
-// is a bad command line.
+// badSettings reports whether a daemon refused its settings. Those are
+// values the flags parse but the daemon cannot work with, such as a
+// heartbeat interval above half the timeout. Like a flag that does not
+// parse, that is a bad command line.
 func badSettings(err error) bool {
 	return errors.Is(err, maincontrol.ErrConfig) || errors.Is(err, core.ErrConfig) || errors.Is(err, executor.ErrConfig)
 }

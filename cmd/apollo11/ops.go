@@ -57,7 +57,7 @@ func pauseCommand(name string, args []string, stdout io.Writer) error {
 		})
 }
 
-// ifVersionFlag is --if-version: a state_version, or unset.
+// ifVersionFlag is --if-version, a state_version or unset.
 type ifVersionFlag struct {
 	v   uint64
 	set bool
@@ -168,8 +168,8 @@ func runTypes(args []string, stdout, stderr io.Writer) error {
 		})
 }
 
-// describedLine is the indented line under a type its handler describes:
-// the handler's name and its argument schema.
+// describedLine is the indented line under a type its handler describes.
+// It holds the handler's name and its argument schema.
 func describedLine(t client.TypeInfo) string {
 	var parts []string
 	if t.Handler != "" {

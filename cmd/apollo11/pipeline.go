@@ -109,8 +109,8 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	} else if *resume {
 		return fmt.Errorf("--resume: %w", needRuns(cl, &cf))
 	}
-	// Each submit gets --request-timeout, as every client request does:
-	// with none, a main control that never replied held the run for good.
+	// Each submit gets --request-timeout, as every client request does.
+	// With none, a main control that never replied would hold the run.
 	run, pw, err := pipeline.SubmitEach(cl, plan, *wait, func() (context.Context, context.CancelFunc) { return cf.ctxFrom(ctx) })
 	if len(run.Steps) > 0 {
 		// Recorded before the wait, so that `pipeline status` can follow
@@ -175,8 +175,8 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// runReport is what `pipeline run --json` prints: the steps submitted,
-// and with --wait how each ended, in the order they ended.
+// runReport is what `pipeline run --json` prints. It lists the steps
+// submitted, and with --wait how each ended, in the order they ended.
 type runReport struct {
 	Name    string       `json:"name"`
 	RunFile string       `json:"run_file"`
@@ -245,8 +245,8 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 	extra := func(fs *flag.FlagSet) {
 		fs.StringVar(&runFile, "run-file", "", "the run recorded by `pipeline run` (default, without RUN: the only *.run.json here)")
 	}
-	// The run file is found and read before anything is dialled: with no
-	// main control up, "cannot reach" hid that there was no run to show.
+	// The run file is found and read before anything is dialled. With no
+	// main control up, "cannot reach" would hide that there is no run.
 	check := func(fs *flag.FlagSet) (err error) {
 		switch {
 		case fs.NArg() > 1:
@@ -295,8 +295,8 @@ func runPipelineStatus(args []string, stdout, stderr io.Writer) error {
 		})
 }
 
-// findRunFile returns the run file to show: the one given, else the only
-// *.run.json in the current directory.
+// findRunFile returns the run file to show. That is the one given, else
+// the only *.run.json in the current directory.
 func findRunFile(given string) (string, error) {
 	if given != "" {
 		return given, nil

@@ -12,9 +12,9 @@ import (
 
 // checkDryRunArgs checks a dry run's step args against what the connected
 // executors describe (type_list, protocol section 8.11). Without a main
-// control, or one that lists no types, it says so and checks nothing: a
-// dry run works offline. Issues go to stderr (under --json only in the
-// error); any error among them fails the dry run.
+// control, or one that lists no types, it says so and checks nothing. So
+// a dry run works offline. Issues go to stderr, and under --json only in
+// the error. Any error among them fails the dry run.
 func checkDryRunArgs(cf *clientFlags, plan *pipeline.Plan, stderr io.Writer) error {
 	skip := func(why error) error {
 		if !cf.asJSON {

@@ -15,9 +15,9 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// runPipelineResume is `pipeline resume RUN [--from STEP]`: it finishes a
-// failed or cancelled run. Succeeded steps are kept; the others, and with
-// --from that step and all that depend on it, run again.
+// runPipelineResume is `pipeline resume RUN [--from STEP]`. It finishes a
+// failed or cancelled run. Succeeded steps are kept. The others run again,
+// and with --from so do that step and all that depend on it.
 func runPipelineResume(args []string, stdout, stderr io.Writer) error {
 	var from, reason string
 	var wait bool
@@ -64,7 +64,7 @@ func runPipelineResume(args []string, stdout, stderr io.Writer) error {
 		})
 }
 
-// showRun is `pipeline status RUN`: the run as the main control keeps it.
+// showRun is `pipeline status RUN`, the run as the main control keeps it.
 func showRun(cl *client.Client, cf *clientFlags, arg string, stdout io.Writer) error {
 	if err := needRuns(cl, cf); err != nil {
 		return err
@@ -85,8 +85,8 @@ func showRun(cl *client.Client, cf *clientFlags, arg string, stdout io.Writer) e
 // fromWire finds the wire form "(from=STEP)" in a refusal of a resume.
 var fromWire = regexp.MustCompile(`\(from=([^)]*)\)$`)
 
-// resumeRefused is a refused resume, told as the CLI is used: what to do
-// instead, with flags where the main control names wire fields.
+// resumeRefused is a refused resume, told as the CLI is used. It says
+// what to do instead, with flags where the main control names wire fields.
 type resumeRefused struct {
 	text string
 	err  error

@@ -36,7 +36,7 @@ type runRunReport struct {
 	Failed    int                   `json:"failed,omitempty"` // steps that did not succeed
 }
 
-// submitAsRun submits the plan as one run_submit: the main control then
+// submitAsRun submits the plan as one run_submit. The main control then
 // fills in output references, skips, compensates and can resume it.
 func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *pipeline.Plan, o runOptions, stdout, stderr io.Writer) error {
 	trace := pipeline.NewTraceID()
@@ -53,7 +53,7 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 		if cf.asJSON {
 			return
 		}
-		// A key that names a run made before submits nothing: say the run
+		// A key that names a run made before submits nothing. Say the run
 		// was found, not submitted, before any resume or wait.
 		waiting := ""
 		if o.wait {
@@ -115,7 +115,7 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 }
 
 // submittedSteps returns the run's steps with their task ids. A key may
-// name a run made from another version of the file: its steps are the
+// name a run made from another version of the file. Its steps are the
 // main control's, not the plan's.
 func submittedSteps(ctx context.Context, cl *client.Client, cf *clientFlags, plan *pipeline.Plan, sub client.RunSubmitted) ([]client.RunStepState, error) {
 	if !sub.Duplicate && len(sub.TaskIDs) == len(plan.Steps) {
@@ -198,9 +198,9 @@ func orNone(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-// waitRunEnd waits for the run's end (done, when run_done already told
-// it), prints its steps and exits 0 if it succeeded, 1 if it ended
-// otherwise, 4 if the wait ended first.
+// waitRunEnd waits for the run's end, or takes done when run_done already
+// told it. It prints its steps. It exits 0 if the run succeeded, 1 if it
+// ended otherwise, and 4 if the wait ended first.
 func waitRunEnd(ctx context.Context, cl *client.Client, cf *clientFlags, id uint64, done *client.RunDone,
 	report *runRunReport, stdout io.Writer) error {
 	var rs client.RunState
@@ -281,7 +281,7 @@ func printRunState(w io.Writer, rs client.RunState) {
 var missingOut = regexp.MustCompile(`^missing output: step (\S+) has no out\.(\S+)$`)
 
 // resumeHint is the resume that can work for an ended run. A plain resume
-// of a step short of an output is refused: that output's step must run
+// of a step short of an output is refused. That output's step must run
 // again, and when it never makes the output only a new run helps.
 func resumeHint(rs client.RunState) string {
 	for _, s := range rs.Steps {
@@ -294,7 +294,8 @@ func resumeHint(rs client.RunState) string {
 }
 
 // printRunSummary ends a followed run with one line, as the step-by-step
-// path does: how many steps did not succeed, and what the run became.
+// path does. It says how many steps did not succeed, and what the run
+// became.
 func printRunSummary(w io.Writer, r *runRunReport, steps int) {
 	name := r.Name
 	switch {

@@ -161,8 +161,8 @@ func runList(args []string, stdout, stderr io.Writer) error {
 }
 
 // targetArgs is the part of a command line that reaches the same main
-// control: --addr when not the default and --token-file when set, so that
-// a hint copied from the output does not query the default address.
+// control. It holds --addr when not the default, and --token-file when
+// set. So a hint copied from the output does not query the default address.
 func (c *clientFlags) targetArgs(fs *flag.FlagSet) string {
 	var b strings.Builder
 	if f := fs.Lookup("addr"); f != nil && c.addr != f.DefValue {
@@ -178,7 +178,7 @@ func (c *clientFlags) targetArgs(fs *flag.FlagSet) string {
 }
 
 // shellWord quotes s for a POSIX shell when it holds anything but plain
-// path and address characters; brackets ([::1]:1969) are quoted too, as
+// path and address characters. Brackets ([::1]:1969) are quoted too, as
 // shells take them for a glob.
 func shellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:@+=%") == "" {
@@ -188,8 +188,8 @@ func shellWord(s string) string {
 }
 
 // listAll follows next from page to page. Each page is a request of its
-// own, with its own --request-timeout: a large table takes many pages,
-// and one timeout for the whole walk made it fail on a loaded host.
+// own, with its own --request-timeout. A large table takes many pages,
+// and one timeout for the whole walk would fail on a loaded host.
 func listAll(cf *clientFlags, cl *client.Client, state string, limit int, after uint64) ([]uint64, error) {
 	return cl.ListWalk(state, limit, after, cf.ctx)
 }
@@ -223,8 +223,8 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 		})
 }
 
-// statsJSON is st as `stats --json` prints it: the keys the client does
-// not name (extra) as numbers and booleans where they are ones, so that
+// statsJSON is st as `stats --json` prints it. The keys the client does
+// not name (extra) show as numbers and booleans where they are ones. So
 // a script compares them without converting text.
 func statsJSON(st client.Stats) map[string]any {
 	extra := make(map[string]any, len(st.Extra))
@@ -244,9 +244,9 @@ func statsJSON(st client.Stats) map[string]any {
 // taskStates are the states `list --state` takes, in the spec's order.
 var taskStates = []string{"waiting", "pending", "dispatched", "running", "retrying", "succeeded", "failed", "cancelled"}
 
-// runState prints the shared state: every key, or the KEYs given, of
-// which those not set are left out (state_get's reading), so that `state
-// extra` prints only the state_version when no key "extra" is set.
+// runState prints the shared state, every key or the KEYs given. Keys not
+// set are left out, as state_get reads them. So `state extra` prints only
+// the state_version when no key "extra" is set.
 func runState(args []string, stdout, stderr io.Writer) error {
 	check := func(fs *flag.FlagSet) error {
 		for _, k := range fs.Args() {
@@ -311,7 +311,7 @@ func printRequeues(w io.Writer, n uint64, reason string) {
 	fmt.Fprintln(w)
 }
 
-// printStep shows the submit keys that change how dependencies act:
+// printStep shows the submit keys that change how dependencies act,
 // optional=true and when=failed.
 func printStep(w io.Writer, optional bool, when string) {
 	switch {

@@ -127,7 +127,7 @@ func runScheduleAdd(args []string, stdout io.Writer) error {
 }
 
 // scheduledRun reads a pipeline file as the run a schedule submits. Its
-// key is dropped: each firing is keyed by its fire time.
+// key is dropped, as each firing is keyed by its fire time.
 func scheduledRun(path string, vars kvFlag) (*client.RunRequest, error) {
 	f, err := os.Open(path)
 	if err != nil {

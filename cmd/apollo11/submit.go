@@ -37,7 +37,7 @@ func (k kvFlag) Set(s string) error {
 		return fmt.Errorf("want k=v, got %q", s)
 	}
 	if old, dup := k[key]; dup {
-		// A payload holds a key once: keeping either would drop the
+		// A payload holds a key once. Keeping either would drop the
 		// other without a word.
 		return fmt.Errorf("%q is given twice (%q and %q)", key, old, val)
 	}
@@ -45,10 +45,10 @@ func (k kvFlag) Set(s string) error {
 	return nil
 }
 
-// idsFlag collects task ids from comma-separated lists; it may be
-// repeated. Each item must be a task id as the wire writes it (spec
-// section 2: no empty items, no spaces, no leading zeros), so that a list
-// the main control would refuse, or read differently, is refused here.
+// idsFlag collects task ids from comma-separated lists. It may be
+// repeated. Each item must be a task id as the wire writes it, with no
+// empty items, spaces or leading zeros (spec section 2). So a list the
+// main control would refuse, or read differently, is refused here.
 type idsFlag []uint64
 
 func (f *idsFlag) String() string { return "" }
@@ -121,9 +121,9 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 				ctx, cancel = context.WithTimeoutCause(ctx, waitLimit, fmt.Errorf("--wait-timeout %v ran out", waitLimit))
 				defer cancel()
 			}
-			// The wait for `submitted` is a request like any other: it
-			// gets --request-timeout (within --wait-timeout), so that a
-			// main control that never confirms does not hold it for good.
+			// The wait for `submitted` is a request like any other. It
+			// gets --request-timeout, within --wait-timeout. So a main
+			// control that never confirms does not hold it for good.
 			subCtx, cancel := cf.ctxFrom(ctx)
 			defer cancel()
 			w, err := cl.SubmitWatch(subCtx, req)
@@ -131,7 +131,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 				return submitFailed(stdout, cf, fs, req.Key, subCtx, err)
 			}
 			defer w.Close()
-			// A task nobody runs waits for good: say it was submitted.
+			// A task nobody runs waits for good. Say it was submitted.
 			fmt.Fprintf(stderr, "task %d submitted; waiting for it to end\n", w.Submitted.ID)
 			stopHint := pendingHint(stderr, cl, w.Submitted.ID, req, hintAfter, cf.timeout)
 			done, err := w.Wait(ctx)
@@ -172,8 +172,8 @@ func flagNames(err error) error {
 }
 
 // submitFailed words a submit that got no `submitted`. One that was never
-// sent exits 2; one sent with no reply (ctx's deadline, a lost connection)
-// may have made its task: its outcome is unknown, exit 4.
+// sent exits 2. One sent with no reply, after ctx's deadline or a lost
+// connection, may have made its task. Its outcome is unknown, exit 4.
 func submitFailed(stdout io.Writer, cf *clientFlags, fs *flag.FlagSet, key string, ctx context.Context, err error) error {
 	if !errors.Is(err, client.ErrNoReply) {
 		if ctx.Err() != nil {
@@ -193,10 +193,10 @@ func submitFailed(stdout io.Writer, cf *clientFlags, fs *flag.FlagSet, key strin
 }
 
 // unconfirmedAdvice says how to learn the outcome of a submit that may
-// have made its task. With a key, submitting again tells (the key returns
-// the task if it exists). Without one, that advice was wrong: a second
-// submit can make a second task, and only the task lists can tell;
-// target is the --addr and --token-file that reach the same main control.
+// have made its task. With a key, submitting again tells, as the key
+// returns the task if it exists. Without one, a second submit can make a
+// second task, and only the task lists can tell. target is the --addr
+// and --token-file that reach the same main control.
 func unconfirmedAdvice(key, target string) string {
 	if key != "" {
 		return "the task may exist; submit again with the same --key to find out"
@@ -205,9 +205,9 @@ func unconfirmedAdvice(key, target string) string {
 		" --state pending` (or another --state) lists the tasks. With --key, a retry with the same key returns the task instead"
 }
 
-// waitEnded explains a wait that ended before the task: where the task
-// stands, when the main control still answers. It exits 4, and with --json
-// also prints what is known, so that a script can follow the task by id.
+// waitEnded explains a wait that ended before the task. It says where the
+// task stands, when the main control still answers. It exits 4, and with
+// --json also prints what is known. So a script can follow the task by id.
 func waitEnded(stdout io.Writer, asJSON bool, cl *client.Client, id uint64, limit time.Duration, err error) error {
 	state := "unknown"
 	if errors.Is(err, context.DeadlineExceeded) {
