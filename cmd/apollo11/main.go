@@ -86,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" {
-		// Other tools take it, so it is not an unknown command.
+		// --version is what other tools take, so it is the version command too.
 		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := commands[args[0]]
