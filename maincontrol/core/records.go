@@ -214,11 +214,7 @@ func appendRecord(dst []byte, r *record) []byte {
 	case recReady:
 		e.u(r.id)
 		e.i(r.at)
-		e.byte(boolByte(r.filled))
-		if r.filled {
-			e.u(uint64(r.argKeys))
-			e.s(r.args)
-		}
+		e.filledArgs(r)
 	case recEnd:
 		e.u(r.id)
 		e.i(r.at)
@@ -257,11 +253,7 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.byte(uint8(r.state))
 		e.u(uint64(r.attempt))
 		e.s(r.why)
-		e.byte(boolByte(r.filled))
-		if r.filled {
-			e.u(uint64(r.argKeys))
-			e.s(r.args)
-		}
+		e.filledArgs(r)
 	case recStateFix:
 		e.s(r.key)
 		e.s(r.args)
@@ -369,9 +361,7 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 		r.id, r.at, r.due = d.u(), d.i(), d.i()
 	case recReady:
 		r.id, r.at = d.u(), d.i()
-		if r.filled = d.more() && d.bool(); r.filled { // absent before runs: the task keeps its args
-			r.argKeys, r.args = d.u16(), d.s()
-		}
+		d.filledArgs(r)
 	case recEnd:
 		r.id, r.at, r.state = d.u(), d.i(), d.state()
 		r.errText, r.outKeys, r.out, r.stateVer = d.s(), d.u16(), d.s(), d.u()
@@ -404,9 +394,7 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 		r.epoch = d.u()
 	case recRequeue:
 		r.id, r.at, r.version, r.state, r.attempt, r.why = d.u(), d.i(), d.u(), d.state(), d.u32(), d.s()
-		if r.filled = d.more() && d.bool(); r.filled { // absent before runs: the task keeps its args
-			r.argKeys, r.args = d.u16(), d.s()
-		}
+		d.filledArgs(r)
 	case recStateFix:
 		r.key, r.args, r.on, r.stateVer = d.s(), d.s(), d.bool(), d.u()
 	case recPause:
@@ -459,4 +447,21 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 		return fmt.Errorf("%w: %s record truncated or invalid", ErrCorrupt, r.kind)
 	}
 	return nil
+}
+
+// filledArgs ends a recReady or recRequeue with its filled-in args.
+func (e *enc) filledArgs(r *record) {
+	e.byte(boolByte(r.filled))
+	if r.filled {
+		e.u(uint64(r.argKeys))
+		e.s(r.args)
+	}
+}
+
+// filledArgs reads what enc.filledArgs wrote. A record written before
+// runs lacks it, and the task keeps its args.
+func (d *dec) filledArgs(r *record) {
+	if r.filled = d.more() && d.bool(); r.filled {
+		r.argKeys, r.args = d.u16(), d.s()
+	}
 }
