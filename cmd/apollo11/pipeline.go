@@ -23,22 +23,11 @@ func runPipeline(args []string, stdout, stderr io.Writer) error {
 		"       apollo11 pipeline status [RUN | --run-file F]\n" +
 		"       apollo11 pipeline resume RUN [--from STEP] [--wait]\n" +
 		"RUN is a run id or a run's key. Run apollo11 pipeline run --help (or status, resume --help) for the flags."
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return exitError{Code: 2}
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	case "run":
-		return runPipelineRun(args[1:], stdout, stderr)
-	case "status":
-		return runPipelineStatus(args[1:], stdout, stderr)
-	case "resume":
-		return runPipelineResume(args[1:], stdout, stderr)
-	}
-	return usageError(fmt.Errorf("unknown pipeline command %q (run, status, resume)", args[0]))
+	return runSubcommands("pipeline", usage, []subcommand{
+		{"run", func(args []string) error { return runPipelineRun(args, stdout, stderr) }},
+		{"status", func(args []string) error { return runPipelineStatus(args, stdout, stderr) }},
+		{"resume", func(args []string) error { return runPipelineResume(args, stdout, stderr) }},
+	}, args, stdout, stderr)
 }
 
 // defaultRunFile is where `pipeline run` records a run for `status`.

@@ -21,22 +21,16 @@ const scheduleUsage = "Usage: apollo11 schedule add NAME --cron EXPR (--type T [
 
 // runSchedule dispatches the schedule subcommands (protocol section 8.12).
 func runSchedule(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, scheduleUsage)
-		return exitError{Code: 2}
+	change := func(name string) func([]string) error {
+		return func(args []string) error { return runScheduleChange(name, args, stdout) }
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(stdout, scheduleUsage)
-		return nil
-	case "add":
-		return runScheduleAdd(args[1:], stdout)
-	case "list":
-		return runScheduleList(args[1:], stdout)
-	case "pause", "resume", "delete":
-		return runScheduleChange(args[0], args[1:], stdout)
-	}
-	return usageError(fmt.Errorf("unknown schedule command %q (add, list, pause, resume, delete)", args[0]))
+	return runSubcommands("schedule", scheduleUsage, []subcommand{
+		{"add", func(args []string) error { return runScheduleAdd(args, stdout) }},
+		{"list", func(args []string) error { return runScheduleList(args, stdout) }},
+		{"pause", change("pause")},
+		{"resume", change("resume")},
+		{"delete", change("delete")},
+	}, args, stdout, stderr)
 }
 
 // scheduleName checks the one NAME operand.
