@@ -27,6 +27,10 @@ const (
 	// CodeUnknownRun: a run request names no run the main control keeps
 	// (protocol section 8.10).
 	CodeUnknownRun Code = "unknown_run"
+	// CodeNotLeader: a cluster follower refuses the request, which changed
+	// nothing. Its `leader` key names the leader's address when known
+	// (protocol section 8.13).
+	CodeNotLeader Code = "not_leader"
 )
 
 // CloseAfter reports whether the main control closes the connection after
