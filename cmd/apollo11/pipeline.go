@@ -22,11 +22,15 @@ func runPipeline(args []string, stdout, stderr io.Writer) error {
 	const usage = "Usage: apollo11 pipeline run FILE [--var k=v ...] [--dry-run] [--wait] [--resume]\n" +
 		"       apollo11 pipeline status [RUN | --run-file F]\n" +
 		"       apollo11 pipeline resume RUN [--from STEP] [--wait]\n" +
-		"RUN is a run id or a run's key. Run apollo11 pipeline run --help (or status, resume --help) for the flags."
+		"       apollo11 pipeline list [--state S,...]\n" +
+		"       apollo11 pipeline cancel RUN\n" +
+		"RUN is a run id or a run's key. Run apollo11 pipeline run --help (or status, resume, list, cancel --help) for the flags."
 	return runSubcommands("pipeline", usage, []subcommand{
 		{"run", func(args []string) error { return runPipelineRun(args, stdout, stderr) }},
 		{"status", func(args []string) error { return runPipelineStatus(args, stdout, stderr) }},
 		{"resume", func(args []string) error { return runPipelineResume(args, stdout, stderr) }},
+		{"list", func(args []string) error { return runPipelineList(args, stdout, stderr) }},
+		{"cancel", func(args []string) error { return runPipelineCancel(args, stdout, stderr) }},
 	}, args, stdout, stderr)
 }
 
