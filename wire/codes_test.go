@@ -26,6 +26,7 @@ func TestCode_CloseAfter(t *testing.T) {
 		{wire.CodeIllegalTransition, false},
 		{wire.CodeQueueFull, false},
 		{wire.CodeUnavailable, false},
+		{wire.CodeNotLeader, false}, // a register refused so is closed by the main control, not by the code
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.code), func(t *testing.T) {

@@ -14,6 +14,8 @@ const (
 	// FeatureSchedules: durable cron schedules (section 8.12).
 	FeatureSchedules Feature = "schedules"
 	FeatureRuns      Feature = "runs" // run objects: submit, query, list, cancel, resume
+	// FeatureCluster: a member of a replicated cluster (section 8.13).
+	FeatureCluster Feature = "cluster"
 )
 
 // HasFeature reports whether a welcome's features list names f.

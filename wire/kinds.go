@@ -86,6 +86,13 @@ const (
 	KindRunCancelled Kind = "run_cancelled"
 	KindRunResume    Kind = "run_resume"
 	KindRunResumed   Kind = "run_resumed"
+	// Version 1.1, group cluster (protocol section 8.13).
+	KindClusterStatus   Kind = "cluster_status"
+	KindClusterStatusOK Kind = "cluster_status_ok"
+	KindClusterAdd      Kind = "cluster_add"
+	KindClusterRemove   Kind = "cluster_remove"
+	KindClusterTransfer Kind = "cluster_transfer"
+	KindClusterOK       Kind = "cluster_ok"
 )
 
 // Role is a set of peer roles, those who may send a message type.
@@ -172,6 +179,13 @@ var kindSenders = map[Kind]Role{
 	KindRunCancelled:    RoleMain,
 	KindRunResume:       RoleClient,
 	KindRunResumed:      RoleMain,
+
+	KindClusterStatus:   RoleClient,
+	KindClusterStatusOK: RoleMain,
+	KindClusterAdd:      RoleClient,
+	KindClusterRemove:   RoleClient,
+	KindClusterTransfer: RoleClient,
+	KindClusterOK:       RoleMain,
 }
 
 // Known reports whether k is a message type of the spec.

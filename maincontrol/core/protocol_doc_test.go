@@ -28,7 +28,7 @@ func TestProtocolDoc_MatchesCode(t *testing.T) {
 	for _, code := range []wire.Code{wire.CodeMalformed, wire.CodeFrameTooLarge, wire.CodeBadRequest,
 		wire.CodeUnknownType, wire.CodeNotRegistered, wire.CodeUnsupportedProto, wire.CodeAuthFailed,
 		wire.CodeNotPermitted, wire.CodeDuplicateExecutor, wire.CodeUnknownTask,
-		wire.CodeIllegalTransition, wire.CodeQueueFull, wire.CodeUnavailable, wire.CodeConflict, wire.CodeUnknownRun} {
+		wire.CodeIllegalTransition, wire.CodeQueueFull, wire.CodeUnavailable, wire.CodeConflict, wire.CodeUnknownRun, wire.CodeNotLeader} {
 		assert.True(t, strings.Contains(doc, string(code)), "error code %s not in docs/protocol.md", code)
 	}
 	for _, r := range []wire.Reason{wire.ReasonUnknownTask, wire.ReasonStale, wire.ReasonCancelled,

@@ -48,6 +48,11 @@ var (
 		wire.KindRunList:        (*Core).runList,
 		wire.KindRunCancel:      (*Core).runCancel,
 		wire.KindRunResume:      (*Core).runResume,
+
+		wire.KindClusterStatus:   (*Core).clusterRequest,
+		wire.KindClusterAdd:      (*Core).clusterRequest,
+		wire.KindClusterRemove:   (*Core).clusterRequest,
+		wire.KindClusterTransfer: (*Core).clusterRequest,
 	}
 	// executorHandlers take a registered executor's messages.
 	executorHandlers = map[wire.Kind]messageHandler{
