@@ -1,0 +1,264 @@
+// Package cluster replicates the main control's change log with Raft
+// (github.com/hashicorp/raft). It sets up a member: its transport, its
+// log, stable and snapshot stores, and the bootstrap of a new cluster. It
+// turns the main control's records into Raft entries (Proposer) and
+// committed entries back into records for the main control (App). It
+// knows nothing of tasks, sockets to clients or the event loop.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Defaults chosen for loopback and a LAN: a follower calls an election
+// 400 to 800 ms after the leader's last contact, so a killed leader is
+// replaced well within 2 s.
+const (
+	DefaultHeartbeatTimeout = 400 * time.Millisecond
+	DefaultElectionTimeout  = 400 * time.Millisecond
+)
+
+// Member is a voter or non-voter of the configuration. ID is its client
+// address, as clients dial it; Raft is its Raft transport address.
+type Member struct {
+	ID    string
+	Raft  string
+	Voter bool
+}
+
+// ParseMembers reads `ID=RAFTADDR,...`, every one a voter.
+func ParseMembers(s string) ([]Member, error) {
+	var ms []Member
+	seen := map[string]bool{}
+	for item := range strings.SplitSeq(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("cluster member %q: want ID=RAFTADDR (the member's client address = its raft address)", item)
+		}
+		for _, a := range []string{id, addr} {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return nil, fmt.Errorf("cluster member %q: %q is not host:port", item, a)
+			}
+		}
+		if seen[id] || seen["raft "+addr] {
+			return nil, fmt.Errorf("cluster member %q: id or raft address given twice", item)
+		}
+		seen[id], seen["raft "+addr] = true, true
+		ms = append(ms, Member{ID: id, Raft: addr, Voter: true})
+	}
+	return ms, nil
+}
+
+// Stores are Raft's log and stable stores, and how to close them.
+type Stores struct {
+	Log    raft.LogStore
+	Stable raft.StableStore
+	Close  func() error
+}
+
+// BoltStores opens raft-boltdb/v2 in dir, as log and stable store both.
+func BoltStores(dir string) (Stores, error) {
+	db, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		return Stores{}, fmt.Errorf("cannot open the raft log in %s: %w", dir, err)
+	}
+	return Stores{Log: db, Stable: db, Close: db.Close}, nil
+}
+
+// Config is a member's setup.
+type Config struct {
+	ID       string   // this member's client address: its Raft server id
+	RaftAddr string   // where the Raft transport listens, and is dialled
+	Members  []Member // the voters that bootstrap a new cluster
+	Dir      string   // holds the stores and Raft's snapshots
+	// HeartbeatTimeout and ElectionTimeout are Raft's; zero: the defaults.
+	HeartbeatTimeout, ElectionTimeout time.Duration
+	// SnapshotThreshold is how many entries since the last snapshot make
+	// the next; zero: Raft's default.
+	SnapshotThreshold uint64
+	// Stores opens the log and stable stores in Dir; nil: BoltStores.
+	Stores func(dir string) (Stores, error)
+	// Stream carries Raft's traffic; nil: plain TCP on RaftAddr.
+	Stream raft.StreamLayer
+	Logger *slog.Logger
+}
+
+// App is the replicated state: the main control's core.
+type App interface {
+	// Apply applies a committed batch at index. It runs on Raft's FSM
+	// goroutine, in log order.
+	Apply(index uint64, b Batch) error
+	// Snapshot captures the state as of the last index applied, and
+	// returns what writes it later, on another goroutine.
+	Snapshot() (write func(w io.Writer) error, err error)
+	// Restore replaces the state with a snapshot's.
+	Restore(r io.Reader) error
+}
+
+// Node is a running member.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	r      *raft.Raft
+	trans  *raft.NetworkTransport
+	stores Stores
+	snaps  *raft.FileSnapshotStore
+}
+
+// Start opens the stores and starts Raft. A member with no Raft state
+// bootstraps cfg.Members, the same list on every member; one with state
+// ignores it. Raft restores the newest snapshot into app before Start
+// returns, and applies committed entries as it learns of them.
+func Start(cfg Config, app App) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HeartbeatTimeout == 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.ElectionTimeout == 0 {
+		cfg.ElectionTimeout = DefaultElectionTimeout
+	}
+	if cfg.Stores == nil {
+		cfg.Stores = BoltStores
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot make %s: %w", cfg.Dir, err)
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, cfg.HeartbeatTimeout/2)
+	rc.CommitTimeout = 5 * time.Millisecond
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	rc.Logger = newHCLogger(cfg.Logger)
+	rc.NoLegacyTelemetry = true
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("raft settings: %w", err)
+	}
+	var err error
+	if n.stores, err = cfg.Stores(cfg.Dir); err != nil {
+		return nil, err
+	}
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, rc.Logger); err != nil {
+		n.closeStores()
+		return nil, fmt.Errorf("cannot open raft snapshots in %s: %w", cfg.Dir, err)
+	}
+	if err := n.openTransport(rc); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	exists, err := raft.HasExistingState(n.stores.Log, n.stores.Stable, n.snaps)
+	if err != nil {
+		n.closeAll()
+		return nil, fmt.Errorf("cannot read the raft state in %s: %w", cfg.Dir, err)
+	}
+	if !exists {
+		if len(cfg.Members) == 0 {
+			n.closeAll()
+			return nil, errors.New("a new cluster member needs --cluster-members (the initial voters), or to be added by the leader with one")
+		}
+		var servers []raft.Server
+		self := false
+		for _, m := range cfg.Members {
+			suffrage := raft.Voter
+			if !m.Voter {
+				suffrage = raft.Nonvoter
+			}
+			servers = append(servers, raft.Server{ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Raft), Suffrage: suffrage})
+			self = self || m.ID == cfg.ID
+		}
+		if !self {
+			n.closeAll()
+			return nil, fmt.Errorf("--cluster-members does not list this member's id %s (its client address)", cfg.ID)
+		}
+		if err := raft.BootstrapCluster(rc, n.stores.Log, n.stores.Stable, n.snaps, n.trans,
+			raft.Configuration{Servers: servers}); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.closeAll()
+			return nil, fmt.Errorf("cannot bootstrap the cluster: %w", err)
+		}
+		n.log.Info("cluster bootstrapped", "members", len(servers))
+	}
+	n.r, err = raft.NewRaft(rc, &fsm{app: app, log: cfg.Logger}, n.stores.Log, n.stores.Stable, n.snaps, n.trans)
+	if err != nil {
+		n.closeAll()
+		return nil, fmt.Errorf("cannot start raft: %w", err)
+	}
+	return n, nil
+}
+
+func (n *Node) openTransport(rc *raft.Config) error {
+	stream := n.cfg.Stream
+	if stream == nil {
+		tcp, err := newTCPStream(n.cfg.RaftAddr)
+		if err != nil {
+			return err
+		}
+		stream = tcp
+	}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
+	return nil
+}
+
+func (n *Node) closeStores() {
+	if n.stores.Close != nil {
+		if err := n.stores.Close(); err != nil {
+			n.log.Warn("cannot close the raft log", "err", err)
+		}
+	}
+}
+
+func (n *Node) closeAll() {
+	if n.trans != nil {
+		_ = n.trans.Close()
+	}
+	n.closeStores()
+}
+
+// Close stops Raft, then its transport and stores.
+func (n *Node) Close() error {
+	err := n.r.Shutdown().Error()
+	n.closeAll()
+	return err
+}
+
+// Raft is the running Raft, for a Proposer.
+func (n *Node) Raft() *raft.Raft { return n.r }
+
+// ID is this member's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// LeaderCh tells of each leadership gained (true) or lost (false). A
+// receiver that is slow may miss changes in between (raft.LeaderCh).
+func (n *Node) LeaderCh() <-chan bool { return n.r.LeaderCh() }
+
+// Barrier waits until every entry committed before it is applied.
+func (n *Node) Barrier(timeout time.Duration) error { return n.r.Barrier(timeout).Error() }
+
+// Term is the current Raft term.
+func (n *Node) Term() uint64 { return n.r.CurrentTerm() }
+
+// Leader is the leader's id, or "" when not known.
+func (n *Node) Leader() string {
+	_, id := n.r.LeaderWithID()
+	return string(id)
+}
+
+// IsLeader reports whether this member is the leader now.
+func (n *Node) IsLeader() bool { return n.r.State() == raft.Leader }

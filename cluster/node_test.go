@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/snapshot"
+)
+
+// listApp keeps the records applied, in order.
+type listApp struct {
+	mu    sync.Mutex
+	recs  []string
+	index uint64
+}
+
+func (a *listApp) Apply(index uint64, b Batch) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range b.Records {
+		a.recs = append(a.recs, string(r))
+	}
+	a.index = index
+	return nil
+}
+
+func (a *listApp) Snapshot() (func(w io.Writer) error, error) {
+	a.mu.Lock()
+	recs, index := append([]string(nil), a.recs...), a.index
+	a.mu.Unlock()
+	return func(w io.Writer) error {
+		return snapshot.WriteStream(w, index, func(sw *snapshot.SnapshotWriter) error {
+			for _, r := range recs {
+				if err := sw.Add([]byte(r)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}, nil
+}
+
+func (a *listApp) Restore(r io.Reader) error {
+	var recs []string
+	index, err := snapshot.ReadStream(r, func(p []byte) error { recs = append(recs, string(p)); return nil })
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.recs, a.index = recs, index
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *listApp) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.recs...)
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNode_ThreeMembersReplicateAndFailOver(t *testing.T) {
+	dir := t.TempDir()
+	var members []Member
+	for i := range 3 {
+		members = append(members, Member{ID: fmt.Sprintf("client-%d:1", i), Raft: freeAddr(t), Voter: true})
+	}
+	nodes := make([]*Node, 3)
+	apps := make([]*listApp, 3)
+	for i, m := range members {
+		apps[i] = &listApp{}
+		n, err := Start(Config{ID: m.ID, RaftAddr: m.Raft, Members: members, Dir: filepath.Join(dir, fmt.Sprint(i)),
+			Logger: quiet(), SnapshotThreshold: 4}, apps[i])
+		require.NoError(t, err)
+		nodes[i] = n
+	}
+	defer func() {
+		for _, n := range nodes {
+			if n != nil {
+				_ = n.Close()
+			}
+		}
+	}()
+	leader := func() int {
+		for i, n := range nodes {
+			if n != nil && n.IsLeader() {
+				return i
+			}
+		}
+		return -1
+	}
+	waitFor(t, "a leader", func() bool { return leader() >= 0 })
+	l := leader()
+	durable := make(chan uint64, 100)
+	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(error) {})
+	p.Lead(Origin{ID: nodes[l].ID(), Term: nodes[l].Term()})
+	var last uint64
+	for i := range 20 {
+		last = p.Append([]byte(fmt.Sprintf("r%d", i)))
+	}
+	for got := uint64(0); got < last; {
+		got = <-durable
+	}
+	p.Close()
+	for i := range apps {
+		waitFor(t, "replication", func() bool { return len(apps[i].list()) == 20 })
+	}
+	st, err := nodes[l].Status(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "leader", st.Role)
+	assert.Equal(t, members[l].ID, st.Leader)
+	assert.Len(t, st.Members, 3)
+
+	// The leader goes; another is elected and carries on the same log.
+	require.NoError(t, nodes[l].Close())
+	nodes[l] = nil
+	waitFor(t, "a new leader", func() bool { return leader() >= 0 })
+	nl := leader()
+	require.NoError(t, nodes[nl].Barrier(5*time.Second))
+	p = NewProposer(nodes[nl].Raft(), func(lsn uint64) { durable <- lsn }, func(error) {})
+	p.Lead(Origin{ID: nodes[nl].ID(), Term: nodes[nl].Term()})
+	last = p.Append([]byte("after"))
+	for got := uint64(0); got < last; {
+		got = <-durable
+	}
+	p.Close()
+	assert.Equal(t, "after", apps[nl].list()[20])
+
+	// The committed state reads back from the snapshot and the log.
+	var rebuilt listApp
+	require.NoError(t, nodes[nl].Committed(nodes[nl].Raft().AppliedIndex(), func(r io.Reader) error {
+		if r == nil {
+			return nil
+		}
+		return rebuilt.Restore(r)
+	}, rebuilt.Apply))
+	assert.Equal(t, apps[nl].list(), rebuilt.list())
+}
+
+func TestParseMembers(t *testing.T) {
+	ms, err := ParseMembers("127.0.0.1:7001=127.0.0.1:8001,h:2=h:3")
+	require.NoError(t, err)
+	assert.Equal(t, []Member{{ID: "127.0.0.1:7001", Raft: "127.0.0.1:8001", Voter: true}, {ID: "h:2", Raft: "h:3", Voter: true}}, ms)
+	for _, bad := range []string{"", "a", "a=b", "h:1=", "h:1=h:2,h:1=h:3", "h:1=h:2,h:3=h:2"} {
+		_, err := ParseMembers(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}

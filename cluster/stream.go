@@ -1,0 +1,34 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// tcpStream is Raft's plain TCP stream layer on a listener of ours, so
+// that a bad address is our error, not raft's.
+type tcpStream struct {
+	net.Listener
+	advertise net.Addr
+}
+
+func newTCPStream(addr string) (*tcpStream, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen for raft on %s: %w", addr, err)
+	}
+	adv, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil || adv.IP == nil || adv.IP.IsUnspecified() {
+		adv = ln.Addr().(*net.TCPAddr)
+	}
+	return &tcpStream{Listener: ln, advertise: adv}, nil
+}
+
+func (s *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(address), timeout)
+}
+
+func (s *tcpStream) Addr() net.Addr { return s.advertise }
