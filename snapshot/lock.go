@@ -93,9 +93,12 @@ func flock(f *os.File, dir string) error {
 }
 
 // Close releases the flocks.
-func (l *dirLock) Close() {
-	l.file.Close()
+func (l *dirLock) Close() error {
+	err := l.file.Close()
 	if l.dir != nil {
-		l.dir.Close()
+		if derr := l.dir.Close(); err == nil {
+			err = derr
+		}
 	}
+	return err
 }

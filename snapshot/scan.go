@@ -94,58 +94,83 @@ func scanSegment(fsys FS, dir, name string, first uint64, newest bool) (segment,
 		return seg, p, err
 	}
 	seg.header, seg.start = hdr, hdr
-	rr := newRecordReader(io.NewSectionReader(f, hdr, size-hdr), hdr, size, first)
+	sc, err := scanRecords(f, name, hdr, size, first, newest, nil)
+	seg.last, seg.size, seg.records = sc.Last, sc.End-hdr, sc.Records
+	return seg, sc.Problem, err
+}
+
+// scanRecords checks the records of file name (f, of size bytes) from
+// offset start on, the first with LSN first. It calls fn, when not nil,
+// for each whole record. It stops at the first bad record. Its problem is
+// torn or corrupt by the rules of spec section 7 (isTorn). The error is
+// for I/O failures only.
+func scanRecords(f File, name string, start, size int64, first uint64, newest bool, fn func(lsn uint64, off int64, payload []byte)) (LogScan, error) {
+	sc := LogScan{Start: start, End: start, Last: first - 1}
+	rr := newRecordReader(io.NewSectionReader(f, start, size-start), start, size, first)
 	for {
-		lsn, _, err := rr.next()
+		off := rr.off
+		lsn, payload, err := rr.next()
 		if err == io.EOF {
-			return seg, nil, nil
+			return sc, nil
 		}
 		if err != nil {
 			var re *recordError
 			if !errors.As(err, &re) {
-				return seg, nil, err
+				return sc, err
 			}
 			p := &Problem{File: name, Offset: re.off, Kind: ProblemCorrupt, Detail: re.detail, Bytes: size - re.off}
 			if newest {
 				torn, err := isTorn(f, re, size, rr.expect)
 				if err != nil {
-					return seg, nil, err
+					return sc, err
 				}
 				if torn {
 					p.Kind = ProblemTorn
 				}
 			}
-			return seg, p, nil
+			sc.Problem = p
+			return sc, nil
 		}
-		seg.last = lsn
-		seg.size = rr.off - hdr
-		seg.records++
+		if fn != nil {
+			fn(lsn, off, payload)
+		}
+		sc.Last, sc.End = lsn, rr.off
+		sc.Records++
 	}
 }
 
 // readSegHeader reads the file header of segment name (f, of size bytes).
 // It returns the offset of its first record. That is fileHeaderSize, or 0
-// for a segment of an older binary, which has none. A header cut short or
-// damaged is a problem at offset 0. It is torn when it is all the newest
-// segment holds, as after a crash while the segment was being created. A
-// newer format is an error.
+// for a segment of an older binary, which has none.
 func readSegHeader(f File, name string, size int64, newest bool) (int64, *Problem, error) {
+	return readLogHeader(f, name, size, newest, LogFormat{Magic: segMagic, Version: segVersion}, true)
+}
+
+// readLogHeader reads the file header of log file name (f, of size bytes),
+// of format lf. A file without one is format 0 when headerless allows it.
+// A header cut short or damaged is a problem at offset 0. It is torn when
+// it is all the newest file holds, as after a crash while the file was
+// being created. A newer format is an error.
+func readLogHeader(f File, name string, size int64, newest bool, lf LogFormat, headerless bool) (int64, *Problem, error) {
 	b := make([]byte, min(size, fileHeaderSize))
 	if _, err := f.ReadAt(b, 0); err != nil {
 		return 0, nil, readErr(err)
 	}
-	state, version, err := parseFileHeader(name, b, segMagic, segVersion)
+	state, version, err := parseFileHeader(name, b, lf.Magic, lf.Version)
 	switch {
 	case err != nil:
 		return 0, nil, err
-	case state == headerNone:
-		return 0, nil, nil
 	case state == headerOK:
 		return fileHeaderSize, nil, nil
+	case state == headerNone && headerless:
+		return 0, nil, nil
 	}
 	p := &Problem{File: name, Kind: ProblemCorrupt, Bytes: size, Detail: "segment header cut short"}
-	if state == headerBad {
+	switch state {
+	case headerBad:
 		p.Detail = fmt.Sprintf("bad segment header (checksum mismatch or version %d)", version)
+	case headerNone:
+		p.Detail = "no segment header"
 	}
 	if newest && size <= fileHeaderSize {
 		p.Kind = ProblemTorn
