@@ -364,3 +364,56 @@ func TestStore_InterruptedPrefixDeleteIsFinished(t *testing.T) {
 		t.Fatalf("segments %v, want those before %d removed", got, b)
 	}
 }
+
+// TestStore_ReadsDuringWritesAndDeletes reads entries while others are
+// stored and the prefix is deleted, as raft's replication does beside its
+// main loop and its snapshots. Run it with -race.
+func TestStore_ReadsDuringWritesAndDeletes(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	defer s.Close()
+	if err := s.StoreLogs(entries(1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for i := uint64(11); i <= 400; i += 5 {
+			if err := s.StoreLogs(entries(i, i+4, 1)); err != nil {
+				errc <- err
+				return
+			}
+			if i%40 == 1 {
+				if err := s.DeleteRange(0, i-20); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}
+	}()
+	want := entries(1, 404, 1)
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		first, _ := s.FirstIndex()
+		last, _ := s.LastIndex()
+		for i := last; i >= first && i+8 > last; i-- {
+			var l raft.Log
+			err := s.GetLog(i, &l)
+			if errors.Is(err, raft.ErrLogNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil || !sameLog(&l, want[i-1]) {
+				t.Fatalf("GetLog(%d) = %+v, %v", i, l, err)
+			}
+		}
+	}
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	default:
+	}
+}
