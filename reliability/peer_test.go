@@ -26,6 +26,12 @@ func dialPeer(addr string) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newPeer(conn)
+}
+
+// newPeer reads the welcome on a connection made elsewhere (the cluster
+// group dials from inside a network namespace).
+func newPeer(conn net.Conn) (*peer, error) {
 	p := &peer{conn: conn, r: wire.NewReader(conn, 0), w: wire.NewWriter(conn, 0)}
 	m, err := p.recv(5 * time.Second)
 	if err != nil {
