@@ -57,6 +57,26 @@ type taskOut struct {
 	Accepted  bool   // result: result_ack accepted=true
 }
 
+// lostOut marks a reply that never came.
+var lostOut = taskOut{Unknown: true}
+
+// hop builds an operation of client c over [call, ret]; ret < 0 means it
+// never returned.
+func hop(c int, call, ret int64, in taskOp, out taskOut) porcupine.Operation {
+	if ret < 0 {
+		ret = math.MaxInt64
+	}
+	return porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret}
+}
+
+func subOp(key string) taskOp               { return taskOp{Kind: opSubmit, Key: key} }
+func queryOp(key string, id uint64) taskOp  { return taskOp{Kind: opQuery, Key: key, ID: id} }
+func resultOp(key string, id uint64) taskOp { return taskOp{Kind: opResult, Key: key, ID: id} }
+func madeOut(id uint64) taskOut             { return taskOut{ID: id} }
+func dupOut(id uint64) taskOut              { return taskOut{ID: id, Duplicate: true} }
+func stateOut(s string) taskOut             { return taskOut{State: s} }
+func ackOut(accepted bool) taskOut          { return taskOut{Accepted: accepted} }
+
 // idUnknown is a task made by a submit whose reply was lost.
 const idUnknown = math.MaxUint64
 

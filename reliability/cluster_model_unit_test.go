@@ -2,7 +2,6 @@ package reliability_test
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -10,25 +9,6 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// lost marks a reply that never came.
-var lost = taskOut{Unknown: true}
-
-// hop builds an operation of client c over [call, ret]; ret < 0 means it
-// never returned.
-func hop(c int, call, ret int64, in taskOp, out taskOut) porcupine.Operation {
-	if ret < 0 {
-		ret = math.MaxInt64
-	}
-	return porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret}
-}
-
-func sub(key string) taskOp                                   { return taskOp{Kind: opSubmit, Key: key} }
-func qry(key string, id uint64) taskOp                        { return taskOp{Kind: opQuery, Key: key, ID: id} }
-func res(key string, id uint64) taskOp                        { return taskOp{Kind: opResult, Key: key, ID: id} }
-func made(id uint64) taskOut                                  { return taskOut{ID: id} }
-func again(id uint64) taskOut                                 { return taskOut{ID: id, Duplicate: true} }
-func state(s string) taskOut                                  { return taskOut{State: s} }
-func ack(accepted bool) taskOut                               { return taskOut{Accepted: accepted} }
 func histOf(ops ...porcupine.Operation) []porcupine.Operation { return ops }
 
 // TestClusterModel_Histories runs the model over hand-written histories:
@@ -42,94 +22,94 @@ func TestClusterModel_Histories(t *testing.T) {
 		ops  []porcupine.Operation
 	}{
 		{"submit, query, result, query", true, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(0, 11, 20, qry("a", 1), state("pending")),
-			hop(1, 21, 30, res("a", 1), ack(true)),
-			hop(0, 31, 40, qry("a", 1), state("succeeded")),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(0, 11, 20, queryOp("a", 1), stateOut("pending")),
+			hop(1, 21, 30, resultOp("a", 1), ackOut(true)),
+			hop(0, 31, 40, queryOp("a", 1), stateOut("succeeded")),
 		)},
 		{"a resubmit of a confirmed key returns its task", true, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 11, 20, sub("a"), again(1)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 11, 20, subOp("a"), dupOut(1)),
 		)},
 		{"a submit whose reply was lost, then resent: duplicate", true, histOf(
-			hop(0, 0, -1, sub("a"), lost),
-			hop(0, 20, 30, sub("a"), again(7)),
-			hop(0, 31, 40, qry("a", 7), state("dispatched")),
+			hop(0, 0, -1, subOp("a"), lostOut),
+			hop(0, 20, 30, subOp("a"), dupOut(7)),
+			hop(0, 31, 40, queryOp("a", 7), stateOut("dispatched")),
 		)},
 		{"a submit whose reply was lost and that never took effect", true, histOf(
-			hop(0, 0, -1, sub("a"), lost),
-			hop(0, 20, 30, sub("a"), made(7)),
+			hop(0, 0, -1, subOp("a"), lostOut),
+			hop(0, 20, 30, subOp("a"), madeOut(7)),
 		)},
 		{"a stale result is refused, the current one accepted", true, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 11, 20, res("a", 1), ack(false)),
-			hop(2, 15, 25, res("a", 1), ack(true)),
-			hop(1, 26, 30, res("a", 1), ack(false)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 11, 20, resultOp("a", 1), ackOut(false)),
+			hop(2, 15, 25, resultOp("a", 1), ackOut(true)),
+			hop(1, 26, 30, resultOp("a", 1), ackOut(false)),
 		)},
 		{"a result whose ack was lost shows in a later query", true, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 11, -1, res("a", 1), lost),
-			hop(0, 20, 30, qry("a", 1), state("running")),
-			hop(0, 40, 50, qry("a", 1), state("succeeded")),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 11, -1, resultOp("a", 1), lostOut),
+			hop(0, 20, 30, queryOp("a", 1), stateOut("running")),
+			hop(0, 40, 50, queryOp("a", 1), stateOut("succeeded")),
 		)},
 		{"a result sent while its submit's reply is still on the way", true, histOf(
-			hop(0, 0, 30, sub("a"), made(1)),
-			hop(1, 10, 20, res("a", 1), ack(true)),
+			hop(0, 0, 30, subOp("a"), madeOut(1)),
+			hop(1, 10, 20, resultOp("a", 1), ackOut(true)),
 		)},
 		{"keys are independent", true, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 0, 10, sub("b"), made(2)),
-			hop(2, 11, 20, res("b", 2), ack(true)),
-			hop(0, 21, 30, qry("a", 1), state("pending")),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 0, 10, subOp("b"), madeOut(2)),
+			hop(2, 11, 20, resultOp("b", 2), ackOut(true)),
+			hop(0, 21, 30, queryOp("a", 1), stateOut("pending")),
 		)},
 
 		{"REJECT a confirmed submit lost: its task is unknown later", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(0, 20, 30, qry("a", 1), state("unknown_task")),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(0, 20, 30, queryOp("a", 1), stateOut("unknown_task")),
 		)},
 		{"REJECT a confirmed submit lost: its key makes a new task", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 20, 30, sub("a"), made(2)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 20, 30, subOp("a"), madeOut(2)),
 		)},
 		{"REJECT a confirmed key answered with another task", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 20, 30, sub("a"), again(2)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 20, 30, subOp("a"), dupOut(2)),
 		)},
 		{"REJECT two accepted results, one after the other", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 11, 20, res("a", 1), ack(true)),
-			hop(2, 21, 30, res("a", 1), ack(true)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 11, 20, resultOp("a", 1), ackOut(true)),
+			hop(2, 21, 30, resultOp("a", 1), ackOut(true)),
 		)},
 		{"REJECT two accepted results at once", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 11, 20, res("a", 1), ack(true)),
-			hop(2, 12, 19, res("a", 1), ack(true)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 11, 20, resultOp("a", 1), ackOut(true)),
+			hop(2, 12, 19, resultOp("a", 1), ackOut(true)),
 		)},
 		{"REJECT an accepted result that does not stay", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(1, 11, 20, res("a", 1), ack(true)),
-			hop(0, 21, 30, qry("a", 1), state("pending")),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(1, 11, 20, resultOp("a", 1), ackOut(true)),
+			hop(0, 21, 30, queryOp("a", 1), stateOut("pending")),
 		)},
 		{"REJECT a task succeeded before any result", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(0, 11, 20, qry("a", 1), state("succeeded")),
-			hop(1, 21, 30, res("a", 1), ack(true)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(0, 11, 20, queryOp("a", 1), stateOut("succeeded")),
+			hop(1, 21, 30, resultOp("a", 1), ackOut(true)),
 		)},
 		{"REJECT a result accepted for a task failed before", false, histOf(
-			hop(0, 0, 10, sub("a"), made(1)),
-			hop(0, 11, 20, qry("a", 1), state("failed")),
-			hop(1, 21, 30, res("a", 1), ack(true)),
+			hop(0, 0, 10, subOp("a"), madeOut(1)),
+			hop(0, 11, 20, queryOp("a", 1), stateOut("failed")),
+			hop(1, 21, 30, resultOp("a", 1), ackOut(true)),
 		)},
 		{"REJECT a result for a task never submitted", false, histOf(
-			hop(1, 0, 10, res("a", 1), ack(true)),
+			hop(1, 0, 10, resultOp("a", 1), ackOut(true)),
 		)},
 		{"REJECT a fresh key answered duplicate", false, histOf(
-			hop(0, 0, 10, sub("a"), again(1)),
+			hop(0, 0, 10, subOp("a"), dupOut(1)),
 		)},
 		{"REJECT a lost submit cannot explain a new task after a duplicate", false, histOf(
-			hop(0, 0, -1, sub("a"), lost),
-			hop(0, 20, 30, sub("a"), again(7)),
-			hop(0, 40, 50, sub("a"), made(8)),
+			hop(0, 0, -1, subOp("a"), lostOut),
+			hop(0, 20, 30, subOp("a"), dupOut(7)),
+			hop(0, 40, 50, subOp("a"), madeOut(8)),
 		)},
 	}
 	for _, tc := range cases {
@@ -151,9 +131,9 @@ func TestClusterModel_Histories(t *testing.T) {
 func TestClusterModel_CheckReportsAViolation(t *testing.T) {
 	rec := &recorder{TB: t}
 	got := checkLinearizable(rec, histOf(
-		hop(0, 0, 10, sub("a"), made(1)),
-		hop(1, 11, 20, res("a", 1), ack(true)),
-		hop(2, 21, 30, res("a", 1), ack(true)),
+		hop(0, 0, 10, subOp("a"), madeOut(1)),
+		hop(1, 11, 20, resultOp("a", 1), ackOut(true)),
+		hop(2, 21, 30, resultOp("a", 1), ackOut(true)),
 	), 10*time.Second, t.TempDir())
 	if got != porcupine.Illegal || len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "not linearizable") {
 		t.Errorf("check = %s, errors %q; want Illegal and one error", got, rec.errors)
@@ -175,12 +155,12 @@ func (r *recorder) Errorf(format string, args ...any) {
 // hand-written histories and final states.
 func TestClusterLedger_Counts(t *testing.T) {
 	good := histOf(
-		hop(0, 0, 10, sub("a"), made(1)),
-		hop(0, 0, 10, sub("b"), made(2)),
-		hop(0, 0, -1, sub("c"), lost),
-		hop(1, 11, 20, res("a", 1), ack(true)),
-		hop(1, 11, 20, res("a", 1), ack(false)),
-		hop(1, 11, -1, res("b", 2), lost),
+		hop(0, 0, 10, subOp("a"), madeOut(1)),
+		hop(0, 0, 10, subOp("b"), madeOut(2)),
+		hop(0, 0, -1, subOp("c"), lostOut),
+		hop(1, 11, 20, resultOp("a", 1), ackOut(true)),
+		hop(1, 11, 20, resultOp("a", 1), ackOut(false)),
+		hop(1, 11, -1, resultOp("b", 2), lostOut),
 	)
 	c := checkLedger(good, map[uint64]string{1: "succeeded", 2: "running"})
 	if c.lost != 0 || c.doubled != 0 || c.reused != 0 || c.confirmed != 2 || c.accepted != 1 {
@@ -193,15 +173,15 @@ func TestClusterLedger_Counts(t *testing.T) {
 		final                map[uint64]string
 		lost, doubled, reuse int
 	}{
-		{"a confirmed submit gone", histOf(hop(0, 0, 10, sub("a"), made(1)), hop(0, 0, 10, sub("b"), made(2))),
+		{"a confirmed submit gone", histOf(hop(0, 0, 10, subOp("a"), madeOut(1)), hop(0, 0, 10, subOp("b"), madeOut(2))),
 			map[uint64]string{2: "pending"}, 1, 0, 0},
-		{"an accepted result gone", histOf(hop(0, 0, 10, sub("a"), made(1)), hop(1, 11, 20, res("a", 1), ack(true))),
+		{"an accepted result gone", histOf(hop(0, 0, 10, subOp("a"), madeOut(1)), hop(1, 11, 20, resultOp("a", 1), ackOut(true))),
 			map[uint64]string{1: "pending"}, 1, 0, 0},
-		{"two accepted results", histOf(hop(0, 0, 10, sub("a"), made(1)), hop(1, 11, 20, res("a", 1), ack(true)),
-			hop(2, 21, 30, res("a", 1), ack(true))), map[uint64]string{1: "succeeded"}, 0, 1, 0},
-		{"an id given to two keys", histOf(hop(0, 0, 10, sub("a"), made(1)), hop(0, 11, 20, sub("b"), made(1))),
+		{"two accepted results", histOf(hop(0, 0, 10, subOp("a"), madeOut(1)), hop(1, 11, 20, resultOp("a", 1), ackOut(true)),
+			hop(2, 21, 30, resultOp("a", 1), ackOut(true))), map[uint64]string{1: "succeeded"}, 0, 1, 0},
+		{"an id given to two keys", histOf(hop(0, 0, 10, subOp("a"), madeOut(1)), hop(0, 11, 20, subOp("b"), madeOut(1))),
 			map[uint64]string{1: "pending"}, 0, 0, 1},
-		{"a key given two ids", histOf(hop(0, 0, 10, sub("a"), made(1)), hop(0, 11, 20, sub("a"), made(2))),
+		{"a key given two ids", histOf(hop(0, 0, 10, subOp("a"), madeOut(1)), hop(0, 11, 20, subOp("a"), madeOut(2))),
 			map[uint64]string{1: "pending", 2: "pending"}, 1, 0, 0},
 	}
 	for _, tc := range cases {

@@ -14,6 +14,9 @@
 //     (fuzz/testdata/fuzz), oversize headers, repeated wrong auth;
 //   - a full disk during log writes (an in-process main control on an
 //     injected snapshot.FS);
+//   - leader kill -9 and network partitions of a 3-member cluster, in
+//     network namespaces the tests make and remove, with the clients'
+//     history checked linearizable (porcupine) (the cluster_* files);
 //   - attacks by hostile peers (wait floods, amplifying heartbeats,
 //     registration churn, HTTP and unauthenticated crowding) on the
 //     binary run as its systemd unit runs it (TestAttack_*).
