@@ -92,6 +92,12 @@ func verifyHistory(t *testing.T, lab *netLab, addrs []string, l *clusterLoad, fi
 		}
 	}
 	ops := l.hist.operations()
+	unknown := 0
+	for _, op := range ops {
+		if op.Output.(taskOut).Unknown {
+			unknown++
+		}
+	}
 	start := time.Now()
 	checkLinearizable(t, ops, 5*time.Minute, os.TempDir())
 	t.Logf("linearizability of %d operations over %d keys checked in %v", len(ops), len(keyOf), time.Since(start))
@@ -106,8 +112,8 @@ func verifyHistory(t *testing.T, lab *netLab, addrs []string, l *clusterLoad, fi
 	if lc.reused > 0 {
 		t.Errorf("%d task ids were confirmed for two keys", lc.reused)
 	}
-	fig.note("%d operations checked linearizable (porcupine): %d submits (%d with a lost reply), %d queries, %d results (%d accepted); %d ids reused",
-		len(ops), l.counts.submits.Load(), l.counts.unknown.Load(), l.counts.queries.Load(), l.counts.results.Load(), lc.accepted, lc.reused)
+	fig.note("%d operations checked linearizable (porcupine), %d of them with a lost reply: %d new keys submitted (%d first sends lost), %d queries, %d result acks (%d accepted); %d ids reused",
+		len(ops), unknown, l.counts.submits.Load(), l.counts.unknown.Load(), l.counts.queries.Load(), l.counts.results.Load(), lc.accepted, lc.reused)
 }
 
 // TestLinearizable_SingleNodeKill9 runs the cluster group's recording
