@@ -15,8 +15,9 @@
 //   - stable: raft's term and vote, as key/value pairs in one record.
 //   - lock: the directory's flock, so that two processes never share it.
 //
-// first and stable are written whole or not at all (renameio, then the
-// directory is fsynced).
+// first and stable are written whole or not at all (renameio). The
+// directory is fsynced after stable, not after first: a crash may bring
+// back entries raft already deleted, which it deletes again.
 //
 // # Durability
 //
