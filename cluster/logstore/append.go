@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -91,7 +92,10 @@ func (s *Store) appendChunk(logs []*raft.Log) (int, error) {
 		payload = appendEntry(payload[:0], l)
 		s.buf = snapshot.AppendRecord(s.buf, l.Index, payload)
 	}
-	if _, err := g.f.WriteAt(s.buf, g.end); err != nil {
+	if _, err := g.f.Seek(g.end, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("cannot seek raft log %s: %w", g.name, err)
+	}
+	if _, err := g.f.Write(s.buf); err != nil {
 		s.rewind(g)
 		return 0, fmt.Errorf("cannot write raft log %s: %w", g.name, err)
 	}
@@ -135,19 +139,19 @@ func (s *Store) active() *segment {
 func (s *Store) newSegment(index uint64) (*segment, error) {
 	name := segName(index)
 	path := filepath.Join(s.dir, name)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := s.fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create raft log %s: %w", name, err)
 	}
 	hdr := snapshot.AppendFileHeader(nil, segFormat)
 	if _, err := f.Write(hdr); err != nil {
 		f.Close()
-		os.Remove(path)
+		s.fsys.Remove(path)
 		return nil, fmt.Errorf("cannot write raft log %s: %w", name, err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := s.syncDir(); err != nil {
 		f.Close()
-		os.Remove(path)
+		s.fsys.Remove(path)
 		return nil, err
 	}
 	g := &segment{name: name, first: index, end: int64(len(hdr)), f: f}
@@ -160,17 +164,9 @@ func (s *Store) newSegment(index uint64) (*segment, error) {
 func segName(first uint64) string { return fmt.Sprintf("%020d.log", first) }
 
 // syncDir makes the directory's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("cannot open raft log dir to fsync it: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("cannot fsync raft log dir %s: %w", dir, err)
+func (s *Store) syncDir() error {
+	if err := s.fsys.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("cannot fsync raft log dir %s: %w", s.dir, err)
 	}
 	return nil
 }

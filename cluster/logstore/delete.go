@@ -46,7 +46,7 @@ func (s *Store) deletePrefix(index uint64) error {
 	onBoundary := s.segs[keep].first == index
 	s.mu.RUnlock()
 	if !onBoundary {
-		if err := writeFirst(s.dir, index); err != nil {
+		if err := writeFirst(s.fsys, s.dir, index); err != nil {
 			return err
 		}
 	}
@@ -94,7 +94,7 @@ func (s *Store) deleteSuffix(index uint64) error {
 		}
 	}
 	if len(drop) > 0 {
-		if err := syncDir(s.dir); err != nil {
+		if err := s.syncDir(); err != nil {
 			return err
 		}
 	}
@@ -122,16 +122,16 @@ func (s *Store) deleteAll() error {
 			return err
 		}
 	}
-	if err := removeFirst(s.dir); err != nil {
+	if err := removeFirst(s.fsys, s.dir); err != nil {
 		return err
 	}
-	return syncDir(s.dir)
+	return s.syncDir()
 }
 
 // removeSegment closes and removes a segment no longer in s.segs.
 func (s *Store) removeSegment(g *segment) error {
 	g.f.Close()
-	if err := os.Remove(filepath.Join(s.dir, g.name)); err != nil && !os.IsNotExist(err) {
+	if err := s.fsys.Remove(filepath.Join(s.dir, g.name)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("cannot remove raft log %s: %w", g.name, err)
 	}
 	return nil
@@ -145,5 +145,5 @@ func (s *Store) dropEmpty(g *segment) error {
 	if err := s.removeSegment(g); err != nil {
 		return err
 	}
-	return syncDir(s.dir)
+	return s.syncDir()
 }

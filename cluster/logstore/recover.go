@@ -14,7 +14,7 @@ import (
 // recover reads the stable state and checks every segment.
 // A torn tail of the newest segment is cut; other damage is an error.
 func (s *Store) recover() error {
-	ents, err := os.ReadDir(s.dir)
+	ents, err := s.fsys.ReadDir(s.dir)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (s *Store) recover() error {
 		case e.IsDir():
 		case isTemp(name):
 			s.log.Warn("removing a temporary file a crash left", "file", name)
-			if err := os.Remove(filepath.Join(s.dir, name)); err != nil {
+			if err := s.fsys.Remove(filepath.Join(s.dir, name)); err != nil {
 				return err
 			}
 		case parseSegName(name) > 0:
@@ -33,7 +33,7 @@ func (s *Store) recover() error {
 		}
 	}
 	slices.Sort(names)
-	first, err := s.stable.load(s.dir)
+	first, err := s.stable.load(s.fsys, s.dir)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *Store) recover() error {
 	}
 	if len(s.segs) == 0 {
 		if first != 0 {
-			if err := removeFirst(s.dir); err != nil {
+			if err := removeFirst(s.fsys, s.dir); err != nil {
 				return err
 			}
 			changed = true
@@ -86,7 +86,7 @@ func (s *Store) recover() error {
 		s.first = max(first, s.segs[0].first)
 	}
 	if changed {
-		return syncDir(s.dir)
+		return s.syncDir()
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (s *Store) recover() error {
 // scan checks one segment and indexes its records. A torn tail of the
 // newest segment is cut and fsynced; cut says so.
 func (s *Store) scan(name string, newest bool) (g *segment, cut bool, err error) {
-	f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_RDWR, 0)
+	f, err := s.fsys.OpenFile(filepath.Join(s.dir, name), os.O_RDWR, 0)
 	if err != nil {
 		return nil, false, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func (s *Store) Set(key, val []byte) error {
 		kv = map[string][]byte{}
 	}
 	kv[string(key)] = bytes.Clone(val)
-	if err := writeSmall(s.dir, stableName, stableFormat, encodeKV(kv)); err != nil {
+	if err := writeSmall(s.fsys, s.dir, stableName, stableFormat, encodeKV(kv)); err != nil {
 		return err
 	}
 	st.kv = kv
@@ -130,10 +131,10 @@ func decodeKV(b []byte) (map[string][]byte, error) {
 // with it entries a snapshot already covers. Raft tolerates that: it
 // deletes them again after its next snapshot. It saves a directory fsync
 // that would hold up StoreLogs on every compaction.
-func writeFirst(dir string, index uint64) error {
+func writeFirst(fsys snapshot.FS, dir string, index uint64) error {
 	b := snapshot.AppendFileHeader(nil, firstFormat)
 	b = snapshot.AppendRecord(b, 1, binary.BigEndian.AppendUint64(nil, index))
-	p, err := snapshot.OS.CreateAtomic(filepath.Join(dir, firstName), 0o600)
+	p, err := fsys.CreateAtomic(filepath.Join(dir, firstName), 0o600)
 	if err != nil {
 		return fmt.Errorf("raft log: cannot create %s: %w", firstName, err)
 	}
@@ -149,18 +150,18 @@ func writeFirst(dir string, index uint64) error {
 }
 
 // removeFirst removes the first file; the caller fsyncs the directory.
-func removeFirst(dir string) error {
-	if err := os.Remove(filepath.Join(dir, firstName)); err != nil && !os.IsNotExist(err) {
+func removeFirst(fsys snapshot.FS, dir string) error {
+	if err := fsys.Remove(filepath.Join(dir, firstName)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("cannot remove raft log %s: %w", firstName, err)
 	}
 	return nil
 }
 
 // writeSmall writes a small file whole or not at all.
-func writeSmall(dir, name string, lf snapshot.LogFormat, payload []byte) error {
+func writeSmall(fsys snapshot.FS, dir, name string, lf snapshot.LogFormat, payload []byte) error {
 	b := snapshot.AppendFileHeader(nil, lf)
 	b = snapshot.AppendRecord(b, 1, payload)
-	if err := snapshot.WriteFileAtomic(snapshot.OS, filepath.Join(dir, name), b); err != nil {
+	if err := snapshot.WriteFileAtomic(fsys, filepath.Join(dir, name), b); err != nil {
 		return fmt.Errorf("raft log: %w", err)
 	}
 	return nil
@@ -168,11 +169,16 @@ func writeSmall(dir, name string, lf snapshot.LogFormat, payload []byte) error {
 
 // readSmall reads a file writeSmall wrote. It returns nil, nil when the
 // file does not exist.
-func readSmall(dir, name string, lf snapshot.LogFormat) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+func readSmall(fsys snapshot.FS, dir, name string, lf snapshot.LogFormat) ([]byte, error) {
+	f, err := fsys.OpenFile(filepath.Join(dir, name), os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s: %w", name, err)
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", name, err)
 	}
@@ -187,8 +193,8 @@ func readSmall(dir, name string, lf snapshot.LogFormat) ([]byte, error) {
 }
 
 // load reads the stable file and the first file.
-func (st *stable) load(dir string) (first uint64, err error) {
-	b, err := readSmall(dir, stableName, stableFormat)
+func (st *stable) load(fsys snapshot.FS, dir string) (first uint64, err error) {
+	b, err := readSmall(fsys, dir, stableName, stableFormat)
 	if err != nil {
 		return 0, err
 	}
@@ -198,7 +204,7 @@ func (st *stable) load(dir string) (first uint64, err error) {
 			return 0, fmt.Errorf("%s: %w", stableName, err)
 		}
 	}
-	b, err = readSmall(dir, firstName, firstFormat)
+	b, err = readSmall(fsys, dir, firstName, firstFormat)
 	if err != nil || b == nil {
 		return 0, err
 	}

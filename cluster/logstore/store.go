@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 
@@ -26,6 +25,7 @@ const DefaultSegmentBytes = 16 << 20
 // Options configure Open.
 type Options struct {
 	SegmentBytes int64        // rotate a segment past this size; 0: DefaultSegmentBytes
+	FS           snapshot.FS  // nil: snapshot.OS; tests inject faults and crashes
 	Logger       *slog.Logger // nil: slog.Default()
 }
 
@@ -36,6 +36,7 @@ var ErrClosed = errors.New("raft log store closed")
 // Every method may be called from any goroutine.
 type Store struct {
 	dir  string
+	fsys snapshot.FS
 	opts Options
 	log  *slog.Logger
 	lock io.Closer
@@ -61,7 +62,7 @@ type segment struct {
 	first uint64  // index of its first record, from its name
 	offs  []int64 // offs[i] is the offset of record first+i
 	end   int64   // offset just past its last record
-	f     *os.File
+	f     snapshot.File
 }
 
 // last is the index of the segment's last record, first-1 when empty.
@@ -85,8 +86,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("component", "raftlog", "dir", dir)}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if opts.FS == nil {
+		opts.FS = snapshot.OS
+	}
+	s := &Store{dir: dir, fsys: opts.FS, opts: opts, log: opts.Logger.With("component", "raftlog", "dir", dir)}
+	if err := s.fsys.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create raft log dir %s: %w", dir, err)
 	}
 	lock, err := snapshot.LockDir(dir, s.log)

@@ -352,7 +352,7 @@ func TestStore_InterruptedPrefixDeleteIsFinished(t *testing.T) {
 	b := segFirsts(t, dir)[2]
 	s.Close()
 	// A crash after the first file was written, before any segment went.
-	if err := writeFirst(dir, b+1); err != nil {
+	if err := writeFirst(snapshot.OS, dir, b+1); err != nil {
 		t.Fatal(err)
 	}
 	s = openTest(t, dir)
