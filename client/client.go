@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/apollo11/apollo11/internal/addrlist"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -18,9 +20,9 @@ import (
 // (see Reconnect). It is safe for concurrent use. See the package
 // documentation.
 type Client struct {
-	addr string
-	opts Options
-	log  *slog.Logger
+	addrs addrlist.List // the configured addresses: leader hints must be in it
+	opts  Options
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	seq     uint64
@@ -35,6 +37,9 @@ type Client struct {
 	// control may speak other groups, or have another admin token.
 	features []string
 	admin    bool
+	at       string    // the address of the latest connection
+	hint     string    // the leader a not_leader named, dialled first
+	hopped   time.Time // when a leader hint was last followed without delay
 }
 
 // Features returns the optional message groups the main control speaks,
@@ -82,6 +87,10 @@ type call struct {
 	// resend is the frame sent again on the next connection when this
 	// one is lost. It is nil when sending it twice could act twice.
 	resend []byte
+	// frame is the request as sent. bounced says a follower refused it
+	// with not_leader. It changed nothing, so it is sent once more.
+	frame   []byte
+	bounced bool
 	// unknown marks a request whose loss leaves its outcome unknown
 	// (ErrOutcomeUnknown). Other lost calls report ErrConnectionLost.
 	unknown bool
@@ -212,7 +221,7 @@ func (c *Client) start(ctx context.Context, typ wire.Kind, fill func(*wire.Build
 			c.mu.Unlock()
 			return nil, "", fmt.Errorf("cannot encode %s: %w", typ, err)
 		}
-		cl := &call{ch: make(chan reply, 2), wait: wait, seq: seq, unknown: k == oneShot}
+		cl := &call{ch: make(chan reply, 2), wait: wait, seq: seq, unknown: k == oneShot, frame: frame}
 		if k == idempotent {
 			cl.resend = frame
 		}

@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/internal/addrlist"
+	"github.com/apollo11/apollo11/internal/backoff"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -35,6 +38,15 @@ type Options struct {
 	// Reconnect says how the client connects again when its connection
 	// is lost. The zero value reconnects (see Reconnect).
 	Reconnect Reconnect
+	// Addrs are more addresses of the same service: the members of a
+	// cluster. Dial's addr comes first, then these. The client follows
+	// the leader among them (see the package documentation). A leader
+	// named by a follower is dialled only when it is in this list.
+	Addrs []string
+	// AcceptFollower keeps a connection to a follower when no member
+	// answers as leader. A follower answers only cluster_status. It is
+	// for asking a cluster about itself while it has no leader.
+	AcceptFollower bool
 }
 
 // ErrAuthRequired is returned by Dial when the main control requires the
@@ -45,7 +57,9 @@ var ErrAuthRequired = errors.New("the main control requires auth (hmac-sha256) b
 // `hello_ok`. A refused hello returns *Error (auth_failed,
 // unsupported_proto, ...). ctx bounds only the dial and the handshake.
 // When this connection is lost, later ones are made in the background
-// (see Reconnect).
+// (see Reconnect). With Options.Addrs, addr may be "". Dial then looks
+// for the leader among the addresses, for up to DialTimeout while the
+// members it reaches have none.
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
@@ -58,30 +72,127 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		return nil, err
 	}
 	opts.Reconnect = rc
-	c := &Client{addr: addr, opts: opts, log: opts.Logger.With("addr", addr),
+	addrs := addrlist.New(append([]string{addr}, opts.Addrs...)...)
+	if addrs.Len() == 0 {
+		return nil, errors.New("client: no main control address")
+	}
+	c := &Client{addrs: addrs, opts: opts, log: opts.Logger,
 		pending: make(map[string]*call), ended: make(chan struct{})}
-	s, err := c.dialSession(ctx)
+	s, err := c.findLeader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.sess, c.features, c.admin = s, s.features, s.admin
+	c.sess, c.features, c.admin, c.at = s, s.features, s.admin, s.addr
 	go s.readLoop()
 	return c, nil
 }
 
-// dialSession connects and completes the handshake.
-func (c *Client) dialSession(ctx context.Context) (*session, error) {
+// findLeader makes passes over the addresses until one gives a session.
+// It goes on, with backoff, while only followers without a leader
+// answer: an election is under way. DialTimeout bounds that search.
+func (c *Client) findLeader(ctx context.Context) (*session, error) {
+	deadline := time.Now().Add(c.opts.DialTimeout)
+	bo := backoff.Backoff{Min: c.opts.Reconnect.MinDelay, Max: c.opts.Reconnect.MaxDelay}
+	first := c.addrs.First()
+	for {
+		s, err := c.pass(ctx, first)
+		if err == nil || !errors.Is(err, ErrNoLeader) {
+			return s, err
+		}
+		delay := bo.Next()
+		if time.Until(deadline) < delay {
+			return nil, fmt.Errorf("%w (none elected within the dial timeout %v)", err, c.opts.DialTimeout)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		first = c.addrs.After(first)
+	}
+}
+
+// pass dials each address at most once, from first on, until a main
+// control that serves requests answers. A follower's leader hint in the
+// list is dialled next. One outside it is ignored. With AcceptFollower,
+// the first follower is kept when no leader answers. Otherwise a pass
+// that reaches only followers fails with ErrNoLeader.
+func (c *Client) pass(ctx context.Context, first string) (*session, error) {
+	queue := c.addrs.From(first)
+	tried := make(map[string]bool, len(queue))
+	var fallback *session
+	var errs []error
+	for len(queue) > 0 && ctx.Err() == nil {
+		addr := queue[0]
+		queue = queue[1:]
+		if tried[addr] {
+			continue
+		}
+		tried[addr] = true
+		s, err := c.dialSession(ctx, addr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !s.follower {
+			if fallback != nil {
+				fallback.conn.Close()
+			}
+			return s, nil
+		}
+		errs = append(errs, fmt.Errorf("%w: %s is a follower (leader %q)", ErrNoLeader, addr, s.leader))
+		if c.follow(addr, s.leader) && !tried[s.leader] {
+			queue = append([]string{s.leader}, queue...)
+		}
+		if c.opts.AcceptFollower && fallback == nil {
+			fallback = s
+		} else {
+			s.conn.Close()
+		}
+	}
+	if fallback != nil {
+		return fallback, nil
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	if len(errs) == 0 {
+		return nil, ctx.Err()
+	}
+	return nil, errors.Join(errs...)
+}
+
+// follow says whether a follower's leader hint may be dialled. A hint
+// outside the configured addresses is logged and refused.
+func (c *Client) follow(from, hint string) bool {
+	switch c.addrs.Judge(hint) {
+	case addrlist.Follow:
+		return true
+	case addrlist.Outside:
+		c.log.Warn("ignoring a leader hint outside the configured addresses",
+			"addr", from, "leader", hint, "addrs", c.addrs.String())
+	}
+	return false
+}
+
+// dialSession connects to addr and completes the handshake.
+func (c *Client) dialSession(ctx context.Context, addr string) (*session, error) {
 	d := net.Dialer{Timeout: c.opts.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", c.addr)
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to %s: %w", c.addr, err)
+		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
 	}
 	s, err := handshake(ctx, conn, c.opts)
 	if err != nil {
 		conn.Close()
+		if c.addrs.Len() > 1 {
+			err = fmt.Errorf("%s: %w", addr, err)
+		}
 		return nil, err
 	}
-	s.c = c
+	s.c, s.addr = c, addr
 	return s, nil
 }
 
@@ -148,12 +259,18 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 			}
 			return &session{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
 				features: welcome.Features, admin: m.Value("admin") == "true",
+				follower: !serves(m.Value("role")), leader: strings.Clone(m.Value("leader")),
 				maxUnsent: max(minMaxUnsent, 4*welcome.MaxFrame)}, nil
 		case wire.KindError:
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))
 		}
 	}
 }
+
+// serves reports whether a hello_ok's role serves requests. A single
+// node says none, a cluster's leader says leader. Followers and
+// candidates refuse requests with not_leader.
+func serves(role string) bool { return role == "" || role == "leader" }
 
 // handshakeErr prefers ctx's error to the deadline error it caused. When
 // DialTimeout ran out, the error matches context.DeadlineExceeded and

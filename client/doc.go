@@ -37,6 +37,15 @@
 //     context's end. Then their error matches ErrConnectionLost as well
 //     as the context's error, and nothing was sent.
 //
+// A cluster's members go in Options.Addrs. Only the leader serves
+// requests (protocol section 8.13). A follower's hello_ok, and its
+// not_leader refusals, may name the leader. The client goes there at once
+// when that address is in its own list. It ignores, and logs, a name
+// outside the list, so that no server can steer it elsewhere. With no
+// usable name, or a lost connection, it tries the next address with the
+// backoff. A request refused with not_leader changed nothing, so it is
+// sent once more to the leader, whatever its kind.
+//
 // With reconnecting off, or once Reconnect.GiveUpAfter has passed, every
 // pending and later call fails with an error matching ErrConnectionLost.
 // Dial again to go on. After Close, calls fail with ErrClosed.

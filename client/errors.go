@@ -24,6 +24,10 @@ var ErrConnectionLost = errors.New("connection to the main control lost")
 // where the key returns the same task.
 var ErrOutcomeUnknown = errors.New("outcome unknown: the connection was lost before the reply")
 
+// ErrNoLeader is matched (errors.Is) by Dial's error when the members it
+// reached were all followers that named no leader in Options.Addrs.
+var ErrNoLeader = errors.New("no leader among the main control addresses")
+
 // ErrNotReading is returned by a call made while the main control has
 // left too many earlier requests unread. It may be stopped, or the
 // network stalls. The request was not sent. The connection stays usable.

@@ -63,14 +63,14 @@ func (c *Client) lost(s *session, cause error) {
 	}
 	c.sess = nil
 	err := fmt.Errorf("%w: %w", ErrConnectionLost, cause)
-	c.log.Warn("connection to the main control lost", "err", cause, "reconnect", !c.opts.Reconnect.Off)
+	c.log.Warn("connection to the main control lost", "addr", s.addr, "err", cause, "reconnect", !c.opts.Reconnect.Off)
 	if c.opts.Reconnect.Off {
 		c.endLocked(err)
 		return
 	}
 	c.up, c.down = make(chan struct{}), err
 	for req, cl := range c.pending {
-		if cl.resend == nil {
+		if cl.resend == nil && !cl.bounced {
 			delete(c.pending, req)
 			cl.deliver(reply{err: cl.lostErr(err)})
 		}
@@ -79,11 +79,43 @@ func (c *Client) lost(s *session, cause error) {
 	go c.reconnect(err)
 }
 
+// bounce handles a not_leader reply on s. The refused request changed
+// nothing, so it waits for the leader, with the requests safe to send
+// again. The leader s names, when in the list, is dialled first.
+func (c *Client) bounce(s *session, req string, refusal *Error, hint string) {
+	c.mu.Lock()
+	if c.sess == s {
+		if cl := c.pending[req]; cl != nil {
+			cl.bounced = true
+		}
+		c.hint = ""
+		if c.follow(s.addr, hint) {
+			c.hint = hint
+		}
+	}
+	c.mu.Unlock()
+	s.conn.Close()
+	c.lost(s, fmt.Errorf("%s is not the leader: %w", s.addr, refusal))
+}
+
 // reconnect dials until a connection is made, the client is closed or
 // GiveUpAfter has passed. It waits a backoff with jitter between attempts.
+// Each attempt is one pass over the addresses, from the leader a
+// not_leader named, else from the one after the latest connection's. A
+// named leader is dialled at once, unless one was less than MaxDelay ago:
+// two stale followers could name each other.
 func (c *Client) reconnect(cause error) {
 	defer c.loops.Done()
 	rc := c.opts.Reconnect
+	c.mu.Lock()
+	first, hop := c.addrs.After(c.at), false
+	if c.hint != "" {
+		first, c.hint = c.hint, ""
+		if hop = time.Since(c.hopped) > rc.MaxDelay; hop {
+			c.hopped = time.Now()
+		}
+	}
+	c.mu.Unlock()
 	bo := backoff.Backoff{Min: rc.MinDelay, Max: rc.MaxDelay}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -98,6 +130,9 @@ func (c *Client) reconnect(cause error) {
 	lastErr := ""
 	for attempt := 1; ; attempt++ {
 		delay := bo.Next()
+		if attempt == 1 && hop {
+			delay = 0
+		}
 		if rc.GiveUpAfter > 0 && time.Since(since)+delay > rc.GiveUpAfter {
 			c.mu.Lock()
 			if c.err == nil {
@@ -119,7 +154,7 @@ func (c *Client) reconnect(cause error) {
 			// An attempt under way does not outlive the give-up time.
 			dctx, dcancel = context.WithDeadline(ctx, since.Add(rc.GiveUpAfter))
 		}
-		s, err := c.dialSession(dctx)
+		s, err := c.pass(dctx, first)
 		dcancel()
 		if err != nil {
 			if msg := err.Error(); msg != lastErr {
@@ -128,19 +163,21 @@ func (c *Client) reconnect(cause error) {
 				c.log.Warn("cannot reconnect yet", "err", err, "attempt", attempt)
 				lastErr = msg
 			}
+			first = c.addrs.After(first)
 			continue
 		}
 		if !c.adopt(s) {
 			s.conn.Close()
 			return
 		}
-		c.log.Info("reconnected to the main control", "attempts", attempt, "after", time.Since(since).Round(time.Millisecond))
+		c.log.Info("reconnected to the main control", "addr", s.addr, "attempts", attempt, "after", time.Since(since).Round(time.Millisecond))
 		return
 	}
 }
 
 // adopt makes s the client's connection. It sends again the requests
-// still waiting from the lost one, in their original order. It returns
+// still waiting from the lost one, in their original order, with those a
+// follower refused. It returns
 // false when the client ended meanwhile.
 func (c *Client) adopt(s *session) bool {
 	c.mu.Lock()
@@ -148,7 +185,7 @@ func (c *Client) adopt(s *session) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.sess, c.features, c.admin = s, s.features, s.admin
+	c.sess, c.features, c.admin, c.at = s, s.features, s.admin, s.addr
 	type resend struct {
 		req   string
 		cl    *call
@@ -156,7 +193,12 @@ func (c *Client) adopt(s *session) bool {
 	}
 	var again []resend
 	for req, cl := range c.pending {
-		again = append(again, resend{req, cl, cl.resend})
+		frame := cl.resend
+		if cl.bounced {
+			// Sent once more. Lost again, it is as unsafe as before.
+			frame, cl.bounced = cl.frame, false
+		}
+		again = append(again, resend{req, cl, frame})
 	}
 	slices.SortFunc(again, func(a, b resend) int { return cmp.Compare(a.cl.seq, b.cl.seq) })
 	close(c.up)

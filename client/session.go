@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,12 +13,15 @@ import (
 // session is one connection of a Client, from its `hello_ok` to its end.
 type session struct {
 	c        *Client
+	addr     string // the address dialled, one of the client's list
 	conn     net.Conn
 	r        *wire.Reader
 	maxFrame int
 	done     chan struct{} // closed when the reader goroutine exits
 	features []string      // the welcome's optional groups (section 8.1)
 	admin    bool          // hello_ok said admin=true (section 8.2)
+	follower bool          // hello_ok said a role that refuses requests (section 8.13)
+	leader   string        // the leader hello_ok named, if any
 
 	wmu       sync.Mutex
 	wbuf      []byte // frames waiting to be written
@@ -47,6 +51,11 @@ func (s *session) readLoop() {
 			return
 		}
 		req, ok := m.Get("req")
+		if ok && m.Kind() == wire.KindError && m.Value("code") == string(wire.CodeNotLeader) &&
+			!s.c.opts.Reconnect.Off {
+			s.c.bounce(s, strings.Clone(req), wire.ErrorReplyOf(m), strings.Clone(m.Value("leader")))
+			return
+		}
 		if !ok {
 			if m.Kind() == wire.KindError {
 				last = wire.ErrorReplyOf(m)

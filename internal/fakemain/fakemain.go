@@ -33,6 +33,11 @@ type Server struct {
 	greeting []byte // sent in place of welcome when set
 	maxFrame atomic.Int64
 	stop     chan struct{}
+	listen   string
+	follower *Follower // answers by itself when set
+	refused  atomic.Int64
+	accepted atomic.Int64
+	wg       sync.WaitGroup // the follower's connection goroutines
 }
 
 // Option changes what the welcome announces.
@@ -48,16 +53,38 @@ func WithMaxFrame(n int) Option { return func(s *Server) { s.maxFrame.Store(int6
 // frame, or another service's banner.
 func WithGreeting(raw []byte) Option { return func(s *Server) { s.greeting = raw } }
 
+// Follower scripts a cluster follower (protocol section 8.13). It plays
+// every connection by itself, and none is handed to Accept. hello gets
+// hello_ok with role=follower. Every request gets `error code=not_leader`.
+// register gets it too, and the connection is closed.
+type Follower struct {
+	HelloLeader string // the leader hello_ok names; "" names none
+	Leader      string // the leader each not_leader names; "" names none
+}
+
+// WithFollower makes the server the follower f.
+func WithFollower(f Follower) Option { return func(s *Server) { s.follower = &f } }
+
+// Refused is how many not_leader errors a follower has sent.
+func (s *Server) Refused() int64 { return s.refused.Load() }
+
+// Accepted is how many connections the server has accepted.
+func (s *Server) Accepted() int64 { return s.accepted.Load() }
+
+// WithListen listens on addr instead of 127.0.0.1:0.
+func WithListen(addr string) Option { return func(s *Server) { s.listen = addr } }
+
 // Start listens on 127.0.0.1:0. Everything stops at the end of the test.
 func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	s := &Server{ln: ln, conns: make(chan *Conn, 16), authMode: "none", stop: make(chan struct{})}
+	s := &Server{conns: make(chan *Conn, 16), authMode: "none", stop: make(chan struct{}), listen: "127.0.0.1:0"}
 	s.maxFrame.Store(wire.DefaultMaxFrame)
 	for _, o := range opts {
 		o(s)
 	}
+	ln, err := net.Listen("tcp", s.listen)
+	require.NoError(tb, err)
+	s.ln = ln
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -66,6 +93,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 			if err != nil {
 				return
 			}
+			s.accepted.Add(1)
 			s.serve(c)
 		}
 	}()
@@ -73,6 +101,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 		close(s.stop)
 		ln.Close()
 		<-done
+		s.wg.Wait()
 		for {
 			select {
 			case c := <-s.conns:
@@ -97,6 +126,11 @@ func (s *Server) serve(c net.Conn) {
 	} else {
 		_ = WriteMsg(c, "welcome", "proto", "1", "server", "apollo11/test", "nonce", nonce,
 			"auth", s.authMode, "max_frame", strconv.FormatInt(s.maxFrame.Load(), 10))
+	}
+	if s.follower != nil {
+		s.wg.Add(1)
+		go s.follow(fc)
+		return
 	}
 	select {
 	case s.conns <- fc:
@@ -202,4 +236,52 @@ func WriteMsg(w io.Writer, typ string, kv ...string) error {
 	}
 	_, err = w.Write(frame)
 	return err
+}
+
+// follow plays a follower on c until the peer or the test ends it.
+func (s *Server) follow(c *Conn) {
+	defer s.wg.Done()
+	defer c.Net.Close()
+	stop := context.AfterFunc(stopCtx(s.stop), func() { c.Net.Close() })
+	defer stop()
+	f := s.follower
+	for {
+		m, err := c.R.ReadMessage()
+		if err != nil {
+			return
+		}
+		var kv []string
+		switch m.Type() {
+		case "hello":
+			kv = []string{"req", m.Value("req"), "role", "follower"}
+			if f.HelloLeader != "" {
+				kv = append(kv, "leader", f.HelloLeader)
+			}
+			if WriteMsg(c.Net, "hello_ok", kv...) != nil {
+				return
+			}
+			continue
+		case "register":
+			kv = []string{"code", "not_leader"}
+		default:
+			kv = []string{"code", "not_leader", "req", m.Value("req")}
+		}
+		if f.Leader != "" {
+			kv = append(kv, "leader", f.Leader)
+		}
+		s.refused.Add(1)
+		if WriteMsg(c.Net, "error", kv...) != nil || m.Type() == "register" {
+			return
+		}
+	}
+}
+
+// stopCtx is a context that ends when stop is closed.
+func stopCtx(stop <-chan struct{}) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-stop
+		cancel()
+	}()
+	return ctx
 }
