@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,6 +36,12 @@ const (
 type Config struct {
 	// Addr is the main control's host:port.
 	Addr string
+	// Addrs are more addresses of the same main control: the members of
+	// a cluster, tried after Addr. The executor registers with the
+	// leader. It follows a follower's not_leader hint only to an address
+	// of Addr and Addrs (protocol section 8.13), so no server can steer
+	// it, and its tasks, elsewhere.
+	Addrs []string
 	// ID is the executor_id, required, of 1-128 bytes of A-Z a-z 0-9 _ . : -
 	// It must be unique among the executors connected to one main control.
 	ID string
@@ -85,12 +92,18 @@ func configErr(format string, args ...any) error {
 // withDefaults returns cfg with zero fields defaulted, or an error naming
 // the first invalid field.
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Addr == "" {
+	if cfg.Addr == "" && len(cfg.Addrs) == 0 {
 		cfg.Addr = DefaultAddr
 	}
+	cfg.Addrs = slices.Clone(cfg.Addrs) // the caller may reuse its slice
 	if cfg.Dial == nil {
-		if err := wire.CheckDialAddr(cfg.Addr); err != nil {
-			return cfg, configErr("Addr %q: %v", cfg.Addr, err)
+		for _, a := range append([]string{cfg.Addr}, cfg.Addrs...) {
+			if a == "" && cfg.Addr == "" {
+				continue
+			}
+			if err := wire.CheckDialAddr(a); err != nil {
+				return cfg, configErr("address %q: %v", a, err)
+			}
 		}
 	}
 	if !validID(cfg.ID) {

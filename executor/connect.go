@@ -8,18 +8,44 @@ import (
 	"net"
 	"time"
 
+	"github.com/apollo11/apollo11/internal/addrlist"
 	"github.com/apollo11/apollo11/internal/backoff"
 	"github.com/apollo11/apollo11/wire"
 )
 
 // connectLoop connects, serves and reconnects with backoff until ctx is
 // done or the executor is leaving.
+//
+// With several addresses, a failed or lost connection moves on to the
+// next one. A follower's not_leader naming an address of the list is
+// followed at once, up to once per address in a row; then the backoff
+// applies, as two stale followers could name each other.
 func (e *Executor) connectLoop(ctx context.Context) {
 	bo := backoff.Backoff{Min: e.cfg.BackoffMin, Max: e.cfg.BackoffMax}
+	addr, hops := e.addrs.First(), 0
 	for {
-		registered, timeout, served, err := e.connectOnce(ctx)
+		registered, timeout, served, err := e.connectOnce(ctx, addr)
 		if ctx.Err() != nil || e.isLeaving() {
 			return
+		}
+		from := addr
+		addr = e.addrs.After(addr)
+		if registered {
+			hops = 0
+		}
+		if hint, ok := errors.AsType[*notLeaderError](err); ok {
+			switch e.addrs.Judge(hint.leader) {
+			case addrlist.Follow:
+				addr = hint.leader
+				if hops < e.addrs.Len() {
+					hops++
+					e.log.Info("following the leader", "addr", from, "leader", addr)
+					continue
+				}
+			case addrlist.Outside:
+				e.log.Warn("ignoring a leader hint outside the configured addresses",
+					"addr", from, "leader", hint.leader, "addrs", e.addrs.String())
+			}
 		}
 		if registered {
 			// A main control that restarts waits one timeout_ms for its
@@ -37,7 +63,8 @@ func (e *Executor) connectLoop(ctx context.Context) {
 			}
 		}
 		d := bo.Next()
-		e.logConnError(err, registered, d)
+		hops = 0
+		e.logConnError(from, err, registered, d)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -56,8 +83,8 @@ const healthySession = 10 * time.Second
 // connectOnce runs one connection, to dial, handshake and serve. registered
 // says whether the handshake completed. timeout is then the main control's
 // timeout_ms, and served how long the connection lasted after it.
-func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout, served time.Duration, err error) {
-	conn, err := e.dial(ctx)
+func (e *Executor) connectOnce(ctx context.Context, addr string) (registered bool, timeout, served time.Duration, err error) {
+	conn, err := e.dial(ctx, addr)
 	if err != nil {
 		return false, 0, 0, fmt.Errorf("cannot connect: %w", err)
 	}
@@ -65,7 +92,7 @@ func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout, s
 	defer stop()
 	defer conn.Close()
 
-	s, err := e.handshake(conn)
+	s, err := e.handshake(conn, addr)
 	if err != nil {
 		return false, 0, 0, err
 	}
@@ -79,18 +106,32 @@ func (e *Executor) connectOnce(ctx context.Context) (registered bool, timeout, s
 	return true, s.timeout, time.Since(start), err
 }
 
-func (e *Executor) dial(ctx context.Context) (net.Conn, error) {
+func (e *Executor) dial(ctx context.Context, addr string) (net.Conn, error) {
 	if e.cfg.Dial != nil {
 		ctx, cancel := context.WithTimeout(ctx, e.cfg.DialTimeout)
 		defer cancel()
-		return e.cfg.Dial(ctx, e.cfg.Addr)
+		return e.cfg.Dial(ctx, addr)
 	}
 	d := net.Dialer{Timeout: e.cfg.DialTimeout}
-	return d.DialContext(ctx, "tcp", e.cfg.Addr)
+	return d.DialContext(ctx, "tcp", addr)
 }
 
+// notLeaderError is a follower's refusal of register (protocol section
+// 8.13). leader is the leader it names, which is followed only when it is
+// one of the executor's addresses.
+type notLeaderError struct {
+	refusal *ServerError
+	leader  string
+}
+
+func (e *notLeaderError) Error() string {
+	return fmt.Sprintf("register refused: %v (leader %q)", e.refusal, e.leader)
+}
+
+func (e *notLeaderError) Unwrap() error { return e.refusal }
+
 // logConnError logs why a connection ended and when the next attempt is.
-func (e *Executor) logConnError(err error, registered bool, retryIn time.Duration) {
+func (e *Executor) logConnError(addr string, err error, registered bool, retryIn time.Duration) {
 	level := slog.LevelWarn
 	var se *ServerError
 	if errors.As(err, &se) && se.Code == wire.CodeAuthFailed {
@@ -100,5 +141,5 @@ func (e *Executor) logConnError(err error, registered bool, retryIn time.Duratio
 	if registered {
 		msg = "connection to the main control lost"
 	}
-	e.log.Log(context.Background(), level, msg, "addr", e.cfg.Addr, "err", err, "retry_in", retryIn)
+	e.log.Log(context.Background(), level, msg, "addr", addr, "err", err, "retry_in", retryIn)
 }

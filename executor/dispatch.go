@@ -179,7 +179,7 @@ func (e *Executor) activate(s *session) {
 	e.maxFrame.Store(int64(s.maxFrame))
 	e.mu.Unlock()
 	_ = s.out.flush()
-	s.log.Info("registered", "addr", e.cfg.Addr, "heartbeat", s.heartbeat, "timeout", s.timeout,
+	s.log.Info("registered", "addr", s.addr, "heartbeat", s.heartbeat, "timeout", s.timeout,
 		"max_frame", s.maxFrame, "slots", s.slots, "running", running, "resent_results", len(pending))
 }
 

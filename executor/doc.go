@@ -42,6 +42,11 @@
 //     registered, the delay stays under half the main control's timeout_ms
 //     (see Config.BackoffMax). It starts again from its minimum only after
 //     a connection that held, not after every registration.
+//   - With a cluster's members in Config.Addrs, each failure moves on to
+//     the next address. A follower refuses register with not_leader,
+//     which may name the leader. The executor goes there at once only
+//     when it is one of its own addresses, and logs and ignores any other
+//     name (protocol section 8.13).
 //
 // Run(ctx) returns after a graceful stop when ctx is cancelled. No new
 // task is taken. Running handlers get up to Config.DrainTimeout to finish

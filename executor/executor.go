@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apollo11/apollo11/internal/addrlist"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -25,6 +26,7 @@ const (
 // it with Run. It is safe for concurrent use.
 type Executor struct {
 	cfg   Config
+	addrs addrlist.List // Addr and Addrs: a leader hint must be one of them
 	log   *slog.Logger
 	types []string // the task types it takes, sorted; guarded by mu (ChangeTypes)
 	// descs are the Describers' descriptions by task type. mu guards them.
@@ -69,6 +71,7 @@ func New(cfg Config) (*Executor, error) {
 	}
 	e := &Executor{
 		cfg:     cfg,
+		addrs:   addrlist.New(append([]string{cfg.Addr}, cfg.Addrs...)...),
 		descs:   descs,
 		log:     cfg.Logger.With("executor_id", cfg.ID),
 		types:   cfg.taskTypes(),
@@ -97,7 +100,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if !e.runCalled.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	e.log.Info("executor starting", "addr", e.cfg.Addr, "task_types", e.TaskTypes(), "slots", e.cfg.Slots)
+	e.log.Info("executor starting", "addr", e.addrs.String(), "task_types", e.TaskTypes(), "slots", e.cfg.Slots)
 	loopCtx, stopLoop := context.WithCancel(e.hardCtx)
 	defer stopLoop()
 	loopDone := make(chan struct{})

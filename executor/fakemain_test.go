@@ -228,12 +228,15 @@ type started struct {
 	logs   *logBuffer
 }
 
-// mustRun creates and runs an executor against f; cleanup hard-stops it and
+// mustRun creates and runs an executor against f (or cfg.Addr and
+// cfg.Addrs when f is nil); cleanup hard-stops it and
 // waits for Run to return.
 func mustRun(tb testing.TB, f *fakeMain, cfg executor.Config) *started {
 	tb.Helper()
 	logs := &logBuffer{}
-	cfg.Addr = f.addr()
+	if f != nil { // nil: cfg names its addresses
+		cfg.Addr = f.addr()
+	}
 	if cfg.ID == "" {
 		cfg.ID = "exec-1"
 	}

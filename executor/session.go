@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ const (
 // heartbeats. Anyone may send through out.
 type session struct {
 	e         *Executor
+	addr      string // the address dialled
 	conn      net.Conn
 	r         *wire.Reader
 	wd        *watchdogReader // under r: notified of every whole frame
@@ -47,7 +49,7 @@ type session struct {
 
 // handshake reads `welcome`, sends `register` and waits for `registered`.
 // An `error` reply is returned as *ServerError.
-func (e *Executor) handshake(conn net.Conn) (*session, error) {
+func (e *Executor) handshake(conn net.Conn, addr string) (*session, error) {
 	wd := newWatchdogReader(conn, e.cfg.DialTimeout)
 	r := wire.NewReader(wd, 0)
 	deadline := time.Now().Add(e.cfg.DialTimeout)
@@ -74,7 +76,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			"slots", e.cfg.Slots, "registered_slots", slots, "max_frame", welcome.MaxFrame)
 	}
 
-	frame, err := e.registerFrame(welcome.Auth, welcome.Nonce, slots, welcome.MaxFrame)
+	frame, err := e.registerFrame(addr, welcome.Auth, welcome.Nonce, slots, welcome.MaxFrame)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +95,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.wd = wd
+			s.wd, s.addr = wd, addr
 			wd.rewatch(s.timeout) // from now on the watchdog of timeout_ms
 			if err := conn.SetWriteDeadline(time.Time{}); err != nil {
 				s.out.close()
@@ -101,6 +103,9 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 			}
 			return s, nil
 		case wire.KindError:
+			if refusal := wire.ErrorReplyOf(m); refusal.Code == wire.CodeNotLeader {
+				return nil, &notLeaderError{refusal: refusal, leader: strings.Clone(m.Value("leader"))}
+			}
 			return nil, fmt.Errorf("register refused: %w", wire.ErrorReplyOf(m))
 		default:
 			e.log.Debug("ignoring frame before registered", "type", m.Type())
@@ -110,7 +115,7 @@ func (e *Executor) handshake(conn net.Conn) (*session, error) {
 
 // registerFrame builds `register`, signed when the main control asks,
 // with the handlers' descriptions that fit in maxFrame.
-func (e *Executor) registerFrame(authMode, nonce string, slots, maxFrame int) ([]byte, error) {
+func (e *Executor) registerFrame(addr, authMode, nonce string, slots, maxFrame int) ([]byte, error) {
 	b := wire.Begin(nil, wire.KindRegister)
 	b.Uint("proto", 1)
 	b.Str("executor_id", e.cfg.ID)
@@ -129,7 +134,7 @@ func (e *Executor) registerFrame(authMode, nonce string, slots, maxFrame int) ([
 			// another program at the address. Tasks, exec's included,
 			// come from whoever answers there.
 			e.log.Warn("the main control does not ask for the token: it may not be the one configured",
-				"addr", e.cfg.Addr, "auth", authMode)
+				"addr", addr, "auth", authMode)
 		}
 	case e.cfg.Token == nil:
 		e.log.Error("the main control requires auth but no token is configured", "auth", authMode)
