@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apollo11/apollo11/internal/addrlist"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -19,6 +20,25 @@ func checkDialAddr(flagName, addr string) error {
 		return fmt.Errorf("--%s %q: %w", flagName, addr, err)
 	}
 	return nil
+}
+
+// dialAddrs reads --connect or --addr: one main control address, or a
+// cluster's members, comma-separated. Each is checked as checkDialAddr
+// does. A peer follows a leader only to an address of this list.
+func dialAddrs(flagName, value string) ([]string, error) {
+	if value == "" {
+		return nil, checkDialAddr(flagName, value)
+	}
+	addrs, err := addrlist.Parse(value)
+	if err != nil {
+		return nil, fmt.Errorf("--%s %w", flagName, err)
+	}
+	for _, a := range addrs {
+		if err := checkDialAddr(flagName, a); err != nil {
+			return nil, err
+		}
+	}
+	return addrs, nil
 }
 
 // checkListenFlag refuses an empty --listen, which the main control's

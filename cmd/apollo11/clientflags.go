@@ -20,6 +20,8 @@ import (
 // clientFlags are the flags every client command has.
 type clientFlags struct {
 	addr           string
+	addrs          []string // addr's list, set by check
+	acceptFollower bool     // keep a follower when no leader answers (cluster status)
 	tokenFile      string
 	adminTokenFile string
 	asJSON         bool
@@ -28,7 +30,7 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:1969", "main control address")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:1969", "main control address, or a cluster's member addresses, comma-separated")
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
 	fs.StringVar(&c.adminTokenFile, "admin-token-file", "", "admin token file, for the admin commands when the main control has one")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of text")
@@ -43,11 +45,21 @@ func (c *clientFlags) check() error {
 	if c.reconnect < 0 {
 		return fmt.Errorf("--reconnect-timeout %v: must not be negative (0 does not reconnect)", c.reconnect)
 	}
-	return firstErr(positive("request-timeout", c.timeout), checkDialAddr("addr", c.addr))
+	if err := positive("request-timeout", c.timeout); err != nil {
+		return err
+	}
+	addrs, err := dialAddrs("addr", c.addr)
+	c.addrs = addrs
+	return err
 }
 
 // dial connects and says hello.
 func (c *clientFlags) dial() (*client.Client, error) {
+	if c.addrs == nil {
+		if err := c.check(); err != nil {
+			return nil, err
+		}
+	}
 	var token, adminToken []byte
 	if c.tokenFile != "" {
 		var err error
@@ -63,7 +75,8 @@ func (c *clientFlags) dial() (*client.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	cl, err := client.Dial(ctx, c.addr, client.Options{Token: token, AdminToken: adminToken, Name: "apollo11-cli",
+	cl, err := client.Dial(ctx, c.addrs[0], client.Options{Token: token, AdminToken: adminToken, Name: "apollo11-cli",
+		Addrs: c.addrs[1:], AcceptFollower: c.acceptFollower,
 		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler),
 		Reconnect: client.Reconnect{Off: c.reconnect == 0, GiveUpAfter: c.reconnect}})
 	if err != nil {

@@ -46,7 +46,7 @@ func defaultExecutorID() string {
 }
 
 func (f *executorFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.connect, "connect", "127.0.0.1:1969", "main control address")
+	fs.StringVar(&f.connect, "connect", "127.0.0.1:1969", "main control address, or a cluster's member addresses, comma-separated")
 	fs.StringVar(&f.id, "id", "", "executor id, unique among connected executors (default <hostname>-<pid>)")
 	fs.StringVar(&f.types, "types", "echo,sleep,fail", "task types to run: echo, sleep, fail, exec (comma-separated)")
 	fs.IntVar(&f.slots, "slots", 1, "tasks run at once, 1 to 65536")
@@ -63,14 +63,15 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 	if f.id == "" {
 		f.id = defaultExecutorID()
 	}
-	if err := firstErr(checkDialAddr("connect", f.connect), positive("slots", f.slots), positiveMs("drain-timeout", f.drainTimeout),
+	addrs, addrErr := dialAddrs("connect", f.connect)
+	if err := firstErr(addrErr, positive("slots", f.slots), positiveMs("drain-timeout", f.drainTimeout),
 		positive("exec-max-output", f.execMaxOutput)); err != nil {
 		return executor.Config{}, usageError(err)
 	}
 	if f.slots > 65536 {
 		return executor.Config{}, usageError(fmt.Errorf("--slots %d: want 1 to 65536 (spec section 4)", f.slots))
 	}
-	cfg := executor.Config{Addr: f.connect, ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
+	cfg := executor.Config{Addr: addrs[0], Addrs: addrs[1:], ID: f.id, Slots: f.slots, DrainTimeout: f.drainTimeout,
 		Logger: logger, Handlers: map[string]executor.Handler{}}
 	if f.tokenFile != "" {
 		tok, err := auth.LoadToken(f.tokenFile)
