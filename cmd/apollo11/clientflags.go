@@ -140,8 +140,15 @@ func printJSON(w io.Writer, v any) error {
 func clientCommand(name, synopsis string, operands bool, args []string, stdout io.Writer,
 	extra func(fs *flag.FlagSet), check func(fs *flag.FlagSet) error,
 	fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
+	return clientCommandWith(&clientFlags{}, name, synopsis, operands, args, stdout, extra, check, fn)
+}
+
+// clientCommandWith is clientCommand with settings of cf that no flag
+// sets, such as acceptFollower.
+func clientCommandWith(cf *clientFlags, name, synopsis string, operands bool, args []string, stdout io.Writer,
+	extra func(fs *flag.FlagSet), check func(fs *flag.FlagSet) error,
+	fn func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error) error {
 	fs := newFlagSet(name, synopsis, stdout)
-	var cf clientFlags
 	cf.register(fs)
 	if extra != nil {
 		extra(fs)
@@ -169,5 +176,5 @@ func clientCommand(name, synopsis string, operands bool, args []string, stdout i
 		return err
 	}
 	defer cl.Close()
-	return cf.timedOut(fn(fs, &cf, cl))
+	return cf.timedOut(fn(fs, cf, cl))
 }

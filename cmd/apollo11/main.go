@@ -63,6 +63,7 @@ func init() {
 		"state-del":   {"delete one shared-state key by hand (--if-version: compare and set)", runStateDel},
 		"types":       {"list the task types: pending, running, paused, executors, slots", runTypes},
 		"schedule":    {"add, list, pause, resume or delete cron schedules that submit tasks", runSchedule},
+		"cluster":     {"show a cluster's members, leader and lag; add or remove members; move the leadership", runCluster},
 	}
 }
 

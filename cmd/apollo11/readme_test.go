@@ -22,6 +22,7 @@ var documented = [][]string{
 	{"stats"}, {"state"}, {"debug"}, {"inspect"}, {"backup"}, {"pipeline", "run", "x.yaml"}, {"pipeline", "status"},
 	{"pause"}, {"resume"}, {"state-set"}, {"state-del"}, {"types"},
 	{"schedule", "add"}, {"schedule", "list"}, {"schedule", "pause"},
+	{"cluster", "status"}, {"cluster", "add"}, {"cluster", "remove"},
 }
 
 var helpFlag = regexp.MustCompile(`^  --(\S+)  \[(\S+)\]$`)

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// clusterUsage names the cluster subcommands (protocol section 8.13).
+const clusterUsage = "Usage: apollo11 cluster status\n" +
+	"       apollo11 cluster add ID RAFT [--non-voter]   (ID: its client address; RAFT: its --raft-listen)\n" +
+	"       apollo11 cluster remove ID\n" +
+	"       apollo11 cluster transfer-leadership [ID]\n" +
+	"Give every member's address to --addr (a,b,c). Run apollo11 cluster add --help (or status --help, ...) for the flags."
+
+// runCluster dispatches the cluster subcommands.
+func runCluster(args []string, stdout, stderr io.Writer) error {
+	return runSubcommands("cluster", clusterUsage, []subcommand{
+		{"status", func(args []string) error { return runClusterStatus(args, stdout) }},
+		{"add", func(args []string) error { return runClusterAdd(args, stdout) }},
+		{"remove", func(args []string) error { return runClusterRemove(args, stdout) }},
+		{"transfer-leadership", func(args []string) error { return runClusterTransfer(args, stdout) }},
+	}, args, stdout, stderr)
+}
+
+// runClusterStatus asks the leader, or a follower when no member leads,
+// so that a cluster without a majority can still be looked at.
+func runClusterStatus(args []string, stdout io.Writer) error {
+	return clientCommandWith(&clientFlags{acceptFollower: true}, "cluster status", "cluster status [flags]", false, args, stdout, nil, nil,
+		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			st, err := cl.ClusterStatus(ctx)
+			if err != nil {
+				return clusterErr(err)
+			}
+			if cf.asJSON {
+				return printJSON(stdout, st)
+			}
+			printClusterStatus(stdout, st)
+			return nil
+		})
+}
+
+func printClusterStatus(w io.Writer, st client.ClusterStatus) {
+	leader := st.Leader
+	if leader == "" {
+		leader = "(none known)"
+	}
+	fmt.Fprintf(w, "answered by %s, %s  leader %s  term %d  commit_index %d  applied_index %d\n",
+		shown(st.ID), shown(st.Role), shown(leader), st.Term, st.CommitIndex, st.AppliedIndex)
+	for _, m := range st.Members {
+		voter := "voter"
+		if !m.Voter {
+			voter = "non-voter"
+		}
+		fmt.Fprintf(w, "member %s  raft %s  %s", shown(m.ID), shown(m.Raft), voter)
+		if m.ID == st.Leader {
+			fmt.Fprint(w, "  leader")
+		}
+		if m.MatchIndex != nil {
+			fmt.Fprintf(w, "  match_index %d", *m.MatchIndex)
+		}
+		if m.Lag != nil {
+			fmt.Fprintf(w, "  lag %d", *m.Lag)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func runClusterAdd(args []string, stdout io.Writer) error {
+	var nonVoter bool
+	extra := func(fs *flag.FlagSet) {
+		fs.BoolVar(&nonVoter, "non-voter", false, "add it as a non-voter: it receives the log but does not vote")
+	}
+	// Operands, not flags: APOLLO11_ID is the executor's id.
+	check := func(fs *flag.FlagSet) error {
+		if fs.NArg() != 2 {
+			return errors.New("want the new member's ID (its client address) and RAFT address")
+		}
+		return firstErr(checkDialAddr("ID", fs.Arg(0)), checkDialAddr("RAFT", fs.Arg(1)))
+	}
+	return clientCommand("cluster add", "cluster add [flags] ID RAFT", true, args, stdout, extra, check,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			id, raft := fs.Arg(0), fs.Arg(1)
+			if err := cl.ClusterAdd(ctx, id, raft, !nonVoter); err != nil {
+				return clusterErr(err)
+			}
+			return clusterDone(stdout, cf, map[string]any{"added": id, "raft": raft, "voter": !nonVoter},
+				"member %s added (raft %s)\n", id, raft)
+		})
+}
+
+func runClusterRemove(args []string, stdout io.Writer) error {
+	check := func(fs *flag.FlagSet) error {
+		if fs.NArg() != 1 {
+			return errors.New("want exactly one member ID")
+		}
+		return checkDialAddr("ID", fs.Arg(0))
+	}
+	return clientCommand("cluster remove", "cluster remove [flags] ID", true, args, stdout, nil, check,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			id := fs.Arg(0)
+			if err := cl.ClusterRemove(ctx, id); err != nil {
+				return clusterErr(err)
+			}
+			return clusterDone(stdout, cf, map[string]any{"removed": id}, "member %s removed\n", id)
+		})
+}
+
+// runClusterTransfer hands the leadership on. The old leader closes its
+// connections as it steps down, which may take its reply. The cluster's
+// status, asked through the new leader, then says whether it moved.
+func runClusterTransfer(args []string, stdout io.Writer) error {
+	check := func(fs *flag.FlagSet) error {
+		switch fs.NArg() {
+		case 0:
+			return nil
+		case 1:
+			return checkDialAddr("ID", fs.Arg(0))
+		}
+		return errors.New("want at most one member ID")
+	}
+	return clientCommand("cluster transfer-leadership", "cluster transfer-leadership [flags] [ID]", true, args, stdout, nil, check,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			before, err := cl.ClusterStatus(ctx)
+			if err != nil {
+				return clusterErr(err)
+			}
+			err = cl.ClusterTransfer(ctx, fs.Arg(0))
+			if err != nil && !errors.Is(err, client.ErrConnectionLost) {
+				return clusterErr(err)
+			}
+			after, serr := cl.ClusterStatus(ctx)
+			switch {
+			case serr != nil && err != nil:
+				return fmt.Errorf("%w; and then: %w", err, serr)
+			case serr != nil:
+				return clusterErr(serr)
+			case after.Leader == before.Leader:
+				return fmt.Errorf("the leader is still %s (the transfer's reply: %v)", shown(after.Leader), err)
+			}
+			return clusterDone(stdout, cf, map[string]any{"old_leader": before.Leader, "leader": after.Leader, "term": after.Term},
+				"leader %s -> %s (term %d)\n", before.Leader, after.Leader, after.Term)
+		})
+}
+
+// clusterDone prints a change's outcome, as JSON or as text.
+func clusterDone(w io.Writer, cf *clientFlags, asJSON map[string]any, format string, args ...any) error {
+	if cf.asJSON {
+		return printJSON(w, asJSON)
+	}
+	_, err := fmt.Fprintf(w, format, args...)
+	return err
+}
+
+// clusterErr says what a main control that is not a cluster member means
+// by unknown_type.
+func clusterErr(err error) error {
+	if client.IsCode(err, wire.CodeUnknownType) {
+		return fmt.Errorf("%w (this main control is not a cluster member: it runs without --raft-listen)", err)
+	}
+	return err
+}
