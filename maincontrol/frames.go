@@ -1,6 +1,7 @@
 package maincontrol
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -14,8 +15,11 @@ import (
 // pass the connection's share (overShare). A burst of small requests with
 // large replies must not make one call buffer unbounded output and stall
 // the loop. Nor may it pile a round's worth on top of a full buffer. It
-// also stops after Config.ReadBudget. One connection's pipelined burst
-// must not hold the core, the ticker and every other connection for
+// also stops once it took Config.ReadChunk of input, a turn's share. A
+// backlog of input is handled a share per turn, as fresh input is. So a
+// quiet client waits for one share per busy connection, not a budget
+// each. And it stops after Config.ReadBudget. One connection's pipelined
+// burst must not hold the core, the ticker and every other connection for
 // seconds. An executor whose heartbeats wait unread behind it would be
 // declared lost. It returns true to read on once its replies are written.
 // It returns false when nothing whole is left, or when only the peer's
@@ -24,7 +28,11 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 	s.core.HoldClock()
 	defer s.core.ReleaseClock()
 	var start time.Time // from the readBudgetCheck-th frame: most rounds are shorter
+	until := cn.flow.consumed + turnShare(s.cfg.ReadChunk)
 	for n := 1; !cn.closing && !cn.dead && !s.stopping; n++ {
+		if cn.flow.consumed >= until {
+			return gc.InboundBuffered() > 0
+		}
 		if s.flow.overShare(cn, len(cn.out)+gc.OutboundBuffered()) {
 			if len(cn.out) == 0 {
 				// Only the peer's reading can change this, and gnet
@@ -86,6 +94,17 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 		_, _ = gc.Discard(n)
 	}
 	return false
+}
+
+// turnShare is the input one turn of a connection handles: what gnet reads
+// from its socket in a turn, ReadChunk rounded as gnet rounds it. A
+// connection with input left is woken, so it handles at least what gnet
+// read before the next read. Its backlog does not grow.
+func turnShare(readChunk int) int {
+	if readChunk <= 1<<10 {
+		return 1 << 10
+	}
+	return 1 << bits.Len(uint(readChunk-1))
 }
 
 // refuseDecode answers a framing or payload error and closes. The peer's
