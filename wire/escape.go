@@ -50,34 +50,38 @@ func keyProblem(k string) string {
 }
 
 // needsEscape reports whether v holds a byte that must be escaped.
-func needsEscape(v string) bool {
+func needsEscape(v string) bool { return escapeIndex(v) >= 0 }
+
+// escapeIndex is the index of v's first byte that must be escaped, or -1.
+func escapeIndex(v string) int {
 	for i := 0; i < len(v); i++ {
 		switch v[i] {
 		case '\\', '\n', '=':
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
-// appendEscaped appends v with `\`, LF and `=` escaped.
+// appendEscaped appends v with `\`, LF and `=` escaped. It copies the runs
+// between escapes whole: error messages escape a `=` or two in a long text.
 func appendEscaped(dst []byte, v string) []byte {
-	if !needsEscape(v) {
-		return append(dst, v...)
-	}
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
+	for {
+		i := escapeIndex(v)
+		if i < 0 {
+			return append(dst, v...)
+		}
+		dst = append(dst, v[:i]...)
+		switch v[i] {
 		case '\\':
 			dst = append(dst, '\\', '\\')
 		case '\n':
 			dst = append(dst, '\\', 'n')
-		case '=':
+		default: // '='
 			dst = append(dst, '\\', 'e')
-		default:
-			dst = append(dst, c)
 		}
+		v = v[i+1:]
 	}
-	return dst
 }
 
 // EscapedLen returns the length of v once escaped.

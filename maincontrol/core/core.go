@@ -72,6 +72,9 @@ type Core struct {
 	lastPeer *peer
 	hsQueue  []hsDeadline
 	waiters  waiterSet
+	// waitRefusals are the texts of waitRoom's two refusals, kept while
+	// their numbers hold: a wait flood past a cap meets them per frame.
+	waitRefusals [2]numText
 	// submitters names the connection of each task not yet ended that
 	// counts against its --max-pending-per-conn share (connquota.go).
 	submitters map[uint64]*peer
