@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/internal/addrlist"
 	"github.com/apollo11/apollo11/internal/backoff"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -47,6 +49,14 @@ type Options struct {
 	// answers as leader. A follower answers only cluster_status. It is
 	// for asking a cluster about itself while it has no leader.
 	AcceptFollower bool
+	// TLS, when set, runs the connection over TLS (the main control's
+	// --tls-cert). Without ServerName the address's host is verified.
+	// Its GetClientCertificate may show a newer certificate at each
+	// connection.
+	TLS *tls.Config
+	// Dial, when set, opens the connection in place of TCP. It is a seam
+	// for tests and for the main control's in-process dashboard.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // ErrAuthRequired is returned by Dial when the main control requires the
@@ -180,9 +190,21 @@ func (c *Client) follow(from, hint string) bool {
 // dialSession connects to addr and completes the handshake.
 func (c *Client) dialSession(ctx context.Context, addr string) (*session, error) {
 	d := net.Dialer{Timeout: c.opts.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	dial := func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	if c.opts.Dial != nil {
+		dial = c.opts.Dial
+	}
+	conn, err := dial(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to %s: %w", addr, err)
+	}
+	if c.opts.TLS != nil {
+		hctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
+		conn, err = tlsfiles.Client(hctx, conn, addr, c.opts.TLS)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	s, err := handshake(ctx, conn, c.opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -77,6 +78,10 @@ type Config struct {
 	// Dial opens the connection to Addr. nil means TCP, bounded by
 	// DialTimeout. It is a seam for tests, Unix sockets or TLS.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// TLS, when set, runs each connection over TLS, after Dial. Without
+	// ServerName the host of Addr is verified. DialTimeout bounds the
+	// dial and the TLS handshake together.
+	TLS *tls.Config
 	// Logger receives the executor's structured logs. nil means
 	// slog.Default().
 	Logger *slog.Logger

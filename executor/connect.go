@@ -10,6 +10,7 @@ import (
 
 	"github.com/apollo11/apollo11/internal/addrlist"
 	"github.com/apollo11/apollo11/internal/backoff"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -107,13 +108,20 @@ func (e *Executor) connectOnce(ctx context.Context, addr string) (registered boo
 }
 
 func (e *Executor) dial(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.DialTimeout)
+	defer cancel()
+	var conn net.Conn
+	var err error
 	if e.cfg.Dial != nil {
-		ctx, cancel := context.WithTimeout(ctx, e.cfg.DialTimeout)
-		defer cancel()
-		return e.cfg.Dial(ctx, addr)
+		conn, err = e.cfg.Dial(ctx, addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", addr)
 	}
-	d := net.Dialer{Timeout: e.cfg.DialTimeout}
-	return d.DialContext(ctx, "tcp", addr)
+	if err != nil || e.cfg.TLS == nil {
+		return conn, err
+	}
+	return tlsfiles.Client(ctx, conn, addr, e.cfg.TLS)
 }
 
 // notLeaderError is a follower's refusal of register (protocol section

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
 )
@@ -121,9 +122,14 @@ type Config struct {
 	TickInterval time.Duration
 	IdleTick     time.Duration
 	HTTPListen   string // Prometheus /metrics and /healthz; "" means off
+	// TLS, when it names a certificate and key, serves the main port
+	// over TLS (tlsterm.go). Its CA then requires a client certificate
+	// that CA signed. Reload reads the files again. Empty is plaintext.
+	TLS tlsfiles.Files
 
 	// PolicyFile holds per-type policies (policyfile.go). It is read at
-	// start and again at each receive from Reload. "" means none.
+	// start and again at each receive from Reload, as are the TLS files.
+	// "" means none.
 	PolicyFile string
 	Reload     <-chan struct{}
 

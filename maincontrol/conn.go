@@ -27,6 +27,9 @@ type conn struct {
 	awaiting, evicted bool
 	prevNew, nextNew  *conn
 	flow              connFlow // the flow control's view of it (flow.go)
+	// origin is the TLS connection this one's plaintext comes from, nil
+	// for a plaintext peer (tlsterm.go).
+	origin *tlsOrigin
 }
 
 // wakeList collects the connections with output or work waiting, to be

@@ -68,6 +68,11 @@ func loopbackAddr(a net.Addr) string {
 func (s *Server) newDashboard() (*dashboard.Dashboard, *dashboard.Loopback) {
 	lb := &dashboard.Loopback{Addr: loopbackAddr(s.acceptor.ln.Addr()),
 		Opts: client.Options{Token: s.cfg.Core.Token, AdminToken: s.cfg.Core.AdminToken, Name: "dashboard", Logger: s.log}}
+	if s.tlsConfig != nil {
+		// Its own port speaks TLS, maybe with client certificates the
+		// main control lacks. It reaches the event loop directly instead.
+		lb.Opts.Dial = s.dialInProcess
+	}
 	host, _, _ := net.SplitHostPort(s.cfg.HTTPListen)
 	d := dashboard.New(dashboard.Options{Source: dashSource{s}, Actor: lb, Token: s.cfg.Core.Token,
 		AdminToken: s.cfg.Core.AdminToken, ListenHost: host, Logger: s.log})

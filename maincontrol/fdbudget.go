@@ -24,18 +24,19 @@ func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 1
 // acceptor waits and tries again. Newcomers then wait unanswered in the
 // listen backlog. Within it, they are refused with a reason (refusal.go),
 // and the log and snapshots keep their descriptors. A limit that leaves
-// fewer than minConns connections is an error.
-func fitMaxConns(maxConns, eventLoops int, limit uint64, log *slog.Logger) (int, error) {
+// fewer than minConns connections is an error. A connection takes
+// perConn descriptors: 1 in plaintext, tlsConnDescriptors over TLS.
+func fitMaxConns(maxConns, perConn, eventLoops int, limit uint64, log *slog.Logger) (int, error) {
 	const minConns = 16
 	reserve := fdReserve(eventLoops)
-	if limit == 0 || uint64(maxConns)+uint64(reserve) <= limit {
+	if limit == 0 || uint64(maxConns)*uint64(perConn)+uint64(reserve) <= limit {
 		return maxConns, nil
 	}
-	if limit < uint64(reserve+minConns) {
+	if limit < uint64(reserve+minConns*perConn) {
 		return 0, fmt.Errorf("the open-file limit %d leaves room for fewer than %d connections (the main control keeps %d descriptors for itself): raise it (ulimit -n, LimitNOFILE=)",
 			limit, minConns, reserve)
 	}
-	fit := int(limit) - reserve
+	fit := (int(limit) - reserve) / perConn
 	level := slog.LevelWarn
 	if maxConns == DefaultMaxConns {
 		// Most hosts' limits are under the default: a warning at every

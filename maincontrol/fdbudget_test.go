@@ -32,7 +32,7 @@ func TestFitMaxConns(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			got, err := fitMaxConns(tc.maxConns, 1, tc.limit, slog.New(slog.NewTextHandler(&logs, nil)))
+			got, err := fitMaxConns(tc.maxConns, 1, 1, tc.limit, slog.New(slog.NewTextHandler(&logs, nil)))
 			if tc.err {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "open-file limit")

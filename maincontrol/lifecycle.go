@@ -165,6 +165,7 @@ func (s *Server) stopAccepting() {
 	if !s.acceptor.close(shutdownGrace) {
 		s.log.Warn("connections being handed to an event loop did not arrive", "waited", shutdownGrace)
 	}
+	s.closeShakes()
 }
 
 // stopLoops stops gnet's event loops, closing every connection. It waits

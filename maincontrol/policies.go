@@ -35,8 +35,8 @@ func (s *Server) loadPolicies() error {
 	return nil
 }
 
-// watchReload reloads the policy file at each receive from Config.Reload
-// until ctx ends.
+// watchReload reloads the policy file and the TLS files at each receive
+// from Config.Reload until ctx ends.
 func (s *Server) watchReload(ctx context.Context) {
 	if s.cfg.Reload == nil {
 		return
@@ -46,7 +46,12 @@ func (s *Server) watchReload(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.cfg.Reload:
-			s.ReloadPolicies()
+			if s.tlsFiles != nil {
+				_ = s.tlsFiles.Reload() // a failure is logged; the old files stay
+			}
+			if s.tlsFiles == nil || s.cfg.PolicyFile != "" {
+				s.ReloadPolicies()
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package maincontrol
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/maincontrol/dashboard"
 	"github.com/apollo11/apollo11/snapshot"
@@ -45,6 +47,13 @@ type Server struct {
 	refusals refusalLog
 	unauth   unauthQueue // connections awaiting their handshake (unauth.go)
 	evicting int         // connections evicted from unauth, not yet closed
+
+	// TLS on the main port (tlsterm.go); tlsConfig nil means plaintext.
+	tlsFiles    *tlsfiles.Loader
+	tlsConfig   *tls.Config
+	shakes      shakeQueue     // connections in their TLS handshake
+	terminating sync.WaitGroup // TLS handshakes under way
+	tlsLog      tlsFailureLog
 
 	loops     *gnet.Client
 	acceptor  *acceptor
@@ -90,6 +99,9 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.core = c
+	if err := s.loadTLS(); err != nil {
+		return nil, err
+	}
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
@@ -143,7 +155,11 @@ func (s *Server) recover() error {
 }
 
 func (s *Server) serve(ctx context.Context) error {
-	maxConns, err := fitMaxConns(s.cfg.MaxConns, s.cfg.EventLoops, openFileLimit(), s.log)
+	perConn := 1
+	if s.tlsConfig != nil {
+		perConn = tlsConnDescriptors
+	}
+	maxConns, err := fitMaxConns(s.cfg.MaxConns, perConn, s.cfg.EventLoops, openFileLimit(), s.log)
 	if err != nil {
 		s.closeStore()
 		return err
@@ -155,7 +171,11 @@ func (s *Server) serve(ctx context.Context) error {
 		s.closeStore()
 		return fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
 	}
-	s.acceptor = newAcceptor(ln, s.log, s.handOver)
+	handOver := s.handOver
+	if s.tlsConfig != nil {
+		handOver = s.handOverTLS
+	}
+	s.acceptor = newAcceptor(ln, s.log, handOver)
 	// A gnet Client, not a gnet server. Its event loops serve the
 	// connections the acceptor enrolls, and it listens on nothing.
 	// accept.go says why.
@@ -235,10 +255,14 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	s.nextPeer++
 	cn := &conn{id: s.nextPeer, gc: gc}
+	remote := remoteString(gc)
+	if o, ok := gc.Context().(*tlsOrigin); ok {
+		cn.origin, remote = o, o.remote
+	}
 	s.gate.conns[cn.id] = cn
 	s.unauth.push(cn)
 	gc.SetContext(cn)
-	s.core.OpenFrom(cn.id, remoteString(gc))
+	s.core.OpenFrom(cn.id, remote)
 	s.wantTick()
 	out, _ := s.takeOutput(cn)
 	wakes := s.wakes.take(cn)
@@ -266,6 +290,9 @@ func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
 	wakes := s.wakes.take(nil)
 	s.mu.Unlock()
 	wake(wakes)
+	if cn.origin != nil {
+		cn.origin.lastWords(s.cfg.OutboundGrace)
+	}
 	return gnet.None
 }
 

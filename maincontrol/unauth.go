@@ -12,7 +12,8 @@ import (
 // many descriptors, each for at most the handshake timeout. A newcomer is
 // refused only when every connection has passed its handshake. It is
 // pushed out only by as many others arriving after it. An honest
-// handshake takes one round trip.
+// handshake takes one round trip. A connection still in its TLS
+// handshake counts as one awaiting its handshake (tlsterm.go).
 
 // unauthQueue lists the connections awaiting their handshake, oldest
 // first, linked through conn.prevNew and conn.nextNew. Adding, removing
@@ -55,8 +56,11 @@ func (q *unauthQueue) remove(cn *conn) {
 // reached, it first closes the connection longest in its handshake. It
 // runs with s.mu held.
 func (s *Server) makeRoom() bool {
-	full := len(s.gate.conns)-s.evicting >= s.cfg.MaxConns
-	if !full && s.unauth.n < s.cfg.MaxUnauthConns {
+	full := len(s.gate.conns)-s.evicting+s.shakes.n >= s.cfg.MaxConns
+	if !full && s.unauth.n+s.shakes.n < s.cfg.MaxUnauthConns {
+		return true
+	}
+	if s.evictShake() { // one in its TLS handshake is the earliest stage
 		return true
 	}
 	victim := s.unauth.head
