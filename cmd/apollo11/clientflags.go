@@ -27,6 +27,7 @@ type clientFlags struct {
 	asJSON         bool
 	timeout        time.Duration
 	reconnect      time.Duration
+	tls            tlsPeerFlags
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of text")
 	durationVar(fs, &c.timeout, "request-timeout", 30*time.Second, "time allowed to connect and get a reply (not the wait of submit --wait)")
 	durationVar(fs, &c.reconnect, "reconnect-timeout", time.Minute, "how long to keep reconnecting when the connection is lost; --wait and safe requests go on after it (0: do not reconnect)")
+	c.tls.register(fs)
 }
 
 // check refuses what would fail every request. That is a
@@ -73,9 +75,13 @@ func (c *clientFlags) dial() (*client.Client, error) {
 			return nil, fmt.Errorf("--admin-token-file: %w", err)
 		}
 	}
+	tlsConf, err := c.tls.config(slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	cl, err := client.Dial(ctx, c.addrs[0], client.Options{Token: token, AdminToken: adminToken, Name: "apollo11-cli",
+	cl, err := client.Dial(ctx, c.addrs[0], client.Options{Token: token, AdminToken: adminToken, Name: "apollo11-cli", TLS: tlsConf,
 		Addrs: c.addrs[1:], AcceptFollower: c.acceptFollower,
 		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler),
 		Reconnect: client.Reconnect{Off: c.reconnect == 0, GiveUpAfter: c.reconnect}})

@@ -30,6 +30,9 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.LogDropped = sink.Dropped
+	if !cfg.TLS.Empty() {
+		return usageError(errors.New("dev's executors dial its main port in plaintext: --tls-cert, --tls-key and --tls-client-ca are for maincontrol"))
+	}
 	// Every setting is checked, and the executors built, before the main
 	// control starts. A bad --executor-slots must not be found after it
 	// has opened the data dir and is listening.

@@ -26,6 +26,7 @@ type executorFlags struct {
 	slots, execMaxOutput                     int
 	drainTimeout                             time.Duration
 	allowExec                                bool
+	tls                                      tlsPeerFlags
 	log                                      logFlags
 }
 
@@ -55,6 +56,7 @@ func (f *executorFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowExec, "allow-exec", false, "allow the exec task type to run programs (off by default)")
 	fs.StringVar(&f.execAllow, "exec-allow", "", "comma-separated absolute paths of the programs exec may run")
 	fs.IntVar(&f.execMaxOutput, "exec-max-output", builtin.DefaultMaxOutput, "bytes of stdout and of stderr an exec task keeps")
+	f.tls.register(fs)
 	f.log.register(fs)
 }
 
@@ -81,6 +83,11 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 		warnToken(logger, f.tokenFile, tok)
 		cfg.Token = tok
 	}
+	tlsConf, err := f.tls.config(logger)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.TLS = tlsConf
 	var allow []string
 	for _, p := range strings.Split(f.execAllow, ",") {
 		if p == "" {
