@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 	"time"
@@ -52,8 +53,8 @@ func statUint(m *wire.Message, k string) uint64 {
 }
 
 // waitExecutors polls stats until at least n executors are registered.
-func waitExecutors(ctx context.Context, addr string, token []byte, n int) error {
-	fc, err := dialClient(addr, token, "apollo11-bench", 10*time.Second)
+func waitExecutors(ctx context.Context, addr string, tlsConf *tls.Config, token []byte, n int) error {
+	fc, err := dialClient(addr, tlsConf, token, "apollo11-bench", 10*time.Second)
 	if err != nil {
 		return err
 	}

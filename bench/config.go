@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,10 @@ type Config struct {
 	// It gives its CPU and memory. 0 leaves them out.
 	PID   int
 	Token []byte // shared token when the main control has auth on
+	// TLS runs the harness's connections over TLS, for a main control
+	// with --tls-cert (given in MainControlArgs when started). nil:
+	// plaintext. Only raw executors take it.
+	TLS *tls.Config
 
 	// Settings of a main control the harness starts (Addr == "").
 	Binary          string   // apollo11 binary; "" is DefaultBinary

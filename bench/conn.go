@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/wire"
 )
 
@@ -120,18 +123,28 @@ func (f *frameConn) write(b []byte) error {
 var ErrRefused = errors.New("main control refused")
 
 // dialWelcome connects and reads the welcome frame, returning the nonce.
-func dialWelcome(addr string, timeout time.Duration) (*frameConn, string, error) {
-	return dialWelcomeSize(addr, timeout, readChunk)
+// A non-nil tlsConf runs the connection over TLS.
+func dialWelcome(addr string, tlsConf *tls.Config, timeout time.Duration) (*frameConn, string, error) {
+	return dialWelcomeSize(addr, tlsConf, timeout, readChunk)
 }
 
 // dialWelcomeSize is dialWelcome with a read buffer of size bytes.
-func dialWelcomeSize(addr string, timeout time.Duration, size int) (*frameConn, string, error) {
+func dialWelcomeSize(addr string, tlsConf *tls.Config, timeout time.Duration, size int) (*frameConn, string, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, "", err
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if tlsConf != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		tc, err := tlsfiles.Client(ctx, c, addr, tlsConf)
+		cancel()
+		if err != nil {
+			return nil, "", err
+		}
+		c = tc
 	}
 	f := newFrameConnSize(c, size)
 	_ = c.SetDeadline(time.Now().Add(timeout))
@@ -150,8 +163,8 @@ func dialWelcomeSize(addr string, timeout time.Duration, size int) (*frameConn, 
 }
 
 // dialClient connects as a client (hello) and returns the connection.
-func dialClient(addr string, token []byte, name string, timeout time.Duration) (*frameConn, error) {
-	f, nonce, err := dialWelcome(addr, timeout)
+func dialClient(addr string, tlsConf *tls.Config, token []byte, name string, timeout time.Duration) (*frameConn, error) {
+	f, nonce, err := dialWelcome(addr, tlsConf, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +182,8 @@ func dialClient(addr string, token []byte, name string, timeout time.Duration) (
 
 // dialExecutor connects as an executor and returns the connection and the
 // announced heartbeat interval.
-func dialExecutor(addr string, token []byte, id string, types []string, slots int, timeout time.Duration, bufSize int) (*frameConn, time.Duration, error) {
-	f, nonce, err := dialWelcomeSize(addr, timeout, bufSize)
+func dialExecutor(addr string, tlsConf *tls.Config, token []byte, id string, types []string, slots int, timeout time.Duration, bufSize int) (*frameConn, time.Duration, error) {
+	f, nonce, err := dialWelcomeSize(addr, tlsConf, timeout, bufSize)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -79,6 +80,7 @@ type ExecutorOptions struct {
 	Slots   int
 	Mode    ExecMode
 	Token   []byte
+	TLS     *tls.Config   // nil: plaintext
 	Timeout time.Duration // for the handshake; default 10 s
 	Start   time.Time     // origin of the per-second timeline
 	// BufSize is the read buffer in bytes (default 256 KiB).
@@ -100,7 +102,7 @@ func DialExecutor(o ExecutorOptions) (*RawExecutor, error) {
 	if o.BufSize == 0 {
 		o.BufSize = readChunk
 	}
-	fc, hb, err := dialExecutor(o.Addr, o.Token, o.ID, o.Types, o.Slots, o.Timeout, o.BufSize)
+	fc, hb, err := dialExecutor(o.Addr, o.TLS, o.Token, o.ID, o.Types, o.Slots, o.Timeout, o.BufSize)
 	if err != nil {
 		return nil, fmt.Errorf("executor %s: cannot register: %w", o.ID, err)
 	}

@@ -87,7 +87,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (*FailoverReport, erro
 		return nil, err
 	}
 	defer mc.Close()
-	client, err := dialClient(mc.Addr, token, "apollo11-bench-failover", 10*time.Second)
+	client, err := dialClient(mc.Addr, nil, token, "apollo11-bench-failover", 10*time.Second)
 	if err != nil {
 		return nil, err
 	}

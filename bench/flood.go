@@ -144,7 +144,7 @@ func runFlood(ctx context.Context, cfg FloodConfig, t *target, token []byte) (*F
 // They stay idle until measure uses them.
 // So alone and under the flood, the main control holds the same connections.
 func (f *flood) dial(addr string, token []byte) error {
-	fc, err := dialClient(addr, token, "apollo11-bench-flood-witness", 10*time.Second)
+	fc, err := dialClient(addr, nil, token, "apollo11-bench-flood-witness", 10*time.Second)
 	if err != nil {
 		return fmt.Errorf("witness: %w", err)
 	}
@@ -155,7 +155,7 @@ func (f *flood) dial(addr string, token []byte) error {
 		return err
 	}
 	for i := range f.cfg.Flooders {
-		fc, err := dialClient(addr, token, "apollo11-bench-flood", 10*time.Second)
+		fc, err := dialClient(addr, nil, token, "apollo11-bench-flood", 10*time.Second)
 		if err != nil {
 			return fmt.Errorf("flooder %d: %w", i, err)
 		}

@@ -128,7 +128,7 @@ func RunPending(ctx context.Context, cfg PendingConfig) (*PendingReport, error) 
 
 // pendingCount asks for stats and returns tasks.pending.
 func pendingCount(addr string, token []byte) (uint64, error) {
-	fc, err := dialClient(addr, token, "apollo11-bench", 10*time.Second)
+	fc, err := dialClient(addr, nil, token, "apollo11-bench", 10*time.Second)
 	if err != nil {
 		return 0, err
 	}

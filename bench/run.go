@@ -24,7 +24,7 @@ func openTarget(ctx context.Context, cfg *Config) (*target, error) {
 		return &target{addr: cfg.Addr, pid: cfg.PID}, nil
 	}
 	mc, err := StartMainControl(ctx, MainControlOptions{Binary: cfg.Binary, Fsync: cfg.Fsync,
-		DataDir: cfg.DataDir, Args: cfg.MainControlArgs})
+		DataDir: cfg.DataDir, Args: cfg.MainControlArgs, TLS: cfg.TLS})
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func startFleet(ctx context.Context, cfg Config, t *target, label string) (*flee
 			continue
 		}
 		e, err := DialExecutor(ExecutorOptions{Addr: t.addr, ID: id, Types: []string{cfg.TaskType},
-			Slots: cfg.Slots, Token: cfg.Token})
+			Slots: cfg.Slots, Token: cfg.Token, TLS: cfg.TLS})
 		if err != nil {
 			f.close()
 			return nil, err
@@ -114,7 +114,7 @@ func startFleet(ctx context.Context, cfg Config, t *target, label string) (*flee
 		f.raw = append(f.raw, e)
 	}
 	if len(f.procs) > 0 {
-		if err := waitExecutors(ectx, t.addr, cfg.Token, len(f.procs)); err != nil {
+		if err := waitExecutors(ectx, t.addr, cfg.TLS, cfg.Token, len(f.procs)); err != nil {
 			f.close()
 			return nil, err
 		}
@@ -217,7 +217,7 @@ func runOnce(ctx context.Context, cfg Config, t *target, phase string) (*Report,
 		}
 	}()
 	for i := range conns {
-		if conns[i], err = dialClient(t.addr, cfg.Token, "apollo11-bench", 10*time.Second); err != nil {
+		if conns[i], err = dialClient(t.addr, cfg.TLS, cfg.Token, "apollo11-bench", 10*time.Second); err != nil {
 			return nil, fmt.Errorf("producer %d: %w", i, err)
 		}
 	}

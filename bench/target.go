@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,7 +26,8 @@ type MainControlOptions struct {
 	// The three last use DataDir, or a temp dir removed at Stop.
 	Fsync   string
 	DataDir string
-	Args    []string // more maincontrol flags
+	Args    []string    // more maincontrol flags
+	TLS     *tls.Config // for the readiness check when Args turn TLS on
 	Ready   time.Duration
 }
 
@@ -167,7 +169,7 @@ func (m *MainControl) Start(ctx context.Context) (time.Duration, error) {
 func (m *MainControl) waitReady(ctx context.Context) (time.Duration, error) {
 	deadline := time.Now().Add(m.opts.Ready)
 	for {
-		if fc, _, err := dialWelcome(m.Addr, time.Second); err == nil {
+		if fc, _, err := dialWelcome(m.Addr, m.opts.TLS, time.Second); err == nil {
 			took := time.Since(m.started)
 			fc.c.Close()
 			return took, nil

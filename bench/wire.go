@@ -348,7 +348,7 @@ func (rep *WireReport) cancelCreated(cfg WireConfig) {
 		})
 	}()
 	timeout := max(cfg.Timeout, 5*time.Second) // the run is over: no hurry, but no hang either
-	fc, err := dialClient(cfg.Addr, cfg.Token, "apollo11-bench-wire", timeout)
+	fc, err := dialClient(cfg.Addr, nil, cfg.Token, "apollo11-bench-wire", timeout)
 	if err != nil {
 		rep.CleanupError = "cannot connect to cancel the tasks the probes created: " + err.Error()
 		return

@@ -131,7 +131,7 @@ func (rep *WireReport) finish() {
 
 // checkAlive asks for stats on a fresh connection.
 func (rep *WireReport) checkAlive(cfg WireConfig) {
-	fc, err := dialClient(cfg.Addr, cfg.Token, "apollo11-bench-wire", cfg.Timeout)
+	fc, err := dialClient(cfg.Addr, nil, cfg.Token, "apollo11-bench-wire", cfg.Timeout)
 	if err == nil {
 		defer fc.c.Close()
 		var m *wire.Message

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apollo11/apollo11/bench"
 	"github.com/apollo11/apollo11/internal/cli"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 )
 
 // setHarnessProcs sets the load harness's GOMAXPROCS, with 0 for Go's
@@ -57,6 +58,10 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cli.DurationVar(fs, &cfg.Drain, "drain", 30*time.Second, "how long to wait for the last tasks after the last submit")
 	fs.StringVar(&plot, "plot", "", "draw latency percentiles and throughput over time to FILE.svg")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the harness: 1 leaves the other cores to the main control; 0 is Go's default (one per CPU), for hosts where one core cannot drive it")
+	var tlsFiles tlsfiles.Files
+	fs.StringVar(&tlsFiles.CA, "tls-ca", "", "CA bundle (PEM) that verifies the main control's TLS certificate: the run's connections use TLS (a started one needs --tls-cert in --maincontrol-args)")
+	fs.StringVar(&tlsFiles.Cert, "tls-cert", "", "client certificate (PEM) of the run's connections, for a main control with --tls-client-ca")
+	fs.StringVar(&tlsFiles.Key, "tls-key", "", "private key (PEM) of --tls-cert")
 	if err := app.Parse(fs, args); err != nil {
 		return err
 	}
@@ -92,6 +97,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.Token, err = c.token(); err != nil {
 		return err
+	}
+	if !tlsFiles.Empty() {
+		l, err := tlsfiles.Load(tlsFiles, nil)
+		if err != nil {
+			return err
+		}
+		cfg.TLS = l.ClientConfig("")
 	}
 	if cfg.Executors == 0 {
 		cfg.Executors = -1 // none: the library reads 0 as its default
