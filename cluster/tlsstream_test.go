@@ -52,7 +52,7 @@ func (f *countFSM) count() int {
 	return f.n
 }
 func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, fmt.Errorf("no snapshots here") }
-func (f *countFSM) Restore(io.ReadCloser) error       { return fmt.Errorf("no snapshots here") }
+func (f *countFSM) Restore(io.ReadCloser) error         { return fmt.Errorf("no snapshots here") }
 
 // TestTLSStreamLayer_RaftClusterOverMutualTLS: three raft members whose
 // transport is the TLS stream layer elect a leader and replicate an entry
