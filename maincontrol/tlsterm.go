@@ -123,10 +123,10 @@ func (s *Server) handOverTLS(c net.Conn) error {
 		return c.Close()
 	}
 	s.shakes.push(sh)
+	s.terminating.Add(1) // under s.mu, so closeShakes cannot Wait before it
 	wakes := s.wakes.take(nil)
 	s.mu.Unlock()
 	wake(wakes)
-	s.terminating.Add(1)
 	go func() {
 		tc, plain := s.terminate(sh)
 		s.terminating.Done()
