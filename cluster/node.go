@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/apollo11/apollo11/cluster/logstore"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 )
 
 // Defaults chosen for loopback and a LAN: a follower calls an election
@@ -95,8 +96,12 @@ type Config struct {
 	SnapshotThreshold uint64
 	// Stores opens the log and stable stores in Dir; nil: LogStores.
 	Stores func(dir string) (Stores, error)
-	// Stream carries Raft's traffic; nil: plain TCP on RaftAddr.
+	// Stream carries Raft's traffic; nil: TLS when TLS is set, else
+	// plain TCP on RaftAddr.
 	Stream raft.StreamLayer
+	// TLS, when Stream is nil, runs Raft's traffic over mutual TLS on
+	// RaftAddr (tlsstream.go). Its files need a certificate, key and CA.
+	TLS *tlsfiles.Loader
 	Logger *slog.Logger
 }
 
@@ -210,6 +215,13 @@ func Start(cfg Config, app App) (*Node, error) {
 
 func (n *Node) openTransport(rc *raft.Config) error {
 	stream := n.cfg.Stream
+	if stream == nil && n.cfg.TLS != nil {
+		ts, err := NewTLSStreamLayer(n.cfg.RaftAddr, nil, n.cfg.TLS)
+		if err != nil {
+			return err
+		}
+		stream = ts
+	}
 	if stream == nil {
 		tcp, err := newTCPStream(n.cfg.RaftAddr)
 		if err != nil {
