@@ -101,7 +101,7 @@ type Config struct {
 	Stream raft.StreamLayer
 	// TLS, when Stream is nil, runs Raft's traffic over mutual TLS on
 	// RaftAddr (tlsstream.go). Its files need a certificate, key and CA.
-	TLS *tlsfiles.Loader
+	TLS    *tlsfiles.Loader
 	Logger *slog.Logger
 }
 
