@@ -149,6 +149,10 @@ type Config struct {
 	OnTick func()
 	// OnStopping, if set, is called when a graceful stop begins.
 	OnStopping func()
+	// OnIdleSnapshot, if set, is called once a snapshot is written while
+	// no change came since it began. It runs on the snapshot's goroutine.
+	// The daemon then drops the pages of its binary the snapshot used.
+	OnIdleSnapshot func()
 }
 
 // ErrConfig wraps configuration errors.

@@ -74,6 +74,7 @@ func (s *Server) startSnapshot(duty float64) {
 		if err == nil {
 			s.snap.last, s.snap.lastLSN = snap, lsn
 		}
+		idle := s.gate.unsnapped == 0 && !s.stopping
 		s.mu.Unlock()
 		s.metrics.SnapshotDone(err)
 		if err != nil {
@@ -81,6 +82,9 @@ func (s *Server) startSnapshot(duty float64) {
 			return
 		}
 		s.log.Debug("snapshot written", "lsn", lsn, "tasks", snap.Tasks(), "took", time.Since(start).Round(time.Millisecond))
+		if idle && s.cfg.OnIdleSnapshot != nil {
+			s.cfg.OnIdleSnapshot()
+		}
 	}()
 }
 

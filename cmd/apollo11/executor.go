@@ -170,7 +170,7 @@ func runExecutor(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go stopOnSignals(cancel, ex.Stop, logger)
-	go keepFootprint(ctx, logger)
+	go keepFootprint(ctx, logger, nil)
 	return ex.Run(ctx)
 }
 
@@ -216,9 +216,9 @@ func checkPrograms(allow []string) error {
 
 // keepFootprint drops the pages of the binary an idle daemon no longer
 // uses. It does so 3 s after the start, when startup is over, then every
-// minute.
-func keepFootprint(ctx context.Context, log *slog.Logger) {
-	footprint.Keep(ctx, 3*time.Second, time.Minute, func(err error) {
+// minute, and at each receive from now.
+func keepFootprint(ctx context.Context, log *slog.Logger, now <-chan struct{}) {
+	footprint.Keep(ctx, 3*time.Second, time.Minute, now, func(err error) {
 		if err != nil {
 			log.Warn("cannot release the unused pages of the binary", "err", err)
 			return

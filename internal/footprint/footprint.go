@@ -15,9 +15,12 @@ import (
 // Keep calls Release once first has passed, as startup is over by then.
 // It then calls it every every, until ctx ends. So a burst of work (a
 // snapshot, a query, a task) leaves its pages mapped no longer than that.
-// report gets the first call's outcome (nil when released). It also gets
-// a later failure, after which Keep stops. Failing costs only memory.
-func Keep(ctx context.Context, first, every time.Duration, report func(error)) {
+// A receive from now releases at once and starts the wait again. The
+// daemon sends one after a burst it knows has ended, such as an idle
+// snapshot. A nil now never receives. report gets the first call's
+// outcome (nil when released). It also gets a later failure, after which
+// Keep stops. Failing costs only memory.
+func Keep(ctx context.Context, first, every time.Duration, now <-chan struct{}, report func(error)) {
 	t := time.NewTimer(first)
 	defer t.Stop()
 	for n := 0; ; n++ {
@@ -25,6 +28,7 @@ func Keep(ctx context.Context, first, every time.Duration, report func(error)) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-now:
 		}
 		err := Release()
 		if n == 0 || err != nil {

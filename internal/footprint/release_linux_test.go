@@ -1,12 +1,16 @@
 package footprint
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/internal/patience"
 )
 
 // rssFile reads this process's resident file pages, in kB.
@@ -43,4 +47,25 @@ func TestParseRange(t *testing.T) {
 		_, _, ok := parseRange(bad)
 		require.False(t, ok, bad)
 	}
+}
+
+// A receive from now releases at once, long before the first wait ends.
+func TestKeep_ReleasesWhenTold(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	now := make(chan struct{})
+	reports := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Keep(ctx, time.Hour, time.Hour, now, func(err error) { reports <- err })
+	}()
+	now <- struct{}{}
+	select {
+	case err := <-reports:
+		require.NoError(t, err)
+	case <-time.After(patience.Scale(30 * time.Second)):
+		t.Fatal("no release after a receive from now")
+	}
+	cancel()
+	<-done
 }
