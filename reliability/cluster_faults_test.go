@@ -135,6 +135,7 @@ func probeSubmit(t *testing.T, lab *netLab, addrs []string, l *clusterLoad, key 
 	c := newClusterClient(lab, addrs, l.clients, l.hist)
 	l.clients++
 	defer c.drop()
+	l.counts.submits.Add(1)
 	for ctx.Err() == nil {
 		if _, ok := c.submit(ctx, key); ok {
 			return time.Now()
