@@ -8,4 +8,10 @@ import (
 )
 
 // TestMain removes the binary the process tests build (testbin.Main).
-func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+// As a child of BenchmarkRestore it restores a data dir and exits.
+func TestMain(m *testing.M) {
+	if restoreChild() {
+		return
+	}
+	os.Exit(testbin.Main(m))
+}
