@@ -404,3 +404,36 @@ func TestIncremental_FlippedVersionFallsBack(t *testing.T) {
 		require.Equal(t, ms[0].LSN, lsn, which)
 	}
 }
+
+// TestStore_ReplaySize checks that ReplaySize counts the snapshot's
+// manifest and parts and the log after them, and no older log.
+func TestStore_ReplaySize(t *testing.T) {
+	dir := t.TempDir()
+	opts, _ := testOptions(dir)
+	opts.SegmentBytes = 4096 // the log before the snapshot is in segments of its own
+	sum := func(files []string) (n int64) {
+		for _, f := range files {
+			n += fileSize(t, filepath.Join(dir, f))
+		}
+		return n
+	}
+	w := startIncr(t, opts)
+	appendN(t, w.s, 2000)
+	cur := newKV(6)
+	for range 1000 {
+		cur.entries[cur.nextKey] = strings.Repeat("x", 100)
+		cur.nextKey++
+	}
+	require.NoError(t, w.write(cur))
+	old := sum(segments(t, dir))
+	lsn := appendN(t, w.s, 5)
+	waitDurable(t, w.s, lsn)
+	w.close()
+	snaps, logs := sum(snapshots(t, dir)), sum(segments(t, dir))
+	require.Greater(t, snaps, int64(100_000))
+	s := MustOpen(t, opts)
+	defer s.Close()
+	got := s.ReplaySize()
+	assert.Greater(t, got, snaps, "the records after the snapshot count")
+	assert.LessOrEqual(t, got, snaps+logs-old+4096, "the segments before the snapshot do not count")
+}

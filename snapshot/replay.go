@@ -96,3 +96,28 @@ func (s *Store) readLogAfter(after uint64, record func(lsn uint64, payload []byt
 	}
 	return nil
 }
+
+// ReplaySize is the number of bytes Replay reads: the snapshot it loads
+// and the log segments with records after it. A caller sizes its memory
+// for the replay by it.
+func (s *Store) ReplaySize() int64 {
+	var n int64
+	var after uint64
+	if b := s.base; b != nil {
+		n = b.size
+		after = b.lsn
+		if s.baseIdx != nil {
+			for _, p := range s.baseIdx.parts {
+				n += p.size
+			}
+		}
+	}
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	for _, seg := range s.segs {
+		if seg.last > after {
+			n += seg.size
+		}
+	}
+	return n
+}
