@@ -3,7 +3,10 @@ package core
 // The varint and length-prefixed primitives that records are written and
 // read with (see records.go for the rules of the format).
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 type enc struct{ b []byte }
 
@@ -25,13 +28,34 @@ type dec struct {
 	err error
 	// names, when set, interns the strings name reads. The records of
 	// a restart then share one copy of each task type and executor id.
+	// Its blocks also hold the other strings of those records.
 	names *interner
 }
 
-// interner hands out one string for each name it has seen.
+// interner hands out one string for each name it has seen. It copies
+// other strings into shared blocks: one allocation for many strings.
 type interner struct {
-	last string // the name asked for last: most records repeat it
-	m    map[string]string
+	last  string // the name asked for last: most records repeat it
+	m     map[string]string
+	block []byte // the block that strings are copied into now
+}
+
+// strBlock is the size of a block of strings. A block lives while any of
+// its strings does. So a restart's memory stays bounded by what it loaded.
+const strBlock = 16 << 10
+
+// copy returns b as a string in the current block. A long one gets an
+// allocation of its own, so that a block wastes little at its end.
+func (in *interner) copy(b []byte) string {
+	if len(b) == 0 || len(b) > strBlock/8 {
+		return string(b)
+	}
+	if len(in.block)+len(b) > cap(in.block) {
+		in.block = make([]byte, 0, strBlock)
+	}
+	// The bytes are never written again: later strings go after them.
+	in.block = append(in.block, b...)
+	return unsafe.String(&in.block[len(in.block)-len(b)], len(b))
 }
 
 // maxInterned bounds the names an interner keeps. Past it, they are
@@ -115,7 +139,12 @@ func (d *dec) s() string {
 		d.fail()
 		return ""
 	}
-	v := string(d.b[:n])
+	var v string
+	if d.names != nil {
+		v = d.names.copy(d.b[:n])
+	} else {
+		v = string(d.b[:n])
+	}
 	d.b = d.b[n:]
 	return v
 }
