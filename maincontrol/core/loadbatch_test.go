@@ -169,3 +169,25 @@ func TestLoadBatch_ChunksReadyOnce(t *testing.T) {
 	require.Equal(t, a, b)
 	assert.Equal(t, unsafe.StringData(a), unsafe.StringData(b))
 }
+
+// TestInterner_CopySharesBlocks checks that a restart's decoder copies
+// short strings into shared blocks, one allocation for many, and that a
+// string keeps its bytes as later ones fill its block.
+func TestInterner_CopySharesBlocks(t *testing.T) {
+	var in interner
+	arg := []byte("arg.p=" + string(make([]byte, 100)))
+	allocs := testing.AllocsPerRun(1000, func() { _ = in.copy(arg) })
+	assert.Less(t, allocs, 0.05, "allocations per 106-byte string")
+
+	in = interner{}
+	buf := []byte("first")
+	first := in.copy(buf)
+	buf[0] = 'X' // the decoder's buffer is reused
+	for i := range 1000 {
+		require.Equal(t, strconv.Itoa(i), in.copy([]byte(strconv.Itoa(i))))
+	}
+	assert.Equal(t, "first", first)
+	long := make([]byte, strBlock)
+	assert.Len(t, in.copy(long), strBlock, "a long string is copied whole")
+	assert.Empty(t, in.copy(nil))
+}
