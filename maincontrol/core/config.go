@@ -107,6 +107,11 @@ type Config struct {
 
 	Observer Observer // metrics; nil: none
 
+	// Cluster makes this main control a cluster member (protocol 8.13):
+	// it serves only while SetRole says it leads. nil: a single main
+	// control, which does not speak the cluster group.
+	Cluster Cluster
+
 	// Unlogged says nothing keeps the change log, as in a main control
 	// without a data dir. Changes are still checked and applied, but not
 	// encoded, and Effects.Record is not called. Encoding them would cost a

@@ -127,6 +127,11 @@ type Core struct {
 	// earliest time, in ms, one of them needs the tick.
 	scheds    map[string]*schedule
 	schedWake int64
+
+	// role and leader: a cluster member's Raft role and the leader's id
+	// (cluster.go). A single main control stays RoleLeader.
+	role   Role
+	leader string
 }
 
 type peerKind uint8
@@ -276,7 +281,11 @@ func (c *Core) OpenFrom(id PeerID, remote string) {
 		b.StrK(kAuth, "none")
 	}
 	b.UintK(kMaxFrame, uint64(c.cfg.MaxFrame))
-	b.StrK(kFeatures, featureList)
+	if c.cfg.Cluster != nil {
+		b.StrK(kFeatures, clusterFeatureList)
+	} else {
+		b.StrK(kFeatures, featureList)
+	}
 	c.greet(id, &b)
 }
 
@@ -324,6 +333,9 @@ func (c *Core) Handle(id PeerID, m *wire.Message) {
 		p.exec.lastSeen = c.now()
 		c.executorMessage(p, m)
 	}
+	if !c.serving() {
+		return // a follower makes no records: the leader's come by replay
+	}
 	c.settleRuns()
 	c.dispatchDirty()
 }
@@ -336,6 +348,12 @@ func (c *Core) Tick() {
 	}
 	now := c.now()
 	c.refreshDebug()
+	if !c.serving() {
+		// Only the leader's timeouts, retries and schedules fire.
+		c.expireHandshakes(now)
+		c.compactRunsDirty()
+		return
+	}
 	c.refillDones()
 	c.flushDones()
 	c.expireHandshakes(now)

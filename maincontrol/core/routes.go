@@ -73,10 +73,20 @@ func (c *Core) clientMessage(p *peer, m *wire.Message) {
 		c.refuseType(p, m)
 		return
 	}
-	if req, ok := c.reqOf(p, m); ok {
-		h(c, p, m, req)
+	req, ok := c.reqOf(p, m)
+	if !ok {
+		return
 	}
+	if !c.serving() && !clusterKinds[m.Kind()] {
+		c.notLeader(p, req)
+		return
+	}
+	h(c, p, m, req)
 }
+
+// clusterKinds answer on every member (clusterRequest says how).
+var clusterKinds = map[wire.Kind]bool{wire.KindClusterStatus: true, wire.KindClusterAdd: true,
+	wire.KindClusterRemove: true, wire.KindClusterTransfer: true}
 
 // executorMessage routes an executor's message through executorHandlers.
 func (c *Core) executorMessage(p *peer, m *wire.Message) {

@@ -87,6 +87,7 @@ func (c *Core) hello(p *peer, m *wire.Message, req string) {
 	if admin {
 		b.BoolK(kAdmin, true)
 	}
+	c.helloRole(&b)
 	c.greet(p.id, &b)
 }
 
@@ -107,6 +108,12 @@ func validExecutorID(id string) bool {
 }
 
 func (c *Core) register(p *peer, m *wire.Message) {
+	if !c.serving() {
+		// Executors register with the leader only (protocol 8.13).
+		c.notLeader(p, "")
+		c.closePeer(p)
+		return
+	}
 	id, ok := m.Get("executor_id")
 	if !ok {
 		c.badRequest(p, "", wire.MissingKey("executor_id"))
