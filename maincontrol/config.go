@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apollo11/apollo11/cluster"
 	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
@@ -132,6 +133,21 @@ type Config struct {
 	// "" means none.
 	PolicyFile string
 	Reload     <-chan struct{}
+
+	// RaftListen turns cluster mode on (protocol section 8.13): Raft's
+	// transport listens there. This member's id is Listen.
+	RaftListen string
+	// ClusterMembers are the voters that bootstrap a new cluster, the
+	// same on every member.
+	ClusterMembers []cluster.Member
+	// RaftHeartbeatTimeout and RaftElectionTimeout are Raft's; zero:
+	// cluster.DefaultHeartbeatTimeout and DefaultElectionTimeout.
+	RaftHeartbeatTimeout, RaftElectionTimeout time.Duration
+	// RaftSnapshotThreshold is how many entries make a Raft snapshot;
+	// zero: Raft's default.
+	RaftSnapshotThreshold uint64
+	// RaftStores opens Raft's log and stable stores; nil: raft-boltdb.
+	RaftStores func(dir string) (cluster.Stores, error)
 
 	Core   core.Config
 	Logger *slog.Logger

@@ -19,7 +19,7 @@ import (
 // health and frame logging, and tells the core what became durable. Its
 // methods run with Server.mu held, on whichever goroutine drives the core.
 type gate struct {
-	store *snapshot.Store // nil: memory only
+	store recordLog // nil: memory only
 	clock core.Clock
 	log   *slog.Logger
 	flow  *flow     // for Backlogged
@@ -45,7 +45,14 @@ type gate struct {
 	empty chan struct{}
 }
 
+// recordLog takes the change records: the data dir's log, or in cluster
+// mode the Raft proposer. Append returns the record's LSN, 0 once closed.
+type recordLog interface {
+	Append(payload []byte) uint64
+}
+
 var (
+	_ recordLog     = (*snapshot.Store)(nil)
 	_ core.Effects  = (*gate)(nil)
 	_ core.Backlog  = (*gate)(nil)
 	_ core.FrameLog = (*gate)(nil)
@@ -294,3 +301,30 @@ func (g *gate) logFrame(dir string, cn *conn, payload []byte) {
 // 1 MiB frames with logging on must not write a gigabyte of log a second.
 // The event loop waits for the log's writes.
 const frameLogMax = 4 << 10
+
+// dropAll forgets every held frame and closes every connection, after a
+// leader lost its leadership. The records those frames wait for may
+// never commit, so no frame may confirm them. Nothing is held after.
+func (g *gate) dropAll() {
+	forget := func(h *heldFrame, _ []byte) {
+		h.cn.held--
+		if h.gated {
+			h.cn.gated--
+		}
+	}
+	all := func(*heldFrame, []byte) bool { return false }
+	g.held.extract(all, forget)
+	g.gated.extract(all, forget)
+	g.held.compact()
+	g.gated.compact()
+	for _, cn := range g.conns {
+		if cn.dead {
+			continue
+		}
+		cn.out = cn.out[:0]
+		cn.closing, cn.closeAfter = true, true
+		g.wakes.mark(cn)
+	}
+	g.durableLSN = g.lastLSN
+	g.noteDrained()
+}

@@ -152,6 +152,7 @@ func (s *Server) shutdown() error {
 	s.stopHTTP()
 	s.stopAccepting()
 	s.stopLoops()
+	s.closeCluster()
 	s.finalSnapshot()
 	if err := s.closeStore(); err != nil {
 		// Nothing confirmed is lost (those replies were held and dropped),
@@ -205,6 +206,14 @@ func (s *Server) finalSnapshot() {
 	s.mu.Unlock()
 	if done != nil {
 		<-done
+	}
+}
+
+// closeCluster stops a member's Raft. A stop of a leader ends its
+// leadership; the others elect a new one.
+func (s *Server) closeCluster() {
+	if s.cl != nil && s.cl.node != nil {
+		s.cl.close()
 	}
 }
 

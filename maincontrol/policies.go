@@ -26,6 +26,9 @@ func (s *Server) loadPolicies() error {
 	}
 	s.mu.Lock()
 	err = s.core.SetPolicies(ps)
+	if err == nil {
+		s.policies = &ps // a core rebuilt in cluster mode takes them again
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -73,6 +76,9 @@ func (s *Server) ReloadPolicies() error {
 	}
 	if err == nil {
 		err = s.core.SetPolicies(ps)
+	}
+	if err == nil {
+		s.policies = &ps
 	}
 	wakes := s.wakes.take(nil)
 	if err == nil {

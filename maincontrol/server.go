@@ -61,6 +61,9 @@ type Server struct {
 	http      *http.Server
 	dash      *dashboard.Dashboard // served by http
 	dashActor *dashboard.Loopback  // the dashboard's client connection to the main port
+
+	policies *core.Policies // the last loaded, under mu
+	cl       *clusterMode   // nil: a single main control (cluster.go)
 }
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
@@ -86,6 +89,9 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	cfg.Core.Unlogged = cfg.DataDir == "" // memory only: no log to feed
 	s := &Server{cfg: cfg, log: cfg.Logger}
+	if cfg.RaftListen != "" {
+		cfg.Core.Cluster = clusterOps{s}
+	}
 	s.snap.giveUp = make(chan struct{})
 	s.flow = newFlow(&s.cfg, s.log, &s.wakes)
 	s.gate = newGate(cfg.Core.Clock, s.log, s.flow, &s.wakes)
@@ -94,6 +100,7 @@ func newServer(cfg Config) (*Server, error) {
 	if cfg.Core.Observer == nil {
 		cfg.Core.Observer = s.metrics
 	}
+	s.cfg.Core = cfg.Core // a cluster member makes new cores like this one
 	c, err := core.New(cfg.Core, s.gate)
 	if err != nil {
 		return nil, err
@@ -114,6 +121,9 @@ func newServer(cfg Config) (*Server, error) {
 
 // recover opens the data dir and replays it into the core (Restore).
 func (s *Server) recover() error {
+	if s.cfg.RaftListen != "" {
+		return s.startCluster()
+	}
 	if s.cfg.DataDir == "" {
 		s.log.Warn("no data dir: state is kept in memory only and lost on restart")
 		_, err := Restore(nil, s.core, RestoreOptions{})
@@ -226,8 +236,21 @@ func (s *Server) serve(ctx context.Context) error {
 	}
 	s.log.Info("main control ready", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
 		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil, "event_loops", s.cfg.EventLoops)
+	var clusterFailed <-chan error
+	if s.cl != nil {
+		clusterFailed = s.cl.fatal
+	}
 	select {
 	case <-ctx.Done():
+	case err := <-clusterFailed:
+		s.mu.Lock()
+		s.stopping = true
+		s.mu.Unlock()
+		s.acceptor.abandon()
+		s.stopHTTP()
+		s.stopLoops()
+		s.cl.close()
+		return err
 	case <-loopDied:
 		// Its connections are gone or frozen. Stop, and let the
 		// supervisor start a whole main control again. The other loops
@@ -239,6 +262,7 @@ func (s *Server) serve(ctx context.Context) error {
 		s.acceptor.abandon()
 		s.stopHTTP()
 		s.stopLoops()
+		s.closeCluster()
 		s.closeStore()
 		return errors.New("an event loop stopped (see the gnet error above)")
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apollo11/apollo11/auth"
+	"github.com/apollo11/apollo11/cluster"
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/maincontrol"
@@ -36,6 +37,8 @@ type maincontrolFlags struct {
 	policyFile                                                string
 	tlsCert, tlsKey, tlsClientCA                              string
 	retryBase, retryCap                                       time.Duration
+	raftListen, clusterMembers                                string
+	raftHeartbeat, raftElection                               time.Duration
 	log                                                       logFlags
 }
 
@@ -82,6 +85,10 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "certificate chain (PEM) of the main port: clients and executors then connect over TLS (plaintext when empty); the TLS files are read again on SIGHUP, which then reloads rather than stops")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "CA bundle (PEM): every client and executor must show a certificate it signed (mutual TLS; needs --tls-cert)")
+	fs.StringVar(&f.raftListen, "raft-listen", "", "cluster mode: Raft's address (host:port); this member's id is its --listen, the address clients dial (docs/protocol.md 8.13)")
+	fs.StringVar(&f.clusterMembers, "cluster-members", "", "the voters that bootstrap a new cluster, the same on every member: ID=RAFTADDR,... where ID is a member's --listen (ignored once the member has Raft state)")
+	durationVar(fs, &f.raftHeartbeat, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster mode: a follower with no word from the leader this long (to twice it) calls an election")
+	durationVar(fs, &f.raftElection, "raft-election-timeout", cluster.DefaultElectionTimeout, "cluster mode: a candidate without a majority this long (to twice it) starts the election again; at least --raft-heartbeat-timeout")
 	f.log.register(fs)
 }
 
@@ -158,7 +165,26 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 		}
 		warnToken(logger, f.adminTokenFile, adminToken)
 	}
+	var members []cluster.Member
+	if f.clusterMembers != "" {
+		if f.raftListen == "" {
+			return cfg, usageError(errors.New("--cluster-members needs --raft-listen (cluster mode)"))
+		}
+		if members, err = cluster.ParseMembers(f.clusterMembers); err != nil {
+			return cfg, usageError(fmt.Errorf("--cluster-members: %w", err))
+		}
+	}
+	if f.raftListen != "" {
+		if err := firstErr(positiveMs("raft-heartbeat-timeout", f.raftHeartbeat), positiveMs("raft-election-timeout", f.raftElection)); err != nil {
+			return cfg, usageError(err)
+		}
+		if f.raftElection < f.raftHeartbeat {
+			return cfg, usageError(fmt.Errorf("--raft-election-timeout %v is below --raft-heartbeat-timeout %v", f.raftElection, f.raftHeartbeat))
+		}
+	}
 	cfg = maincontrol.Config{
+		RaftListen: f.raftListen, ClusterMembers: members,
+		RaftHeartbeatTimeout: f.raftHeartbeat, RaftElectionTimeout: f.raftElection,
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
 		MaxConns: f.maxConns, MaxUnauthConns: f.maxUnauthConns, MaxBuffers: f.maxBuffers, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,

@@ -1,0 +1,258 @@
+package maincontrol
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/apollo11/apollo11/cluster"
+	"github.com/apollo11/apollo11/maincontrol/core"
+)
+
+// leadWait bounds a new leader's wait for Raft to apply what is
+// committed, and then for its epoch to commit, before it serves.
+const leadWait = 10 * time.Second
+
+// clusterMode is the server's replication, when Config.RaftListen is
+// set (protocol section 8.13). The core stays the one state: a follower
+// keeps it by replaying committed entries; the leader makes records, the
+// proposer commits them, and the frames they gate go out once committed.
+type clusterMode struct {
+	s    *Server
+	id   string // this member's id: its client address
+	node *cluster.Node
+	prop *cluster.Proposer
+
+	// Under Server.mu. leadTerm is the term this member leads and has
+	// begun (0: not leading); entries of that term from this member are
+	// already in the core. applied is the last Raft index applied to the
+	// core. ownLSN is the last LSN of this leadership's entries applied:
+	// the core holds uncommitted changes while the gate's lastLSN is above.
+	leadTerm, applied, ownLSN uint64
+
+	fatal chan error // a state that cannot go on: the server stops
+	stop  chan struct{}
+	done  chan struct{}
+	lead  atomic.Bool // serving as leader, for the metrics and tests
+}
+
+// memberID is the id clients know this member by: its listen address.
+func memberID(listen string) string {
+	if _, rest, ok := strings.Cut(listen, "://"); ok {
+		return rest
+	}
+	return listen
+}
+
+// startCluster starts Raft on DATADIR/raft. Raft restores its newest
+// snapshot into the core before this returns. The member serves as a
+// follower until it is elected.
+func (s *Server) startCluster() error {
+	if s.cfg.DataDir == "" {
+		return fmt.Errorf("%w: cluster mode (--raft-listen) needs a --data-dir", ErrConfig)
+	}
+	if err := checkDataDir(s.cfg.DataDir); err != nil {
+		return err
+	}
+	cm := &clusterMode{s: s, id: memberID(s.cfg.Listen), fatal: make(chan error, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	s.cl = cm
+	s.core.SetRole(core.RoleFollower, "")
+	node, err := cluster.Start(cluster.Config{ID: cm.id, RaftAddr: s.cfg.RaftListen, Members: s.cfg.ClusterMembers,
+		Dir: filepath.Join(s.cfg.DataDir, "raft"), HeartbeatTimeout: s.cfg.RaftHeartbeatTimeout,
+		ElectionTimeout: s.cfg.RaftElectionTimeout, SnapshotThreshold: s.cfg.RaftSnapshotThreshold,
+		Stores: s.cfg.RaftStores, Logger: s.log}, (*clusterApp)(cm))
+	if err != nil {
+		return err
+	}
+	cm.node = node
+	cm.prop = cluster.NewProposer(node.Raft(), s.onDurable, cm.proposalFailed)
+	s.gate.store = cm.prop
+	s.log.Info("cluster member started", "id", cm.id, "raft", s.cfg.RaftListen, "dir", filepath.Join(s.cfg.DataDir, "raft"))
+	go cm.watchLeadership()
+	return nil
+}
+
+// proposalFailed runs when an entry could not commit: the leadership is
+// lost. Its frames stay held; the stepdown drops them.
+func (cm *clusterMode) proposalFailed(err error) {
+	cm.s.log.Warn("a change could not commit: leadership lost", "err", err)
+}
+
+// watchLeadership follows Raft's leadership changes, one at a time.
+func (cm *clusterMode) watchLeadership() {
+	defer close(cm.done)
+	ch := cm.node.LeaderCh()
+	hint := time.NewTicker(100 * time.Millisecond)
+	defer hint.Stop()
+	for {
+		select {
+		case <-cm.stop:
+			return
+		case leader := <-ch:
+			if cm.leading() {
+				// Lost, and maybe gained again since: the core may hold
+				// changes that never committed.
+				cm.stepDown()
+			}
+			if leader {
+				cm.becomeLeader()
+			}
+		case <-hint.C:
+			cm.refreshHint()
+		}
+	}
+}
+
+func (cm *clusterMode) leading() bool {
+	cm.s.mu.Lock()
+	defer cm.s.mu.Unlock()
+	return cm.leadTerm != 0
+}
+
+// refreshHint keeps a follower's leader hint and role current.
+func (cm *clusterMode) refreshHint() {
+	s := cm.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cm.leadTerm != 0 || s.core.Role() == core.RoleLeader {
+		return
+	}
+	role := core.RoleFollower
+	if cm.node.Raft().State() == raft.Candidate {
+		role = core.RoleCandidate
+	}
+	s.core.SetRole(role, cm.node.Leader())
+}
+
+// becomeLeader waits until every committed entry is applied, begins the
+// leadership's epoch, waits for it to commit, then serves.
+func (cm *clusterMode) becomeLeader() {
+	s := cm.s
+	if err := cm.node.Barrier(leadWait); err != nil {
+		s.log.Warn("elected, but the log could not be applied: not serving", "err", err)
+		return
+	}
+	term := cm.node.Term()
+	s.mu.Lock()
+	if !cm.node.IsLeader() || s.stopping {
+		s.mu.Unlock()
+		return
+	}
+	cm.leadTerm, cm.ownLSN = term, s.gate.lastLSN
+	cm.prop.Lead(cluster.Origin{ID: cm.id, Term: term})
+	err := s.core.BeginLeaderEpoch(term)
+	epochLSN := s.gate.lastLSN
+	s.mu.Unlock()
+	if err != nil {
+		cm.fail(fmt.Errorf("cannot begin the leader's epoch: %w", err))
+		return
+	}
+	deadline := time.Now().Add(leadWait)
+	for {
+		s.mu.Lock()
+		ok, lost := s.gate.durableLSN >= epochLSN, cm.leadTerm != term || !cm.node.IsLeader()
+		if ok && !lost {
+			s.core.SetRole(core.RoleLeader, cm.id)
+			cm.lead.Store(true)
+			s.wantTick()
+		}
+		s.mu.Unlock()
+		if ok || lost {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.log.Warn("elected, but the epoch did not commit in time: not serving", "term", term)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.log.Info("leading the cluster", "id", cm.id, "term", term, "epoch", term, "applied_index", cm.node.Raft().AppliedIndex())
+}
+
+// stepDown ends a leadership: every connection closes, no held frame is
+// sent, and the core is rebuilt from what is committed.
+func (cm *clusterMode) stepDown() {
+	s := cm.s
+	s.mu.Lock()
+	term := cm.leadTerm
+	cm.leadTerm = 0
+	cm.lead.Store(false)
+	cm.prop.Lead(cluster.Origin{})
+	s.core.SetRole(core.RoleFollower, cm.node.Leader())
+	err := cm.rebuild()
+	wakes := s.wakes.take(nil)
+	s.mu.Unlock()
+	wake(wakes)
+	if err != nil {
+		cm.fail(fmt.Errorf("cannot rebuild the state after losing the leadership: %w", err))
+		return
+	}
+	s.log.Warn("leadership lost: connections closed, state rebuilt from the committed log", "term", term,
+		"applied_index", cm.applied)
+}
+
+// rebuild replaces the core with one made from the committed state up
+// to the last index applied, and closes every connection. Under s.mu.
+func (cm *clusterMode) rebuild() error {
+	fresh, err := cm.s.newCore()
+	if err != nil {
+		return err
+	}
+	err = cm.node.Committed(cm.applied, func(r io.Reader) error {
+		if r == nil {
+			return nil
+		}
+		_, err := loadStream(fresh, r)
+		return err
+	}, func(_ uint64, b cluster.Batch) error { return replayBatch(fresh, b) })
+	if err != nil {
+		return err
+	}
+	cm.swapCore(fresh)
+	return nil
+}
+
+// swapCore puts c in the old core's place and closes every connection,
+// whose peers the new core does not know. Under s.mu.
+func (cm *clusterMode) swapCore(c *core.Core) {
+	s := cm.s
+	s.gate.dropAll()
+	role, leader := s.core.Role(), ""
+	if cm.node != nil { // nil: raft restores its snapshot as it starts
+		leader = cm.node.Leader()
+	}
+	if role == core.RoleLeader {
+		role = core.RoleFollower
+	}
+	c.SetRole(role, leader)
+	if s.policies != nil {
+		if err := c.SetPolicies(*s.policies); err != nil {
+			s.log.Warn("policies not applied to the rebuilt state", "err", err)
+		}
+	}
+	s.core = c
+}
+
+// fail stops the server: its state can no longer follow the log.
+func (cm *clusterMode) fail(err error) {
+	select {
+	case cm.fatal <- err:
+	default:
+	}
+}
+
+// close stops following, then Raft, then the proposer.
+func (cm *clusterMode) close() {
+	close(cm.stop)
+	<-cm.done
+	if err := cm.node.Close(); err != nil {
+		cm.s.log.Warn("raft did not stop cleanly", "err", err)
+	}
+	cm.prop.Close()
+}

@@ -1,0 +1,164 @@
+package maincontrol
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/apollo11/apollo11/cluster"
+	"github.com/apollo11/apollo11/maincontrol/core"
+	"github.com/apollo11/apollo11/snapshot"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// clusterApp is the core as Raft's state machine (cluster.App). Each
+// call runs on Raft's FSM goroutine and takes Server.mu.
+type clusterApp clusterMode
+
+// errLeaderAhead refuses a snapshot while the leader's core holds changes
+// not yet committed: a snapshot must be the state at its index exactly.
+// Raft tries again later; the followers' snapshots are never refused.
+var errLeaderAhead = errors.New("the leader holds changes not yet committed: snapshot later")
+
+// Apply replays a committed batch into the core, unless this leadership
+// made it: the core applied those records when it made them.
+func (a *clusterApp) Apply(index uint64, b cluster.Batch) error {
+	cm := (*clusterMode)(a)
+	s := cm.s
+	s.mu.Lock()
+	cm.applied = index
+	if cm.leadTerm != 0 && b.Origin.Term == cm.leadTerm && b.Origin.ID == cm.id {
+		cm.ownLSN = b.LastLSN
+		s.mu.Unlock()
+		return nil
+	}
+	err := replayBatch(s.core, b)
+	wakes := s.wakes.take(nil)
+	s.mu.Unlock()
+	wake(wakes)
+	return err
+}
+
+// Snapshot freezes the core, as of the last index applied.
+func (a *clusterApp) Snapshot() (func(w io.Writer) error, error) {
+	cm := (*clusterMode)(a)
+	s := cm.s
+	s.mu.Lock()
+	if cm.leadTerm != 0 && s.gate.lastLSN > cm.ownLSN {
+		s.mu.Unlock()
+		return nil, errLeaderAhead
+	}
+	snap, index := s.core.Freeze(), cm.applied
+	s.mu.Unlock()
+	return func(w io.Writer) error {
+		return snapshot.WriteStream(w, index, func(sw *snapshot.SnapshotWriter) error { return snap.WriteTo(sw.Add) })
+	}, nil
+}
+
+// Restore replaces the core with a snapshot's state: as Raft starts, or
+// when the leader sends a follower that fell behind its snapshot.
+func (a *clusterApp) Restore(r io.Reader) error {
+	cm := (*clusterMode)(a)
+	s := cm.s
+	fresh, err := s.newCore()
+	if err != nil {
+		return err
+	}
+	index, err := loadStream(fresh, r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	cm.applied = index
+	cm.swapCore(fresh)
+	wakes := s.wakes.take(nil)
+	s.mu.Unlock()
+	wake(wakes)
+	s.log.Info("state restored from a raft snapshot", "index", index)
+	return nil
+}
+
+// newCore makes an empty core like the first.
+func (s *Server) newCore() (*core.Core, error) { return core.New(s.cfg.Core, s.gate) }
+
+// loadStream loads a raft snapshot into an empty core and returns its index.
+func loadStream(c *core.Core, r io.Reader) (uint64, error) {
+	return snapshot.ReadStream(r, c.LoadEntry)
+}
+
+// replayBatch replays a batch's records. It goes on past a refused
+// record, so as to keep as close to the log as it can, and returns the
+// first error.
+func replayBatch(c *core.Core, b cluster.Batch) error {
+	var first error
+	for i, rec := range b.Records {
+		if err := c.ReplayRecord(rec); err != nil && first == nil {
+			first = fmt.Errorf("record %d of %d: %w", i, len(b.Records), err)
+		}
+	}
+	return first
+}
+
+// clusterOps is core.Cluster on the server's Raft.
+type clusterOps struct{ s *Server }
+
+// Status reads Raft's view; it never waits on Raft.
+func (o clusterOps) Status() (core.ClusterStatus, error) {
+	cm := o.s.cl
+	st, err := cm.node.Status(nil)
+	if err != nil {
+		return core.ClusterStatus{}, err
+	}
+	cs := core.ClusterStatus{ID: st.ID, Leader: st.Leader, Term: st.Term, CommitIndex: st.CommitIndex,
+		AppliedIndex: st.AppliedIndex, Role: core.RoleFollower}
+	switch st.Role {
+	case "leader":
+		cs.Role = core.RoleLeader
+	case "candidate":
+		cs.Role = core.RoleCandidate
+	}
+	for _, m := range st.Members {
+		cs.Members = append(cs.Members, core.ClusterMember{ID: m.ID, Raft: m.Raft, Voter: m.Voter,
+			MatchIndex: m.MatchIndex, Lag: m.Lag, HasMatch: m.Known})
+	}
+	return cs, nil
+}
+
+// Change runs a membership change or a transfer on its own goroutine,
+// as it waits on Raft, and answers through the core.
+func (o clusterOps) Change(peer core.PeerID, req string, ch core.ClusterChange) {
+	s, cm := o.s, o.s.cl
+	go func() {
+		var err error
+		switch ch.Kind {
+		case wire.KindClusterAdd:
+			err = cm.node.Add(cluster.Member{ID: ch.ID, Raft: ch.Raft, Voter: ch.Voter})
+		case wire.KindClusterRemove:
+			err = cm.node.Remove(ch.ID)
+		case wire.KindClusterTransfer:
+			err = cm.node.Transfer(ch.ID)
+		}
+		var code wire.Code
+		msg := ""
+		switch {
+		case err == nil:
+			s.log.Info("cluster change done", "type", string(ch.Kind), "id", ch.ID)
+		case errors.Is(err, cluster.ErrNoMember):
+			code, msg = wire.CodeBadRequest, err.Error()
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+			code, msg = wire.CodeNotLeader, "the leadership was lost during the change: "+err.Error()
+		default:
+			code, msg = wire.CodeUnavailable, "raft: "+err.Error()
+		}
+		if err != nil {
+			s.log.Warn("cluster change failed", "type", string(ch.Kind), "id", ch.ID, "err", err)
+		}
+		s.mu.Lock()
+		s.core.ClusterDone(peer, req, code, msg)
+		wakes := s.wakes.take(nil)
+		s.mu.Unlock()
+		wake(wakes)
+	}()
+}
