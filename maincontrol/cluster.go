@@ -70,9 +70,11 @@ func (s *Server) startCluster() error {
 	if err != nil {
 		return err
 	}
-	cm.node = node
-	cm.prop = cluster.NewProposer(node.Raft(), s.onDurable, cm.proposalFailed)
-	s.gate.store = cm.prop
+	prop := cluster.NewProposer(node.Raft(), s.onDurable, cm.proposalFailed)
+	s.mu.Lock() // Raft may apply entries already
+	cm.node, cm.prop = node, prop
+	s.gate.store = prop
+	s.mu.Unlock()
 	s.log.Info("cluster member started", "id", cm.id, "raft", s.cfg.RaftListen, "dir", filepath.Join(s.cfg.DataDir, "raft"))
 	go cm.watchLeadership()
 	return nil
@@ -90,10 +92,20 @@ func (cm *clusterMode) watchLeadership() {
 	ch := cm.node.LeaderCh()
 	hint := time.NewTicker(100 * time.Millisecond)
 	defer hint.Stop()
+	// Leader changes, as soon as Raft sees them, for the followers' hint.
+	seen := make(chan raft.Observation, 4)
+	obs := raft.NewObserver(seen, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	cm.node.Raft().RegisterObserver(obs)
+	defer cm.node.Raft().DeregisterObserver(obs)
 	for {
 		select {
 		case <-cm.stop:
 			return
+		case <-seen:
+			cm.refreshHint()
 		case leader := <-ch:
 			if cm.leading() {
 				// Lost, and maybe gained again since: the core may hold
@@ -120,7 +132,13 @@ func (cm *clusterMode) refreshHint() {
 	s := cm.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cm.leadTerm != 0 || s.core.Role() == core.RoleLeader {
+	cm.followerRole()
+}
+
+// followerRole sets a follower's role and hint from Raft. Under s.mu.
+func (cm *clusterMode) followerRole() {
+	s := cm.s
+	if cm.node == nil || cm.leadTerm != 0 || s.core.Role() == core.RoleLeader {
 		return
 	}
 	role := core.RoleFollower

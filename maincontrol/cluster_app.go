@@ -2,7 +2,6 @@ package maincontrol
 
 import (
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/hashicorp/raft"
@@ -35,6 +34,7 @@ func (a *clusterApp) Apply(index uint64, b cluster.Batch) error {
 		return nil
 	}
 	err := replayBatch(s.core, b)
+	cm.followerRole() // an entry comes from the leader: it is known
 	wakes := s.wakes.take(nil)
 	s.mu.Unlock()
 	wake(wakes)
@@ -82,24 +82,6 @@ func (a *clusterApp) Restore(r io.Reader) error {
 
 // newCore makes an empty core like the first.
 func (s *Server) newCore() (*core.Core, error) { return core.New(s.cfg.Core, s.gate) }
-
-// loadStream loads a raft snapshot into an empty core and returns its index.
-func loadStream(c *core.Core, r io.Reader) (uint64, error) {
-	return snapshot.ReadStream(r, c.LoadEntry)
-}
-
-// replayBatch replays a batch's records. It goes on past a refused
-// record, so as to keep as close to the log as it can, and returns the
-// first error.
-func replayBatch(c *core.Core, b cluster.Batch) error {
-	var first error
-	for i, rec := range b.Records {
-		if err := c.ReplayRecord(rec); err != nil && first == nil {
-			first = fmt.Errorf("record %d of %d: %w", i, len(b.Records), err)
-		}
-	}
-	return first
-}
 
 // clusterOps is core.Cluster on the server's Raft.
 type clusterOps struct{ s *Server }

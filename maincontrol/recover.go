@@ -3,12 +3,14 @@ package maincontrol
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
 
+	"github.com/apollo11/apollo11/cluster"
 	"github.com/apollo11/apollo11/maincontrol/core"
 	"github.com/apollo11/apollo11/snapshot"
 )
@@ -298,4 +300,25 @@ func holdGC() (release func()) {
 			debug.SetGCPercent(gcHold.old)
 		}
 	}
+}
+
+// A cluster member replays from Raft, not from a data dir: a raft
+// snapshot (the same entries as a snapshot file) and committed batches.
+
+// loadStream loads a raft snapshot into an empty core and returns its index.
+func loadStream(c *core.Core, r io.Reader) (uint64, error) {
+	return snapshot.ReadStream(r, c.LoadEntry)
+}
+
+// replayBatch replays a batch's records. It goes on past a refused
+// record, so as to keep as close to the log as it can, and returns the
+// first error.
+func replayBatch(c *core.Core, b cluster.Batch) error {
+	var first error
+	for i, rec := range b.Records {
+		if err := c.ReplayRecord(rec); err != nil && first == nil {
+			first = fmt.Errorf("record %d of %d: %w", i, len(b.Records), err)
+		}
+	}
+	return first
 }
