@@ -179,11 +179,11 @@ func Start(cfg Config, app App) (*Node, error) {
 		n.closeAll()
 		return nil, fmt.Errorf("cannot read the raft state in %s: %w", cfg.Dir, err)
 	}
-	if !exists {
-		if len(cfg.Members) == 0 {
-			n.closeAll()
-			return nil, errors.New("a new cluster member needs --cluster-members (the initial voters), or to be added by the leader with one")
-		}
+	if !exists && len(cfg.Members) == 0 {
+		// A member that joins: it waits for the leader's cluster_add.
+		n.log.Info("no raft state and no members given: waiting to be added to a cluster", "id", cfg.ID)
+	}
+	if !exists && len(cfg.Members) > 0 {
 		var servers []raft.Server
 		self := false
 		for _, m := range cfg.Members {

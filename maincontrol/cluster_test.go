@@ -127,3 +127,63 @@ func TestCluster_FollowersRefuseAndANewLeaderKeepsWhatCommitted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, v, uint64(1)<<32, "a leader of term 2 or more dispatches in its epoch")
 }
+
+// status asks a member for cluster_status.
+func status(t *testing.T, addr string) map[string]string {
+	t.Helper()
+	p := clientPeer(t, addr)
+	defer p.c.Close()
+	p.send("cluster_status", "req", "st")
+	m := p.expect("cluster_status_ok")
+	out := map[string]string{}
+	for k, v := range m.WithPrefix("") {
+		out[k] = v
+	}
+	return out
+}
+
+func TestCluster_AddRemoveTransfer(t *testing.T) {
+	tc := startCluster(t, 3)
+	l := tc.leader()
+	st := status(t, tc.addrs[l])
+	assert.Equal(t, "leader", st["role"])
+	assert.Equal(t, "3", st["count"])
+	for i := range 3 {
+		assert.Equal(t, "true", st[fmt.Sprintf("member.%d.voter", i)])
+		assert.NotEmpty(t, st[fmt.Sprintf("member.%d.raft", i)])
+	}
+
+	// A fourth member, with no state and no member list, waits to be added.
+	extra := cluster.Member{ID: freeAddr(t), Raft: freeAddr(t), Voter: true}
+	_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: extra.ID, DataDir: t.TempDir(), RaftListen: extra.Raft, Logger: testLogger()})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, stop()) }()
+
+	f := (l + 1) % 3
+	fp := clientPeer(t, tc.addrs[f])
+	fp.send("cluster_add", "req", "a", "id", extra.ID, "raft", extra.Raft)
+	assert.Equal(t, "not_leader", fp.expect("error").Value("code"), "a follower refuses a change")
+
+	cl := clientPeer(t, tc.addrs[l])
+	cl.send("cluster_add", "req", "a", "id", extra.ID, "raft", extra.Raft, "voter", "false")
+	assert.Equal(t, "a", cl.expect("cluster_ok").Value("req"))
+	assert.Equal(t, "4", status(t, tc.addrs[l])["count"])
+	deadline := time.Now().Add(patience.Scale(10 * time.Second))
+	for status(t, extra.ID)["leader"] != tc.addrs[l] {
+		require.True(t, time.Now().Before(deadline), "the added member never learned the leader")
+		time.Sleep(10 * time.Millisecond)
+	}
+	cl.send("cluster_remove", "req", "r", "id", extra.ID)
+	assert.Equal(t, "r", cl.expect("cluster_ok").Value("req"))
+	assert.Equal(t, "3", status(t, tc.addrs[l])["count"])
+	cl.send("cluster_remove", "req", "r2", "id", "127.0.0.1:1")
+	assert.Equal(t, "bad_request", cl.expect("error").Value("code"))
+
+	// The leadership moves where it is told.
+	cl.send("cluster_transfer", "req", "t", "id", tc.addrs[f])
+	deadline = time.Now().Add(patience.Scale(20 * time.Second))
+	for tc.leader() != f {
+		require.True(t, time.Now().Before(deadline), "the leadership did not move to %s", tc.addrs[f])
+		time.Sleep(10 * time.Millisecond)
+	}
+}
