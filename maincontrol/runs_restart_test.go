@@ -2,10 +2,13 @@ package maincontrol_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/internal/testbin"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -65,8 +68,11 @@ func TestRuns_SurviveKill9(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The executors below send no heartbeats, so the timeout stretches
+	// with the machine's load.
+	hb := patience.Scale(2 * time.Second).String()
 	start := func() *testbin.Proc {
-		return testbin.StartMaincontrol(t, bin, "--data-dir", dir, "--snapshot-every", "3", "--heartbeat-timeout", "2s", "--log-level", "warn")
+		return testbin.StartMaincontrol(t, bin, "--data-dir", dir, "--snapshot-every", "3", "--heartbeat-timeout", hb, "--log-level", "warn")
 	}
 	submit := []string{"req", "r", "name", "restart", "key", "nightly-1", "steps", "3",
 		"step.0.id", "fetch", "step.0.type", "t",
@@ -101,6 +107,19 @@ func TestRuns_SurviveKill9(t *testing.T) {
 	require.Equal(t, ids, dup.Value("task_ids"))
 	cl.send("run_submit", append(submit[2:], "req", "w", "wait", "true")...)
 	cl.next("run_submitted")
+	// ex2 registers once the lost dispatch of step 1 is taken back, so it
+	// never sits silent for a heartbeat timeout waiting for it. Before,
+	// a late tick could declare it lost with that dispatch.
+	use := strings.Split(ids, ",")[1]
+	giveUp := time.Now().Add(patience.Scale(time.Minute))
+	for {
+		cl.send("query", "req", "p", "task_id", use)
+		if cl.next("task_state").Value("state") == "pending" {
+			break
+		}
+		require.True(t, time.Now().Before(giveUp), "step use is never taken back from the lost executor")
+		time.Sleep(20 * time.Millisecond)
+	}
 	ex = dialRunPeer(t, ctx, p.Addr, "register", "executor_id", "ex2", "task_types", "t", "slots", "1")
 	require.Equal(t, "/data/batch-7", ex.runOne().Value("arg.path"))
 	ex.runOne()
