@@ -274,24 +274,12 @@ func (c *Core) setState(id uint64, s State, at int64) *task {
 }
 
 func (c *Core) applyNew(r *record) {
-	tt := r.typeRef
-	if tt == nil {
-		tt = c.typeFor(r.typ)
-	}
-	tt.refs++
-	t := task{
-		id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs,
-		createdMs: r.at, updatedMs: r.at, dueMs: r.due,
-		typ: tt, state: r.state, priority: r.priority,
-		args: r.args, argKeys: r.argKeys, x: taskExtra{key: r.key, traceID: r.trace, deps: encodeDeps(r.deps), fields: r.fields}.shared(),
-	}
-	if r.due <= r.at {
-		t.dueMs = 0
-	}
+	st := c.tasks.insert(task{id: r.id, createdMs: r.at, updatedMs: r.at, state: r.state,
+		args: r.args, argKeys: r.argKeys, x: taskExtra{fields: r.fields}.shared()})
+	c.keepV1(r, st)
 	c.nextID = max(c.nextID, r.id+1)
 	c.counts[r.state]++
-	tt.counts[r.state]++
-	st := c.tasks.insert(t)
+	st.typ.counts[r.state]++
 	c.pendingBytes += st.bytes()
 	if r.key != "" {
 		c.keys[r.key] = r.id

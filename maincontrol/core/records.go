@@ -21,6 +21,8 @@ import (
 //     not this decoder, catch damaged bytes.
 //   - New and snap_task end with the task field table's values
 //     (taskfields.go). A new task field is a row there, not code here.
+//   - The v1 task fields are written and read by their v1Fields rows
+//     (v1fields.go). Their places in new and snap_task are fixed here.
 //   - A field is never removed, reordered or given a new meaning. An
 //     integer field only widens, as varints read the same. A change an
 //     older binary must not misread gets a new kind, which it refuses.
@@ -171,16 +173,11 @@ func appendRecord(dst []byte, r *record) []byte {
 	switch r.kind {
 	case recNew:
 		e.u(r.id)
-		e.s(r.typ)
-		e.byte(r.priority)
-		e.u(r.maxAttempts)
-		e.u(r.timeoutMs)
+		e.v1(r, v1Type, v1Priority, v1MaxAttempts, v1Timeout)
 		e.i(r.at)
-		e.i(r.due)
+		e.v1(r, v1Delay)
 		e.byte(uint8(r.state))
-		e.s(r.key)
-		e.s(r.trace)
-		e.ids(r.deps)
+		e.v1(r, v1Key, v1Trace, v1Deps)
 		e.u(uint64(r.argKeys))
 		e.s(r.args)
 		e.fields(&r.fields) // last: a new field of this kind goes above, or in taskFields
@@ -298,27 +295,26 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.s(r.args)
 	case snapTask:
 		e.u(r.id)
-		e.u(r.maxAttempts)
-		e.u(r.timeoutMs)
+		e.v1(r, v1MaxAttempts, v1Timeout)
 		e.i(r.created)
 		e.i(r.at)
-		e.i(r.due)
+		e.v1(r, v1Delay)
 		e.u(r.seq)
 		e.u(r.version)
 		e.u(uint64(r.attempt))
-		e.s(r.typ)
+		e.v1(r, v1Type)
 		e.byte(uint8(r.state))
-		e.byte(r.priority)
+		e.v1(r, v1Priority)
 		e.byte(uint8(r.flags))
 		e.s(r.exec)
-		e.s(r.trace)
+		e.v1(r, v1Trace)
 		e.u(uint64(r.argKeys))
 		e.s(r.args)
-		e.s(r.key)
+		e.v1(r, v1Key)
 		e.s(r.errText)
 		e.u(uint64(r.outKeys))
 		e.s(r.out)
-		e.ids(r.deps)
+		e.v1(r, v1Deps)
 		e.u(r.requeues)
 		e.s(r.why)
 		e.u(uint64(r.startOff))
@@ -343,10 +339,12 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 	r.kind = recKind(d.byte())
 	switch r.kind {
 	case recNew:
-		r.id, r.typ, r.priority = d.u(), d.name(), d.prio()
-		r.maxAttempts, r.timeoutMs, r.at, r.due = d.u(), d.u(), d.i(), d.i()
-		r.state, r.key, r.trace = d.state(), d.s(), d.s()
-		r.deps = d.ids(r.deps)
+		r.id = d.u()
+		d.v1(r, v1Type, v1Priority, v1MaxAttempts, v1Timeout)
+		r.at = d.i()
+		d.v1(r, v1Delay)
+		r.state = d.state()
+		d.v1(r, v1Key, v1Trace, v1Deps)
 		r.argKeys, r.args = d.u16(), d.s()
 		d.fields(&r.fields) // last, as written
 	case recDispatch:
@@ -428,13 +426,20 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 	case snapState:
 		r.key, r.args = d.s(), d.s()
 	case snapTask:
-		r.id, r.maxAttempts, r.timeoutMs = d.u(), d.u(), d.u()
-		r.created, r.at, r.due, r.seq = d.i(), d.i(), d.i(), d.u()
-		r.version, r.attempt, r.typ = d.u(), d.u32(), d.name()
-		r.state, r.priority, r.flags = d.state(), d.prio(), taskFlags(d.byte())
-		r.exec, r.trace, r.argKeys, r.args = d.name(), d.s(), d.u16(), d.s()
-		r.key, r.errText, r.outKeys, r.out = d.s(), d.s(), d.u16(), d.s()
-		r.deps = d.ids(r.deps)
+		r.id = d.u()
+		d.v1(r, v1MaxAttempts, v1Timeout)
+		r.created, r.at = d.i(), d.i()
+		d.v1(r, v1Delay)
+		r.seq, r.version, r.attempt = d.u(), d.u(), d.u32()
+		d.v1(r, v1Type)
+		r.state = d.state()
+		d.v1(r, v1Priority)
+		r.flags, r.exec = taskFlags(d.byte()), d.name()
+		d.v1(r, v1Trace)
+		r.argKeys, r.args = d.u16(), d.s()
+		d.v1(r, v1Key)
+		r.errText, r.outKeys, r.out = d.s(), d.u16(), d.s()
+		d.v1(r, v1Deps)
 		r.requeues, r.why = d.optU(), d.optS() // absent before requeue
 		r.startOff = d.optU32()                // absent before durations: no start known
 		d.fields(&r.fields)                    // last, as written

@@ -118,15 +118,18 @@ func (s *Snapshot) Tasks() int {
 	return n
 }
 
+// taskEntry fills r with the snapshot entry of t. The v1 rows copy their
+// fields (v1fields.go).
 func taskEntry(t *task, r *record) {
 	out, n := t.out()
 	deps := r.deps[:0] // kept from the entry before: the ids are decoded into it
-	*r = record{kind: snapTask, id: t.id, maxAttempts: t.maxAttempts, timeoutMs: t.timeoutMs,
-		created: t.createdMs, at: t.updatedMs, due: t.dueMs, seq: t.seq, version: t.version,
-		attempt: t.attempt, typ: t.typ.name, state: t.state, priority: t.priority, flags: t.flags,
-		exec: t.execID, trace: t.ownTrace(), argKeys: t.argKeys, args: t.args, key: t.key(),
-		errText: t.errText(), outKeys: uint16(n), out: out, deps: t.deps().appendTo(deps),
+	*r = record{kind: snapTask, id: t.id, created: t.createdMs, at: t.updatedMs, seq: t.seq, version: t.version,
+		attempt: t.attempt, state: t.state, flags: t.flags, exec: t.execID, argKeys: t.argKeys, args: t.args,
+		errText: t.errText(), outKeys: uint16(n), out: out, deps: deps,
 		requeues: t.requeues(), why: t.requeueReason(), fields: *t.fields(), startOff: t.startOff}
+	for i := range v1Fields {
+		v1Fields[i].entry(t, r)
+	}
 }
 
 // LoadEntry loads one snapshot entry into an empty core, during recovery,
@@ -169,17 +172,13 @@ func (c *Core) loadRecord(r *record) error {
 		if c.tasks.get(r.id) != nil || r.id == 0 {
 			return fmt.Errorf("%w: snapshot task %d twice", ErrCorrupt, r.id)
 		}
-		tt := c.typeFor(r.typ)
-		tt.refs++
-		t := task{id: r.id, maxAttempts: r.maxAttempts, timeoutMs: r.timeoutMs, createdMs: r.created,
-			updatedMs: r.at, dueMs: r.due, seq: r.seq, version: r.version, attempt: r.attempt,
-			typ: tt, state: r.state, priority: r.priority, flags: r.flags,
+		t := c.tasks.insert(task{id: r.id, createdMs: r.created, updatedMs: r.at, seq: r.seq,
+			version: r.version, attempt: r.attempt, state: r.state, flags: r.flags,
 			execID: r.exec, args: r.args, argKeys: r.argKeys, outs: r.out, outKeys: r.outKeys, startOff: r.startOff,
-			x: taskExtra{key: r.key, errText: r.errText, traceID: r.trace, deps: encodeDeps(r.deps),
-				requeues: r.requeues, reason: r.why, fields: r.fields}.shared()}
-		c.tasks.insert(t)
+			x: taskExtra{errText: r.errText, requeues: r.requeues, reason: r.why, fields: r.fields}.shared()})
+		c.keepV1(r, t)
 		c.counts[t.state]++
-		tt.counts[t.state]++
+		t.typ.counts[t.state]++
 		c.nextID = max(c.nextID, r.id+1)
 	default:
 		return fmt.Errorf("%w: %s entry in a snapshot", ErrCorrupt, r.kind)

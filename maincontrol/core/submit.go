@@ -330,22 +330,15 @@ func (c *Core) submitRoom(s *submitReq, args lines) *refusal {
 func (c *Core) newTaskRecord(s *submitReq, f *submitFields, m *wire.Message) *record {
 	now := c.now()
 	r := c.newRecord(recNew)
-	r.id, r.priority = c.nextID, uint8(s.priority)
-	if tt := c.types[s.typ]; tt != nil {
-		r.typ, r.typeRef = tt.name, tt // no copy of a type name already known
-	} else {
-		r.typ = strings.Clone(s.typ)
+	r.id, r.at = c.nextID, now
+	c.sub = *s // the rows read it there, as readV1 wrote it
+	for i := range v1Fields {
+		v1Fields[i].fill(c, r)
 	}
-	r.maxAttempts, r.timeoutMs, r.at = s.maxAttempts, s.timeoutMs, now
-	r.due = addMs(now, s.delayMs)
-	if s.hasKey {
-		r.key = strings.Clone(s.key)
-	}
-	r.trace = strings.Clone(s.trace) // "": derived when needed (trace.go)
+	c.sub = submitReq{}
 	r.fields = s.fields
 	r.fields.clone()
 	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg, f.args)
-	r.deps = append(r.deps, s.deps...)
 	r.state, _, _ = startState(s)
 	return r
 }

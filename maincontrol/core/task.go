@@ -94,6 +94,15 @@ func (x taskExtra) shared() *taskExtra {
 	return p
 }
 
+// newExtra returns the extra block of a task being made, for writing. It
+// makes one when the task has none. A block made here is no snapshot's yet.
+func (t *task) newExtra() *taskExtra {
+	if t.x == nil {
+		t.x = new(taskExtra)
+	}
+	return t.x
+}
+
 func (t *task) key() string {
 	if t.x == nil {
 		return ""
