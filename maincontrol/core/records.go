@@ -21,8 +21,8 @@ import (
 //     not this decoder, catch damaged bytes.
 //   - New and snap_task end with the task field table's values
 //     (taskfields.go). A new task field is a row there, not code here.
-//   - The v1 task fields are written and read by their v1Fields rows
-//     (v1fields.go). Their places in new and snap_task are fixed here.
+//   - The v1 task fields are written and read by their v1Fields rows'
+//     cases (v1codec.go). Their places in new and snap_task are fixed here.
 //   - A field is never removed, reordered or given a new meaning. An
 //     integer field only widens, as varints read the same. A change an
 //     older binary must not misread gets a new kind, which it refuses.

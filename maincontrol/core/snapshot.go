@@ -118,8 +118,8 @@ func (s *Snapshot) Tasks() int {
 	return n
 }
 
-// taskEntry fills r with the snapshot entry of t. The v1 rows copy their
-// fields (v1fields.go).
+// taskEntry fills r with the snapshot entry of t. entryV1 copies the v1
+// fields (v1codec.go).
 func taskEntry(t *task, r *record) {
 	out, n := t.out()
 	deps := r.deps[:0] // kept from the entry before: the ids are decoded into it
@@ -127,9 +127,7 @@ func taskEntry(t *task, r *record) {
 		attempt: t.attempt, state: t.state, flags: t.flags, exec: t.execID, argKeys: t.argKeys, args: t.args,
 		errText: t.errText(), outKeys: uint16(n), out: out, deps: deps,
 		requeues: t.requeues(), why: t.requeueReason(), fields: *t.fields(), startOff: t.startOff}
-	for i := range v1Fields {
-		v1Fields[i].entry(t, r)
-	}
+	entryV1(t, r)
 }
 
 // LoadEntry loads one snapshot entry into an empty core, during recovery,

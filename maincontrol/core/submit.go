@@ -331,11 +331,7 @@ func (c *Core) newTaskRecord(s *submitReq, f *submitFields, m *wire.Message) *re
 	now := c.now()
 	r := c.newRecord(recNew)
 	r.id, r.at = c.nextID, now
-	c.sub = *s // the rows read it there, as readV1 wrote it
-	for i := range v1Fields {
-		v1Fields[i].fill(c, r)
-	}
-	c.sub = submitReq{}
+	c.fillV1(s, r)
 	r.fields = s.fields
 	r.fields.clone()
 	r.args, r.argKeys = encodePrefixed(m, wire.PrefixArg, f.args)

@@ -2,20 +2,18 @@ package core
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/apollo11/apollo11/wire"
 )
 
-// The task fields of storage format v1 are the rows of v1Fields. A row
-// holds every mapping of its field. It says how submit reads the field,
-// and how the new-task record gets it. It says how the record and the
-// snapshot entry store it, and how the task keeps it. It says how
-// TaskInfo and the inspector show it. Each field has a typed slot in the
-// submit request, the record and the task, and a fixed place in the
-// new-task record and the snapshot entry (records.go). Their v1 bytes
-// never change. Fields added since are rows of taskFields
+// The task fields of storage format v1 are the rows of v1Fields. Each has
+// a typed slot in the submit request, the record and the task. Each has a
+// fixed place in the new-task record and the snapshot entry (records.go).
+// Their v1 bytes never change. A row says how submit reads the field, and
+// how TaskInfo and the inspector show it. Its cases in v1codec.go say how
+// the new-task record gets it, how records and snapshot entries store it,
+// and how the task keeps it. Fields added since are rows of taskFields
 // (taskfields.go), which need no code beyond their row.
 //
 // The rows follow the spec's order of submit's keys. A submit with two bad
@@ -50,19 +48,6 @@ type v1Field struct {
 	read func(c *Core, v string) error
 	// absent runs when a submit lacks the key. It sets a default, or refuses.
 	absent func(s *submitReq) error // called with c.sub
-	// fill copies a parsed submit's value, in c.sub, into its new-task
-	// record, r.at set. It copies what borrows from the read buffer.
-	fill func(c *Core, r *record)
-	// put writes the record's value at the row's place in a new-task record
-	// or a snapshot entry. get reads it back. Both kinds store it alike.
-	// They take and return the coder by value: a pointer passed through
-	// the table would move it to the heap, an allocation per record.
-	put func(e enc, r *record) enc
-	get func(d dec, r *record) dec
-	// keep stores the value of a new-task record or snapshot entry in its
-	// task, just inserted. entry copies it back into a snapshot entry.
-	keep  func(c *Core, r *record, t *task)
-	entry func(t *task, r *record)
 	// show copies the value of a new-task record or snapshot entry into
 	// a TaskInfo. It is nil when TaskInfo has no place for it.
 	show func(r *record, ti *TaskInfo)
@@ -82,25 +67,8 @@ var v1Fields = [numV1Fields]v1Field{
 			return nil
 		},
 		absent: func(*submitReq) error { return wire.MissingKey("task_type") },
-		fill: func(c *Core, r *record) {
-			s := &c.sub
-			if tt := c.types[s.typ]; tt != nil {
-				r.typ, r.typeRef = tt.name, tt // no copy of a type name already known
-			} else {
-				r.typ = strings.Clone(s.typ)
-			}
-		},
-		put: func(e enc, r *record) enc { e.s(r.typ); return e },
-		get: func(d dec, r *record) dec { r.typ = d.name(); return d },
-		keep: func(c *Core, r *record, t *task) {
-			if t.typ = r.typeRef; t.typ == nil { // on replay, looked up by name
-				t.typ = c.typeFor(r.typ)
-			}
-			t.typ.refs++
-		},
-		entry: func(t *task, r *record) { r.typ = t.typ.name },
-		show:  func(r *record, ti *TaskInfo) { ti.Type = r.typ },
-		text:  func(r *record, add func(string, any)) { add("task_type", r.typ) }},
+		show:   func(r *record, ti *TaskInfo) { ti.Type = r.typ },
+		text:   func(r *record, add func(string, any)) { add("task_type", r.typ) }},
 	v1Priority: {key: kPriority,
 		read: func(c *Core, v string) (err error) {
 			s := &c.sub
@@ -109,13 +77,8 @@ var v1Fields = [numV1Fields]v1Field{
 			}
 			return err
 		},
-		fill:  func(c *Core, r *record) { r.priority = uint8(c.sub.priority) },
-		put:   func(e enc, r *record) enc { e.byte(r.priority); return e },
-		get:   func(d dec, r *record) dec { r.priority = d.prio(); return d },
-		keep:  func(_ *Core, r *record, t *task) { t.priority = r.priority },
-		entry: func(t *task, r *record) { r.priority = t.priority },
-		show:  func(r *record, ti *TaskInfo) { ti.Priority = r.priority },
-		text:  func(r *record, add func(string, any)) { add("priority", r.priority) }},
+		show: func(r *record, ti *TaskInfo) { ti.Priority = r.priority },
+		text: func(r *record, add func(string, any)) { add("priority", r.priority) }},
 	v1MaxAttempts: {key: kMaxAttempts,
 		read: func(c *Core, v string) (err error) {
 			s := &c.sub
@@ -125,11 +88,6 @@ var v1Fields = [numV1Fields]v1Field{
 			return err
 		},
 		absent: func(s *submitReq) error { s.maxAttempts = DefaultMaxAttempts; return nil },
-		fill:   func(c *Core, r *record) { r.maxAttempts = c.sub.maxAttempts },
-		put:    func(e enc, r *record) enc { e.u(r.maxAttempts); return e },
-		get:    func(d dec, r *record) dec { r.maxAttempts = d.u(); return d },
-		keep:   func(_ *Core, r *record, t *task) { t.maxAttempts = r.maxAttempts },
-		entry:  func(t *task, r *record) { r.maxAttempts = t.maxAttempts },
 		show:   func(r *record, ti *TaskInfo) { ti.MaxAttempts = r.maxAttempts },
 		text:   func(r *record, add func(string, any)) { add("max_attempts", r.maxAttempts) }},
 	v1Timeout: {key: kTimeoutMs,
@@ -138,30 +96,15 @@ var v1Fields = [numV1Fields]v1Field{
 			s.timeoutMs, err = wire.UintValue("timeout_ms", v)
 			return err
 		},
-		fill:  func(c *Core, r *record) { r.timeoutMs = c.sub.timeoutMs },
-		put:   func(e enc, r *record) enc { e.u(r.timeoutMs); return e },
-		get:   func(d dec, r *record) dec { r.timeoutMs = d.u(); return d },
-		keep:  func(_ *Core, r *record, t *task) { t.timeoutMs = r.timeoutMs },
-		entry: func(t *task, r *record) { r.timeoutMs = t.timeoutMs },
-		show:  func(r *record, ti *TaskInfo) { ti.TimeoutMs = r.timeoutMs },
-		text:  func(r *record, add func(string, any)) { add("timeout_ms", r.timeoutMs) }},
+		show: func(r *record, ti *TaskInfo) { ti.TimeoutMs = r.timeoutMs },
+		text: func(r *record, add func(string, any)) { add("timeout_ms", r.timeoutMs) }},
 	// delay_ms is stored as the new task's due time, not as a duration.
-	// The snapshot entry holds the task's due time, whatever its timer.
 	v1Delay: {key: kDelayMs,
 		read: func(c *Core, v string) (err error) {
 			s := &c.sub
 			s.delayMs, err = wire.UintValue("delay_ms", v)
 			return err
 		},
-		fill: func(c *Core, r *record) { r.due = addMs(r.at, c.sub.delayMs) },
-		put:  func(e enc, r *record) enc { e.i(r.due); return e },
-		get:  func(d dec, r *record) dec { r.due = d.i(); return d },
-		keep: func(_ *Core, r *record, t *task) {
-			if r.kind == snapTask || r.due > r.at { // a new task has a timer only when delayed
-				t.dueMs = r.due
-			}
-		},
-		entry: func(t *task, r *record) { r.due = t.dueMs },
 		text: func(r *record, add func(string, any)) {
 			if r.kind == recNew && r.due > r.at {
 				add("not_before", stamp(r.due))
@@ -176,20 +119,7 @@ var v1Fields = [numV1Fields]v1Field{
 			s.key, s.hasKey = v, true
 			return nil
 		},
-		fill: func(c *Core, r *record) {
-			if s := &c.sub; s.hasKey {
-				r.key = strings.Clone(s.key)
-			}
-		},
-		put: func(e enc, r *record) enc { e.s(r.key); return e },
-		get: func(d dec, r *record) dec { r.key = d.s(); return d },
-		keep: func(_ *Core, r *record, t *task) {
-			if r.key != "" {
-				t.newExtra().key = r.key
-			}
-		},
-		entry: func(t *task, r *record) { r.key = t.key() },
-		show:  func(r *record, ti *TaskInfo) { ti.Key = r.key },
+		show: func(r *record, ti *TaskInfo) { ti.Key = r.key },
 		text: func(r *record, add func(string, any)) {
 			if r.key != "" {
 				add("key", r.key)
@@ -198,16 +128,7 @@ var v1Fields = [numV1Fields]v1Field{
 	// trace_id is "" when the submitter gave none, and one is derived.
 	v1Trace: {key: kTraceID,
 		read: func(c *Core, v string) error { c.sub.trace = v; return nil },
-		fill: func(c *Core, r *record) { r.trace = strings.Clone(c.sub.trace) },
-		put:  func(e enc, r *record) enc { e.s(r.trace); return e },
-		get:  func(d dec, r *record) dec { r.trace = d.s(); return d },
-		keep: func(_ *Core, r *record, t *task) {
-			if r.trace != "" {
-				t.newExtra().traceID = r.trace
-			}
-		},
-		entry: func(t *task, r *record) { r.trace = t.ownTrace() },
-		show:  func(r *record, ti *TaskInfo) { ti.TraceID = r.traceID() },
+		show: func(r *record, ti *TaskInfo) { ti.TraceID = r.traceID() },
 		text: func(r *record, add func(string, any)) {
 			if r.trace == "" {
 				add("trace_id", r.traceID()+" (derived)")
@@ -217,44 +138,12 @@ var v1Fields = [numV1Fields]v1Field{
 		}},
 	v1Deps: {key: kDependsOn,
 		read: func(c *Core, v string) error { return c.parseDeps(v, &c.sub) },
-		fill: func(c *Core, r *record) { r.deps = append(r.deps, c.sub.deps...) },
-		put:  func(e enc, r *record) enc { e.ids(r.deps); return e },
-		get:  func(d dec, r *record) dec { r.deps = d.ids(r.deps); return d },
-		keep: func(_ *Core, r *record, t *task) {
-			if len(r.deps) > 0 {
-				t.newExtra().deps = encodeDeps(r.deps)
-			}
-		},
-		entry: func(t *task, r *record) { r.deps = t.deps().appendTo(r.deps) },
-		show:  func(r *record, ti *TaskInfo) { ti.DependsOn = slices.Clone(r.deps) },
+		show: func(r *record, ti *TaskInfo) { ti.DependsOn = slices.Clone(r.deps) },
 		text: func(r *record, add func(string, any)) {
 			if len(r.deps) > 0 {
 				add("depends_on", r.deps)
 			}
 		}},
-}
-
-// v1 writes the values of the given rows, in that order, at this place
-// of a new-task record or snapshot entry.
-func (e *enc) v1(r *record, rows ...int) {
-	for _, i := range rows {
-		*e = v1Fields[i].put(*e, r)
-	}
-}
-
-// v1 reads what enc.v1 wrote with the same rows.
-func (d *dec) v1(r *record, rows ...int) {
-	for _, i := range rows {
-		*d = v1Fields[i].get(*d, r)
-	}
-}
-
-// keepV1 stores every row's value of a new-task record or snapshot entry
-// in its task, just inserted.
-func (c *Core) keepV1(r *record, t *task) {
-	for i := range v1Fields {
-		v1Fields[i].keep(c, r, t)
-	}
 }
 
 // v1Index returns the row whose key is k, or -1.
