@@ -21,8 +21,8 @@ import (
 //     not this decoder, catch damaged bytes.
 //   - New and snap_task end with the task field table's values
 //     (taskfields.go). A new task field is a row there, not code here.
-//   - The v1 task fields are written and read by their v1Fields rows'
-//     cases (v1codec.go). Their places in new and snap_task are fixed here.
+//   - The v1 task fields are written and read by the coders named after
+//     their v1Fields rows (v1codec.go). Their places are fixed here.
 //   - A field is never removed, reordered or given a new meaning. An
 //     integer field only widens, as varints read the same. A change an
 //     older binary must not misread gets a new kind, which it refuses.
@@ -173,11 +173,16 @@ func appendRecord(dst []byte, r *record) []byte {
 	switch r.kind {
 	case recNew:
 		e.u(r.id)
-		e.v1(r, v1Type, v1Priority, v1MaxAttempts, v1Timeout)
+		e.v1Type(r)
+		e.v1Priority(r)
+		e.v1MaxAttempts(r)
+		e.v1Timeout(r)
 		e.i(r.at)
-		e.v1(r, v1Delay)
+		e.v1Delay(r)
 		e.byte(uint8(r.state))
-		e.v1(r, v1Key, v1Trace, v1Deps)
+		e.v1Key(r)
+		e.v1Trace(r)
+		e.v1Deps(r)
 		e.u(uint64(r.argKeys))
 		e.s(r.args)
 		e.fields(&r.fields) // last: a new field of this kind goes above, or in taskFields
@@ -295,26 +300,27 @@ func appendRecord(dst []byte, r *record) []byte {
 		e.s(r.args)
 	case snapTask:
 		e.u(r.id)
-		e.v1(r, v1MaxAttempts, v1Timeout)
+		e.v1MaxAttempts(r)
+		e.v1Timeout(r)
 		e.i(r.created)
 		e.i(r.at)
-		e.v1(r, v1Delay)
+		e.v1Delay(r)
 		e.u(r.seq)
 		e.u(r.version)
 		e.u(uint64(r.attempt))
-		e.v1(r, v1Type)
+		e.v1Type(r)
 		e.byte(uint8(r.state))
-		e.v1(r, v1Priority)
+		e.v1Priority(r)
 		e.byte(uint8(r.flags))
 		e.s(r.exec)
-		e.v1(r, v1Trace)
+		e.v1Trace(r)
 		e.u(uint64(r.argKeys))
 		e.s(r.args)
-		e.v1(r, v1Key)
+		e.v1Key(r)
 		e.s(r.errText)
 		e.u(uint64(r.outKeys))
 		e.s(r.out)
-		e.v1(r, v1Deps)
+		e.v1Deps(r)
 		e.u(r.requeues)
 		e.s(r.why)
 		e.u(uint64(r.startOff))
@@ -340,11 +346,16 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 	switch r.kind {
 	case recNew:
 		r.id = d.u()
-		d.v1(r, v1Type, v1Priority, v1MaxAttempts, v1Timeout)
+		d.v1Type(r)
+		d.v1Priority(r)
+		d.v1MaxAttempts(r)
+		d.v1Timeout(r)
 		r.at = d.i()
-		d.v1(r, v1Delay)
+		d.v1Delay(r)
 		r.state = d.state()
-		d.v1(r, v1Key, v1Trace, v1Deps)
+		d.v1Key(r)
+		d.v1Trace(r)
+		d.v1Deps(r)
 		r.argKeys, r.args = d.u16(), d.s()
 		d.fields(&r.fields) // last, as written
 	case recDispatch:
@@ -427,19 +438,20 @@ func decodeRecordNames(payload []byte, r *record, names *interner) error {
 		r.key, r.args = d.s(), d.s()
 	case snapTask:
 		r.id = d.u()
-		d.v1(r, v1MaxAttempts, v1Timeout)
+		d.v1MaxAttempts(r)
+		d.v1Timeout(r)
 		r.created, r.at = d.i(), d.i()
-		d.v1(r, v1Delay)
+		d.v1Delay(r)
 		r.seq, r.version, r.attempt = d.u(), d.u(), d.u32()
-		d.v1(r, v1Type)
+		d.v1Type(r)
 		r.state = d.state()
-		d.v1(r, v1Priority)
+		d.v1Priority(r)
 		r.flags, r.exec = taskFlags(d.byte()), d.name()
-		d.v1(r, v1Trace)
+		d.v1Trace(r)
 		r.argKeys, r.args = d.u16(), d.s()
-		d.v1(r, v1Key)
+		d.v1Key(r)
 		r.errText, r.outKeys, r.out = d.s(), d.u16(), d.s()
-		d.v1(r, v1Deps)
+		d.v1Deps(r)
 		r.requeues, r.why = d.optU(), d.optS() // absent before requeue
 		r.startOff = d.optU32()                // absent before durations: no start known
 		d.fields(&r.fields)                    // last, as written

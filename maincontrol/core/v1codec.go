@@ -3,58 +3,31 @@ package core
 import "strings"
 
 // The mappings of the v1 fields that every submit, snapshot entry and
-// restored task runs have one case per row of v1Fields. They are plain
-// code, not func values in the rows. A call through a func value is
-// indirect, and moves the coder and record it gets to the heap.
+// restored task runs have one line or method per row of v1Fields. They
+// are plain code, not func values in the rows. A call through a func
+// value is indirect, and moves the coder and record it gets to the heap.
 
-// v1 writes the values of the given rows, in that order, at this place
-// of a new-task record or snapshot entry. Both kinds store a field alike.
-func (e *enc) v1(r *record, rows ...int) {
-	for _, i := range rows {
-		switch i {
-		case v1Type:
-			e.s(r.typ)
-		case v1Priority:
-			e.byte(r.priority)
-		case v1MaxAttempts:
-			e.u(r.maxAttempts)
-		case v1Timeout:
-			e.u(r.timeoutMs)
-		case v1Delay:
-			e.i(r.due)
-		case v1Key:
-			e.s(r.key)
-		case v1Trace:
-			e.s(r.trace)
-		case v1Deps:
-			e.ids(r.deps)
-		}
-	}
-}
+// The bytes of each v1 field, named after its row. Both the new-task
+// record and the snapshot entry call them, each at the row's place in
+// its encoding (records.go). They are small enough to be inlined.
+func (e *enc) v1Type(r *record)        { e.s(r.typ) }
+func (e *enc) v1Priority(r *record)    { e.byte(r.priority) }
+func (e *enc) v1MaxAttempts(r *record) { e.u(r.maxAttempts) }
+func (e *enc) v1Timeout(r *record)     { e.u(r.timeoutMs) }
+func (e *enc) v1Delay(r *record)       { e.i(r.due) }
+func (e *enc) v1Key(r *record)         { e.s(r.key) }
+func (e *enc) v1Trace(r *record)       { e.s(r.trace) }
+func (e *enc) v1Deps(r *record)        { e.ids(r.deps) }
 
-// v1 reads what enc.v1 wrote with the same rows.
-func (d *dec) v1(r *record, rows ...int) {
-	for _, i := range rows {
-		switch i {
-		case v1Type:
-			r.typ = d.name()
-		case v1Priority:
-			r.priority = d.prio()
-		case v1MaxAttempts:
-			r.maxAttempts = d.u()
-		case v1Timeout:
-			r.timeoutMs = d.u()
-		case v1Delay:
-			r.due = d.i()
-		case v1Key:
-			r.key = d.s()
-		case v1Trace:
-			r.trace = d.s()
-		case v1Deps:
-			r.deps = d.ids(r.deps)
-		}
-	}
-}
+// The readers of what the writers above wrote.
+func (d *dec) v1Type(r *record)        { r.typ = d.name() }
+func (d *dec) v1Priority(r *record)    { r.priority = d.prio() }
+func (d *dec) v1MaxAttempts(r *record) { r.maxAttempts = d.u() }
+func (d *dec) v1Timeout(r *record)     { r.timeoutMs = d.u() }
+func (d *dec) v1Delay(r *record)       { r.due = d.i() }
+func (d *dec) v1Key(r *record)         { r.key = d.s() }
+func (d *dec) v1Trace(r *record)       { r.trace = d.s() }
+func (d *dec) v1Deps(r *record)        { r.deps = d.ids(r.deps) }
 
 // fillV1 copies a parsed submit's v1 values into its new-task record, r.at
 // set. It copies what borrows from the read buffer.
