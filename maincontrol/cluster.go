@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/apollo11/apollo11/cluster"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 	"github.com/apollo11/apollo11/maincontrol/core"
 )
 
@@ -63,7 +64,14 @@ func (s *Server) startCluster() error {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.cl = cm
 	s.core.SetRole(core.RoleFollower, "")
-	node, err := cluster.Start(cluster.Config{ID: cm.id, RaftAddr: s.cfg.RaftListen, Members: s.cfg.ClusterMembers,
+	if !s.cfg.RaftTLS.Empty() {
+		l, err := tlsfiles.Load(s.cfg.RaftTLS, s.log)
+		if err != nil {
+			return fmt.Errorf("raft TLS: %w", err)
+		}
+		s.raftTLS = l
+	}
+	node, err := cluster.Start(cluster.Config{ID: cm.id, RaftAddr: s.cfg.RaftListen, Members: s.cfg.ClusterMembers, TLS: s.raftTLS,
 		Dir: filepath.Join(s.cfg.DataDir, "raft"), HeartbeatTimeout: s.cfg.RaftHeartbeatTimeout,
 		ElectionTimeout: s.cfg.RaftElectionTimeout, SnapshotThreshold: s.cfg.RaftSnapshotThreshold,
 		Stores: s.cfg.RaftStores, Logger: s.log}, (*clusterApp)(cm))

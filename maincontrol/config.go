@@ -143,6 +143,10 @@ type Config struct {
 	// RaftHeartbeatTimeout and RaftElectionTimeout are Raft's; zero:
 	// cluster.DefaultHeartbeatTimeout and DefaultElectionTimeout.
 	RaftHeartbeatTimeout, RaftElectionTimeout time.Duration
+	// RaftTLS, when it names files, runs Raft's traffic over mutual TLS
+	// (cluster/tlsstream.go): a certificate, its key and the CA bundle
+	// every member's certificate must come from. Reload reads them again.
+	RaftTLS tlsfiles.Files
 	// RaftSnapshotThreshold is how many entries make a Raft snapshot;
 	// zero: Raft's default.
 	RaftSnapshotThreshold uint64

@@ -52,7 +52,10 @@ func (s *Server) watchReload(ctx context.Context) {
 			if s.tlsFiles != nil {
 				_ = s.tlsFiles.Reload() // a failure is logged; the old files stay
 			}
-			if s.tlsFiles == nil || s.cfg.PolicyFile != "" {
+			if s.raftTLS != nil {
+				_ = s.raftTLS.Reload()
+			}
+			if s.tlsFiles == nil && s.raftTLS == nil || s.cfg.PolicyFile != "" {
 				s.ReloadPolicies()
 			}
 		}

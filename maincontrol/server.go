@@ -50,6 +50,7 @@ type Server struct {
 
 	// TLS on the main port (tlsterm.go); tlsConfig nil means plaintext.
 	tlsFiles    *tlsfiles.Loader
+	raftTLS     *tlsfiles.Loader // Raft's files in cluster mode, nil: plain TCP
 	tlsConfig   *tls.Config
 	shakes      shakeQueue     // connections in their TLS handshake
 	terminating sync.WaitGroup // TLS handshakes under way

@@ -36,6 +36,7 @@ type maincontrolFlags struct {
 	httpListen                                                string
 	policyFile                                                string
 	tlsCert, tlsKey, tlsClientCA                              string
+	raftTLSCert, raftTLSKey, raftTLSCA                        string
 	retryBase, retryCap                                       time.Duration
 	raftListen, clusterMembers                                string
 	raftHeartbeat, raftElection                               time.Duration
@@ -85,6 +86,9 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "certificate chain (PEM) of the main port: clients and executors then connect over TLS (plaintext when empty); the TLS files are read again on SIGHUP, which then reloads rather than stops")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "CA bundle (PEM): every client and executor must show a certificate it signed (mutual TLS; needs --tls-cert)")
+	fs.StringVar(&f.raftTLSCert, "raft-tls-cert", "", "cluster mode: this member's certificate (PEM) for Raft's traffic, which then runs over mutual TLS; needs --raft-tls-key and --raft-tls-ca; read again on SIGHUP")
+	fs.StringVar(&f.raftTLSKey, "raft-tls-key", "", "cluster mode: private key (PEM) of --raft-tls-cert")
+	fs.StringVar(&f.raftTLSCA, "raft-tls-ca", "", "cluster mode: CA bundle (PEM) every member's Raft certificate must come from")
 	fs.StringVar(&f.raftListen, "raft-listen", "", "cluster mode: Raft's address (host:port); this member's id is its --listen, the address clients dial (docs/protocol.md 8.13)")
 	fs.StringVar(&f.clusterMembers, "cluster-members", "", "the voters that bootstrap a new cluster, the same on every member: ID=RAFTADDR,... where ID is a member's --listen (ignored once the member has Raft state)")
 	durationVar(fs, &f.raftHeartbeat, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster mode: a follower with no word from the leader this long (to twice it) calls an election")
@@ -174,6 +178,10 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 			return cfg, usageError(fmt.Errorf("--cluster-members: %w", err))
 		}
 	}
+	raftTLS := tlsfiles.Files{Cert: f.raftTLSCert, Key: f.raftTLSKey, CA: f.raftTLSCA}
+	if !raftTLS.Empty() && (f.raftListen == "" || raftTLS.Cert == "" || raftTLS.Key == "" || raftTLS.CA == "") {
+		return cfg, usageError(errors.New("--raft-tls-cert, --raft-tls-key and --raft-tls-ca go together, with --raft-listen: Raft over TLS is mutual"))
+	}
 	if f.raftListen != "" {
 		if err := firstErr(positiveMs("raft-heartbeat-timeout", f.raftHeartbeat), positiveMs("raft-election-timeout", f.raftElection)); err != nil {
 			return cfg, usageError(err)
@@ -183,7 +191,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 		}
 	}
 	cfg = maincontrol.Config{
-		RaftListen: f.raftListen, ClusterMembers: members,
+		RaftListen: f.raftListen, ClusterMembers: members, RaftTLS: raftTLS,
 		RaftHeartbeatTimeout: f.raftHeartbeat, RaftElectionTimeout: f.raftElection,
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
@@ -222,7 +230,7 @@ func runMaincontrol(args []string, stdout, stderr io.Writer) error {
 	cfg.LogDropped = sink.Dropped
 	notifier := systemd.FromEnv()
 	sigs := stopSignals()
-	if cfg.PolicyFile != "" || !cfg.TLS.Empty() {
+	if cfg.PolicyFile != "" || !cfg.TLS.Empty() || !cfg.RaftTLS.Empty() {
 		var stopReload func()
 		sigs, cfg.Reload, stopReload = reloadOnHangup()
 		defer stopReload()
