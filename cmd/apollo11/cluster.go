@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apollo11/apollo11/client"
 	"github.com/apollo11/apollo11/wire"
@@ -141,18 +144,32 @@ func runClusterTransfer(args []string, stdout io.Writer) error {
 			if err != nil && !errors.Is(err, client.ErrConnectionLost) {
 				return clusterErr(err)
 			}
-			after, serr := cl.ClusterStatus(ctx)
+			after, serr := newLeader(ctx, cl, before.Leader)
 			switch {
 			case serr != nil && err != nil:
 				return fmt.Errorf("%w; and then: %w", err, serr)
 			case serr != nil:
 				return clusterErr(serr)
-			case after.Leader == before.Leader:
-				return fmt.Errorf("the leader is still %s (the transfer's reply: %v)", shown(after.Leader), err)
 			}
 			return clusterDone(stdout, cf, map[string]any{"old_leader": before.Leader, "leader": after.Leader, "term": after.Term},
 				"leader %s -> %s (term %d)\n", before.Leader, after.Leader, after.Term)
 		})
+}
+
+// newLeader asks the cluster's status until it names a leader other than
+// old. The old leader may answer first, as a follower that knows none yet.
+func newLeader(ctx context.Context, cl *client.Client, old string) (client.ClusterStatus, error) {
+	for {
+		st, err := cl.ClusterStatus(ctx)
+		if err != nil || (st.Leader != "" && st.Leader != old) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("the leader is still %s: %w", shown(cmp.Or(st.Leader, "unknown")), context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // clusterDone prints a change's outcome, as JSON or as text.
