@@ -119,16 +119,14 @@ func TestNode_ThreeMembersReplicateAndFailOver(t *testing.T) {
 	}
 	waitFor(t, "a leader", func() bool { return leader() >= 0 })
 	l := leader()
-	durable := make(chan uint64, 100)
-	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(error) {})
+	durable, failed := make(chan uint64, 100), make(chan error, 100)
+	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
 	p.Lead(Origin{ID: nodes[l].ID(), Term: nodes[l].Term()})
 	var last uint64
 	for i := range 20 {
 		last = p.Append([]byte(fmt.Sprintf("r%d", i)))
 	}
-	for got := uint64(0); got < last; {
-		got = <-durable
-	}
+	awaitDurable(t, durable, failed, last)
 	p.Close()
 	for i := range apps {
 		waitFor(t, "replication", func() bool { return len(apps[i].list()) == 20 })
@@ -145,12 +143,10 @@ func TestNode_ThreeMembersReplicateAndFailOver(t *testing.T) {
 	waitFor(t, "a new leader", func() bool { return leader() >= 0 })
 	nl := leader()
 	require.NoError(t, nodes[nl].Barrier(5*time.Second))
-	p = NewProposer(nodes[nl].Raft(), func(lsn uint64) { durable <- lsn }, func(error) {})
+	p = NewProposer(nodes[nl].Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
 	p.Lead(Origin{ID: nodes[nl].ID(), Term: nodes[nl].Term()})
 	last = p.Append([]byte("after"))
-	for got := uint64(0); got < last; {
-		got = <-durable
-	}
+	awaitDurable(t, durable, failed, last)
 	p.Close()
 	assert.Equal(t, "after", apps[nl].list()[20])
 
@@ -172,5 +168,21 @@ func TestParseMembers(t *testing.T) {
 	for _, bad := range []string{"", "a", "a=b", "h:1=", "h:1=h:2,h:1=h:3", "h:1=h:2,h:3=h:2"} {
 		_, err := ParseMembers(bad)
 		assert.Error(t, err, "%q", bad)
+	}
+}
+
+// awaitDurable waits until last is durable. An entry that fails (the
+// leadership moved, as it may on a loaded host) fails the test rather
+// than leave it waiting for an LSN that never comes.
+func awaitDurable(t *testing.T, durable <-chan uint64, failed <-chan error, last uint64) {
+	t.Helper()
+	for got := uint64(0); got < last; {
+		select {
+		case got = <-durable:
+		case err := <-failed:
+			t.Fatalf("an entry did not commit: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("LSN %d not durable within 30 s", last)
+		}
 	}
 }

@@ -54,16 +54,14 @@ func TestNode_ThreeMembersOverMutualTLS(t *testing.T) {
 	}
 	waitFor(t, "a leader among the three with good certificates", func() bool { return leader() >= 0 })
 	l := leader()
-	durable := make(chan uint64, 16)
-	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(error) {})
+	durable, failed := make(chan uint64, 16), make(chan error, 16)
+	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
 	p.Lead(Origin{ID: nodes[l].ID(), Term: nodes[l].Term()})
 	var last uint64
 	for i := range 5 {
 		last = p.Append([]byte(fmt.Sprint("r", i)))
 	}
-	for got := uint64(0); got < last; {
-		got = <-durable
-	}
+	awaitDurable(t, durable, failed, last)
 	p.Close()
 	for i := range 3 {
 		waitFor(t, "replication over TLS", func() bool { return len(apps[i].list()) == 5 })
