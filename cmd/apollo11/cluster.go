@@ -41,15 +41,16 @@ func runClusterStatus(args []string, stdout io.Writer) error {
 			if err != nil {
 				return clusterErr(err)
 			}
+			asked := askMembers(cf, &st)
 			if cf.asJSON {
 				return printJSON(stdout, st)
 			}
-			printClusterStatus(stdout, st)
+			printClusterStatus(stdout, st, asked)
 			return nil
 		})
 }
 
-func printClusterStatus(w io.Writer, st client.ClusterStatus) {
+func printClusterStatus(w io.Writer, st client.ClusterStatus, asked map[string]askedLag) {
 	leader := st.Leader
 	if leader == "" {
 		leader = "(none known)"
@@ -67,6 +68,13 @@ func printClusterStatus(w io.Writer, st client.ClusterStatus) {
 		}
 		if m.MatchIndex != nil {
 			fmt.Fprintf(w, "  match_index %d", *m.MatchIndex)
+		}
+		a, wasAsked := asked[m.ID]
+		switch {
+		case wasAsked && a.err != nil:
+			fmt.Fprintf(w, "  unreachable (%v)", a.err)
+		case wasAsked:
+			fmt.Fprintf(w, "  applied_index %d", a.applied)
 		}
 		if m.Lag != nil {
 			fmt.Fprintf(w, "  lag %d", *m.Lag)

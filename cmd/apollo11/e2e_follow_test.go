@@ -7,6 +7,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,7 @@ func TestCluster_ClientAndExecutorFollowLeaderKill(t *testing.T) {
 	out, err := exec.Command(bin, "cluster", "status", "--addr", leader+","+strings.Join(others, ",")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "leader "+st.Leader)
+	assert.Regexp(t, "member "+regexp.QuoteMeta(leader)+" .* unreachable", string(out), "the killed member is asked, and says so")
 	assert.NotContains(t, ex.Output(), "ignoring a leader hint", "every hint named a member")
 }
 
@@ -152,6 +154,8 @@ func TestDev_Cluster3(t *testing.T) {
 	st, err := exec.Command(bin, "cluster", "status", "--addr", list).CombinedOutput()
 	require.NoError(t, err, "%s", st)
 	assert.Equal(t, 3, strings.Count(string(st), "\nmember "), "%s", st)
+	// Raft tells the leader no follower's index: the CLI asks each one.
+	assert.Len(t, regexp.MustCompile(`  applied_index \d+  lag \d+\n`).FindAllString(string(st), -1), 2, "%s", st)
 	assert.Contains(t, dev.Output(), "cluster status --addr "+list)
 
 	moved, err := exec.Command(bin, "cluster", "transfer-leadership", "--addr", list).CombinedOutput()
