@@ -29,6 +29,10 @@ func hugeHeap(n int64) {
 	if n < minHugeHeap || !thpAdvised() || strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
 		return
 	}
+	// A 32-bit heap has no room to map hundreds of MB ahead.
+	if unsafe.Sizeof(uintptr(0)) < 8 {
+		return
+	}
 	// A failed mapping would end the process: stay well inside what the
 	// host and the process's limits allow.
 	var lim syscall.Rlimit
@@ -42,7 +46,7 @@ func hugeHeap(n int64) {
 	if err := syscall.Sysinfo(&si); err != nil {
 		return
 	}
-	n = min(n, int64(si.Totalram*uint64(si.Unit)/2))
+	n = min(n, int64(uint64(si.Totalram)*uint64(si.Unit)/2))
 	if n < minHugeHeap {
 		return
 	}

@@ -165,7 +165,7 @@ func BenchmarkRestore(b *testing.B) {
 				}
 				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 				cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-				faults += ru.Minflt
+				faults += int64(ru.Minflt)
 			}
 			// CPU of every goroutine, the collector's too, and the page
 			// faults: on a shared machine they say more than the wall time.
