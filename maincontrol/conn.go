@@ -20,17 +20,18 @@ type conn struct {
 	held       int  // frames waiting for their records to be durable
 	gated      int  // of those, task frames (gate.gated)
 	dead       bool // gnet closed it
-	// awaiting means in Server.unauth, not yet through its handshake,
-	// linked to its neighbours there by prevNew and nextNew. evicted means
-	// closed to make room for a newcomer, counted in Server.evicting
-	// (unauth.go).
-	awaiting, evicted bool
-	prevNew, nextNew  *conn
-	flow              connFlow // the flow control's view of it (flow.go)
+	// waiting places it in Server.unauth while it is not yet through its
+	// handshake. evicted means closed to make room for a newcomer,
+	// counted in Server.evicting (unauth.go).
+	waiting fifoLinks[*conn]
+	evicted bool
+	flow    connFlow // the flow control's view of it (flow.go)
 	// origin is the TLS connection this one's plaintext comes from, nil
 	// for a plaintext peer (tlsterm.go).
 	origin *tlsOrigin
 }
+
+func (cn *conn) links() *fifoLinks[*conn] { return &cn.waiting }
 
 // wakeList collects the connections with output or work waiting, to be
 // woken once Server.mu is released. Guarded by Server.mu.

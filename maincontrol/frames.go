@@ -87,7 +87,7 @@ func (s *Server) readFrames(cn *conn, gc gnet.Conn) bool {
 			s.gate.logFrame("in", cn, frame[wire.HeaderLen:])
 		}
 		s.core.Handle(cn.id, m)
-		if cn.awaiting {
+		if cn.waiting.in {
 			s.noteGreeted(cn)
 		}
 		cn.flow.consumed += n

@@ -39,48 +39,18 @@ const (
 	tlsLogEvery = 10 * time.Second
 )
 
-// shake is a connection in its TLS handshake, in Server.shakes.
+// shake is a connection in its TLS handshake, in Server.shakes. Its
+// links say whether it is still there: not evicted, not done.
 type shake struct {
-	c          net.Conn
-	prev, next *shake
-	in         bool // in Server.shakes: not evicted, not done
+	c       net.Conn
+	waiting fifoLinks[*shake]
 }
+
+func (sh *shake) links() *fifoLinks[*shake] { return &sh.waiting }
 
 // shakeQueue lists the connections in their TLS handshake, oldest first.
 // It is guarded by Server.mu.
-type shakeQueue struct {
-	head, tail *shake
-	n          int
-}
-
-func (q *shakeQueue) push(sh *shake) {
-	sh.prev, sh.next, sh.in = q.tail, nil, true
-	if q.tail != nil {
-		q.tail.next = sh
-	} else {
-		q.head = sh
-	}
-	q.tail = sh
-	q.n++
-}
-
-func (q *shakeQueue) remove(sh *shake) {
-	if !sh.in {
-		return
-	}
-	if sh.prev != nil {
-		sh.prev.next = sh.next
-	} else {
-		q.head = sh.next
-	}
-	if sh.next != nil {
-		sh.next.prev = sh.prev
-	} else {
-		q.tail = sh.prev
-	}
-	sh.prev, sh.next, sh.in = nil, nil, false
-	q.n--
-}
+type shakeQueue = fifo[*shake]
 
 // tlsOrigin is the context a TLS connection's plaintext end is enrolled
 // with. OnOpen takes the peer's real address from it.
@@ -166,7 +136,7 @@ func (s *Server) terminate(sh *shake) (*tls.Conn, *net.UnixConn) {
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	s.mu.Lock()
-	evicted := !sh.in
+	evicted := !sh.waiting.in
 	s.shakes.remove(sh)
 	s.mu.Unlock()
 	if err != nil || evicted {

@@ -16,41 +16,8 @@ import (
 // handshake counts as one awaiting its handshake (tlsterm.go).
 
 // unauthQueue lists the connections awaiting their handshake, oldest
-// first, linked through conn.prevNew and conn.nextNew. Adding, removing
-// and taking the oldest cost the same however many there are.
-type unauthQueue struct {
-	head, tail *conn
-	n          int
-}
-
-func (q *unauthQueue) push(cn *conn) {
-	cn.prevNew, cn.nextNew, cn.awaiting = q.tail, nil, true
-	if q.tail != nil {
-		q.tail.nextNew = cn
-	} else {
-		q.head = cn
-	}
-	q.tail = cn
-	q.n++
-}
-
-func (q *unauthQueue) remove(cn *conn) {
-	if !cn.awaiting {
-		return
-	}
-	if cn.prevNew != nil {
-		cn.prevNew.nextNew = cn.nextNew
-	} else {
-		q.head = cn.nextNew
-	}
-	if cn.nextNew != nil {
-		cn.nextNew.prevNew = cn.prevNew
-	} else {
-		q.tail = cn.prevNew
-	}
-	cn.prevNew, cn.nextNew, cn.awaiting = nil, nil, false
-	q.n--
-}
+// first, linked through conn.waiting.
+type unauthQueue = fifo[*conn]
 
 // makeRoom reports whether a newcomer may be taken in. When either cap is
 // reached, it first closes the connection longest in its handshake. It
