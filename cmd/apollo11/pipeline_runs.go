@@ -258,8 +258,13 @@ func printRunState(w io.Writer, rs client.RunState) {
 		if s.When != "" {
 			line += "  when=" + s.When
 		}
-		if s.Error != "" {
+		switch {
+		case s.Error == "":
+		case stepEnded(s.State):
 			line += "  (" + shown(s.Error) + ")"
+		default:
+			// A requeued step keeps its last end's error until it ends again.
+			line += "  (last error: " + shown(s.Error) + ")"
 		}
 		fmt.Fprintln(w, line)
 		if s.CompTaskID != 0 {
@@ -274,6 +279,15 @@ func printRunState(w io.Writer, rs client.RunState) {
 	case client.RunFailed, client.RunCancelled:
 		fmt.Fprintln(w, resumeHint(rs))
 	}
+}
+
+// stepEnded reports whether a step's task state is an end, or unknown.
+func stepEnded(state string) bool {
+	switch state {
+	case "", "succeeded", "failed", "cancelled":
+		return true
+	}
+	return false
 }
 
 // missingOut reads the main control's error of a step whose argument
