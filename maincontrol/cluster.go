@@ -3,6 +3,7 @@ package maincontrol
 import (
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -43,11 +44,19 @@ type clusterMode struct {
 }
 
 // memberID is the id clients know this member by: its listen address.
-func memberID(listen string) string {
+// Followers name the leader by it, and clients follow only names in their
+// own lists, so it must be an address clients dial. An empty or
+// unspecified host is none: it is refused.
+func memberID(listen string) (string, error) {
 	if _, rest, ok := strings.Cut(listen, "://"); ok {
-		return rest
+		listen = rest
 	}
-	return listen
+	host, _, err := net.SplitHostPort(listen)
+	if err == nil && host != "" && !net.ParseIP(host).IsUnspecified() {
+		return listen, nil
+	}
+	return "", fmt.Errorf("%w: in cluster mode --listen %q is this member's id, the address clients dial to reach it, so it needs a host clients can dial: listen on that address (such as --listen a.example:1969 or 10.0.0.1:1969), not on all interfaces",
+		ErrConfig, listen)
 }
 
 // startCluster starts Raft on DATADIR/raft. Raft restores its newest
@@ -60,7 +69,11 @@ func (s *Server) startCluster() error {
 	if err := checkDataDir(s.cfg.DataDir); err != nil {
 		return err
 	}
-	cm := &clusterMode{s: s, id: memberID(s.cfg.Listen), fatal: make(chan error, 1),
+	id, err := memberID(s.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	cm := &clusterMode{s: s, id: id, fatal: make(chan error, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.cl = cm
 	s.core.SetRole(core.RoleFollower, "")

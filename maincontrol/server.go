@@ -235,6 +235,10 @@ func (s *Server) serve(ctx context.Context) error {
 		s.log.Warn("listening beyond loopback without auth: anyone who reaches this port can submit and cancel tasks and register as an executor; give --token-file",
 			"listen", s.cfg.Listen)
 	}
+	if s.cl != nil && s.cfg.RaftTLS.Empty() && beyondLoopback(s.cfg.RaftListen) {
+		s.log.Warn("raft listening beyond loopback without TLS: anyone who reaches this port can rewrite the replicated state; give --raft-tls-cert, --raft-tls-key and --raft-tls-ca",
+			"raft_listen", s.cfg.RaftListen)
+	}
 	s.log.Info("main control ready", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
 		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil, "event_loops", s.cfg.EventLoops)
 	var clusterFailed <-chan error

@@ -1,0 +1,74 @@
+package maincontrol_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/cluster"
+	"github.com/apollo11/apollo11/internal/syncbuf"
+	"github.com/apollo11/apollo11/maincontrol"
+	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
+)
+
+const raftPlainWarning = "raft listening beyond loopback without TLS"
+
+// A plaintext raft port beyond loopback lets anyone who reaches it rewrite
+// the replicated state: startup warns, as for a client port without a
+// token. On loopback it does not.
+func TestCluster_WarnsPlainRaftBeyondLoopback(t *testing.T) {
+	for _, beyond := range []bool{true, false} {
+		t.Run(fmt.Sprint("beyond=", beyond), func(t *testing.T) {
+			var logs syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			raft := freeAddr(t)
+			listen := raft
+			if beyond {
+				_, port, err := net.SplitHostPort(raft)
+				require.NoError(t, err)
+				listen = net.JoinHostPort("0.0.0.0", port)
+			}
+			id := freeAddr(t)
+			maincontroltest.Start(t, maincontrol.Config{Listen: id, DataDir: t.TempDir(), RaftListen: listen,
+				ClusterMembers: []cluster.Member{{ID: id, Raft: raft, Voter: true}}, Logger: logger})
+			require.Eventually(t, func() bool { return strings.Contains(logs.String(), "main control ready") },
+				10*time.Second, 10*time.Millisecond, logs.String())
+			if beyond {
+				require.Eventually(t, func() bool { return strings.Contains(logs.String(), raftPlainWarning) },
+					10*time.Second, 10*time.Millisecond, logs.String())
+				assert.Contains(t, logs.String(), "--raft-tls-cert")
+			} else {
+				assert.NotContains(t, logs.String(), raftPlainWarning)
+			}
+		})
+	}
+}
+
+// A member's id is its --listen, which followers name as the leader and
+// clients must dial. One on all interfaces names no address: refused.
+func TestCluster_RefusesAnIDClientsCannotDial(t *testing.T) {
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	require.NoError(t, err)
+	for _, host := range []string{"", "0.0.0.0", "::"} {
+		listen := net.JoinHostPort(host, port)
+		t.Run(listen, func(t *testing.T) {
+			raft := freeAddr(t)
+			_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: listen, DataDir: filepath.Join(t.TempDir(), "d"),
+				RaftListen: raft, ClusterMembers: []cluster.Member{{ID: listen, Raft: raft, Voter: true}}, Logger: testLogger()})
+			if err == nil {
+				assert.NoError(t, stop())
+				t.Fatalf("a member listening on %s started", listen)
+			}
+			assert.Contains(t, err.Error(), maincontrol.ErrConfig.Error())
+			assert.Contains(t, err.Error(), "clients dial")
+			assert.Contains(t, err.Error(), "listen on that address")
+		})
+	}
+}
