@@ -2,7 +2,6 @@ package maincontrol
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -239,17 +238,7 @@ func (cm *clusterMode) stepDown() {
 // rebuild replaces the core with one made from the committed state up
 // to the last index applied, and closes every connection. Under s.mu.
 func (cm *clusterMode) rebuild() error {
-	fresh, err := cm.s.newCore()
-	if err != nil {
-		return err
-	}
-	err = cm.node.Committed(cm.applied, func(r io.Reader) error {
-		if r == nil {
-			return nil
-		}
-		_, err := loadStream(fresh, r)
-		return err
-	}, func(_ uint64, b cluster.Batch) error { return replayBatch(fresh, b) })
+	fresh, err := committedCore(cm.node, cm.applied, cm.s.newCore)
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,6 @@ import (
 // call runs on Raft's FSM goroutine and takes Server.mu.
 type clusterApp clusterMode
 
-// errLeaderAhead refuses a snapshot while the leader's core holds changes
-// not yet committed: a snapshot must be the state at its index exactly.
-// Raft tries again later; the followers' snapshots are never refused.
-var errLeaderAhead = errors.New("the leader holds changes not yet committed: snapshot later")
-
 // Apply replays a committed batch into the core, unless this leadership
 // made it: the core applied those records when it made them.
 func (a *clusterApp) Apply(index uint64, b cluster.Batch) error {
@@ -41,16 +36,20 @@ func (a *clusterApp) Apply(index uint64, b cluster.Batch) error {
 	return err
 }
 
-// Snapshot freezes the core, as of the last index applied.
+// Snapshot freezes the core, as of the last index applied. A leader's
+// core may hold changes not yet committed, while the snapshot must be the
+// state at its index exactly. Then the write rebuilds the committed state
+// on Raft's persist goroutine, and this FSM goroutine does not wait.
 func (a *clusterApp) Snapshot() (func(w io.Writer) error, error) {
 	cm := (*clusterMode)(a)
 	s := cm.s
 	s.mu.Lock()
+	index, node := cm.applied, cm.node
 	if cm.leadTerm != 0 && s.gate.lastLSN > cm.ownLSN {
 		s.mu.Unlock()
-		return nil, errLeaderAhead
+		return func(w io.Writer) error { return cm.writeCommitted(node, index, w) }, nil
 	}
-	snap, index := s.core.Freeze(), cm.applied
+	snap := s.core.Freeze()
 	s.mu.Unlock()
 	return func(w io.Writer) error {
 		return snapshot.WriteStream(w, index, func(sw *snapshot.SnapshotWriter) error { return snap.WriteTo(sw.Add) })

@@ -1,0 +1,190 @@
+package maincontrol
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/cluster"
+	"github.com/apollo11/apollo11/internal/patience"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// heldLog keeps the leader's records from Raft, numbered as the proposer
+// would number them, so the core holds changes not yet committed.
+type heldLog struct {
+	p    *cluster.Proposer
+	recs [][]byte
+}
+
+func (h *heldLog) Append(payload []byte) uint64 {
+	h.recs = append(h.recs, append([]byte(nil), payload...))
+	return h.p.LastLSN() + uint64(len(h.recs))
+}
+
+// release proposes the held records, in order. Under s.mu.
+func (h *heldLog) release(s *Server) {
+	s.gate.store = h.p
+	for _, r := range h.recs {
+		h.p.Append(r)
+	}
+}
+
+// leadSnapPeer is a client connection speaking the wire protocol.
+type leadSnapPeer struct {
+	t *testing.T
+	c net.Conn
+	r *wire.Reader
+	w *wire.Writer
+}
+
+func dialLeadSnap(t *testing.T, addr string) *leadSnapPeer {
+	c, err := net.DialTimeout("tcp", addr, patience.Scale(5*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	p := &leadSnapPeer{t: t, c: c, r: wire.NewReader(c, 0), w: wire.NewWriter(c, 0)}
+	p.expect("welcome")
+	p.send("hello", "req", "h", "client", "test")
+	p.expect("hello_ok")
+	return p
+}
+
+func (p *leadSnapPeer) send(typ string, kv ...string) {
+	m := wire.NewMessage(wire.Kind(typ))
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Set(kv[i], kv[i+1])
+	}
+	require.NoError(p.t, p.w.Send(m))
+}
+
+func (p *leadSnapPeer) expect(typ string) *wire.Message {
+	require.NoError(p.t, p.c.SetReadDeadline(time.Now().Add(patience.Scale(10*time.Second))))
+	m, err := p.r.ReadMessage()
+	require.NoError(p.t, err)
+	require.Equal(p.t, typ, m.Type(), "got %s", m)
+	return m
+}
+
+// startMembers runs n cluster members in this process until the test ends.
+func startMembers(t *testing.T, n int) []*Server {
+	dir := t.TempDir()
+	var members []cluster.Member
+	for range n {
+		var addrs [2]string
+		for i := range addrs {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			addrs[i] = ln.Addr().String()
+			require.NoError(t, ln.Close())
+		}
+		members = append(members, cluster.Member{ID: addrs[0], Raft: addrs[1], Voter: true})
+	}
+	var servers []*Server
+	for i, m := range members {
+		ready := make(chan struct{})
+		s, err := newServer(Config{Listen: m.ID, DataDir: filepath.Join(dir, fmt.Sprint(i)), RaftListen: m.Raft,
+			ClusterMembers: members, Logger: slog.New(slog.DiscardHandler), OnReady: func(string) { close(ready) }})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.serve(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			assert.NoError(t, <-done)
+		})
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("member %d did not start: %v", i, err)
+		}
+		servers = append(servers, s)
+	}
+	return servers
+}
+
+// The leader's core is always ahead of the log under load. Its Raft
+// snapshot is still taken: the committed state at the snapshot's index,
+// with every confirmed task and without the one not yet committed.
+func TestCluster_LeaderAheadStillSnapshotsTheCommittedState(t *testing.T) {
+	servers := startMembers(t, 3)
+	var l *Server
+	deadline := time.Now().Add(patience.Scale(20 * time.Second))
+	for l == nil {
+		require.True(t, time.Now().Before(deadline), "no leader elected")
+		for _, s := range servers {
+			if s.cl.lead.Load() {
+				l = s
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cl := dialLeadSnap(t, l.cl.id)
+	var confirmed []uint64
+	for i := range 5 {
+		cl.send("submit", "req", fmt.Sprint(i), "task_type", "t", "key", fmt.Sprint("k", i))
+		id, err := cl.expect("submitted").Uint("task_id")
+		require.NoError(t, err)
+		confirmed = append(confirmed, id)
+	}
+
+	// The next submit changes the leader's core, and its record is held.
+	hold := &heldLog{p: l.cl.prop}
+	l.mu.Lock()
+	l.gate.store = hold
+	l.mu.Unlock()
+	cl.send("submit", "req", "held", "task_type", "t", "key", "held")
+	var heldID uint64
+	for heldID == 0 {
+		require.True(t, time.Now().Before(deadline), "the held submit never reached the core")
+		l.mu.Lock()
+		if l.core.NextTaskID() > confirmed[len(confirmed)-1]+1 {
+			heldID = l.core.NextTaskID() - 1
+			_, ok := l.core.Task(heldID)
+			require.True(t, ok)
+			require.Greater(t, l.gate.lastLSN, l.cl.ownLSN, "the leader's core is ahead of the log")
+		}
+		l.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+
+	f := l.cl.node.Raft().Snapshot()
+	require.NoError(t, f.Error(), "the leader snapshots while ahead")
+	meta, rc, err := f.Open()
+	require.NoError(t, err)
+	snaps, err := raft.NewFileSnapshotStore(filepath.Join(l.cfg.DataDir, "raft"), 2, io.Discard)
+	require.NoError(t, err)
+	metas, err := snaps.List()
+	require.NoError(t, err)
+	require.NotEmpty(t, metas)
+	assert.Equal(t, meta.ID, metas[0].ID, "raft's snapshot store lists it")
+
+	// A member restored from it holds exactly the committed state.
+	fresh, err := l.newCore()
+	require.NoError(t, err)
+	index, err := loadStream(fresh, rc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	assert.Positive(t, index)
+	for _, id := range confirmed {
+		_, ok := fresh.Task(id)
+		assert.True(t, ok, "confirmed task %d is in the snapshot", id)
+	}
+	_, ok := fresh.Task(heldID)
+	assert.False(t, ok, "the uncommitted task %d is not in the snapshot", heldID)
+
+	// Released, the held record commits and its submit is confirmed.
+	l.mu.Lock()
+	hold.release(l)
+	l.mu.Unlock()
+	assert.Equal(t, strconv.FormatUint(heldID, 10), cl.expect("submitted").Value("task_id"))
+}
