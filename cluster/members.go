@@ -114,10 +114,12 @@ func (n *Node) member(id string) (Member, bool, error) {
 }
 
 // Committed reads this member's committed state afresh, for a leader that
-// stepped down: the newest Raft snapshot into load (none: nothing), then
-// every batch after it up to index upto into apply. A snapshot taken
-// meanwhile may compact the entries it needs; it then starts over.
-func (n *Node) Committed(upto uint64, load func(r io.Reader) error, apply func(index uint64, b Batch) error) error {
+// stepped down: the newest Raft snapshot into load, then every batch
+// after it up to index upto into apply. load begins each attempt, with
+// nil for no snapshot: the state must start empty there. It returns the
+// last index of a command the snapshot holds. A snapshot taken meanwhile
+// may compact the entries an attempt needs; it then starts over.
+func (n *Node) Committed(upto uint64, load func(r io.Reader) (uint64, error), apply func(index uint64, b Batch) error) error {
 	for attempt := 0; ; attempt++ {
 		err := n.committed(upto, load, apply)
 		if !errors.Is(err, raft.ErrLogNotFound) || attempt == 2 {
@@ -126,24 +128,13 @@ func (n *Node) Committed(upto uint64, load func(r io.Reader) error, apply func(i
 	}
 }
 
-func (n *Node) committed(upto uint64, load func(r io.Reader) error, apply func(index uint64, b Batch) error) error {
+func (n *Node) committed(upto uint64, load func(r io.Reader) (uint64, error), apply func(index uint64, b Batch) error) error {
 	metas, err := n.snaps.List()
 	if err != nil {
 		return fmt.Errorf("cannot list raft snapshots: %w", err)
 	}
-	from := uint64(1)
-	if len(metas) > 0 && metas[0].Index <= upto {
-		_, rc, err := n.snaps.Open(metas[0].ID)
-		if err != nil {
-			return fmt.Errorf("cannot open raft snapshot %s: %w", metas[0].ID, err)
-		}
-		err = load(rc)
-		_ = rc.Close()
-		if err != nil {
-			return fmt.Errorf("raft snapshot %s: %w", metas[0].ID, err)
-		}
-		from = metas[0].Index + 1
-	} else if err := load(nil); err != nil {
+	from, err := n.loadNewest(metas, upto, load)
+	if err != nil {
 		return err
 	}
 	var l raft.Log
@@ -163,4 +154,30 @@ func (n *Node) committed(upto uint64, load func(r io.Reader) error, apply func(i
 		}
 	}
 	return nil
+}
+
+// loadNewest loads the newest snapshot, unless it holds a command after
+// upto, and returns the index to replay from. Its Raft index may count
+// barrier and configuration entries past its last command, so the command
+// index it holds decides: the log before it may be compacted.
+func (n *Node) loadNewest(metas []*raft.SnapshotMeta, upto uint64, load func(r io.Reader) (uint64, error)) (uint64, error) {
+	if len(metas) > 0 {
+		_, rc, err := n.snaps.Open(metas[0].ID)
+		if err != nil {
+			return 0, fmt.Errorf("cannot open raft snapshot %s: %w", metas[0].ID, err)
+		}
+		held, err := load(rc)
+		_ = rc.Close()
+		if err != nil {
+			return 0, fmt.Errorf("raft snapshot %s: %w", metas[0].ID, err)
+		}
+		if held <= upto {
+			return metas[0].Index + 1, nil
+		}
+	}
+	// No snapshot, or one ahead of upto: the whole log, from empty.
+	if _, err := load(nil); err != nil {
+		return 0, err
+	}
+	return 1, nil
 }

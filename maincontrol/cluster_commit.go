@@ -15,17 +15,16 @@ import (
 // an empty core; each attempt of Committed starts from a new one.
 func committedCore(node *cluster.Node, index uint64, newCore func() (*core.Core, error)) (*core.Core, error) {
 	var c *core.Core
-	err := node.Committed(index, func(r io.Reader) error {
+	err := node.Committed(index, func(r io.Reader) (uint64, error) {
 		fresh, err := newCore()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		c = fresh
 		if r == nil {
-			return nil
+			return 0, nil
 		}
-		_, err = loadStream(c, r)
-		return err
+		return loadStream(c, r)
 	}, func(_ uint64, b cluster.Batch) error { return replayBatch(c, b) })
 	if err != nil {
 		return nil, err
