@@ -121,20 +121,11 @@ func (o clusterOps) Change(peer core.PeerID, req string, ch core.ClusterChange) 
 		case wire.KindClusterTransfer:
 			err = cm.node.Transfer(ch.ID)
 		}
-		var code wire.Code
-		msg := ""
-		switch {
-		case err == nil:
-			s.log.Info("cluster change done", "type", string(ch.Kind), "id", ch.ID)
-		case errors.Is(err, cluster.ErrNoMember):
-			code, msg = wire.CodeBadRequest, err.Error()
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
-			code, msg = wire.CodeNotLeader, "the leadership was lost during the change: "+err.Error()
-		default:
-			code, msg = wire.CodeUnavailable, "raft: "+err.Error()
-		}
+		code, msg := changeError(err)
 		if err != nil {
 			s.log.Warn("cluster change failed", "type", string(ch.Kind), "id", ch.ID, "err", err)
+		} else {
+			s.log.Info("cluster change done", "type", string(ch.Kind), "id", ch.ID)
 		}
 		s.mu.Lock()
 		s.core.ClusterDone(peer, req, code, msg)
@@ -142,4 +133,23 @@ func (o clusterOps) Change(peer core.PeerID, req string, ch core.ClusterChange) 
 		s.mu.Unlock()
 		wake(wakes)
 	}()
+}
+
+// changeError is the answer to a cluster change that ended with err.
+// not_leader says nothing changed, so only a change never begun gets it.
+// One under way when the leadership was lost may still commit.
+func changeError(err error) (wire.Code, string) {
+	switch {
+	case err == nil:
+		return "", ""
+	case errors.Is(err, cluster.ErrNoMember):
+		return wire.CodeBadRequest, err.Error()
+	case errors.Is(err, raft.ErrNotLeader):
+		return wire.CodeNotLeader, "not the leader: " + err.Error()
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return wire.CodeUnavailable, "the leadership was lost during the change, which may have taken effect: " +
+			"see cluster_status (" + err.Error() + ")"
+	default:
+		return wire.CodeUnavailable, "raft: " + err.Error()
+	}
 }
