@@ -101,8 +101,11 @@ type Config struct {
 	Stream raft.StreamLayer
 	// TLS, when Stream is nil, runs Raft's traffic over mutual TLS on
 	// RaftAddr (tlsstream.go). Its files need a certificate, key and CA.
-	TLS    *tlsfiles.Loader
-	Logger *slog.Logger
+	TLS *tlsfiles.Loader
+	// MaxConns caps the raft connections accepted at once, when Stream
+	// is nil; zero: DefaultMaxConns.
+	MaxConns int
+	Logger   *slog.Logger
 }
 
 // App is the replicated state: the main control's core.
@@ -216,21 +219,21 @@ func Start(cfg Config, app App) (*Node, error) {
 func (n *Node) openTransport(rc *raft.Config) error {
 	stream := n.cfg.Stream
 	if stream == nil && n.cfg.TLS != nil {
-		ts, err := NewTLSStreamLayer(n.cfg.RaftAddr, nil, n.cfg.TLS)
+		ts, err := newTLSStreamLayer(n.cfg.RaftAddr, nil, n.cfg.TLS, n.cfg.MaxConns, n.log)
 		if err != nil {
 			return err
 		}
 		stream = ts
 	}
 	if stream == nil {
-		tcp, err := newTCPStream(n.cfg.RaftAddr)
+		tcp, err := newTCPStream(n.cfg.RaftAddr, n.cfg.MaxConns, n.log)
 		if err != nil {
 			return err
 		}
 		stream = tcp
 	}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: rc.Logger})
+		Stream: stream, MaxPool: maxPool, Timeout: 10 * time.Second, Logger: rc.Logger})
 	return nil
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -9,13 +10,13 @@ import (
 )
 
 // tcpStream is Raft's plain TCP stream layer on a listener of ours, so
-// that a bad address is our error, not raft's.
+// that a bad address is our error, not raft's, and accepts are capped.
 type tcpStream struct {
 	net.Listener
 	advertise net.Addr
 }
 
-func newTCPStream(addr string) (*tcpStream, error) {
+func newTCPStream(addr string, maxConns int, log *slog.Logger) (*tcpStream, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen for raft on %s: %w", addr, err)
@@ -24,7 +25,7 @@ func newTCPStream(addr string) (*tcpStream, error) {
 	if err != nil || adv.IP == nil || adv.IP.IsUnspecified() {
 		adv = ln.Addr().(*net.TCPAddr)
 	}
-	return &tcpStream{Listener: ln, advertise: adv}, nil
+	return &tcpStream{Listener: newCapListener(ln, maxConns, log), advertise: adv}, nil
 }
 
 func (s *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {

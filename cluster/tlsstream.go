@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,12 @@ var _ raft.StreamLayer = (*TLSStreamLayer)(nil)
 // NewTLSStreamLayer listens on bind. advertise is the address the other
 // members dial; nil means the bound address, which must then be a
 // specific IP. files must name a certificate, its key and a CA bundle.
+// It holds at most DefaultMaxConns accepted connections at once.
 func NewTLSStreamLayer(bind string, advertise net.Addr, files *tlsfiles.Loader) (*TLSStreamLayer, error) {
+	return newTLSStreamLayer(bind, advertise, files, DefaultMaxConns, nil)
+}
+
+func newTLSStreamLayer(bind string, advertise net.Addr, files *tlsfiles.Loader, maxConns int, log *slog.Logger) (*TLSStreamLayer, error) {
 	if files == nil || !files.HasCA() {
 		return nil, fmt.Errorf("%w: raft over TLS is mutual: it needs --raft-tls-cert, --raft-tls-key and --raft-tls-ca", tlsfiles.ErrFiles)
 	}
@@ -54,7 +60,7 @@ func NewTLSStreamLayer(bind string, advertise net.Addr, files *tlsfiles.Loader) 
 		_ = ln.Close()
 		return nil, fmt.Errorf("raft address %v is not one other members can dial: give a specific IP", advertise)
 	}
-	return &TLSStreamLayer{ln: ln, advertise: advertise, files: files, server: server,
+	return &TLSStreamLayer{ln: newCapListener(ln, maxConns, log), advertise: advertise, files: files, server: server,
 		HandshakeTimeout: DefaultTLSHandshakeTimeout}, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/apollo11/apollo11/cluster"
 )
 
 // httpMaxConns bounds the metrics port's connections. A scraper needs one
@@ -15,8 +17,16 @@ const httpMaxConns = 32
 // eventfd, and the log's segment and directory. They hold a snapshot being
 // written and one being read, the lock files and the HTTP connections.
 // Stdio and the Go runtime take some. So do the connections being handed
-// to an event loop, with their duplicates (accept.go).
-func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 1 + 2*maxHandOvers }
+// to an event loop, with their duplicates (accept.go). A cluster member
+// keeps its raft transport's too, so raft churn cannot take the main
+// port's descriptors.
+func fdReserve(eventLoops int, member bool) int {
+	n := 64 + 2*eventLoops + httpMaxConns + 1 + 2*maxHandOvers
+	if member {
+		n += cluster.TransportFDs
+	}
+	return n
+}
 
 // fitMaxConns lowers maxConns so that every connection it allows, and the
 // descriptors the main control needs besides, fit in the open-file limit.
@@ -26,9 +36,9 @@ func fdReserve(eventLoops int) int { return 64 + 2*eventLoops + httpMaxConns + 1
 // and the log and snapshots keep their descriptors. A limit that leaves
 // fewer than minConns connections is an error. A connection takes
 // perConn descriptors: 1 in plaintext, tlsConnDescriptors over TLS.
-func fitMaxConns(maxConns, perConn, eventLoops int, limit uint64, log *slog.Logger) (int, error) {
+// reserve is fdReserve's count.
+func fitMaxConns(maxConns, perConn, reserve int, limit uint64, log *slog.Logger) (int, error) {
 	const minConns = 16
-	reserve := fdReserve(eventLoops)
 	if limit == 0 || uint64(maxConns)*uint64(perConn)+uint64(reserve) <= limit {
 		return maxConns, nil
 	}

@@ -2,15 +2,18 @@ package maincontrol
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/cluster"
 )
 
 func TestFitMaxConns(t *testing.T) {
-	reserve := fdReserve(1)
+	reserve := fdReserve(1, false)
 	cases := []struct {
 		name     string
 		maxConns int
@@ -32,7 +35,7 @@ func TestFitMaxConns(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			got, err := fitMaxConns(tc.maxConns, 1, 1, tc.limit, slog.New(slog.NewTextHandler(&logs, nil)))
+			got, err := fitMaxConns(tc.maxConns, 1, reserve, tc.limit, slog.New(slog.NewTextHandler(&logs, nil)))
 			if tc.err {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "open-file limit")
@@ -41,10 +44,21 @@ func TestFitMaxConns(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 			if tc.limit != 0 {
-				assert.LessOrEqual(t, uint64(got+fdReserve(1)), tc.limit, "fits")
+				assert.LessOrEqual(t, uint64(got+reserve), tc.limit, "fits")
 			}
 			assert.Contains(t, logs.String(), map[bool]string{false: "", true: "--max-conns lowered"}[got != tc.maxConns])
 			assert.Equal(t, tc.warns, bytes.Contains(logs.Bytes(), []byte("level=WARN")), "warns: %s", logs.String())
 		})
 	}
+}
+
+// A cluster member keeps its raft transport's descriptors out of the
+// main port's budget: raft churn cannot take the main port's fds.
+func TestFitMaxConns_ClusterMemberKeepsRaftsDescriptors(t *testing.T) {
+	plain, member := fdReserve(1, false), fdReserve(1, true)
+	assert.Equal(t, cluster.TransportFDs, member-plain)
+	assert.GreaterOrEqual(t, cluster.TransportFDs, 2*cluster.DefaultMaxConns, "accepted and dialled")
+	got, err := fitMaxConns(65536, 1, member, 1024, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	assert.Equal(t, 1024-member, got)
 }

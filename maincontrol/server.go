@@ -170,7 +170,7 @@ func (s *Server) serve(ctx context.Context) error {
 	if s.tlsConfig != nil {
 		perConn = tlsConnDescriptors
 	}
-	maxConns, err := fitMaxConns(s.cfg.MaxConns, perConn, s.cfg.EventLoops, openFileLimit(), s.log)
+	maxConns, err := fitMaxConns(s.cfg.MaxConns, perConn, fdReserve(s.cfg.EventLoops, s.cl != nil), openFileLimit(), s.log)
 	if err != nil {
 		s.closeStore()
 		return err
