@@ -109,6 +109,10 @@ func (c *Client) findLeader(ctx context.Context) (*session, error) {
 		if err == nil || !errors.Is(err, ErrNoLeader) {
 			return s, err
 		}
+		if _, ok := errors.AsType[*LeaderOutsideError](err); ok {
+			// A leader is elected: waiting cannot put it in the list.
+			return nil, err
+		}
 		delay := bo.Next()
 		if time.Until(deadline) < delay {
 			return nil, fmt.Errorf("%w (none elected within the dial timeout %v)", err, c.opts.DialTimeout)
@@ -128,11 +132,13 @@ func (c *Client) findLeader(ctx context.Context) (*session, error) {
 // control that serves requests answers. A follower's leader hint in the
 // list is dialled next. One outside it is ignored. With AcceptFollower,
 // the first follower is kept when no leader answers. Otherwise a pass
-// that reaches only followers fails with ErrNoLeader.
+// that reaches only followers fails with ErrNoLeader, or with a
+// *LeaderOutsideError when one of them named a leader outside the list.
 func (c *Client) pass(ctx context.Context, first string) (*session, error) {
 	queue := c.addrs.From(first)
 	tried := make(map[string]bool, len(queue))
 	var fallback *session
+	var outside *LeaderOutsideError
 	var errs []error
 	for len(queue) > 0 && ctx.Err() == nil {
 		addr := queue[0]
@@ -155,6 +161,8 @@ func (c *Client) pass(ctx context.Context, first string) (*session, error) {
 		errs = append(errs, fmt.Errorf("%w: %s is a follower (leader %q)", ErrNoLeader, addr, s.leader))
 		if c.follow(addr, s.leader) && !tried[s.leader] {
 			queue = append([]string{s.leader}, queue...)
+		} else if outside == nil && c.addrs.Judge(s.leader) == addrlist.Outside {
+			outside = &LeaderOutsideError{Follower: addr, Leader: s.leader, Addrs: c.addrs.All()}
 		}
 		if c.opts.AcceptFollower && fallback == nil {
 			fallback = s
@@ -164,6 +172,9 @@ func (c *Client) pass(ctx context.Context, first string) (*session, error) {
 	}
 	if fallback != nil {
 		return fallback, nil
+	}
+	if outside != nil && ctx.Err() == nil {
+		return nil, outside
 	}
 	if len(errs) == 1 {
 		return nil, errs[0]

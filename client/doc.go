@@ -41,8 +41,9 @@
 // requests (protocol section 8.13). A follower's hello_ok, and its
 // not_leader refusals, may name the leader. The client goes there at once
 // when that address is in its own list. It ignores, and logs, a name
-// outside the list, so that no server can steer it elsewhere. With no
-// usable name, or a lost connection, it tries the next address with the
+// outside the list, so that no server can steer it elsewhere. Dial fails
+// at once with a *LeaderOutsideError when only such followers answer.
+// With no usable name, or a lost connection, it tries the next address with the
 // backoff. A request refused with not_leader changed nothing, so it is
 // sent once more to the leader, whatever its kind.
 //

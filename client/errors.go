@@ -2,6 +2,8 @@ package client
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -27,6 +29,23 @@ var ErrOutcomeUnknown = errors.New("outcome unknown: the connection was lost bef
 // ErrNoLeader is matched (errors.Is) by Dial's error when the members it
 // reached were all followers that named no leader in Options.Addrs.
 var ErrNoLeader = errors.New("no leader among the main control addresses")
+
+// LeaderOutsideError is Dial's error when no address answers as leader
+// and a follower names a leader outside Options.Addrs. Dial does not
+// follow it, on purpose, and does not wait: add Leader to the addresses.
+// It matches ErrNoLeader.
+type LeaderOutsideError struct {
+	Follower string   // the member that named the leader
+	Leader   string   // the leader it named
+	Addrs    []string // the addresses the client was given
+}
+
+func (e *LeaderOutsideError) Error() string {
+	return fmt.Sprintf("the leader %s (named by the follower %s) is not among the main control addresses %s: add it",
+		e.Leader, e.Follower, strings.Join(e.Addrs, ","))
+}
+
+func (e *LeaderOutsideError) Unwrap() error { return ErrNoLeader }
 
 // ErrNotReading is returned by a call made while the main control has
 // left too many earlier requests unread. It may be stopped, or the

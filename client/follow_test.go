@@ -256,3 +256,57 @@ func mustDialList(t *testing.T, first *fakeServer, more []string, logs ...*syncb
 	require.NoError(t, err)
 	return c, sc
 }
+
+// The only follower given names a leader outside the list. An election
+// is over, so Dial fails at once rather than wait out DialTimeout. Its
+// error names the leader, to be added. The leader is still not dialled.
+func TestFollow_LeaderOutsideListFailsFast(t *testing.T) {
+	rogue := mustStartFakeServer(t)
+	f := startFollower(t, fakemain.Follower{HelloLeader: rogue.addr(), Leader: rogue.addr()})
+	start := time.Now()
+	_, err := dialed(t, dialList([]string{f.Addr()}, client.Options{DialTimeout: time.Minute}, nil))
+	took := time.Since(start)
+	require.ErrorIs(t, err, client.ErrNoLeader)
+	out, ok := errors.AsType[*client.LeaderOutsideError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, rogue.addr(), out.Leader)
+	assert.Equal(t, f.Addr(), out.Follower)
+	assert.Contains(t, err.Error(), "add it")
+	assert.Less(t, took, 30*time.Second, "it did not wait for an election")
+	assert.Equal(t, int64(1), f.Accepted(), "one pass, no retry")
+	rogue.NoConn(t, 100*time.Millisecond)
+}
+
+// The follower names no leader yet: an election may be under way, so
+// Dial keeps trying until one is named. A later hint inside the list is
+// followed.
+func TestFollow_LeaderNotYetKnownStillWaits(t *testing.T) {
+	leader := mustStartFakeServer(t)
+	a := startFollower(t, fakemain.Follower{})
+	ch := dialList([]string{a.Addr()}, client.Options{DialTimeout: 300 * time.Millisecond}, nil)
+	_, err := dialed(t, ch)
+	require.ErrorIs(t, err, client.ErrNoLeader)
+	_, outside := errors.AsType[*client.LeaderOutsideError](err)
+	assert.False(t, outside, "no leader was named: %v", err)
+	assert.Greater(t, a.Accepted(), int64(1), "it tried again")
+
+	b := startFollower(t, fakemain.Follower{HelloLeader: leader.addr()})
+	ch = dialList([]string{b.Addr(), a.Addr(), leader.addr()}, client.Options{}, nil)
+	leader.accept(t).hello()
+	_, err = dialed(t, ch)
+	require.NoError(t, err)
+}
+
+// A follower names a leader outside the list, but another address of
+// the list answers as leader (the same member under another name): Dial
+// keeps that one.
+func TestFollow_LeaderOutsideHintButListHasALeader(t *testing.T) {
+	rogue := mustStartFakeServer(t)
+	leader := mustStartFakeServer(t)
+	f := startFollower(t, fakemain.Follower{HelloLeader: rogue.addr()})
+	ch := dialList([]string{f.Addr(), leader.addr()}, client.Options{}, nil)
+	leader.accept(t).hello()
+	_, err := dialed(t, ch)
+	require.NoError(t, err)
+	rogue.NoConn(t, 100*time.Millisecond)
+}

@@ -86,6 +86,10 @@ func (c *clientFlags) dial() (*client.Client, error) {
 		DialTimeout: c.timeout, Logger: slog.New(slog.DiscardHandler),
 		Reconnect: client.Reconnect{Off: c.reconnect == 0, GiveUpAfter: c.reconnect}})
 	if err != nil {
+		if out, ok := errors.AsType[*client.LeaderOutsideError](err); ok {
+			return nil, fmt.Errorf("the leader %s is not in --addr %s: add it (%s is a follower)",
+				out.Leader, strings.Join(out.Addrs, ","), out.Follower)
+		}
 		var refused *client.Error
 		if errors.As(err, &refused) || errors.Is(err, client.ErrAuthRequired) {
 			// It was reached. "cannot reach" would send the user to the

@@ -27,6 +27,19 @@ func TestCLI_AddrListFollowsLeader(t *testing.T) {
 	rogue.NoConn(t, 0)
 }
 
+// Only a follower is given, and it names a leader outside --addr: the
+// command fails at once, saying which address to add.
+func TestCLI_LeaderOutsideAddrFailsFast(t *testing.T) {
+	rogue := fakemain.Start(t)
+	f := fakemain.Start(t, fakemain.WithFollower(fakemain.Follower{HelloLeader: rogue.Addr(), Leader: rogue.Addr()}))
+	var out, errOut bytes.Buffer
+	rc := run([]string{"stats", "--addr", f.Addr(), "--request-timeout", "1m"}, &out, &errOut)
+	assert.Equal(t, 1, rc)
+	assert.Contains(t, errOut.String(), "the leader "+rogue.Addr()+" is not in --addr "+f.Addr()+": add it")
+	assert.Equal(t, int64(1), f.Accepted(), "it did not wait for an election")
+	rogue.NoConn(t, 0)
+}
+
 // A list with a hole, a repeat or an address no peer can dial is a bad
 // command line (exit 2).
 func TestAddressFlags_ListsRefused(t *testing.T) {
