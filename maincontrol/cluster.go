@@ -35,6 +35,9 @@ type clusterMode struct {
 	// core. ownLSN is the last LSN of this leadership's entries applied:
 	// the core holds uncommitted changes while the gate's lastLSN is above.
 	leadTerm, applied, ownLSN uint64
+	// removals close once the leader's removals of itself are answered.
+	// A stepdown waits for them: the reply comes before the close.
+	removals []chan struct{}
 
 	fatal chan error // a state that cannot go on: the server stops
 	stop  chan struct{}
@@ -217,6 +220,16 @@ func (cm *clusterMode) becomeLeader() {
 // sent, and the core is rebuilt from what is committed.
 func (cm *clusterMode) stepDown() {
 	s := cm.s
+	s.mu.Lock()
+	removals := cm.removals
+	cm.removals = nil
+	s.mu.Unlock()
+	for _, done := range removals {
+		select { // Raft answers the change once it committed or failed
+		case <-done:
+		case <-cm.stop:
+		}
+	}
 	s.mu.Lock()
 	term := cm.leadTerm
 	cm.leadTerm = 0

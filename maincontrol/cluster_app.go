@@ -111,7 +111,15 @@ func (o clusterOps) Status() (core.ClusterStatus, error) {
 // as it waits on Raft, and answers through the core.
 func (o clusterOps) Change(peer core.PeerID, req string, ch core.ClusterChange) {
 	s, cm := o.s, o.s.cl
+	var answered chan struct{}
+	if ch.Kind == wire.KindClusterRemove && ch.ID == cm.id {
+		answered = make(chan struct{})
+		cm.removals = append(cm.removals, answered)
+	}
 	go func() {
+		if answered != nil {
+			defer close(answered)
+		}
 		var err error
 		switch ch.Kind {
 		case wire.KindClusterAdd:

@@ -187,3 +187,17 @@ func TestCluster_AddRemoveTransfer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The leader removing itself replies, then steps down: its cluster_ok is
+// committed, so the stepdown's close comes after it, never in its place.
+func TestCluster_LeaderRemovingItselfReplies(t *testing.T) {
+	tc := startCluster(t, 3)
+	l := tc.leader()
+	cl := clientPeer(t, tc.addrs[l])
+	cl.send("cluster_remove", "req", "r", "id", tc.addrs[l])
+	assert.Equal(t, "r", cl.expect("cluster_ok").Value("req"))
+	cl.expectClosed()
+	nl := tc.leader()
+	require.NotEqual(t, l, nl)
+	assert.Equal(t, "2", status(t, tc.addrs[nl])["count"])
+}

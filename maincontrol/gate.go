@@ -305,6 +305,7 @@ const frameLogMax = 4 << 10
 // dropAll forgets every held frame and closes every connection, after a
 // leader lost its leadership. The records those frames wait for may
 // never commit, so no frame may confirm them. Nothing is held after.
+// Frames already released wait for nothing: they go out before the close.
 func (g *gate) dropAll() {
 	forget := func(h *heldFrame, _ []byte) {
 		h.cn.held--
@@ -321,7 +322,6 @@ func (g *gate) dropAll() {
 		if cn.dead {
 			continue
 		}
-		cn.out = cn.out[:0]
 		cn.closing, cn.closeAfter = true, true
 		g.wakes.mark(cn)
 	}
