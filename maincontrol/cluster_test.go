@@ -2,6 +2,7 @@ package maincontrol_test
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/maincontrol"
 	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
+	"github.com/apollo11/apollo11/wire"
 )
 
 // testCluster is n members in this process, on loopback.
@@ -56,12 +58,8 @@ func (tc *testCluster) leader() int {
 			if tc.stops[i] == nil {
 				continue
 			}
-			p := dialRaw(tc.t, a)
-			p.send("hello", "req", "h")
-			ok := p.expect("hello_ok")
-			_ = p.c.Close()
-			if ok.Value("role") == "leader" {
-				require.Equal(tc.t, a, ok.Value("leader"))
+			if role, leader := helloRole(a); role == "leader" {
+				require.Equal(tc.t, a, leader)
 				return i
 			}
 		}
@@ -69,6 +67,31 @@ func (tc *testCluster) leader() int {
 	}
 	tc.t.Fatal("no leader elected")
 	return -1
+}
+
+// helloRole asks a member for its role and leader. A member stepping
+// down closes its connections: no role then, and the caller asks again.
+func helloRole(addr string) (role, leader string) {
+	c, err := net.DialTimeout("tcp", addr, patience.Scale(5*time.Second))
+	if err != nil {
+		return "", ""
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(patience.Scale(5 * time.Second)))
+	r, w := wire.NewReader(c, 0), wire.NewWriter(c, 0)
+	if m, err := r.ReadMessage(); err != nil || m.Type() != "welcome" {
+		return "", ""
+	}
+	hello := wire.NewMessage("hello")
+	hello.Set("req", "h")
+	if w.Send(hello) != nil {
+		return "", ""
+	}
+	ok, err := r.ReadMessage()
+	if err != nil || ok.Type() != "hello_ok" {
+		return "", ""
+	}
+	return ok.Value("role"), ok.Value("leader")
 }
 
 func TestCluster_FollowersRefuseAndANewLeaderKeepsWhatCommitted(t *testing.T) {
