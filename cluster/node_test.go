@@ -136,7 +136,7 @@ func TestNode_ThreeMembersReplicateAndFailOver(t *testing.T) {
 	waitFor(t, "a leader", func() bool { return leader() >= 0 })
 	l := leader()
 	durable, failed := make(chan uint64, 100), make(chan error, 100)
-	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
+	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(_ uint64, err error) { failed <- err })
 	p.Lead(Origin{ID: nodes[l].ID(), Term: nodes[l].Term()})
 	var last uint64
 	for i := range 20 {
@@ -159,7 +159,7 @@ func TestNode_ThreeMembersReplicateAndFailOver(t *testing.T) {
 	waitFor(t, "a new leader", func() bool { return leader() >= 0 })
 	nl := leader()
 	require.NoError(t, nodes[nl].Barrier(5*time.Second))
-	p = NewProposer(nodes[nl].Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
+	p = NewProposer(nodes[nl].Raft(), func(lsn uint64) { durable <- lsn }, func(_ uint64, err error) { failed <- err })
 	p.Lead(Origin{ID: nodes[nl].ID(), Term: nodes[nl].Term()})
 	last = p.Append([]byte("after"))
 	awaitDurable(t, durable, failed, last)

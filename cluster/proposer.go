@@ -27,18 +27,26 @@ const maxBatchBytes = 4 << 20
 // into one entry. Once a majority has committed and applied it,
 // onDurable reports the last LSN of the entry. A failed entry reports
 // nothing: its records may never commit, and the leadership is lost.
+// After a failure no later entry of that leadership is proposed or
+// reported: its LSN would release the failed entry's frames too.
 type Proposer struct {
 	r         applier
 	onDurable func(lsn uint64)
-	onFail    func(err error)
+	onFail    func(gen uint64, err error)
 
 	mu      sync.Mutex
 	wake    chan struct{} // a record waits, or the proposer closes
 	origin  Origin        // zero Term: not leading, records are dropped
+	gen     uint64        // counts Lead calls: the leadership an entry was taken in
+	failed  uint64        // the newest leadership with a failed entry
 	recs    []byte        // the records waiting, length-prefixed
 	count   int
 	lastLSN uint64
 	closed  bool
+
+	// proposing is held from taking an entry until Raft has it, so
+	// that Settle can wait out an entry taken under an older origin.
+	proposing sync.Mutex
 
 	slots chan struct{} // in flight
 	done  chan inflight // to the waiter, in order
@@ -48,11 +56,13 @@ type Proposer struct {
 type inflight struct {
 	f   raft.ApplyFuture
 	lsn uint64
+	gen uint64
 }
 
 // NewProposer starts a proposer on r. onDurable and onFail run on the
-// proposer's own goroutine, in order.
-func NewProposer(r applier, onDurable func(lsn uint64), onFail func(err error)) *Proposer {
+// proposer's own goroutine, in order. onFail gets the failed entry's
+// leadership, as Lead numbered it.
+func NewProposer(r applier, onDurable func(lsn uint64), onFail func(gen uint64, err error)) *Proposer {
 	p := &Proposer{r: r, onDurable: onDurable, onFail: onFail, wake: make(chan struct{}, 1),
 		slots: make(chan struct{}, maxInFlight), done: make(chan inflight, maxInFlight)}
 	p.wg.Add(2)
@@ -88,15 +98,27 @@ func (p *Proposer) LastLSN() uint64 {
 	return p.lastLSN
 }
 
-// Lead sets the leadership that the next entries come from. A zero term
-// ends it: the records waiting are dropped, as they can never commit.
-func (p *Proposer) Lead(o Origin) {
+// Lead sets the leadership that the next entries come from, and returns
+// its number. A zero term ends it: the records waiting are dropped, as
+// they can never commit.
+func (p *Proposer) Lead(o Origin) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.origin = o
+	p.gen++
 	if o.Term == 0 {
 		p.recs, p.count = p.recs[:0], 0
 	}
+	return p.gen
+}
+
+// Settle waits until no entry taken before it is still on its way to
+// Raft. After Lead(Origin{}) and Settle, nothing of the old leadership
+// can reach the log, so a Barrier then covers all it ever proposed.
+// Never call it under a lock that Raft's apply path takes.
+func (p *Proposer) Settle() {
+	p.proposing.Lock()
+	defer p.proposing.Unlock()
 }
 
 // Close stops the proposer. Records not yet proposed are dropped.
@@ -115,15 +137,16 @@ func (p *Proposer) Close() {
 	p.wg.Wait()
 }
 
-// take returns the next entry to propose, or nil once closed.
-func (p *Proposer) take() ([]byte, uint64, bool) {
+// take returns the next entry to propose and its leadership, or nil
+// once closed.
+func (p *Proposer) take() ([]byte, uint64, uint64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
-	if p.count == 0 {
-		return nil, 0, true
+	if p.count == 0 || p.origin.Term == 0 {
+		return nil, 0, 0, true
 	}
 	// Cut at maxBatchBytes, after one record at least.
 	end, n := 0, 0
@@ -140,7 +163,7 @@ func (p *Proposer) take() ([]byte, uint64, bool) {
 	if rest == 0 && cap(p.recs) > 4*maxBatchBytes {
 		p.recs = nil // a burst grew it: let it go
 	}
-	return entry, last, true
+	return entry, last, p.gen, true
 }
 
 func (p *Proposer) run() {
@@ -149,16 +172,19 @@ func (p *Proposer) run() {
 	for range p.wake {
 		for {
 			p.slots <- struct{}{} // one more in flight, or wait for a commit
-			entry, lsn, ok := p.take()
-			if !ok {
+			p.proposing.Lock()
+			entry, lsn, gen, ok := p.take()
+			if !ok || entry == nil {
+				p.proposing.Unlock()
 				<-p.slots
-				return
-			}
-			if entry == nil {
-				<-p.slots
+				if !ok {
+					return
+				}
 				break
 			}
-			p.done <- inflight{f: p.r.Apply(entry, 0), lsn: lsn}
+			f := p.r.Apply(entry, 0)
+			p.proposing.Unlock()
+			p.done <- inflight{f: f, lsn: lsn, gen: gen}
 		}
 	}
 }
@@ -170,10 +196,22 @@ func (p *Proposer) wait() {
 	for e := range p.done {
 		err := e.f.Error()
 		<-p.slots
-		if err != nil {
-			p.onFail(err)
-			continue
+		p.mu.Lock()
+		if err != nil && e.gen == p.gen {
+			// Nothing more of this leadership may go to Raft.
+			p.origin = Origin{}
+			p.recs, p.count = p.recs[:0], 0
 		}
-		p.onDurable(e.lsn)
+		if err != nil {
+			p.failed = max(p.failed, e.gen)
+		}
+		report := e.gen > p.failed
+		p.mu.Unlock()
+		switch {
+		case err != nil:
+			p.onFail(e.gen, err)
+		case report:
+			p.onDurable(e.lsn)
+		}
 	}
 }

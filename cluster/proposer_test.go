@@ -24,9 +24,15 @@ type fakeRaft struct {
 	entries [][]byte
 	futures []*fakeFuture
 	got     chan struct{}
+	hold    chan struct{} // when set, Apply signals calling, then waits on it
+	calling chan struct{}
 }
 
 func (r *fakeRaft) Apply(cmd []byte, _ time.Duration) raft.ApplyFuture {
+	if r.hold != nil {
+		r.calling <- struct{}{}
+		<-r.hold
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := &fakeFuture{done: make(chan error, 1)}
@@ -50,7 +56,7 @@ func TestProposer_GroupsWaitingRecordsAndReportsInOrder(t *testing.T) {
 	fr := &fakeRaft{got: make(chan struct{}, 100)}
 	durable := make(chan uint64, 100)
 	failed := make(chan error, 10)
-	p := NewProposer(fr, func(l uint64) { durable <- l }, func(err error) { failed <- err })
+	p := NewProposer(fr, func(l uint64) { durable <- l }, func(_ uint64, err error) { failed <- err })
 	defer p.Close()
 
 	assert.Equal(t, uint64(1), p.Append([]byte("dropped: not leading")))
@@ -83,17 +89,10 @@ func TestProposer_GroupsWaitingRecordsAndReportsInOrder(t *testing.T) {
 	assert.Len(t, b.Records, 5, "the waiting records share one entry")
 	assert.Equal(t, last, b.LastLSN)
 
-	// A failed entry reports the failure, never its LSN.
-	_, f1 := fr.entry(1)
-	f1.done <- errors.New("leadership lost")
-	require.EqualError(t, <-failed, "leadership lost")
-	_, f2 := fr.entry(2)
-	f2.done <- nil
-	assert.Equal(t, uint64(4), <-durable)
-
-	// Ending the leadership drops what waits.
+	// Ending the leadership drops what waits; what was proposed still
+	// reports as it commits.
 	p.Lead(Origin{})
-	for i := 3; i <= maxInFlight; i++ {
+	for i := 1; i <= maxInFlight; i++ {
 		_, f := fr.entry(i)
 		f.done <- nil
 		<-durable
@@ -109,7 +108,7 @@ func TestProposer_GroupsWaitingRecordsAndReportsInOrder(t *testing.T) {
 func TestProposer_CutsLargeBursts(t *testing.T) {
 	fr := &fakeRaft{got: make(chan struct{}, 100)}
 	durable := make(chan uint64, 100)
-	p := NewProposer(fr, func(l uint64) { durable <- l }, func(error) {})
+	p := NewProposer(fr, func(l uint64) { durable <- l }, func(uint64, error) {})
 	defer p.Close()
 	// Hold the proposer: fill its slots first.
 	p.Lead(Origin{ID: "m", Term: 1})
@@ -136,4 +135,72 @@ func TestProposer_CutsLargeBursts(t *testing.T) {
 		f.done <- nil
 	}
 	assert.Equal(t, 5, n)
+}
+
+// After an entry fails, a later entry of the same leadership that
+// commits must not be reported: its LSN would release the frames of
+// the failed entry's records, which are in no log.
+func TestProposer_AFailedEntryStopsItsLeadership(t *testing.T) {
+	fr := &fakeRaft{got: make(chan struct{}, 100)}
+	durable := make(chan uint64, 100)
+	failed := make(chan error, 10)
+	p := NewProposer(fr, func(l uint64) { durable <- l }, func(_ uint64, err error) { failed <- err })
+	defer p.Close()
+	p.Lead(Origin{ID: "m1", Term: 5})
+	p.Append([]byte("r1"))
+	<-fr.got
+	p.Append([]byte("r2"))
+	<-fr.got
+	_, f1 := fr.entry(0)
+	_, f2 := fr.entry(1)
+	f1.done <- errors.New("leadership lost")
+	f2.done <- nil // raft re-elected this member and committed it
+	require.EqualError(t, <-failed, "leadership lost")
+	p.Append([]byte("r3: after the failure"))
+	select {
+	case l := <-durable:
+		t.Fatalf("LSN %d reported durable after an earlier entry failed", l)
+	case <-fr.got:
+		t.Fatal("proposed a record of a leadership whose entry failed")
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	// A new leadership reports again.
+	p.Lead(Origin{ID: "m1", Term: 6})
+	l := p.Append([]byte("r4"))
+	<-fr.got
+	b, f := fr.entry(2)
+	assert.Equal(t, Origin{ID: "m1", Term: 6}, b.Origin)
+	f.done <- nil
+	assert.Equal(t, l, <-durable)
+}
+
+// An entry taken under one origin is never handed to Raft after the
+// origin changed: Settle waits for it to reach Raft first.
+func TestProposer_SettleWaitsForAnEntryOnItsWay(t *testing.T) {
+	fr := &fakeRaft{got: make(chan struct{}, 100), hold: make(chan struct{}), calling: make(chan struct{}, 1)}
+	p := NewProposer(fr, func(uint64) {}, func(uint64, error) {})
+	defer p.Close()
+	p.Lead(Origin{ID: "m1", Term: 5})
+	p.Append([]byte("r1"))
+	<-fr.calling // taken under term 5, not yet in Raft
+	p.Lead(Origin{})
+	settled := make(chan struct{})
+	go func() { p.Settle(); close(settled) }()
+	select {
+	case <-settled:
+		t.Fatal("Settle returned while an entry of the old origin was on its way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(fr.hold) // the entry reaches Raft; only then does Settle return
+	<-fr.got
+	<-settled
+	p.Lead(Origin{ID: "m1", Term: 6})
+	p.Append([]byte("r2"))
+	<-fr.got
+	b, f := fr.entry(1)
+	assert.Equal(t, uint64(6), b.Origin.Term)
+	_, f0 := fr.entry(0)
+	f0.done <- nil
+	f.done <- nil
 }

@@ -55,7 +55,7 @@ func TestNode_ThreeMembersOverMutualTLS(t *testing.T) {
 	waitFor(t, "a leader among the three with good certificates", func() bool { return leader() >= 0 })
 	l := leader()
 	durable, failed := make(chan uint64, 16), make(chan error, 16)
-	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
+	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(_ uint64, err error) { failed <- err })
 	p.Lead(Origin{ID: nodes[l].ID(), Term: nodes[l].Term()})
 	var last uint64
 	for i := range 5 {
