@@ -15,9 +15,9 @@ import (
 	"github.com/apollo11/apollo11/maincontrol/core"
 )
 
-// leadWait bounds a new leader's wait for Raft to apply what is
-// committed, and then for its epoch to commit, before it serves.
-const leadWait = 10 * time.Second
+// barrierWait bounds one try of a new leader's wait for Raft to apply
+// what is committed; it tries again while it leads.
+const barrierWait = time.Second
 
 // clusterMode is the server's replication, when Config.RaftListen is
 // set (protocol section 8.13). The core stays the one state: a follower
@@ -38,6 +38,15 @@ type clusterMode struct {
 	// removals close once the leader's removals of itself are answered.
 	// A stepdown waits for them: the reply comes before the close.
 	removals []chan struct{}
+	// ledTerm is the last term this member began leading: a term gets
+	// one epoch. leadGen is the proposer's number for this leadership.
+	// poisoned: an entry of it failed, so nothing may be released until
+	// the stepdown rebuilt the core. epochDone closes once epochLSN is
+	// durable.
+	ledTerm, leadGen, epochLSN uint64
+	poisoned                   bool
+	epochDone                  chan struct{}
+	failed                     chan struct{} // a proposal failed: step down
 
 	fatal chan error // a state that cannot go on: the server stops
 	stop  chan struct{}
@@ -76,7 +85,7 @@ func (s *Server) startCluster() error {
 		return err
 	}
 	cm := &clusterMode{s: s, id: id, fatal: make(chan error, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{}, 1)}
 	s.cl = cm
 	s.core.SetRole(core.RoleFollower, "")
 	if !s.cfg.RaftTLS.Empty() {
@@ -93,7 +102,7 @@ func (s *Server) startCluster() error {
 	if err != nil {
 		return err
 	}
-	prop := cluster.NewProposer(node.Raft(), s.onDurable, cm.proposalFailed)
+	prop := cluster.NewProposer(node.Raft(), cm.onDurable, cm.proposalFailed)
 	s.mu.Lock() // Raft may apply entries already
 	cm.node, cm.prop = node, prop
 	s.gate.store = prop
@@ -103,10 +112,42 @@ func (s *Server) startCluster() error {
 	return nil
 }
 
+// onDurable releases the frames of committed records, unless an entry
+// of this leadership failed: then its frames wait for the stepdown.
+func (cm *clusterMode) onDurable(lsn uint64) {
+	s := cm.s
+	s.mu.Lock()
+	if !cm.poisoned && s.gate.release(lsn) {
+		s.core.Durable(lsn)
+	}
+	if cm.epochDone != nil && !cm.poisoned && s.gate.durableLSN >= cm.epochLSN {
+		close(cm.epochDone)
+		cm.epochDone = nil
+	}
+	wakes := s.wakes.take(nil)
+	s.mu.Unlock()
+	wake(wakes)
+}
+
 // proposalFailed runs when an entry could not commit: the leadership is
-// lost. Its frames stay held; the stepdown drops them.
-func (cm *clusterMode) proposalFailed(err error) {
-	cm.s.log.Warn("a change could not commit: leadership lost", "err", err)
+// lost. Its frames stay held; the stepdown drops them and rebuilds the
+// core, even if Raft elected this member again meanwhile.
+func (cm *clusterMode) proposalFailed(gen uint64, err error) {
+	s := cm.s
+	s.mu.Lock()
+	current := cm.leadTerm != 0 && gen == cm.leadGen
+	if current {
+		cm.poisoned = true
+		cm.prop.Lead(cluster.Origin{})
+	}
+	s.mu.Unlock()
+	s.log.Warn("a change could not commit: leadership lost", "err", err, "current", current)
+	if current {
+		select {
+		case cm.failed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // watchLeadership follows Raft's leadership changes, one at a time.
@@ -129,7 +170,17 @@ func (cm *clusterMode) watchLeadership() {
 			return
 		case <-seen:
 			cm.refreshHint()
+		case <-cm.failed:
+			if cm.leading() {
+				cm.stepDown()
+			}
+			if cm.node.IsLeader() {
+				cm.becomeLeader()
+			}
 		case leader := <-ch:
+			if leader && cm.leadsTerm(cm.node.Term()) {
+				continue // a late notice: this leadership goes on
+			}
 			if cm.leading() {
 				// Lost, and maybe gained again since: the core may hold
 				// changes that never committed.
@@ -147,7 +198,15 @@ func (cm *clusterMode) watchLeadership() {
 func (cm *clusterMode) leading() bool {
 	cm.s.mu.Lock()
 	defer cm.s.mu.Unlock()
-	return cm.leadTerm != 0
+	return cm.leadTerm != 0 || cm.poisoned
+}
+
+// leadsTerm reports whether this member serves term's leadership, with
+// no failed entry. Raft never elects a member twice in one term.
+func (cm *clusterMode) leadsTerm(term uint64) bool {
+	cm.s.mu.Lock()
+	defer cm.s.mu.Unlock()
+	return cm.leadTerm == term && !cm.poisoned && cm.node.IsLeader()
 }
 
 // refreshHint keeps a follower's leader hint and role current.
@@ -172,48 +231,90 @@ func (cm *clusterMode) followerRole() {
 }
 
 // becomeLeader waits until every committed entry is applied, begins the
-// leadership's epoch, waits for it to commit, then serves.
+// leadership's epoch, waits for it to commit, then serves. It gives up
+// only when the leadership is lost, fails or the server stops.
 func (cm *clusterMode) becomeLeader() {
 	s := cm.s
-	if err := cm.node.Barrier(leadWait); err != nil {
-		s.log.Warn("elected, but the log could not be applied: not serving", "err", err)
-		return
+	// An entry taken under an older origin reaches Raft before the
+	// barrier, so the barrier applies it before this leadership begins.
+	cm.prop.Settle()
+	for {
+		err := cm.node.Barrier(barrierWait)
+		if err == nil {
+			break
+		}
+		if !cm.node.IsLeader() || cm.stopped() {
+			return
+		}
+		s.log.Warn("elected, but the log is not applied yet: waiting", "err", err)
 	}
 	term := cm.node.Term()
 	s.mu.Lock()
-	if !cm.node.IsLeader() || s.stopping {
+	if !cm.node.IsLeader() || s.stopping || cm.poisoned {
 		s.mu.Unlock()
 		return
 	}
-	cm.leadTerm, cm.ownLSN = term, s.gate.lastLSN
-	cm.prop.Lead(cluster.Origin{ID: cm.id, Term: term})
+	if term <= cm.ledTerm {
+		// This term's epoch is spent: a fresh one needs a new term.
+		s.mu.Unlock()
+		s.log.Warn("stepped down within a term: handing the leadership on", "term", term)
+		if err := cm.node.Transfer(""); err != nil {
+			s.log.Warn("leadership transfer failed: not serving in this term", "term", term, "err", err)
+		}
+		return
+	}
+	cm.leadTerm, cm.ledTerm, cm.ownLSN = term, term, s.gate.lastLSN
+	cm.leadGen = cm.prop.Lead(cluster.Origin{ID: cm.id, Term: term})
 	err := s.core.BeginLeaderEpoch(term)
-	epochLSN := s.gate.lastLSN
+	done := make(chan struct{})
+	cm.epochLSN, cm.epochDone = s.gate.lastLSN, done
+	if s.gate.durableLSN >= cm.epochLSN {
+		close(done)
+		cm.epochDone = nil
+	}
 	s.mu.Unlock()
 	if err != nil {
 		cm.fail(fmt.Errorf("cannot begin the leader's epoch: %w", err))
 		return
 	}
-	deadline := time.Now().Add(leadWait)
-	for {
-		s.mu.Lock()
-		ok, lost := s.gate.durableLSN >= epochLSN, cm.leadTerm != term || !cm.node.IsLeader()
-		if ok && !lost {
-			s.core.SetRole(core.RoleLeader, cm.id)
-			cm.lead.Store(true)
-			s.wantTick()
-		}
-		s.mu.Unlock()
-		if ok || lost {
-			break
-		}
-		if time.Now().After(deadline) {
-			s.log.Warn("elected, but the epoch did not commit in time: not serving", "term", term)
+	check := time.NewTicker(50 * time.Millisecond)
+	defer check.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-cm.stop:
 			return
+		case <-check.C:
+			s.mu.Lock()
+			lost := cm.leadTerm != term || cm.poisoned
+			s.mu.Unlock()
+			if lost || !cm.node.IsLeader() {
+				return // the stepdown follows from Raft or the failure
+			}
 		}
-		time.Sleep(time.Millisecond)
 	}
-	s.log.Info("leading the cluster", "id", cm.id, "term", term, "epoch", term, "applied_index", cm.node.Raft().AppliedIndex())
+	s.mu.Lock()
+	serving := cm.leadTerm == term && !cm.poisoned && cm.node.IsLeader()
+	if serving {
+		s.core.SetRole(core.RoleLeader, cm.id)
+		cm.lead.Store(true)
+		s.wantTick()
+	}
+	s.mu.Unlock()
+	if serving {
+		s.log.Info("leading the cluster", "id", cm.id, "term", term, "epoch", term, "applied_index", cm.node.Raft().AppliedIndex())
+	}
+}
+
+// stopped reports whether the server is closing the cluster mode.
+func (cm *clusterMode) stopped() bool {
+	select {
+	case <-cm.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // stepDown ends a leadership: every connection closes, no held frame is
@@ -232,7 +333,7 @@ func (cm *clusterMode) stepDown() {
 	}
 	s.mu.Lock()
 	term := cm.leadTerm
-	cm.leadTerm = 0
+	cm.leadTerm, cm.poisoned, cm.epochDone = 0, false, nil
 	cm.lead.Store(false)
 	cm.prop.Lead(cluster.Origin{})
 	s.core.SetRole(core.RoleFollower, cm.node.Leader())
