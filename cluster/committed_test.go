@@ -28,7 +28,7 @@ func startOne(t *testing.T) (*Node, *listApp) {
 func commit(t *testing.T, n *Node, recs ...string) {
 	t.Helper()
 	durable, failed := make(chan uint64, 100), make(chan error, 100)
-	p := NewProposer(n.Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
+	p := NewProposer(n.Raft(), func(lsn uint64) { durable <- lsn }, func(_ uint64, err error) { failed <- err })
 	defer p.Close()
 	p.Lead(Origin{ID: n.ID(), Term: n.Term()})
 	var last uint64

@@ -72,7 +72,7 @@ func testConnCap(t *testing.T, withTLS bool) {
 	waitFor(t, "a leader", func() bool { return leader() >= 0 })
 	l := leader()
 	durable, failed := make(chan uint64, 32), make(chan error, 32)
-	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(err error) { failed <- err })
+	p := NewProposer(nodes[l].Raft(), func(lsn uint64) { durable <- lsn }, func(_ uint64, err error) { failed <- err })
 	defer p.Close()
 	p.Lead(Origin{ID: nodes[l].ID(), Term: nodes[l].Term()})
 	propose := func(from, n int) {
