@@ -214,12 +214,16 @@ func (c *Client) dialSession(ctx context.Context, addr string) (*session, error)
 		conn, err = tlsfiles.Client(hctx, conn, addr, c.opts.TLS)
 		cancel()
 		if err != nil {
-			return nil, err
+			return nil, tlsfiles.ExplainRefusal(err)
 		}
 	}
 	s, err := handshake(ctx, conn, c.opts)
 	if err != nil {
 		conn.Close()
+		if c.opts.TLS != nil {
+			// With TLS 1.3 the refusal of our certificate comes here.
+			err = tlsfiles.ExplainRefusal(err)
+		}
 		if c.addrs.Len() > 1 {
 			err = fmt.Errorf("%s: %w", addr, err)
 		}
@@ -239,11 +243,17 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 	r := wire.NewReader(conn, 0)
 	m, err := r.Next()
 	if err != nil {
+		hint := opts.TLS == nil && wire.NoWelcome(err) && !errors.Is(ctx.Err(), context.Canceled)
 		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, handshakeErr(ctx, "cannot read welcome", err)
+			err = handshakeErr(ctx, "cannot read welcome", err)
+		} else {
+			wire.RefuseHandshake(conn, err)
+			err = wire.WelcomeReadError(err)
 		}
-		wire.RefuseHandshake(conn, err)
-		return nil, wire.WelcomeReadError(err)
+		if hint {
+			err = fmt.Errorf("%w (%s)", err, wire.NoWelcomeHint)
+		}
+		return nil, err
 	}
 	welcome, err := wire.ParseWelcome(m)
 	if err != nil {

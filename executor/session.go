@@ -59,6 +59,9 @@ func (e *Executor) handshake(conn net.Conn, addr string) (*session, error) {
 	m, err := r.Next()
 	if err != nil {
 		wire.RefuseHandshake(conn, err)
+		if e.cfg.TLS == nil && wire.NoWelcome(err) {
+			return nil, fmt.Errorf("%w (%s)", wire.WelcomeReadError(err), wire.NoWelcomeHint)
+		}
 		return nil, wire.WelcomeReadError(err)
 	}
 	welcome, err := wire.ParseWelcome(m)

@@ -3,8 +3,11 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"strings"
+	"syscall"
 )
 
 // Welcome is what a peer takes from the main control's first frame
@@ -74,4 +77,16 @@ func WelcomeReadError(err error) error {
 		return fmt.Errorf("cannot read welcome (is this an apollo11 main control?): %w", err)
 	}
 	return fmt.Errorf("cannot read welcome: %w", err)
+}
+
+// NoWelcomeHint is added to a plaintext peer's error when no welcome came.
+// A TLS port says nothing until it gets a TLS hello, then closes.
+const NoWelcomeHint = "the main control may require TLS: try --tls-ca"
+
+// NoWelcome reports whether err, from a plaintext connection's first
+// read, is the silence then close of a TLS port: EOF, a reset or a
+// timeout, rather than a frame that could not be read.
+func NoWelcome(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded)
 }

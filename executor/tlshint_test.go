@@ -1,0 +1,75 @@
+package executor_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/apollo11/apollo11/executor"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
+	"github.com/apollo11/apollo11/internal/tlsfiles/tlsfilestest"
+	"github.com/apollo11/apollo11/wire"
+)
+
+// tlsPort serves TLS handshakes as a main control's TLS port does: it
+// waits up to wait for a TLS hello, then closes, and never sends welcome.
+func tlsPort(t *testing.T, cfg *tls.Config, wait time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer conn.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				_ = tls.Server(conn, cfg).HandshakeContext(ctx)
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+// A plaintext executor on a TLS port logs that TLS may be needed; one
+// whose certificate the port refuses logs that it was refused.
+func TestTLSHints_PlaintextAndRefusedCertificate(t *testing.T) {
+	ca := tlsfilestest.NewCA(t, "ca")
+	sc, sk := ca.Issue(tlsfilestest.Leaf{Name: "server"})
+	pair, err := tls.LoadX509KeyPair(sc, sk)
+	require.NoError(t, err)
+	pem, err := os.ReadFile(ca.CAFile)
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(pem))
+	addr := tlsPort(t, &tls.Config{Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: roots}, 200*time.Millisecond)
+
+	for _, tc := range []struct {
+		name string
+		tls  *tls.Config
+		hint string
+	}{
+		{"plaintext", nil, wire.NoWelcomeHint},
+		{"no certificate", &tls.Config{RootCAs: roots}, tlsfiles.RefusedCertHint},
+	} {
+		s := mustRun(t, nil, executor.Config{Addr: addr, TLS: tc.tls, DialTimeout: time.Minute,
+			Handlers:   map[string]executor.Handler{"echo": echoHandler()},
+			BackoffMin: time.Hour, BackoffMax: time.Hour})
+		r := s.logs.eventually(t, "cannot register with the main control")
+		assert.Contains(t, r["err"], tc.hint, tc.name)
+	}
+}
