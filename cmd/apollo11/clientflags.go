@@ -28,9 +28,11 @@ type clientFlags struct {
 	timeout        time.Duration
 	reconnect      time.Duration
 	tls            tlsPeerFlags
+	fs             *flag.FlagSet // the command's flags, for target
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
+	c.fs = fs
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:1969", "main control address, or a cluster's member addresses, comma-separated")
 	fs.StringVar(&c.tokenFile, "token-file", "", "shared token file, when the main control requires auth")
 	fs.StringVar(&c.adminTokenFile, "admin-token-file", "", "admin token file, for the admin commands when the main control has one")

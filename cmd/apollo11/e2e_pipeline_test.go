@@ -136,5 +136,5 @@ steps:
 	require.True(t, p.Exited(), "the wait ends when the main control is gone")
 	assert.Equal(t, 4, p.ExitCode(), p.Output())
 	assert.Contains(t, p.Output(), "wait for run 1")
-	assert.Contains(t, p.Output(), "the run goes on (follow with: apollo11 pipeline status 1)")
+	assert.Contains(t, p.Output(), "the run goes on (follow with: apollo11 pipeline status 1 --addr "+mc.Addr+")")
 }

@@ -126,8 +126,8 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		for _, s := range run.Steps {
 			fmt.Fprintf(stdout, "%-20s task %d\n", s.ID, s.TaskID)
 		}
-		fmt.Fprintf(stdout, "pipeline %s submitted: %d steps (follow with: apollo11 pipeline status --run-file %s)\n",
-			plan.Name, len(run.Steps), *runFile)
+		fmt.Fprintf(stdout, "pipeline %s submitted: %d steps (follow with: apollo11 pipeline status --run-file %s%s)\n",
+			plan.Name, len(run.Steps), shellWord(*runFile), cf.target())
 		return nil
 	}
 	defer pw.Close()
@@ -154,7 +154,7 @@ func runPipelineRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if werr != nil {
-		return exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the steps go on (follow with: apollo11 pipeline status --run-file %s)", werr, *runFile)}
+		return exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the steps go on (follow with: apollo11 pipeline status --run-file %s%s)", werr, shellWord(*runFile), cf.target())}
 	}
 	if report.Failed > 0 {
 		if !cf.asJSON {

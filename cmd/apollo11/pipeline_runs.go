@@ -107,8 +107,8 @@ func submitAsRun(ctx context.Context, cl *client.Client, cf *clientFlags, plan *
 		case sub.Duplicate:
 			what = "run " + strconv.FormatUint(sub.ID, 10) + " found by its key"
 		}
-		fmt.Fprintf(stdout, "pipeline %s %s: %d steps (follow with: apollo11 pipeline status %d)\n",
-			plan.Name, what, len(report.Steps), sub.ID)
+		fmt.Fprintf(stdout, "pipeline %s %s: %d steps (follow with: apollo11 pipeline status %d%s)\n",
+			plan.Name, what, len(report.Steps), sub.ID, cf.target())
 		return nil
 	}
 	return waitRunEnd(ctx, cl, cf, sub.ID, done, &report, stdout)
@@ -155,7 +155,7 @@ func submitRunWait(ctx context.Context, cl *client.Client, cf *clientFlags, req 
 			err = fmt.Errorf("%w (%w)", err, slow)
 		}
 		if submitted {
-			return sub, nil, exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the run goes on (follow with: apollo11 pipeline status %d)", err, sub.ID)}
+			return sub, nil, exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the run goes on (follow with: apollo11 pipeline status %d%s)", err, sub.ID, cf.target())}
 		}
 		return sub, nil, err
 	}
@@ -213,7 +213,7 @@ func waitRunEnd(ctx context.Context, cl *client.Client, cf *clientFlags, id uint
 		rs, err = cl.WaitRun(ctx, client.RunRef{ID: id})
 	}
 	if err != nil {
-		return exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the run goes on (follow with: apollo11 pipeline status %d)", cf.timedOut(err), id)}
+		return exitError{Code: exitUnknown, Err: fmt.Errorf("%w; the run goes on (follow with: apollo11 pipeline status %d%s)", cf.timedOut(err), id, cf.target())}
 	}
 	report.State, report.Steps, report.Name = rs.State, rs.Steps, cmp.Or(report.Name, rs.Name)
 	for _, s := range rs.Steps {

@@ -195,6 +195,6 @@ func TestPipelineRun_DuplicateKeyFound(t *testing.T) {
 	<-served
 	require.Equal(t, 0, rc, "%s%s", out.String(), errOut.String())
 	assert.Contains(t, errOut.String(), "pipeline p: key k-1 names run 4, made before: nothing new was made")
-	assert.Contains(t, out.String(), "pipeline p run 4 found by its key: 1 steps (follow with: apollo11 pipeline status 4)\n")
+	assert.Contains(t, out.String(), "pipeline p run 4 found by its key: 1 steps (follow with: apollo11 pipeline status 4 --addr "+srv.Addr()+")\n")
 	assert.NotContains(t, out.String()+errOut.String(), "submitted")
 }

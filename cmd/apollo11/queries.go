@@ -161,8 +161,8 @@ func runList(args []string, stdout, stderr io.Writer) error {
 }
 
 // targetArgs is the part of a command line that reaches the same main
-// control. It holds --addr when not the default, and --token-file when
-// set. So a hint copied from the output does not query the default address.
+// control. It holds --addr when not the default, and the token and TLS
+// files when set. So a hint copied from the output does not query the default address.
 func (c *clientFlags) targetArgs(fs *flag.FlagSet) string {
 	var b strings.Builder
 	if f := fs.Lookup("addr"); f != nil && c.addr != f.DefValue {
@@ -174,7 +174,21 @@ func (c *clientFlags) targetArgs(fs *flag.FlagSet) string {
 	if c.adminTokenFile != "" {
 		b.WriteString(" --admin-token-file " + shellWord(c.adminTokenFile))
 	}
+	for _, f := range []struct{ name, value string }{{"tls-ca", c.tls.ca}, {"tls-cert", c.tls.cert}, {"tls-key", c.tls.key}} {
+		if f.value != "" {
+			b.WriteString(" --" + f.name + " " + shellWord(f.value))
+		}
+	}
 	return b.String()
+}
+
+// target is targetArgs of the command's own flags, for hints printed
+// where the flag set is out of reach.
+func (c *clientFlags) target() string {
+	if c.fs == nil {
+		return ""
+	}
+	return c.targetArgs(c.fs)
 }
 
 // shellWord quotes s for a POSIX shell when it holds anything but plain
