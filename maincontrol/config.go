@@ -150,7 +150,7 @@ type Config struct {
 	// RaftSnapshotThreshold is how many entries make a Raft snapshot;
 	// zero: Raft's default.
 	RaftSnapshotThreshold uint64
-	// RaftStores opens Raft's log and stable stores; nil: raft-boltdb.
+	// RaftStores opens Raft's log and stable stores; nil: cluster.LogStores.
 	RaftStores func(dir string) (cluster.Stores, error)
 
 	Core   core.Config

@@ -223,8 +223,8 @@ func (c *Core) clusterStatus(p *peer, req string) {
 }
 
 // BeginLeaderEpoch begins the epoch of a leadership (spec section 7): a
-// leader of Raft term T uses epoch base+T, above every epoch an older
-// leader could have used, committed or not. So a version an old leader
+// leader of Raft term T uses epoch T, above every epoch an older leader
+// could have used, committed or not. So a version an old leader
 // handed out and never committed is never handed out again. It is
 // Recovered and BeginEpoch for a core that a follower kept by replay.
 func (c *Core) BeginLeaderEpoch(epoch uint64) error {
