@@ -171,9 +171,10 @@ func (cm *clusterMode) watchLeadership() {
 		case <-seen:
 			cm.refreshHint()
 		case <-cm.failed:
-			if cm.leading() {
-				cm.stepDown()
+			if !cm.isPoisoned() {
+				continue // a stepdown came first: this leadership is new
 			}
+			cm.stepDown()
 			if cm.node.IsLeader() {
 				cm.becomeLeader()
 			}
@@ -199,6 +200,12 @@ func (cm *clusterMode) leading() bool {
 	cm.s.mu.Lock()
 	defer cm.s.mu.Unlock()
 	return cm.leadTerm != 0 || cm.poisoned
+}
+
+func (cm *clusterMode) isPoisoned() bool {
+	cm.s.mu.Lock()
+	defer cm.s.mu.Unlock()
+	return cm.poisoned
 }
 
 // leadsTerm reports whether this member serves term's leadership, with
