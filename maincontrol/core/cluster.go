@@ -161,7 +161,8 @@ func (c *Core) clusterRequest(p *peer, m *wire.Message, req string) {
 		}
 		ch.Voter = voter
 	}
-	ch.ID, ch.Raft = string([]byte(ch.ID)), string([]byte(ch.Raft)) // the message borrows the read buffer
+	// The message borrows the read buffer; the change outlives it.
+	ch.Kind, ch.ID, ch.Raft = wire.Kind(string([]byte(ch.Kind))), string([]byte(ch.ID)), string([]byte(ch.Raft))
 	c.log.Info("cluster change asked", append(c.askedBy(p), "type", string(ch.Kind), "id", ch.ID, "raft", ch.Raft)...)
 	c.cfg.Cluster.Change(p.id, req, ch)
 }

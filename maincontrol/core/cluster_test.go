@@ -201,3 +201,22 @@ func TestCluster_NewLeaderNeverRepeatsAnOldLeadersVersion(t *testing.T) {
 	assert.Equal(t, "false", ack.Value("accepted"))
 	assert.Equal(t, string(wire.ReasonStale), ack.Value("reason"))
 }
+
+// A change runs on another goroutine after Handle returns, while the
+// read buffer the message borrowed takes the next frames: the change
+// must own its kind, as it owns its id.
+func TestCluster_ChangeOwnsItsKind(t *testing.T) {
+	h, fc := memberHarness(t)
+	h.c.SetRole(RoleLeader, "m1:1")
+	cl := h.client()
+	buf, err := wire.AppendFrame(nil, msg("cluster_transfer", "req", "t", "id", "m2:1"))
+	require.NoError(t, err)
+	m, _, err := wire.NewDecoder(0).Decode(buf)
+	require.NoError(t, err)
+	h.c.Handle(cl, m)
+	for i := range buf {
+		buf[i] = 'x'
+	}
+	require.Len(t, fc.changes, 1)
+	assert.Equal(t, ClusterChange{Kind: wire.KindClusterTransfer, ID: "m2:1"}, fc.changes[0])
+}
