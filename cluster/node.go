@@ -94,6 +94,9 @@ type Config struct {
 	// SnapshotThreshold is how many entries since the last snapshot make
 	// the next; zero: Raft's default.
 	SnapshotThreshold uint64
+	// TrailingLogs is how many entries a snapshot leaves in the log;
+	// zero: Raft's default.
+	TrailingLogs uint64
 	// Stores opens the log and stable stores in Dir; nil: LogStores.
 	Stores func(dir string) (Stores, error)
 	// Stream carries Raft's traffic; nil: TLS when TLS is set, else
@@ -159,6 +162,9 @@ func Start(cfg Config, app App) (*Node, error) {
 	rc.CommitTimeout = 5 * time.Millisecond
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
 	}
 	rc.Logger = newHCLogger(cfg.Logger)
 	rc.NoLegacyTelemetry = true

@@ -98,7 +98,8 @@ func (s *Server) startCluster() error {
 	node, err := cluster.Start(cluster.Config{ID: cm.id, RaftAddr: s.cfg.RaftListen, Members: s.cfg.ClusterMembers, TLS: s.raftTLS,
 		Dir: filepath.Join(s.cfg.DataDir, "raft"), HeartbeatTimeout: s.cfg.RaftHeartbeatTimeout,
 		ElectionTimeout: s.cfg.RaftElectionTimeout, SnapshotThreshold: s.cfg.RaftSnapshotThreshold,
-		Stores: s.cfg.RaftStores, Logger: s.log}, (*clusterApp)(cm))
+		TrailingLogs: s.cfg.RaftTrailingLogs,
+		Stores:       s.cfg.RaftStores, Logger: s.log}, (*clusterApp)(cm))
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,10 @@ func (p *leadSnapPeer) expect(typ string) *wire.Message {
 }
 
 // startMembers runs n cluster members in this process until the test ends.
-func startMembers(t *testing.T, n int) []*Server {
+func startMembers(t *testing.T, n int) []*Server { return startMembersWith(t, n, Config{}) }
+
+// startMembersWith runs n members with base's Raft settings.
+func startMembersWith(t *testing.T, n int, base Config) []*Server {
 	dir := t.TempDir()
 	var members []cluster.Member
 	for range n {
@@ -92,8 +95,10 @@ func startMembers(t *testing.T, n int) []*Server {
 	var servers []*Server
 	for i, m := range members {
 		ready := make(chan struct{})
-		s, err := newServer(Config{Listen: m.ID, DataDir: filepath.Join(dir, fmt.Sprint(i)), RaftListen: m.Raft,
-			ClusterMembers: members, Logger: slog.New(slog.DiscardHandler), OnReady: func(string) { close(ready) }})
+		cfg := base
+		cfg.Listen, cfg.DataDir, cfg.RaftListen, cfg.ClusterMembers = m.ID, filepath.Join(dir, fmt.Sprint(i)), m.Raft, members
+		cfg.Logger, cfg.OnReady = slog.New(slog.DiscardHandler), func(string) { close(ready) }
+		s, err := newServer(cfg)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)

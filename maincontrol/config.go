@@ -150,6 +150,9 @@ type Config struct {
 	// RaftSnapshotThreshold is how many entries make a Raft snapshot;
 	// zero: Raft's default.
 	RaftSnapshotThreshold uint64
+	// RaftTrailingLogs is how many entries a snapshot leaves in the log;
+	// zero: Raft's default.
+	RaftTrailingLogs uint64
 	// RaftStores opens Raft's log and stable stores; nil: cluster.LogStores.
 	RaftStores func(dir string) (cluster.Stores, error)
 
