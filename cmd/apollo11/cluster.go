@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/apollo11/apollo11/client"
@@ -55,8 +56,12 @@ func printClusterStatus(w io.Writer, st client.ClusterStatus, asked map[string]a
 	if leader == "" {
 		leader = "(none known)"
 	}
-	fmt.Fprintf(w, "answered by %s, %s  leader %s  term %d  commit_index %d  applied_index %d\n",
-		shown(st.ID), shown(st.Role), shown(leader), st.Term, st.CommitIndex, st.AppliedIndex)
+	if st.Role == "leader" && st.ID == st.Leader {
+		fmt.Fprintf(w, "answered by the leader %s", shown(st.ID))
+	} else {
+		fmt.Fprintf(w, "answered by %s (%s)  leader %s", shown(st.ID), shown(st.Role), shown(leader))
+	}
+	fmt.Fprintf(w, "  term %d  commit_index %d  applied_index %d\n", st.Term, st.CommitIndex, st.AppliedIndex)
 	for _, m := range st.Members {
 		voter := "voter"
 		if !m.Voter {
@@ -121,6 +126,9 @@ func runClusterRemove(args []string, stdout io.Writer) error {
 			defer cancel()
 			id := fs.Arg(0)
 			if err := cl.ClusterRemove(ctx, id); err != nil {
+				if st, serr := cl.ClusterStatus(ctx); serr == nil {
+					err = firstErr(notRaftAddr(st, id), err)
+				}
 				return clusterErr(err)
 			}
 			return clusterDone(stdout, cf, map[string]any{"removed": id}, "member %s removed\n", id)
@@ -148,7 +156,16 @@ func runClusterTransfer(args []string, stdout io.Writer) error {
 			if err != nil {
 				return clusterErr(err)
 			}
-			err = cl.ClusterTransfer(ctx, fs.Arg(0))
+			id := fs.Arg(0)
+			if err := notRaftAddr(before, id); err != nil {
+				return err
+			}
+			if id != "" && id == before.Leader {
+				// Nothing to do: what the operator asked for holds.
+				return clusterDone(stdout, cf, map[string]any{"old_leader": id, "leader": id, "term": before.Term},
+					"%s is already the leader (term %d)\n", id, before.Term)
+			}
+			err = cl.ClusterTransfer(ctx, id)
 			if err != nil && !errors.Is(err, client.ErrConnectionLost) {
 				return clusterErr(err)
 			}
@@ -190,10 +207,29 @@ func clusterDone(w io.Writer, cf *clientFlags, asJSON map[string]any, format str
 }
 
 // clusterErr says what a main control that is not a cluster member means
-// by unknown_type.
+// by unknown_type. A server that said so already gets only the cause.
 func clusterErr(err error) error {
-	if client.IsCode(err, wire.CodeUnknownType) {
-		return fmt.Errorf("%w (this main control is not a cluster member: it runs without --raft-listen)", err)
+	switch {
+	case !client.IsCode(err, wire.CodeUnknownType):
+		return err
+	case strings.Contains(err.Error(), "not a cluster member"):
+		return fmt.Errorf("%w (it runs without --raft-listen)", err)
 	}
-	return err
+	return fmt.Errorf("%w (this main control is not a cluster member: it runs without --raft-listen)", err)
+}
+
+// notRaftAddr refuses a member's raft address where its ID is wanted. The
+// server would only say that no member has that ID.
+func notRaftAddr(st client.ClusterStatus, id string) error {
+	for _, m := range st.Members {
+		if m.ID == id {
+			return nil
+		}
+	}
+	for _, m := range st.Members {
+		if id != "" && m.Raft == id {
+			return fmt.Errorf("%s is the raft address of member %s: give its ID, the client address %s", id, m.ID, m.ID)
+		}
+	}
+	return nil
 }

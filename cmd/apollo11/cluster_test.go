@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,7 +67,7 @@ func TestCluster_StatusWithoutLeader(t *testing.T) {
 	rc := run([]string{"cluster", "status", "--addr", f.Addr()}, &out, &errOut)
 	<-served
 	require.Equal(t, 0, rc, errOut.String())
-	assert.Equal(t, "answered by "+f.Addr()+", candidate  leader (none known)  term 7  commit_index 10  applied_index 9\n"+
+	assert.Equal(t, "answered by "+f.Addr()+" (candidate)  leader (none known)  term 7  commit_index 10  applied_index 9\n"+
 		"member "+f.Addr()+"  raft r0:1  voter\n", out.String())
 }
 
@@ -77,7 +78,9 @@ func TestCluster_NotAMemberAndBadLines(t *testing.T) {
 	var out, errOut bytes.Buffer
 	rc := run([]string{"cluster", "status", "--addr", addr}, &out, &errOut)
 	assert.Equal(t, 1, rc)
-	assert.Contains(t, errOut.String(), "not a cluster member")
+	assert.Equal(t, 1, strings.Count(errOut.String(), "not a cluster member"), errOut.String())
+	assert.Contains(t, errOut.String(), "unknown_type", "the spec's code stays")
+	assert.Contains(t, errOut.String(), "--raft-listen")
 	for _, args := range [][]string{
 		{"cluster"}, {"cluster", "nope"}, {"cluster", "add", "a:1"}, {"cluster", "add", "a:1", "nonsense"},
 		{"cluster", "remove"}, {"cluster", "transfer-leadership", "a:1", "b:1"},
@@ -86,4 +89,61 @@ func TestCluster_NotAMemberAndBadLines(t *testing.T) {
 		errOut.Reset()
 		assert.Equal(t, 2, run(args, &out, &errOut), "%v", args)
 	}
+}
+
+// statusThen serves a leader's hello and cluster_status on a, then gives
+// the connection to then.
+func statusThen(t *testing.T, a *fakemain.Server, b string, then func(c *fakemain.Conn)) <-chan struct{} {
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c := a.Accept(t)
+		m := next(t, c, "hello")
+		c.Send("hello_ok", "req", m.Value("req"), "role", "leader", "leader", a.Addr())
+		m = next(t, c, "cluster_status")
+		clusterStatusOK(c, m.Value("req"), a.Addr(), "leader", a.Addr(), a.Addr(), b)
+		then(c)
+	}()
+	return served
+}
+
+// The leader's own status names it once, not as "leader  leader".
+func TestCluster_StatusFromLeaderNamesItOnce(t *testing.T) {
+	a := fakemain.Start(t)
+	served := statusThen(t, a, "b:1", func(*fakemain.Conn) {})
+	var out, errOut bytes.Buffer
+	rc := run([]string{"cluster", "status", "--addr", a.Addr()}, &out, &errOut)
+	<-served
+	require.Equal(t, 0, rc, errOut.String())
+	first, _, _ := strings.Cut(out.String(), "\n")
+	assert.Equal(t, "answered by the leader "+a.Addr()+"  term 3  commit_index 10  applied_index 10", first)
+}
+
+// Handing the leadership to the leader itself asks for what holds: the
+// command says so and exits 0, sending no cluster_transfer.
+func TestCluster_TransferToLeaderAlreadyLeads(t *testing.T) {
+	a := fakemain.Start(t)
+	served := statusThen(t, a, "b:1", func(c *fakemain.Conn) {
+		_, err := c.R.ReadMessage()
+		assert.Error(t, err, "nothing more was sent")
+	})
+	var out, errOut bytes.Buffer
+	rc := run([]string{"cluster", "transfer-leadership", "--addr", a.Addr(), a.Addr()}, &out, &errOut)
+	<-served
+	require.Equal(t, 0, rc, errOut.String())
+	assert.Equal(t, a.Addr()+" is already the leader (term 3)\n", out.String())
+}
+
+// A member's raft address given as its ID is refused with the ID to use.
+func TestCluster_TransferToRaftAddressNamesTheID(t *testing.T) {
+	a := fakemain.Start(t)
+	served := statusThen(t, a, "b:1", func(c *fakemain.Conn) {
+		_, err := c.R.ReadMessage()
+		assert.Error(t, err, "nothing more was sent")
+	})
+	var out, errOut bytes.Buffer
+	rc := run([]string{"cluster", "transfer-leadership", "--addr", a.Addr(), "r1:1"}, &out, &errOut)
+	<-served
+	assert.Equal(t, 1, rc)
+	assert.Contains(t, errOut.String(), "r1:1 is the raft address of member b:1: give its ID, the client address b:1")
 }
