@@ -72,6 +72,7 @@ func TestServer_ReadyLogsBoundPort(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 10*time.Millisecond)
+	assert.Contains(t, line, " tls=false ", "a plaintext port says so")
 	_, rest, ok := strings.Cut(line, "listen=127.0.0.1:")
 	require.True(t, ok, line)
 	port, _, _ := strings.Cut(rest, " ")

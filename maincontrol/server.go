@@ -240,7 +240,8 @@ func (s *Server) serve(ctx context.Context) error {
 			"raft_listen", s.cfg.RaftListen)
 	}
 	s.log.Info("main control ready", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
-		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil, "event_loops", s.cfg.EventLoops)
+		"fsync", s.cfg.Fsync.String(), "auth", s.cfg.Core.Token != nil,
+		"tls", s.tlsConfig != nil, "event_loops", s.cfg.EventLoops)
 	var clusterFailed <-chan error
 	if s.cl != nil {
 		clusterFailed = s.cl.fatal

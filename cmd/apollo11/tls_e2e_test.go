@@ -25,6 +25,7 @@ func TestTLS_DaemonsAndCLIOverMutualTLS(t *testing.T) {
 	mc := testbin.Start(t, bin, nil, "maincontrol", "--listen", addr, "--data-dir", t.TempDir(),
 		"--tls-cert", sc, "--tls-key", sk, "--tls-client-ca", ca.CAFile)
 	waitOutput(t, mc, "main control ready", 1)
+	assert.Contains(t, mc.Output(), "tls=true", "the ready line says the port needs TLS")
 	peer := []string{"--tls-ca", ca.CAFile, "--tls-cert", pc, "--tls-key", pk}
 
 	startExecutor(t, bin, addr, append([]string{"--id", "tls-ex", "--types", "echo"}, peer...)...)
