@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,4 +63,12 @@ func TestResumeHint(t *testing.T) {
 		"if it never does, correct the file and run it under a new key", resumeHint(failed))
 	failed.Steps[1].Error = "exit status 1"
 	assert.Equal(t, "resume with: apollo11 pipeline resume 5", resumeHint(failed))
+}
+
+// A run that succeeded with steps that did not says why in a sentence,
+// not a bare "did not".
+func TestRunSummary_SucceededWithOptionalSteps(t *testing.T) {
+	var b strings.Builder
+	printRunSummary(&b, &runRunReport{Name: "p", RunID: 3, State: client.RunSucceeded, Failed: 1}, 5)
+	assert.Equal(t, "pipeline p: run 3 succeeded; 1 of 5 steps did not succeed, being optional or skipped\n", b.String())
 }

@@ -316,7 +316,7 @@ func printRunSummary(w io.Writer, r *runRunReport, steps int) {
 	case r.State == client.RunSucceeded && r.Failed == 0:
 		fmt.Fprintf(w, "pipeline %s: all %d steps succeeded (run %d)\n", name, steps, r.RunID)
 	case r.State == client.RunSucceeded:
-		fmt.Fprintf(w, "pipeline %s: run %d succeeded; %d of %d steps did not (optional or skipped)\n", name, r.RunID, r.Failed, steps)
+		fmt.Fprintf(w, "pipeline %s: run %d succeeded; %d of %d steps did not succeed, being optional or skipped\n", name, r.RunID, r.Failed, steps)
 	default:
 		fmt.Fprintf(w, "pipeline %s: %d of %d steps did not succeed (run %d %s)\n", name, r.Failed, steps, r.RunID, r.State)
 	}
