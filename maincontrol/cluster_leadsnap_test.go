@@ -76,6 +76,35 @@ func (p *leadSnapPeer) expect(typ string) *wire.Message {
 }
 
 // startMembers runs n cluster members in this process until the test ends.
+// leaderOf waits for one of servers to serve as leader.
+func leaderOf(t *testing.T, servers []*Server) *Server {
+	t.Helper()
+	deadline := time.Now().Add(patience.Scale(20 * time.Second))
+	for {
+		for _, s := range servers {
+			if s.cl.lead.Load() {
+				return s
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "no leader elected")
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// submitKeyed submits n keyed tasks one at a time and returns the ids
+// confirmed.
+func submitKeyed(t *testing.T, cl *leadSnapPeer, n int) []uint64 {
+	t.Helper()
+	var confirmed []uint64
+	for i := range n {
+		cl.send("submit", "req", fmt.Sprint(i), "task_type", "t", "key", fmt.Sprint("k", i))
+		id, err := cl.expect("submitted").Uint("task_id")
+		require.NoError(t, err)
+		confirmed = append(confirmed, id)
+	}
+	return confirmed
+}
+
 func startMembers(t *testing.T, n int) []*Server { return startMembersWith(t, n, Config{}) }
 
 // startMembersWith runs n members with base's Raft settings.
@@ -122,25 +151,10 @@ func startMembersWith(t *testing.T, n int, base Config) []*Server {
 // with every confirmed task and without the one not yet committed.
 func TestCluster_LeaderAheadStillSnapshotsTheCommittedState(t *testing.T) {
 	servers := startMembers(t, 3)
-	var l *Server
+	l := leaderOf(t, servers)
 	deadline := time.Now().Add(patience.Scale(20 * time.Second))
-	for l == nil {
-		require.True(t, time.Now().Before(deadline), "no leader elected")
-		for _, s := range servers {
-			if s.cl.lead.Load() {
-				l = s
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	cl := dialLeadSnap(t, l.cl.id)
-	var confirmed []uint64
-	for i := range 5 {
-		cl.send("submit", "req", fmt.Sprint(i), "task_type", "t", "key", fmt.Sprint("k", i))
-		id, err := cl.expect("submitted").Uint("task_id")
-		require.NoError(t, err)
-		confirmed = append(confirmed, id)
-	}
+	confirmed := submitKeyed(t, cl, 5)
 
 	// The next submit changes the leader's core, and its record is held.
 	hold := &heldLog{p: l.cl.prop}

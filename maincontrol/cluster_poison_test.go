@@ -15,17 +15,8 @@ import (
 // member steps down instead, and the client sees its connection close.
 func TestCluster_AFailedProposalReleasesNothingAfterIt(t *testing.T) {
 	servers := startMembers(t, 3)
-	var l *Server
+	l := leaderOf(t, servers)
 	deadline := time.Now().Add(patience.Scale(20 * time.Second))
-	for l == nil {
-		require.True(t, time.Now().Before(deadline), "no leader elected")
-		for _, s := range servers {
-			if s.cl.lead.Load() {
-				l = s
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	cl := dialLeadSnap(t, l.cl.id)
 	cl.send("submit", "req", "ok", "task_type", "t")
 	cl.expect("submitted")

@@ -1,7 +1,6 @@
 package maincontrol
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -16,25 +15,10 @@ import (
 // then rebuilds from that snapshot, with every confirmed task.
 func TestCluster_StepdownRebuildsFromASnapshotPastTheLastCommand(t *testing.T) {
 	servers := startMembersWith(t, 3, Config{RaftTrailingLogs: 1})
-	var l *Server
+	l := leaderOf(t, servers)
 	deadline := time.Now().Add(patience.Scale(20 * time.Second))
-	for l == nil {
-		require.True(t, time.Now().Before(deadline), "no leader elected")
-		for _, s := range servers {
-			if s.cl.lead.Load() {
-				l = s
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	cl := dialLeadSnap(t, l.cl.id)
-	var confirmed []uint64
-	for i := range 5 {
-		cl.send("submit", "req", fmt.Sprint(i), "task_type", "t", "key", fmt.Sprint("k", i))
-		id, err := cl.expect("submitted").Uint("task_id")
-		require.NoError(t, err)
-		confirmed = append(confirmed, id)
-	}
+	confirmed := submitKeyed(t, cl, 5)
 	require.NoError(t, l.cl.node.Barrier(patience.Scale(5*time.Second)))
 	f := l.cl.node.Raft().Snapshot()
 	require.NoError(t, f.Error())
