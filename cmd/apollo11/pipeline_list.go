@@ -93,23 +93,8 @@ func runPipelineList(args []string, stdout, stderr io.Writer) error {
 // runPipelineCancel is `pipeline cancel RUN`: the run and each of its
 // tasks not ended are cancelled.
 func runPipelineCancel(args []string, stdout, stderr io.Writer) error {
-	check := func(fs *flag.FlagSet) error {
-		if fs.NArg() != 1 {
-			return fmt.Errorf("want one RUN (a run id or key), got %d", fs.NArg())
-		}
-		return nil
-	}
-	return clientCommand("pipeline cancel", "pipeline cancel RUN [flags]", true, args, stdout, nil, check,
-		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			if err := needRuns(cl, cf); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer stop()
-			id, err := resolveRun(ctx, cl, cf, fs.Arg(0))
-			if err != nil {
-				return err
-			}
+	return runCommand("pipeline cancel", "pipeline cancel RUN [flags]", args, stdout, nil,
+		func(ctx context.Context, cf *clientFlags, cl *client.Client, id uint64) error {
 			rctx, cancel := cf.ctxFrom(ctx)
 			n, err := cl.RunCancel(rctx, id)
 			cancel()
@@ -121,5 +106,31 @@ func runPipelineCancel(args []string, stdout, stderr io.Writer) error {
 			}
 			fmt.Fprintf(stdout, "run %d cancelled: %d tasks cancelled\n", id, n)
 			return nil
+		})
+}
+
+// runCommand runs a command on one run, named by its one operand (an id
+// or a key): it checks the main control keeps runs, resolves the run, and
+// calls fn with a context that Ctrl-C cancels.
+func runCommand(name, synopsis string, args []string, stdout io.Writer, extra func(fs *flag.FlagSet),
+	fn func(ctx context.Context, cf *clientFlags, cl *client.Client, id uint64) error) error {
+	check := func(fs *flag.FlagSet) error {
+		if fs.NArg() != 1 {
+			return fmt.Errorf("want one RUN (a run id or key), got %d", fs.NArg())
+		}
+		return nil
+	}
+	return clientCommand(name, synopsis, true, args, stdout, extra, check,
+		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
+			if err := needRuns(cl, cf); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			id, err := resolveRun(ctx, cl, cf, fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			return fn(ctx, cf, cl, id)
 		})
 }

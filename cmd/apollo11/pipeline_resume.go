@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"regexp"
 	"strings"
 
@@ -26,23 +24,8 @@ func runPipelineResume(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&reason, "reason", "", "the requeue reason of the steps that run again (default: run resume)")
 		fs.BoolVar(&wait, "wait", false, "follow the run to its end; exit 0 if it succeeded, 1 otherwise, 4 if the wait ended first")
 	}
-	check := func(fs *flag.FlagSet) error {
-		if fs.NArg() != 1 {
-			return fmt.Errorf("want one RUN (a run id or key), got %d", fs.NArg())
-		}
-		return nil
-	}
-	return clientCommand("pipeline resume", "pipeline resume RUN [--from STEP] [flags]", true, args, stdout, extra, check,
-		func(fs *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
-			if err := needRuns(cl, cf); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer stop()
-			id, err := resolveRun(ctx, cl, cf, fs.Arg(0))
-			if err != nil {
-				return err
-			}
+	return runCommand("pipeline resume", "pipeline resume RUN [--from STEP] [flags]", args, stdout, extra,
+		func(ctx context.Context, cf *clientFlags, cl *client.Client, id uint64) error {
 			rctx, cancel := cf.ctxFrom(ctx)
 			r, err := cl.RunResume(rctx, id, client.RunResumeOptions{From: from, Reason: reason})
 			cancel()
