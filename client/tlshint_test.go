@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,32 +16,6 @@ import (
 	"github.com/apollo11/apollo11/internal/tlsfiles/tlsfilestest"
 	"github.com/apollo11/apollo11/wire"
 )
-
-// tlsPort serves TLS handshakes as a main control's TLS port does: it
-// waits up to wait for the client's hello, then closes. It sends no
-// welcome: the tests here end at or before it.
-func tlsPort(t *testing.T, cfg *tls.Config, wait time.Duration) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer conn.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				_ = tls.Server(conn, cfg).HandshakeContext(ctx)
-			})
-		}
-	})
-	return ln.Addr().String()
-}
 
 type tlsSetup struct {
 	server       *tls.Config // asks for a client certificate of ca
@@ -92,11 +64,11 @@ func dialOnce(addr string, opts client.Options) error {
 // port closed first or the client's dial timeout ran out first.
 func TestDial_PlaintextOnTLSPortHintsTLS(t *testing.T) {
 	s := newTLSSetup(t)
-	err := dialOnce(tlsPort(t, s.server, 200*time.Millisecond), client.Options{DialTimeout: time.Minute})
+	err := dialOnce(tlsfilestest.HandshakeOnlyPort(t, s.server, 200*time.Millisecond), client.Options{DialTimeout: time.Minute})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), wire.NoWelcomeHint)
 
-	err = dialOnce(tlsPort(t, s.server, time.Minute), client.Options{DialTimeout: 200 * time.Millisecond})
+	err = dialOnce(tlsfilestest.HandshakeOnlyPort(t, s.server, time.Minute), client.Options{DialTimeout: 200 * time.Millisecond})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), wire.NoWelcomeHint)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -108,7 +80,7 @@ func TestDial_PlaintextOnTLSPortHintsTLS(t *testing.T) {
 // such hint.
 func TestDial_RefusedClientCertificateSaysSo(t *testing.T) {
 	s := newTLSSetup(t)
-	addr := tlsPort(t, s.server, waitFor)
+	addr := tlsfilestest.HandshakeOnlyPort(t, s.server, waitFor)
 	stranger := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &s.strngr, nil }
 	for name, cfg := range map[string]*tls.Config{
 		"none":     {RootCAs: pool(t, s.ca)},

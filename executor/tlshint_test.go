@@ -1,12 +1,9 @@
 package executor_test
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,31 +16,6 @@ import (
 	"github.com/apollo11/apollo11/wire"
 )
 
-// tlsPort serves TLS handshakes as a main control's TLS port does: it
-// waits up to wait for a TLS hello, then closes, and never sends welcome.
-func tlsPort(t *testing.T, cfg *tls.Config, wait time.Duration) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer conn.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				_ = tls.Server(conn, cfg).HandshakeContext(ctx)
-			})
-		}
-	})
-	return ln.Addr().String()
-}
-
 // A plaintext executor on a TLS port logs that TLS may be needed; one
 // whose certificate the port refuses logs that it was refused.
 func TestTLSHints_PlaintextAndRefusedCertificate(t *testing.T) {
@@ -55,7 +27,7 @@ func TestTLSHints_PlaintextAndRefusedCertificate(t *testing.T) {
 	require.NoError(t, err)
 	roots := x509.NewCertPool()
 	require.True(t, roots.AppendCertsFromPEM(pem))
-	addr := tlsPort(t, &tls.Config{Certificates: []tls.Certificate{pair},
+	addr := tlsfilestest.HandshakeOnlyPort(t, &tls.Config{Certificates: []tls.Certificate{pair},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: roots}, 200*time.Millisecond)
 
 	for _, tc := range []struct {
