@@ -19,13 +19,7 @@ func (c *Client) Query(ctx context.Context, id uint64) (TaskState, error) {
 	}
 	var ts TaskState
 	var errs []error
-	num := func(k string) uint64 {
-		n, err := m.Uint(k)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return n
-	}
+	num := uintsOf(m, &errs)
 	ts.ID, ts.Version = num("task_id"), num("version")
 	ts.Attempt, ts.MaxAttempts = num("attempt"), num("max_attempts")
 	ts.Created, ts.Updated = unixMilli(num("created_ms")), unixMilli(num("updated_ms"))
@@ -64,6 +58,18 @@ func (c *Client) Query(ctx context.Context, id uint64) (TaskState, error) {
 		return TaskState{}, fmt.Errorf("query: bad task_state: %w", errs[0])
 	}
 	return ts, nil
+}
+
+// uintsOf reads required uint keys of one reply, each error into errs,
+// so that a parser reads every key first and checks errs once.
+func uintsOf(m *wire.Message, errs *[]error) func(k string) uint64 {
+	return func(k string) uint64 {
+		n, err := m.Uint(k)
+		if err != nil {
+			*errs = append(*errs, err)
+		}
+		return n
+	}
 }
 
 func unixMilli(ms uint64) time.Time {

@@ -27,13 +27,7 @@ func (c *Client) RunQuery(ctx context.Context, run RunRef) (RunState, error) {
 
 func parseRunState(m *wire.Message) (RunState, error) {
 	var errs []error
-	num := func(k string) uint64 {
-		n, err := m.Uint(k)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return n
-	}
+	num := uintsOf(m, &errs)
 	rs := RunState{ID: num("run_id"), Name: m.Value("name"), Key: m.Value("key"), State: m.Value("state"),
 		TraceID: m.Value("trace_id"), Resumes: num("resumes")}
 	rs.Created, rs.Updated = unixMilli(num("created_ms")), unixMilli(num("updated_ms"))
