@@ -8,6 +8,7 @@
 //	go run ./bench/peers --system beanstalkd --fsync always --tasks 100000
 //	go run ./bench/peers --system gearmand --tasks 500000
 //	go run ./bench/peers --regime one-at-a-time --system beanstalkd --fsync always --tasks 30000
+//	go run ./bench/peers --regime one-at-a-time --system gearmand --fsync always --tasks 2000
 //
 // There are two regimes.
 // Throughput is the default, with a few workers holding many jobs each.
@@ -19,6 +20,8 @@
 // So its equivalent of apollo11's submit-to-done is not measured.
 // The apollo11 run to compare with is `--wait=false` (dispatch only).
 // gearmand's foreground jobs do send WORK_COMPLETE back, like apollo11's wait=true.
+// Its background jobs (--background, the one-at-a-time default) do not, like wait=false;
+// only they reach its persistent queue (--fsync always: libsqlite3).
 package main
 
 import (
@@ -51,12 +54,16 @@ type config struct {
 	window    int
 	payload   int
 	threads   int
+	// background submits gearmand jobs with SUBMIT_JOB_BG: no WORK_COMPLETE
+	// comes back, like apollo11's wait=false, and only these jobs go to
+	// gearmand's persistent queue.
+	background bool
 }
 
 func main() {
 	var c config
 	flag.StringVar(&c.system, "system", "beanstalkd", "beanstalkd or gearmand")
-	flag.StringVar(&c.fsync, "fsync", "off", "beanstalkd: off (no binlog), never (-F), batch (-f 10) or always (-f 0)")
+	flag.StringVar(&c.fsync, "fsync", "off", "beanstalkd: off (no binlog), never (-F), batch (-f 10) or always (-f 0); gearmand: off (builtin queue) or always (libsqlite3 queue, background jobs)")
 	flag.Int64Var(&c.tasks, "tasks", 200_000, "jobs to submit")
 	flag.IntVar(&c.producers, "producers", 4, "producer connections")
 	flag.IntVar(&c.workers, "workers", 8, "worker connections")
@@ -64,6 +71,7 @@ func main() {
 	flag.IntVar(&c.window, "window", 1024, "submits in flight per producer")
 	flag.IntVar(&c.payload, "payload", 16, "payload bytes per job")
 	flag.IntVar(&c.threads, "threads", 4, "gearmand I/O threads")
+	flag.BoolVar(&c.background, "background", false, "gearmand: background jobs (SUBMIT_JOB_BG, acked by JOB_CREATED); the one-at-a-time regime sets it unless given")
 	regime := flag.String("regime", "throughput", "throughput (the flags' defaults) or one-at-a-time (sets -workers 8 -slots 1 -producers 4 -window 64 -payload 100 unless given)")
 	flag.Parse()
 	if err := applyRegime(&c, *regime); err != nil {
@@ -99,6 +107,9 @@ func applyRegime(c *config, regime string) error {
 	preset("producers", &c.producers, 4)
 	preset("window", &c.window, 64)
 	preset("payload", &c.payload, 100)
+	if !set["background"] {
+		c.background = true // the regime's apollo11 run is wait=false
+	}
 	return nil
 }
 
@@ -137,11 +148,21 @@ func startDaemon(c config) (*daemon, error) {
 		}
 		d.cmd = exec.Command("beanstalkd", args...)
 	case "gearmand":
-		if c.fsync != "off" {
-			return nil, errors.New("gearmand's builtin queue keeps jobs in memory only: --fsync off")
+		args = []string{"-L", host, "-p", port, "-t", strconv.Itoa(c.threads),
+			"-l", dir + "/gearmand.log", "-P", dir + "/gearmand.pid", "--verbose", "ERROR"}
+		switch c.fsync {
+		case "off":
+		case "always":
+			// Only background jobs reach gearmand's persistent queue, and
+			// SQLite commits (and fsyncs) each insert and delete.
+			if !c.background {
+				return nil, errors.New("gearmand persists background jobs only: --fsync always needs --background")
+			}
+			args = append(args, "-q", "libsqlite3", "--libsqlite3-db", dir+"/gearmand.sqlite")
+		default:
+			return nil, fmt.Errorf("--fsync %q: gearmand takes off or always", c.fsync)
 		}
-		d.cmd = exec.Command("gearmand", "-L", host, "-p", port, "-t", strconv.Itoa(c.threads),
-			"-l", dir+"/gearmand.log", "-P", dir+"/gearmand.pid", "--verbose", "ERROR")
+		d.cmd = exec.Command("gearmand", args...)
 	default:
 		return nil, fmt.Errorf("--system %q: want beanstalkd or gearmand", c.system)
 	}
@@ -257,7 +278,7 @@ func run(ctx context.Context, c config) error {
 	}
 	total := perProducer * int64(c.producers)
 	want := func() int64 {
-		if c.system == "gearmand" {
+		if c.system == "gearmand" && !c.background {
 			return cnt.done.Load()
 		}
 		return cnt.dispatched.Load()
@@ -281,8 +302,15 @@ func run(ctx context.Context, c config) error {
 	for _, h := range doneHists {
 		done.Merge(h)
 	}
-	fmt.Printf("%s (fsync %s): %d producers, %d workers x %d, payload %d B, closed loop, window %d\n",
-		c.system, c.fsync, c.producers, c.workers, c.slots, c.payload, c.window)
+	mode := ""
+	if c.system == "gearmand" {
+		mode = ", foreground jobs"
+		if c.background {
+			mode = ", background jobs"
+		}
+	}
+	fmt.Printf("%s (fsync %s%s): %d producers, %d workers x %d, payload %d B, closed loop, window %d\n",
+		c.system, c.fsync, mode, c.producers, c.workers, c.slots, c.payload, c.window)
 	fmt.Printf("  jobs         %d submitted, %d completed in %.2f s\n", cnt.sent.Load(), want(), elapsed)
 	fmt.Printf("  throughput   %.0f jobs/s\n", float64(want())/elapsed)
 	ds, dn := disp.Summarize(), done.Summarize()
@@ -315,7 +343,7 @@ func produce(conn net.Conn, c config, n int64, cnt *counters, done *bench.Histog
 		if c.system == "beanstalkd" {
 			fmt.Fprintf(w, "put 0 0 120 %d\r\n%s\r\n", len(body), body)
 		} else {
-			writeGearman(w, "REQ", 7, []byte("bench"), []byte(""), body) // SUBMIT_JOB
+			writeGearman(w, "REQ", gearmanSubmit(c.background), []byte("bench"), []byte(""), body)
 		}
 		cnt.sent.Add(1)
 		if len(credits) == 0 || w.Buffered() > 32<<10 {
@@ -356,6 +384,10 @@ func produceReplies(conn net.Conn, c config, n int64, cnt *counters, done *bench
 		switch typ {
 		case 8: // JOB_CREATED
 			cnt.acked.Add(1)
+			if c.background { // no WORK_COMPLETE follows
+				finished++
+				credits <- struct{}{}
+			}
 		case 13: // WORK_COMPLETE: handle \0 data
 			now := time.Now().UnixNano()
 			if len(args) == 2 {

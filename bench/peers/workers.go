@@ -78,6 +78,9 @@ func gearmanWorker(conn net.Conn, c config, cnt *counters, disp *bench.Histogram
 				writeGearman(w, "REQ", 13, args[0], args[2]) // WORK_COMPLETE
 			}
 			cnt.dispatched.Add(1)
+			if c.background { // the run ends at dispatch, as for beanstalkd
+				cnt.last.Store(now)
+			}
 			grab(1)
 		case 10: // NO_JOB
 			outstanding--
@@ -94,6 +97,15 @@ func gearmanWorker(conn net.Conn, c config, cnt *counters, disp *bench.Histogram
 			return
 		}
 	}
+}
+
+// gearmanSubmit is the packet type that submits a job: SUBMIT_JOB, or
+// SUBMIT_JOB_BG for a background job.
+func gearmanSubmit(background bool) uint32 {
+	if background {
+		return 18
+	}
+	return 7
 }
 
 // writeGearman writes one binary packet: magic, type, size, NUL-joined args.
