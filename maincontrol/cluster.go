@@ -315,6 +315,21 @@ func (cm *clusterMode) becomeLeader() {
 	}
 }
 
+// handOff passes a leader's leadership to the most up-to-date voter, so
+// clients wait for one round trip instead of an election timeout. The
+// connections are closed by now, so nothing new can be proposed.
+func (cm *clusterMode) handOff() {
+	if !cm.node.IsLeader() {
+		return
+	}
+	// Raft bounds the transfer by its election timeout.
+	if err := cm.node.Transfer(""); err != nil {
+		cm.s.log.Info("stopping: could not hand the leadership on", "err", err)
+		return
+	}
+	cm.s.log.Info("stopping: leadership handed on")
+}
+
 // stopped reports whether the server is closing the cluster mode.
 func (cm *clusterMode) stopped() bool {
 	select {
@@ -397,10 +412,12 @@ func (cm *clusterMode) fail(err error) {
 	}
 }
 
-// close stops following, then Raft, then the proposer.
+// close stops following, hands a leadership on, then stops Raft and the
+// proposer.
 func (cm *clusterMode) close() {
 	close(cm.stop)
 	<-cm.done
+	cm.handOff()
 	if err := cm.node.Close(); err != nil {
 		cm.s.log.Warn("raft did not stop cleanly", "err", err)
 	}

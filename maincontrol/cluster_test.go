@@ -26,6 +26,12 @@ type testCluster struct {
 
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, func(*maincontrol.Config) {})
+}
+
+// startClusterWith starts n members, each config changed by tweak.
+func startClusterWith(t *testing.T, n int, tweak func(*maincontrol.Config)) *testCluster {
+	t.Helper()
 	dir := t.TempDir()
 	tc := &testCluster{t: t}
 	var members []cluster.Member
@@ -34,8 +40,10 @@ func startCluster(t *testing.T, n int) *testCluster {
 		tc.addrs = append(tc.addrs, members[len(members)-1].ID)
 	}
 	for i, m := range members {
-		_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: m.ID, DataDir: filepath.Join(dir, fmt.Sprint(i)),
-			RaftListen: m.Raft, ClusterMembers: members, Logger: testLogger()})
+		cfg := maincontrol.Config{Listen: m.ID, DataDir: filepath.Join(dir, fmt.Sprint(i)),
+			RaftListen: m.Raft, ClusterMembers: members, Logger: testLogger()}
+		tweak(&cfg)
+		_, stop, err := maincontroltest.Launch(cfg)
 		require.NoError(t, err)
 		tc.stops = append(tc.stops, stop)
 	}

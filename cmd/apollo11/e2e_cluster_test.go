@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,7 +241,17 @@ func (pc *procCluster) acceptedSubmit(timeout time.Duration) (*member, error) {
 // Raft timeouts. The killed member restarts between rounds.
 //
 //	go test ./cmd/apollo11 -run '^$' -bench Cluster_LeaderFailover -benchtime 20x
+//
+// BenchmarkCluster_LeaderFailover times a leader's end to a new leader's
+// submitted: a kill -9, or a SIGTERM, which hands the leadership on.
 func BenchmarkCluster_LeaderFailover(b *testing.B) {
+	b.Run("kill", func(b *testing.B) { benchFailover(b, (*testbin.Proc).Kill) })
+	b.Run("sigterm", func(b *testing.B) {
+		benchFailover(b, func(p *testbin.Proc) { p.Signal(syscall.SIGTERM) })
+	})
+}
+
+func benchFailover(b *testing.B, end func(*testbin.Proc)) {
 	bin := testbin.Build(b)
 	pc := startProcCluster(b, bin, 3)
 	var list []string
@@ -255,7 +266,7 @@ func BenchmarkCluster_LeaderFailover(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		lead.proc.Kill()
+		end(lead.proc)
 		if _, err := pc.acceptedSubmit(30 * time.Second); err != nil {
 			b.Fatal(err)
 		}
@@ -263,6 +274,7 @@ func BenchmarkCluster_LeaderFailover(b *testing.B) {
 		total += d
 		worst = max(worst, d)
 		b.StopTimer()
+		_ = lead.proc.Wait(30 * time.Second) // its port and data dir are free again
 		lead.proc = testbin.StartMaincontrolEnv(b, bin, nil, lead.addr, "--data-dir", lead.dir,
 			"--raft-listen", lead.raft, "--cluster-members", strings.Join(list, ","))
 		b.StartTimer()
