@@ -18,6 +18,7 @@ import (
 	"github.com/apollo11/apollo11/executor"
 	"github.com/apollo11/apollo11/executor/builtin"
 	"github.com/apollo11/apollo11/internal/footprint"
+	"github.com/apollo11/apollo11/internal/tlsfiles"
 )
 
 // executorFlags are the executor daemon's settings as flags.
@@ -28,6 +29,8 @@ type executorFlags struct {
 	allowExec                                bool
 	tls                                      tlsPeerFlags
 	log                                      logFlags
+	// tlsFiles, when TLS is on, is read again on SIGHUP.
+	tlsFiles *tlsfiles.Loader
 }
 
 func defaultExecutorID() string {
@@ -83,11 +86,14 @@ func (f *executorFlags) config(logger *slog.Logger) (executor.Config, error) {
 		warnToken(logger, f.tokenFile, tok)
 		cfg.Token = tok
 	}
-	tlsConf, err := f.tls.config(logger)
+	var err error
+	f.tlsFiles, err = f.tls.load(logger)
 	if err != nil {
 		return cfg, err
 	}
-	cfg.TLS = tlsConf
+	if f.tlsFiles != nil {
+		cfg.TLS = f.tlsFiles.ClientConfig("")
+	}
 	var allow []string
 	for _, p := range strings.Split(f.execAllow, ",") {
 		if p == "" {
@@ -169,17 +175,36 @@ func runExecutor(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go stopOnSignals(cancel, ex.Stop, logger)
+	sigs := stopSignals()
+	if f.tlsFiles != nil {
+		// Certificates are rotated under a running daemon: SIGHUP reads
+		// the TLS files again, as it does for maincontrol.
+		var reload <-chan struct{}
+		var stopReload func()
+		sigs, reload, stopReload = reloadOnHangup()
+		defer stopReload()
+		go func() {
+			for {
+				select {
+				case <-reload:
+					_ = f.tlsFiles.Reload() // a failure is logged; the old files stay
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go stopOnSignals(sigs, cancel, ex.Stop, logger)
 	go keepFootprint(ctx, logger, nil)
 	return ex.Run(ctx)
 }
 
-// stopOnSignals cancels, for a graceful stop, on the first SIGTERM, SIGINT
-// or SIGHUP (see stopSignals). It calls hard on a later SIGTERM or SIGINT.
-// A later SIGHUP is the same closing terminal again (see isHangup).
-func stopOnSignals(graceful func(), hard func(), log *slog.Logger) {
+// stopOnSignals cancels, for a graceful stop, on the first of sigs (see
+// stopSignals). It calls hard on a later SIGTERM or SIGINT. A later SIGHUP
+// is the same closing terminal again (see isHangup).
+func stopOnSignals(sigs []os.Signal, graceful func(), hard func(), log *slog.Logger) {
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, stopSignals()...)
+	signal.Notify(sig, sigs...)
 	defer signal.Stop(sig)
 	s := <-sig
 	log.Info("stopping: draining running tasks (SIGINT or SIGTERM again to stop at once)", "signal", s.String())

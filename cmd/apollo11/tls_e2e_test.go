@@ -59,3 +59,47 @@ func TestTLS_DaemonsAndCLIOverMutualTLS(t *testing.T) {
 	mc.Signal(syscall.SIGTERM)
 	require.NoError(t, mc.Wait(20*time.Second), mc.Output())
 }
+
+// TestTLS_ExecutorReloadsItsFilesOnHangup: the executor daemon reads its
+// TLS files again on SIGHUP rather than stopping, and its next connection
+// verifies the main control against the new CA bundle.
+func TestTLS_ExecutorReloadsItsFilesOnHangup(t *testing.T) {
+	bin := testbin.Build(t)
+	ca, newCA := tlsfilestest.NewCA(t, "e2e CA"), tlsfilestest.NewCA(t, "e2e CA 2")
+	sc, sk := ca.Issue(tlsfilestest.Leaf{Name: "maincontrol"})
+	pc, pk := ca.Issue(tlsfilestest.Leaf{Name: "peer"})
+	bundle := t.TempDir() + "/ca.pem"
+	tlsfilestest.Copy(t, ca.CAFile, bundle)
+	addr, data := testbin.FreeAddr(t), t.TempDir()
+	mcArgs := []string{"maincontrol", "--listen", addr, "--data-dir", data,
+		"--tls-cert", sc, "--tls-key", sk, "--tls-client-ca", ca.CAFile}
+	mc := testbin.Start(t, bin, nil, mcArgs...)
+	waitOutput(t, mc, "main control ready", 1)
+	ex := startExecutor(t, bin, addr, "--id", "tls-hup", "--types", "echo",
+		"--tls-ca", bundle, "--tls-cert", pc, "--tls-key", pk)
+	waitOutput(t, ex, `msg=registered`, 1)
+
+	// The main control moves to a new CA's certificate: the executor is
+	// told first, then the main control restarts with it.
+	tlsfilestest.Copy(t, newCA.CAFile, bundle)
+	ex.Signal(syscall.SIGHUP)
+	waitOutput(t, ex, "TLS files reloaded", 1)
+	require.False(t, ex.Exited(), "SIGHUP reloads the executor's TLS files, it does not stop it")
+	nc, nk := newCA.Issue(tlsfilestest.Leaf{Name: "maincontrol2"})
+	tlsfilestest.Copy(t, nc, sc)
+	tlsfilestest.Copy(t, nk, sk)
+	mc.Kill()
+	_ = mc.Wait(20 * time.Second)
+	mc = testbin.Start(t, bin, nil, mcArgs...)
+	waitOutput(t, mc, "main control ready", 1)
+	waitOutput(t, ex, `msg=registered`, 2)
+	out, errOut, code := cli(t, bin, addr, "submit", "--type", "echo", "--arg", "x=rotated", "--wait",
+		"--tls-ca", newCA.CAFile, "--tls-cert", pc, "--tls-key", pk)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "rotated")
+
+	ex.Signal(syscall.SIGTERM)
+	require.NoError(t, ex.Wait(20*time.Second), ex.Output())
+	mc.Signal(syscall.SIGTERM)
+	require.NoError(t, mc.Wait(20*time.Second), mc.Output())
+}

@@ -22,13 +22,19 @@ func (t *tlsPeerFlags) register(fs *flag.FlagSet) {
 // The main control's host in the dialled address must be in its
 // certificate.
 func (t *tlsPeerFlags) config(log *slog.Logger) (*tls.Config, error) {
+	l, err := t.load(log)
+	if l == nil || err != nil {
+		return nil, err
+	}
+	return l.ClientConfig(""), nil
+}
+
+// load reads the files the flags name, or returns nil for plaintext. A
+// daemon keeps the Loader to read them again on SIGHUP.
+func (t *tlsPeerFlags) load(log *slog.Logger) (*tlsfiles.Loader, error) {
 	files := tlsfiles.Files{Cert: t.cert, Key: t.key, CA: t.ca}
 	if files.Empty() {
 		return nil, nil
 	}
-	l, err := tlsfiles.Load(files, log)
-	if err != nil {
-		return nil, err
-	}
-	return l.ClientConfig(""), nil
+	return tlsfiles.Load(files, log)
 }

@@ -140,18 +140,47 @@ func (l *Loader) ServerConfig() (*tls.Config, error) {
 }
 
 // ClientConfig is a client's TLS configuration for a server named
-// serverName (a host name or IP address the certificate must hold). It
-// takes the CA bundle as it is now; the client certificate is the newest
-// at each handshake.
+// serverName (a host name or IP address the certificate must hold). Each
+// handshake takes the newest client certificate and CA bundle.
 func (l *Loader) ClientConfig(serverName string) *tls.Config {
-	cur := l.now()
-	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, RootCAs: cur.pool}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if l.files.CA != "" {
+		// crypto/tls reads a client's roots once, from the config: the
+		// newest bundle is checked here instead, with the same checks.
+		c.InsecureSkipVerify = true
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			if cs.ServerName == "" {
+				cs.ServerName = serverName
+			}
+			return l.verifyServer(cs)
+		}
+	}
 	if l.files.Cert != "" {
 		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return l.now().cert, nil
 		}
 	}
 	return c
+}
+
+// verifyServer verifies the server's chain and name against the newest
+// CA bundle, as crypto/tls would against RootCAs.
+func (l *Loader) verifyServer(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("tls: the server sent no certificate")
+	}
+	if cs.ServerName == "" {
+		// x509 skips the name check for an empty name: refuse instead.
+		return errors.New("tls: no server name to verify the certificate against")
+	}
+	opts := x509.VerifyOptions{Roots: l.now().pool, DNSName: cs.ServerName, Intermediates: x509.NewCertPool()}
+	for _, c := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+		return &tls.CertificateVerificationError{UnverifiedCertificates: cs.PeerCertificates, Err: err}
+	}
+	return nil
 }
 
 func notAfter(c *tls.Certificate) time.Time {
@@ -172,6 +201,15 @@ func Client(ctx context.Context, conn net.Conn, addr string, cfg *tls.Config) (*
 			host = addr
 		}
 		cfg.ServerName = host
+	}
+	if v := cfg.VerifyConnection; v != nil {
+		// crypto/tls leaves an IP address out of the state's ServerName
+		// (no SNI for it); a verifier must still check the name dialled.
+		name := cfg.ServerName
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			cs.ServerName = name
+			return v(cs)
+		}
 	}
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
