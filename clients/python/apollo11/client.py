@@ -7,23 +7,28 @@ its caller by ``req`` whatever the order (that plumbing is
 :class:`Client` is the blocking API: the same client driven on an event
 loop in a background thread.
 
-The client does not reconnect: when the connection fails every request in
-flight, and every later one, raises :class:`ConnectionLost`; connect again.
-A submit in flight then may or may not have made its task: submit again
-with the same ``key`` to find out.
+Given the members of a cluster (protocol section 8.13) the client finds
+the leader, following a follower's leader hint only to one of its own
+addresses, and connects again when its connection is lost: reads and
+keyed submits are sent again on the next connection, other requests in
+flight raise :class:`OutcomeUnknown`. Given one address it does not
+reconnect unless asked: when the connection fails every request in
+flight, and every later one, raises :class:`ConnectionLost`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .admin import AdminAPI, BlockingAdminAPI
 from .codec import Message
 from .connection import DEFAULT_ADDR, AsyncConnection, resolve_token
+from .errors import ConnectionLost, OutcomeUnknown, ServerError
+from .failover import BACKOFF_MAX, BACKOFF_MIN, AddrList, Finder, Follower, Link
 from .replies import (
     STATES,
     TERMINAL,
@@ -64,8 +69,17 @@ class AsyncWatch:
         return self.submitted.task_id
 
     async def done(self) -> Done:
-        """Wait for the task's end; ConnectionLost if the connection fails first."""
-        return parse_done(await asyncio.shield(self._done))
+        """Wait for the task's end. When the connection is lost and the client
+        reconnects, it goes on by querying the task (:meth:`AsyncClient.wait`);
+        else ConnectionLost."""
+        try:
+            return parse_done(await asyncio.shield(self._done))
+        except OutcomeUnknown:
+            raise
+        except ConnectionLost:
+            if self._client._link is None or self._client._err is not None:
+                raise
+        return await self._client.wait(self.task_id)
 
     def close(self) -> None:
         """Stop waiting: a ``done`` arriving later is dropped."""
@@ -78,7 +92,7 @@ class AsyncClient(AdminAPI, Pipelined):
     @classmethod
     async def connect(
         cls,
-        addr: str = DEFAULT_ADDR,
+        addr: str | Sequence[str] = DEFAULT_ADDR,
         *,
         token: bytes | str | None = None,
         token_file: str | Path | None = None,
@@ -86,24 +100,58 @@ class AsyncClient(AdminAPI, Pipelined):
         timeout: float = 10.0,
         admin_token: bytes | str | None = None,
         admin_token_file: str | Path | None = None,
+        reconnect: bool | None = None,
+        reconnect_min: float = BACKOFF_MIN,
+        reconnect_max: float = BACKOFF_MAX,
+        give_up_after: float | None = None,
     ) -> AsyncClient:
         """Connect, read ``welcome``, send ``hello`` (signed when asked) and
         wait for ``hello_ok``. A refusal raises ServerError (auth_failed...).
         ``admin_token`` proves the admin token of a main control run with
-        ``--admin-token-file`` (section 8.2); ``admin`` then is True."""
+        ``--admin-token-file`` (section 8.2); ``admin`` then is True.
+
+        ``addr`` is one ``host:port``, or a cluster's members: a list or a
+        comma-separated string. The client connects to the one answering
+        ``role=leader``, following a follower's ``leader`` hint only when it
+        is one of these; while the members reached have no leader it tries
+        again for up to ``timeout`` seconds, then raises NoLeader
+        (LeaderOutside, at once, when the leader named is not listed).
+        ``reconnect`` (default: on when several addresses are given)
+        connects again after a lost connection, waiting ``reconnect_min``
+        doubling up to ``reconnect_max`` seconds between passes over the
+        addresses, for ever or until ``give_up_after`` seconds without a
+        connection."""
+        addrs = AddrList(addr)
         tok = resolve_token(token, token_file)
         admin_tok = resolve_token(admin_token, admin_token_file)
-        conn = await AsyncConnection.connect(addr, timeout)
-        try:
-            ok = await conn.hello(tok, name, timeout, admin_token=admin_tok)
-        except BaseException:
-            conn.close()
-            raise
-        c = cls(conn)
-        assert conn.welcome is not None
-        c.features = conn.welcome.features
-        c.admin = ok.get("admin") == "true"
+
+        async def dial(a: str) -> tuple[AsyncConnection, Message]:
+            conn = await AsyncConnection.connect(a, timeout)
+            try:
+                ok = await conn.hello(tok, name, timeout, admin_token=admin_tok)
+            except ServerError as e:
+                conn.close()
+                if e.code == "not_leader":
+                    raise Follower(a, e.fields.get("leader")) from None
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            if ok.get("role") not in (None, "", "leader"):  # a follower or a candidate
+                raise Follower(a, ok.get("leader"), conn)
+            return conn, ok
+
+        finder = Finder(addrs, dial)
+        link = Link(finder, reconnect_min, reconnect_max, give_up_after)
+        at, (conn, ok) = await finder.find(timeout)
+        c = cls(conn, at, link if (len(addrs) > 1 if reconnect is None else reconnect) else None)
+        c._adopted(conn, ok)
         return c
+
+    def _adopted(self, conn: AsyncConnection, ok: Message) -> None:
+        assert conn.welcome is not None
+        self.features = conn.welcome.features
+        self.admin = ok.get("admin") == "true"
 
     #: The optional v1.1 groups the main control speaks (``welcome``'s
     #: ``features``): send a group's messages only when it is listed.
@@ -172,6 +220,17 @@ class AsyncClient(AdminAPI, Pipelined):
     async def query(self, task_id: int) -> TaskState:
         return parse_task_state(await self.request("query", {"task_id": task_id}, "task_state"))
 
+    async def wait(self, task_id: int) -> Done:
+        """Wait for any task's end by querying it: at once, then every 50 ms
+        growing to 1 s. It goes on across reconnects."""
+        delay = 0.05
+        while True:
+            st = await self.query(task_id)
+            if st.state in TERMINAL:
+                return Done(st.task_id, st.state, st.out, st.error)
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 1.0)
+
     async def cancel(self, task_id: int) -> None:
         """Cancel a task; an ended one raises ServerError illegal_transition."""
         await self.request("cancel", {"task_id": task_id}, "cancelled")
@@ -235,22 +294,16 @@ class Client(BlockingAdminAPI):
 
     def __init__(
         self,
-        addr: str = DEFAULT_ADDR,
+        addr: str | Sequence[str] = DEFAULT_ADDR,
         *,
-        token: bytes | str | None = None,
-        token_file: str | Path | None = None,
-        name: str | None = None,
-        timeout: float = 10.0,
         request_timeout: float | None = 30.0,
-        admin_token: bytes | str | None = None,
-        admin_token_file: str | Path | None = None,
+        **options: Any,
     ) -> None:
+        """See :meth:`AsyncClient.connect` for ``addr`` and the options."""
         self.request_timeout = request_timeout
         self._lt = LoopThread("apollo11-client")
         try:
-            self._a: AsyncClient = self._lt.run(
-                AsyncClient.connect(addr, token=token, token_file=token_file, name=name, timeout=timeout,
-                                    admin_token=admin_token, admin_token_file=admin_token_file), None)
+            self._a: AsyncClient = self._lt.run(AsyncClient.connect(addr, **options), None)
         except BaseException:
             self._lt.stop()
             raise
@@ -331,6 +384,15 @@ class Client(BlockingAdminAPI):
 
     def query(self, task_id: int) -> TaskState:
         return self._run(self._a.query(task_id))
+
+    def wait(self, task_id: int, timeout: float | None = None) -> Done:
+        """See :meth:`AsyncClient.wait`; ``timeout`` bounds the whole wait."""
+        return self._lt.run(self._a.wait(task_id), timeout)
+
+    @property
+    def address(self) -> str | None:
+        """The main control connected to; None while reconnecting."""
+        return self._a.address
 
     def cancel(self, task_id: int) -> None:
         self._run(self._a.cancel(task_id))

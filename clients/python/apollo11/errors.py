@@ -76,3 +76,25 @@ class ConnectionLost(Apollo11Error, ConnectionError):
 
 class ClientClosed(Apollo11Error):
     """The client was closed by its owner."""
+
+
+class OutcomeUnknown(ConnectionLost):
+    """The connection was lost before the reply of a request that is not
+    safe to send twice (an unkeyed submit, a cancel, a state change...):
+    the main control may or may not have acted on it."""
+
+
+class NoLeader(ConnectionLost):
+    """No main control address answered as a cluster's leader (protocol
+    section 8.13): the members reached were followers that named no leader
+    among the addresses, or none was elected within the timeout."""
+
+
+class LeaderOutside(NoLeader):
+    """A follower named a leader that is not among the configured
+    addresses. It is not followed, on purpose: add it to the addresses."""
+
+    def __init__(self, follower: str, leader: str, addrs: list[str]) -> None:
+        super().__init__(f"the leader {leader} (named by the follower {follower}) is not among the main control "
+                         f"addresses {','.join(addrs)}: add it")
+        self.follower, self.leader, self.addrs = follower, leader, list(addrs)

@@ -9,6 +9,13 @@ and jitter, and then sends ``started`` again for handlers still running
 and every unacknowledged result. ``stop()`` drains: no new task, running
 handlers get ``drain_timeout`` to finish, then ``bye``.
 
+Given a cluster's members (protocol section 8.13) it registers with the
+leader: a follower's ``not_leader`` naming one of its addresses sends it
+there at once, any other failure to the next address after the backoff.
+After a lost connection it registers with the next member and, as after a
+restart, lists its running tasks (``started``, then ``running=``) and
+sends its unacknowledged results again.
+
 This module holds the life cycle and the reconnect loop; running tasks is
 :mod:`apollo11.runner`, one connection is :mod:`apollo11.session`, and
 what a handler sees is :mod:`apollo11.task`.
@@ -24,13 +31,14 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .codec import Message
 from .connection import DEFAULT_ADDR, resolve_token
 from .errors import ConnectionLost, ProtocolError, ServerError
+from .failover import AddrList
 from .replies import SharedState
 from .runner import MAX_ERROR_TEXT, Runner
 from .session import MAX_SLOTS, Backoff, Session, handshake, heartbeat_slots
@@ -56,7 +64,7 @@ class AsyncExecutor:
 
     def __init__(
         self,
-        addr: str = DEFAULT_ADDR,
+        addr: str | Sequence[str] = DEFAULT_ADDR,
         *,
         executor_id: str | None = None,
         handlers: Mapping[str, Handler] | None = None,
@@ -68,7 +76,8 @@ class AsyncExecutor:
         backoff_max: float = 30.0,
         dial_timeout: float = 5.0,
     ) -> None:
-        self.addr = addr
+        self.addrs = AddrList(addr)  # a leader hint is followed only to one of these
+        self.addr = str(self.addrs)
         self.executor_id = executor_id or default_id()
         if not _ID.fullmatch(self.executor_id):
             raise ValueError(f"executor_id {self.executor_id!r}: want 1-128 bytes of A-Z a-z 0-9 _ . : -")
@@ -164,15 +173,29 @@ class AsyncExecutor:
 
     async def _connect_loop(self) -> None:
         backoff = Backoff(self.backoff_min, self.backoff_max)
+        addr, hops = self.addrs.first, 0
         while not self._closing:
             try:
-                s = await handshake(self.addr, self.dial_timeout, self.executor_id, sorted(self._handlers),
+                s = await handshake(addr, self.dial_timeout, self.executor_id, sorted(self._handlers),
                                     self.slots, self.token)
             except Exception as e:  # every failure to register is retried
+                source, addr = addr, self.addrs.after(addr)
+                if isinstance(e, ServerError) and e.code == "not_leader":
+                    hint = e.fields.get("leader")
+                    if self.addrs.follow(source, hint):
+                        addr = hint or addr
+                        # At once, up to once per address in a row: two
+                        # stale followers could name each other.
+                        if hops < len(self.addrs):
+                            hops += 1
+                            log.info("following the leader %s named by %s", addr, source)
+                            continue
+                hops = 0
                 level = logging.ERROR if isinstance(e, ServerError) and e.code == "auth_failed" else logging.WARNING
-                log.log(level, "cannot register with %s: %s", self.addr, e)
+                log.log(level, "cannot register with %s: %s", source, e)
                 await asyncio.sleep(backoff.next())
                 continue
+            hops = 0
             if self._closing:
                 s.conn.close()
                 return
@@ -180,7 +203,8 @@ class AsyncExecutor:
             backoff.hi = min(self.backoff_max, s.timeout / 2)
             began = time.monotonic()
             err = await self._serve(s)
-            log.warning("connection to the main control lost: %s", err)
+            log.warning("connection to the main control at %s lost: %s", addr, err)
+            addr = self.addrs.after(addr)  # a cluster's leader may be gone: the next member
             if time.monotonic() - began >= min(10.0, backoff.hi):
                 backoff.reset()
             await asyncio.sleep(backoff.next())
@@ -212,7 +236,7 @@ class AsyncExecutor:
         assert self._registered is not None
         self._registered.set()
         log.info("registered with %s as %s: %d slots, heartbeat %ss, %d running, %d results re-sent",
-                 self.addr, self.executor_id, s.slots, s.heartbeat, len(self._runner.runs), len(self._runner.unacked))
+                 s.addr, self.executor_id, s.slots, s.heartbeat, len(self._runner.runs), len(self._runner.unacked))
 
     def _handle(self, s: Session, m: Message) -> None:
         t = m.type
@@ -259,7 +283,7 @@ class Executor:
     """The blocking executor: ``run()`` blocks until ``stop()`` (from
     another thread or a handler); ``start()`` runs it on a thread."""
 
-    def __init__(self, addr: str = DEFAULT_ADDR, **options: Any) -> None:
+    def __init__(self, addr: str | Sequence[str] = DEFAULT_ADDR, **options: Any) -> None:
         self._a = AsyncExecutor(addr, **options)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None

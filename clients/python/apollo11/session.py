@@ -49,6 +49,7 @@ class Session:
 
     def __init__(self, conn: AsyncConnection, welcome: Welcome, slots: int, reg: Message) -> None:
         self.conn = conn
+        self.addr = ""  # the main control's address, for the logs
         self.max_frame = welcome.max_frame
         self.slots = slots
         timeout_ms = reg.uint("timeout_ms", 15000) or 15000
@@ -136,9 +137,12 @@ async def handshake(addr: str, dial_timeout: float, executor_id: str, task_types
             async with asyncio.timeout(dial_timeout):
                 m = await conn.recv()
             if m.type == "registered":
-                return Session(conn, conn.welcome, fit, m)
-            if m.type == "error":
-                raise ServerError(m.get("code") or "", m.get("message") or "")
+                s = Session(conn, conn.welcome, fit, m)
+                s.addr = addr
+                return s
+            if m.type == "error":  # not_leader carries the leader, if known, in fields
+                raise ServerError(m.get("code") or "", m.get("message") or "",
+                                  {k: v for k, v in m.items() if k not in ("type", "code", "message")})
     except BaseException:
         conn.close()
         raise

@@ -121,3 +121,51 @@ class BinaryTest(unittest.TestCase):
 
     def run_cli(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         return subprocess.run([self.bin, *args], capture_output=True, text=True, timeout=timeout)
+
+
+class Member(MainControl):
+    """One `apollo11 maincontrol` of a cluster, in its own process (so that
+    it can be killed alone). Its id is its client address."""
+
+    def __init__(self, test: unittest.TestCase, workdir: str, addr: str, raft: str, members: str, *extra: str) -> None:
+        self.raft = raft
+        os.makedirs(workdir, exist_ok=True)
+        super().__init__(test, workdir, "--raft-listen", raft, "--cluster-members", members, *extra, addr=addr)
+
+    def role(self) -> tuple[str, str]:
+        """This member's ``role`` and ``leader`` in ``hello_ok``; ("", "")
+        when it cannot be asked (down, or not answering)."""
+        from apollo11 import Connection  # the package under test, not needed to start the binary
+
+        try:
+            with Connection.connect(self.addr, timeout=2) as conn:
+                ok = conn.hello(timeout=2)
+        except Exception:  # a member starting or being killed fails in many ways
+            return "", ""
+        return ok.get("role") or "", ok.get("leader") or ""
+
+
+def start_cluster(test: BinaryTest, n: int = 3, *extra: str) -> list[Member]:
+    """n members on loopback, each its own process, bootstrapped together."""
+    pairs = [(free_addr(), free_addr()) for _ in range(n)]
+    members = ",".join(f"{a}={r}" for a, r in pairs)
+    return [Member(test, os.path.join(test.dir, f"m{i}"), a, r, members, *extra) for i, (a, r) in enumerate(pairs)]
+
+
+def wait_leader(members: list[Member], timeout: float = 60.0, but: Member | None = None) -> Member:
+    """The member every live member names as leader (other than ``but``),
+    once they agree."""
+    found: list[Member] = []
+
+    def agreed() -> bool:
+        live = [m for m in members if m.p.poll() is None]
+        roles = [m.role() for m in live]
+        leaders = {leader for _, leader in roles}
+        leads = [m for m, (role, _) in zip(live, roles) if role == "leader" and m is not but]
+        if len(leads) == 1 and leaders == {leads[0].addr}:
+            found[:] = leads
+            return True
+        return False
+
+    wait_until(agreed, timeout, "the members to agree on a leader")
+    return found[0]

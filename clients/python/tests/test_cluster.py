@@ -1,0 +1,212 @@
+"""The client and executor against a real three-member cluster (protocol
+section 8.13): each member is its own `apollo11 maincontrol` process, so
+that the leader can be killed alone."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+
+from harness import BinaryTest, MainControl, start_cluster, wait_leader, wait_until
+
+from apollo11 import Client, Connection, ConnectionLost, Executor, LeaderOutside, Message, OutcomeUnknown, Task
+
+WAIT = 60.0  # generous: the CI machine is shared and often busy
+
+
+class Cluster(BinaryTest):
+    def setUp(self) -> None:
+        super().setUp()
+        # A short executor timeout: after a failover, running tasks wait one
+        # of it for their executor to list them.
+        self.members = start_cluster(self, 3, "--heartbeat-timeout", "3s")
+        self.leader = wait_leader(self.members, WAIT)
+        self.followers = [m for m in self.members if m is not self.leader]
+
+    def executor(self, addrs: list[str], ex_id: str, handlers: dict[str, Callable[[Task], object]]) -> Executor:
+        ex = Executor(addrs, executor_id=ex_id, handlers=handlers, backoff_min=0.05, backoff_max=0.5)
+        ex.start()
+        self.addCleanup(ex.stop, False, WAIT)
+        return ex
+
+    def test_a_follower_first_leads_to_the_leader(self) -> None:
+        f1, f2 = self.followers
+        addrs = [f1.addr, f2.addr, self.leader.addr]
+        # The first follower's hint sends the client straight to the leader:
+        # the second follower, next in the list, is never dialled.
+        with self.assertLogs("apollo11", logging.DEBUG) as logs:
+            c = Client(addrs, name="py-cluster")
+        self.addCleanup(c.close)
+        dialled = [r.getMessage() for r in logs.records if r.getMessage().startswith("dialling ")]
+        self.assertEqual(dialled, [f"dialling {f1.addr}", f"dialling {self.leader.addr}"])
+        self.assertEqual(c.address, self.leader.addr)
+
+        ex = self.executor(addrs, "py-c1", {"echo": lambda task: dict(task.args)})
+        self.assertTrue(ex.wait_registered(WAIT))
+        done = c.submit_wait("echo", {"a": "1"}, wait_timeout=WAIT)
+        self.assertEqual((done.state, done.out), ("succeeded", {"a": "1"}))
+
+    def test_a_hint_outside_the_list_is_not_followed(self) -> None:
+        f1, f2 = self.followers
+        # The followers name the leader, which is not in the list: the
+        # client must not go there (a stale or rogue server could name any).
+        with self.assertRaises(LeaderOutside) as cm:
+            Client([f1.addr, f2.addr], timeout=5)
+        self.assertEqual(cm.exception.leader, self.leader.addr)
+
+        with self.assertLogs("apollo11", logging.WARNING) as logs:
+            ex = self.executor([f1.addr, f2.addr], "py-c2", {"echo": lambda task: dict(task.args)})
+            ignored = lambda: sum("ignoring the leader hint" in r.getMessage() for r in logs.records)  # noqa: E731
+            wait_until(lambda: ignored() >= 3 or ex.registrations, WAIT, "the executor to ignore the hint three times")
+        self.assertEqual(ex.registrations, 0)
+        with Client(self.leader.addr) as c:
+            self.assertEqual(c.stats().executors, 0)
+
+    def test_kill_the_leader_mid_stream(self) -> None:
+        addrs = [m.addr for m in self.members]
+        release = threading.Event()
+
+        def hold(task: Task) -> dict[str, str]:
+            if not release.wait(WAIT):
+                raise RuntimeError("never released")
+            return {"held": "yes"}
+
+        ex = self.executor(addrs, "py-c3", {"hold": hold})
+        self.assertTrue(ex.wait_registered(WAIT))
+        c = Client(addrs, reconnect_max=0.5)
+        self.addCleanup(c.close)
+        watch = c.submit_watch("hold", key="held", max_attempts=1)
+        wait_until(lambda: c.query(watch.task_id).state == "running", WAIT, "the task to run")
+
+        # A stream of keyed submits, from another thread, across the kill.
+        stop, ids, errors = threading.Event(), [], []
+
+        def stream() -> None:
+            n = 0
+            while not stop.is_set():
+                try:
+                    ids.append(c.submit("later", key=f"s{n}").task_id)
+                    n += 1
+                except Exception as e:  # any is a failure of the test
+                    errors.append(e)
+                    return
+
+        t = threading.Thread(target=stream)
+        t.start()
+        self.addCleanup(t.join, WAIT)
+        self.addCleanup(stop.set)
+        wait_until(lambda: len(ids) >= 5 or errors, WAIT, "submits before the kill")
+        old = self.leader
+        old.kill()
+        new = wait_leader(self.members, WAIT, but=old)
+        wait_until(lambda: ex.registrations >= 2, WAIT, "the executor to register with the new leader")
+        at_kill = len(ids)
+        wait_until(lambda: len(ids) >= at_kill + 5 or errors, WAIT, "submits after the kill")
+        stop.set()
+        t.join(WAIT)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(set(ids)), len(ids), "every keyed submit made its own task once")
+        self.assertEqual(c.address, new.addr)
+
+        release.set()
+        done = watch.done(WAIT)  # the watch goes on by querying the new leader
+        self.assertEqual((done.state, done.out), ("succeeded", {"held": "yes"}))
+        self.assertEqual(c.query(watch.task_id).attempt, 1, "the same dispatch ran on: not retried")
+
+
+class FakeLeader(BinaryTest):
+    """Exchanges a real member cannot be made to show at will: a member
+    refusing a request on an open connection with not_leader (as one may
+    that just lost its leadership), and a leader dying with requests in
+    flight."""
+
+    def subdir(self, name: str) -> str:
+        os.makedirs(d := os.path.join(self.dir, name))
+        return d
+
+    def fake_follower(self, hint: str) -> str:
+        return self.fake(lambda conn, m: conn.send(Message("error", {
+            "req": m.get("req") or "", "code": "not_leader", "leader": hint, "message": "lost the leadership"})))
+
+    def fake(self, answer: Callable[[Connection, Message], None]) -> str:
+        """A fake leader: it says role=leader in hello_ok, then calls
+        ``answer`` with each request."""
+        srv = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(srv.close)
+        conns: list[Connection] = []
+        self.addCleanup(lambda: [c.close() for c in conns])
+
+        def serve(conn: Connection) -> None:
+            try:
+                conn.send(Message("welcome", {"proto": 1, "nonce": "0" * 32, "auth": "none"}))
+                hello = conn.recv(WAIT)
+                conn.send(Message("hello_ok", {"req": hello.get("req") or "0", "role": "leader"}))
+                while True:
+                    answer(conn, conn.recv(WAIT))
+            except Exception:  # the client went away, or the test ended
+                conn.close()
+
+        def accept() -> None:
+            while True:
+                try:
+                    s, _ = srv.accept()
+                except OSError:
+                    return
+                conns.append(Connection(s))
+                threading.Thread(target=serve, args=(conns[-1],), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+        return "127.0.0.1:%d" % srv.getsockname()[1]
+
+    def test_not_leader_in_the_list_is_followed_and_the_request_sent_again(self) -> None:
+        decoy, leader = (MainControl(self, self.subdir(name)) for name in ("decoy", "leader"))
+        fake = self.fake_follower(leader.addr)
+        with Client([fake, decoy.addr, leader.addr]) as c:
+            self.assertEqual(c.address, fake)
+            # Refused by the fake, it changed nothing: sent again, though a
+            # submit without a key is not sent again after a plain loss.
+            t = c.submit("x")
+            self.assertEqual(c.address, leader.addr, "the hint, not the next address, was followed")
+        with Client(leader.addr) as c:
+            self.assertEqual(c.query(t.task_id).task_type, "x")
+
+    def test_not_leader_outside_the_list_is_not_followed(self) -> None:
+        rogue, good = (MainControl(self, self.subdir(name)) for name in ("rogue", "good"))
+        fake = self.fake_follower(rogue.addr)
+        with self.assertLogs("apollo11", logging.WARNING) as logs, Client([fake, good.addr]) as c:
+            c.submit("x", key="where")
+            self.assertEqual(c.address, good.addr)
+        self.assertTrue(any("ignoring the leader hint " + rogue.addr in r.getMessage() for r in logs.records))
+        with Client(rogue.addr) as r:
+            self.assertEqual(r.stats().tasks["pending"], 0, "nothing reached the rogue")
+
+    def test_requests_in_flight_at_a_drop(self) -> None:
+        real = MainControl(self, self.subdir("real"))
+
+        def drop(conn: Connection, m: Message) -> None:
+            conn.close()  # dies before any reply
+
+        fake = self.fake(drop)
+        with Client([fake, real.addr]) as c:
+            with self.assertRaises(OutcomeUnknown):
+                c.submit("x")  # no key: it may or may not have been made
+            self.assertEqual(c.stats().tasks["pending"], 0)  # a read waits for the next connection
+            self.assertEqual(c.address, real.addr)
+        with Client([fake, real.addr]) as c:
+            t = c.submit("x", key="k")  # with a key it is sent again, to the next address
+            self.assertEqual(c.address, real.addr)
+            self.assertEqual(c.submit("x", key="k"), type(t)(t.task_id, True))
+            self.assertEqual(c.query(t.task_id).task_type, "x")  # a read, sent again as well
+
+    def test_give_up_after(self) -> None:
+        mc = MainControl(self, self.subdir("mc"))
+        c = Client(mc.addr, reconnect=True, give_up_after=1.0, reconnect_max=0.2)
+        self.addCleanup(c.close)
+        c.stats()
+        mc.kill()
+        with self.assertRaises(ConnectionLost) as cm:
+            c.stats()  # waits for a reconnect that never comes, then gives up
+        self.assertIn("gave up reconnecting", str(cm.exception))
