@@ -8,11 +8,23 @@ import logging
 import os
 import socket
 import threading
+import unittest
 from collections.abc import Callable
 
 from harness import BinaryTest, MainControl, start_cluster, wait_leader, wait_until
 
-from apollo11 import Client, Connection, ConnectionLost, Executor, LeaderOutside, Message, OutcomeUnknown, Task
+from apollo11 import (
+    Client,
+    Connection,
+    ConnectionLost,
+    Executor,
+    LeaderOutside,
+    Message,
+    NoLeader,
+    OutcomeUnknown,
+    Task,
+)
+from apollo11.failover import AddrList
 
 WAIT = 60.0  # generous: the CI machine is shared and often busy
 
@@ -115,6 +127,28 @@ class Cluster(BinaryTest):
         done = watch.done(WAIT)  # the watch goes on by querying the new leader
         self.assertEqual((done.state, done.out), ("succeeded", {"held": "yes"}))
         self.assertEqual(c.query(watch.task_id).attempt, 1, "the same dispatch ran on: not retried")
+
+        # Without a majority no member leads: a clear error within the timeout.
+        new.kill()
+        with self.assertRaises(NoLeader) as cm:
+            Client(addrs, timeout=2)
+        self.assertNotIsInstance(cm.exception, LeaderOutside)
+        self.assertIn("none elected within 2s", str(cm.exception))
+
+
+class Addresses(unittest.TestCase):
+    def test_lists(self) -> None:
+        self.assertEqual(AddrList("a:1").items, ["a:1"])
+        self.assertEqual(AddrList(" a:1, b:2 ,a:1").items, ["a:1", "b:2"])
+        self.assertEqual(AddrList(["a:1", "[::1]:2"]).items, ["a:1", "[::1]:2"])
+        lst = AddrList("a:1,b:2,c:3")
+        self.assertEqual((lst.after("a:1"), lst.after("c:3"), lst.after("x:9")), ("b:2", "a:1", "a:1"))
+        self.assertEqual(lst.starting("b:2"), ["b:2", "c:3", "a:1"])
+        self.assertEqual([lst.judge(h) for h in ("c:3", "", None, "c:33", "evil:1")],
+                         ["follow", "none", "none", "outside", "outside"])
+        for bad in ("", " ", "a:1,", "a:1,,b:2", "a", "a:0", "a:x", []):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                AddrList(bad)
 
 
 class FakeLeader(BinaryTest):
