@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .admin import AdminAPI, BlockingAdminAPI
+from .cluster import BlockingClusterAPI, ClusterAPI
 from .codec import Message
 from .connection import DEFAULT_ADDR, AsyncConnection, resolve_token
 from .errors import ConnectionLost, OutcomeUnknown, ServerError
@@ -86,7 +87,7 @@ class AsyncWatch:
         self._client._forget(self._req)
 
 
-class AsyncClient(AdminAPI, Pipelined):
+class AsyncClient(AdminAPI, ClusterAPI, Pipelined):
     """One connection to the main control, for use from one event loop."""
 
     @classmethod
@@ -287,7 +288,7 @@ class Watch:
         self._client._lt.loop.call_soon_threadsafe(self._inner.close)
 
 
-class Client(BlockingAdminAPI):
+class Client(BlockingAdminAPI, BlockingClusterAPI):
     """The blocking client: each method waits for its reply, at most
     ``request_timeout`` seconds (None: forever) except waits for ``done``.
     Safe for use from many threads; their requests are pipelined."""

@@ -44,7 +44,7 @@ class _Call:
 # Requests that do the same when sent twice: after a lost connection they
 # are sent again on the next one. Others fail with OutcomeUnknown.
 _RESENDABLE = frozenset({"query", "list", "stats", "state_get", "debug", "type_list", "cluster_status",
-                         "run_query", "run_list", "schedule_list", "pause", "resume"})
+                         "run_query", "run_list", "schedule_list", "pause", "resume", "cluster_add"})
 
 
 def resendable(msg: Message) -> bool:

@@ -24,6 +24,8 @@ from apollo11 import (
     OutcomeUnknown,
     Task,
 )
+from apollo11.cluster import ClusterMember, parse_cluster_status
+from apollo11.errors import ReplyError
 from apollo11.failover import AddrList
 
 WAIT = 60.0  # generous: the CI machine is shared and often busy
@@ -60,6 +62,21 @@ class Cluster(BinaryTest):
         self.assertTrue(ex.wait_registered(WAIT))
         done = c.submit_wait("echo", {"a": "1"}, wait_timeout=WAIT)
         self.assertEqual((done.state, done.out), ("succeeded", {"a": "1"}))
+
+        st = c.cluster_status()
+        self.assertEqual((st.id, st.role, st.leader), (self.leader.addr, "leader", self.leader.addr))
+        self.assertEqual(sorted(m.id for m in st.members), sorted(addrs))
+        # A graceful change of leader: the old one closes its connections,
+        # and the client and the executor follow to the new one.
+        try:
+            c.cluster_transfer(f2.addr)
+        except OutcomeUnknown:
+            pass  # the reply was lost to the close: the status tells
+        wait_until(lambda: c.cluster_status().leader == f2.addr, WAIT, "the leadership to move")
+        self.assertEqual(c.address, f2.addr)
+        done = c.submit_wait("echo", {"b": "2"}, wait_timeout=WAIT)
+        self.assertEqual((done.state, done.out), ("succeeded", {"b": "2"}))
+        self.assertEqual(c.query(done.task_id).executor_id, "py-c1")
 
     def test_a_hint_outside_the_list_is_not_followed(self) -> None:
         f1, f2 = self.followers
@@ -149,6 +166,21 @@ class Addresses(unittest.TestCase):
         for bad in ("", " ", "a:1,", "a:1,,b:2", "a", "a:0", "a:x", []):
             with self.assertRaises(ValueError, msg=repr(bad)):
                 AddrList(bad)
+
+
+    def test_cluster_status_reply(self) -> None:
+        m = Message("cluster_status_ok", {"id": "a:1", "role": "leader", "leader": "a:1", "term": 3,
+                                          "commit_index": 9, "applied_index": 8, "count": 2,
+                                          "member.0.id": "a:1", "member.0.raft": "a:2", "member.0.voter": True,
+                                          "member.0.match_index": 9, "member.0.lag": 0,
+                                          "member.1.id": "b:1", "member.1.raft": "b:2", "member.1.voter": False,
+                                          "member.1.future": "ignored"})
+        st = parse_cluster_status(m)
+        self.assertEqual((st.leader, st.term, st.commit_index, st.applied_index), ("a:1", 3, 9, 8))
+        self.assertEqual(st.members, [ClusterMember("a:1", "a:2", True, 9, 0), ClusterMember("b:1", "b:2", False)])
+        m["count"] = 3  # more than the frame holds
+        with self.assertRaises(ReplyError):
+            parse_cluster_status(m)
 
 
 class FakeLeader(BinaryTest):
