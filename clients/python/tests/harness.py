@@ -64,7 +64,10 @@ class Proc:
 
     def __init__(self, test: unittest.TestCase, args: list[str], workdir: str) -> None:
         self.log = open(os.path.join(workdir, f"proc-{time.monotonic_ns()}.log"), "w+b")
-        self.p = subprocess.Popen([binary(), *args], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        # APOLLO11_BIN is the tests' setting: the binary would warn that no flag reads it.
+        env = {k: v for k, v in os.environ.items() if k != "APOLLO11_BIN"}
+        self.p = subprocess.Popen([binary(), *args], stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                                  env=env)
         test.addCleanup(self.kill)
         test.addCleanup(self.log.close)
 
