@@ -54,20 +54,32 @@ type clusterMode struct {
 	lead  atomic.Bool // serving as leader, for the metrics and tests
 }
 
-// memberID is the id clients know this member by: its listen address.
-// Followers name the leader by it, and clients follow only names in their
-// own lists, so it must be an address clients dial. An empty or
-// unspecified host is none: it is refused.
-func memberID(listen string) (string, error) {
+// memberID is the id clients know this member by: --advertise, or else
+// its listen address. Followers name the leader by it, and clients follow
+// only names in their own lists, so it must be an address clients dial.
+// An empty or unspecified host is none: it is refused.
+func memberID(listen, advertise string) (string, error) {
+	if advertise != "" {
+		if dialable(advertise) {
+			return advertise, nil
+		}
+		return "", fmt.Errorf("%w: --advertise %q is this member's id, the address clients dial to reach it: give a host and port they can dial (such as a.example:1969 or 10.0.0.1:1969)",
+			ErrConfig, advertise)
+	}
 	if _, rest, ok := strings.Cut(listen, "://"); ok {
 		listen = rest
 	}
-	host, _, err := net.SplitHostPort(listen)
-	if err == nil && host != "" && !net.ParseIP(host).IsUnspecified() {
+	if dialable(listen) {
 		return listen, nil
 	}
-	return "", fmt.Errorf("%w: in cluster mode --listen %q is this member's id, the address clients dial to reach it, so it needs a host clients can dial: listen on that address (such as --listen a.example:1969 or 10.0.0.1:1969), not on all interfaces",
+	return "", fmt.Errorf("%w: in cluster mode --listen %q is this member's id, the address clients dial to reach it, so it needs a host clients can dial: listen on that address (such as --listen a.example:1969 or 10.0.0.1:1969), not on all interfaces, or name it with --advertise",
 		ErrConfig, listen)
+}
+
+// dialable reports whether addr is a host and port a client can dial.
+func dialable(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	return err == nil && host != "" && port != "" && !net.ParseIP(host).IsUnspecified()
 }
 
 // startCluster starts Raft on DATADIR/raft. Raft restores its newest
@@ -80,7 +92,7 @@ func (s *Server) startCluster() error {
 	if err := checkDataDir(s.cfg.DataDir); err != nil {
 		return err
 	}
-	id, err := memberID(s.cfg.Listen)
+	id, err := memberID(s.cfg.Listen, s.cfg.Advertise)
 	if err != nil {
 		return err
 	}

@@ -135,8 +135,12 @@ type Config struct {
 	Reload     <-chan struct{}
 
 	// RaftListen turns cluster mode on (protocol section 8.13): Raft's
-	// transport listens there. This member's id is Listen.
+	// transport listens there. This member's id is Advertise, or Listen.
 	RaftListen string
+	// Advertise, in cluster mode, is the address clients dial to reach
+	// this member, and so its id; empty: Listen. It lets Listen be on all
+	// interfaces.
+	Advertise string
 	// ClusterMembers are the voters that bootstrap a new cluster, the
 	// same on every member.
 	ClusterMembers []cluster.Member
@@ -257,6 +261,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := checkListen("listen address", c.Listen, true); err != nil {
 		return c, err
+	}
+	if c.Advertise != "" && c.RaftListen == "" {
+		return c, fmt.Errorf("%w: --advertise names a cluster member: it needs --raft-listen", ErrConfig)
 	}
 	if c.HTTPListen != "" {
 		if err := checkListen("http-listen address", c.HTTPListen, false); err != nil {

@@ -72,3 +72,52 @@ func TestCluster_RefusesAnIDClientsCannotDial(t *testing.T) {
 		})
 	}
 }
+
+// With --advertise a member listens on all interfaces and is known by the
+// address it advertises: followers name the leader by it, so clients that
+// list it follow. An advertised address clients cannot dial is refused,
+// and --advertise outside cluster mode is a configuration error.
+func TestCluster_AdvertiseIsTheMemberID(t *testing.T) {
+	tc := &testCluster{t: t}
+	var members []cluster.Member
+	var listens []string
+	for range 3 {
+		id := freeAddr(t)
+		_, port, err := net.SplitHostPort(id)
+		require.NoError(t, err)
+		members = append(members, cluster.Member{ID: id, Raft: freeAddr(t), Voter: true})
+		listens = append(listens, net.JoinHostPort("0.0.0.0", port))
+		tc.addrs = append(tc.addrs, id)
+	}
+	for i, m := range members {
+		_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: listens[i], Advertise: m.ID,
+			DataDir: filepath.Join(t.TempDir(), "d"), RaftListen: m.Raft, ClusterMembers: members, Logger: testLogger()})
+		require.NoError(t, err)
+		tc.stops = append(tc.stops, stop)
+	}
+	defer func() {
+		for _, stop := range tc.stops {
+			assert.NoError(t, stop())
+		}
+	}()
+	l := tc.leader() // checks that the leader names itself by its advertised address
+	role, leader := helloRole(tc.addrs[(l+1)%3])
+	assert.Equal(t, "follower", role)
+	assert.Equal(t, tc.addrs[l], leader, "a follower names the leader by its advertised address")
+
+	for _, bad := range []string{"0.0.0.0:1969", ":1969", "127.0.0.1", "[::]:1969"} {
+		_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: freeAddr(t), Advertise: bad,
+			DataDir: filepath.Join(t.TempDir(), "d"), RaftListen: freeAddr(t), Logger: testLogger()})
+		if err == nil {
+			assert.NoError(t, stop())
+			t.Fatalf("a member advertising %s started", bad)
+		}
+		assert.Contains(t, err.Error(), "--advertise")
+	}
+	_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: freeAddr(t), Advertise: freeAddr(t), Logger: testLogger()})
+	if err == nil {
+		assert.NoError(t, stop())
+		t.Fatal("--advertise without --raft-listen started")
+	}
+	assert.Contains(t, err.Error(), "needs --raft-listen")
+}

@@ -38,7 +38,7 @@ type maincontrolFlags struct {
 	tlsCert, tlsKey, tlsClientCA                              string
 	raftTLSCert, raftTLSKey, raftTLSCA                        string
 	retryBase, retryCap                                       time.Duration
-	raftListen, clusterMembers                                string
+	raftListen, clusterMembers, advertise                     string
 	raftHeartbeat, raftElection                               time.Duration
 	log                                                       logFlags
 }
@@ -89,8 +89,9 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.raftTLSCert, "raft-tls-cert", "", "cluster mode: this member's certificate (PEM) for Raft's traffic, which then runs over mutual TLS; needs --raft-tls-key and --raft-tls-ca; read again on SIGHUP")
 	fs.StringVar(&f.raftTLSKey, "raft-tls-key", "", "cluster mode: private key (PEM) of --raft-tls-cert")
 	fs.StringVar(&f.raftTLSCA, "raft-tls-ca", "", "cluster mode: CA bundle (PEM) every member's Raft certificate must come from")
-	fs.StringVar(&f.raftListen, "raft-listen", "", "cluster mode: Raft's address (host:port); this member's id is its --listen, the address clients dial (docs/protocol.md 8.13)")
-	fs.StringVar(&f.clusterMembers, "cluster-members", "", "the voters that bootstrap a new cluster, the same on every member: ID=RAFTADDR,... where ID is a member's --listen (ignored once the member has Raft state)")
+	fs.StringVar(&f.raftListen, "raft-listen", "", "cluster mode: Raft's address (host:port); this member's id is its --advertise or --listen, the address clients dial (docs/protocol.md 8.13)")
+	fs.StringVar(&f.advertise, "advertise", "", "cluster mode: the address (host:port) clients dial to reach this member, and so its id; default --listen, which may then be on all interfaces")
+	fs.StringVar(&f.clusterMembers, "cluster-members", "", "the voters that bootstrap a new cluster, the same on every member: ID=RAFTADDR,... where ID is a member's --advertise or --listen (ignored once the member has Raft state)")
 	durationVar(fs, &f.raftHeartbeat, "raft-heartbeat-timeout", cluster.DefaultHeartbeatTimeout, "cluster mode: a follower with no word from the leader this long (to twice it) calls an election")
 	durationVar(fs, &f.raftElection, "raft-election-timeout", cluster.DefaultElectionTimeout, "cluster mode: a candidate without a majority this long (to twice it) starts the election again; at least --raft-heartbeat-timeout")
 	f.log.register(fs)
@@ -191,7 +192,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 		}
 	}
 	cfg = maincontrol.Config{
-		RaftListen: f.raftListen, ClusterMembers: members, RaftTLS: raftTLS,
+		RaftListen: f.raftListen, Advertise: f.advertise, ClusterMembers: members, RaftTLS: raftTLS,
 		RaftHeartbeatTimeout: f.raftHeartbeat, RaftElectionTimeout: f.raftElection,
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
 		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
