@@ -189,7 +189,8 @@ func (r *recovery) sweepParts(parts []string) {
 }
 
 // replayManifest loads the snapshot the manifest idx describes.
-// It loads its head entries, the state part, then the task parts in LSN order.
+// It loads its head entries, the state part, then the task parts in LSN
+// order, then the runs parts in LSN order.
 // It takes each entry of a range only from its base on.
 func (s *Store) replayManifest(b *snapFile, idx *manifestIndex, l Loader) error {
 	if _, _, _, _, err := readManifest(s.fsys, joinDir(s.dir, b.name), b.lsn, l.Entry); err != nil {
@@ -205,26 +206,37 @@ func (s *Store) replayManifest(b *snapFile, idx *manifestIndex, l Loader) error 
 			return fmt.Errorf("cannot load snapshot part %s: %w", p.name(), err)
 		}
 	}
+	for _, kind := range []byte{partTasks, partRuns} {
+		for _, p := range idx.parts {
+			if p.kind != kind {
+				continue
+			}
+			if err := s.replayKeyed(p, idx, l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replayKeyed loads the keyed part p of the manifest idx.
+// It takes each entry of a range only from its base on.
+func (s *Store) replayKeyed(p partRef, idx *manifestIndex, l Loader) error {
 	bits := idx.rangeBits
-	for _, p := range idx.parts {
-		if p.kind != partTasks {
-			continue
+	last := rangeRec{r: ^uint64(0)}
+	if _, err := walkPart(s.fsys, joinDir(s.dir, p.name()), p.lsn, p.kind, bits, func(e partEntry) error {
+		if r := e.key >> bits; r != last.r {
+			last = idx.rangeOf(r)
 		}
-		last := rangeRec{r: ^uint64(0)}
-		if _, err := walkPart(s.fsys, joinDir(s.dir, p.name()), p.lsn, p.kind, bits, func(e partEntry) error {
-			if r := e.key >> bits; r != last.r {
-				last = idx.rangeOf(r)
-			}
-			if p.lsn < last.base || e.key < last.floor {
-				return nil // void: the range has a newer base, or the key is gone
-			}
-			if e.payload == nil {
-				return l.Drop(e.key)
-			}
-			return l.Put(e.key, e.payload)
-		}); err != nil {
-			return fmt.Errorf("cannot load snapshot part %s: %w", p.name(), err)
+		if p.lsn < last.base || e.key < last.floor {
+			return nil // void: the range has a newer base, or the key is gone
 		}
+		if e.payload == nil {
+			return l.Drop(e.key)
+		}
+		return l.Put(e.key, e.payload)
+	}); err != nil {
+		return fmt.Errorf("cannot load snapshot part %s: %w", p.name(), err)
 	}
 	return nil
 }

@@ -131,10 +131,10 @@ func TestOpen_RefusesNewerFormat(t *testing.T) {
 		snappedLog(t, dir, 40, 0, 20, 30)
 		name := snapFile(30)
 		modifyFile(t, filepath.Join(dir, name), func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[8:12], 3) // 2 is an incremental snapshot's manifest
+			binary.BigEndian.PutUint32(b[8:12], 4) // 2 and 3 are an incremental snapshot's manifest
 			return resealTrailer(b)
 		})
-		checkNewer(t, dir, name, 3, 2)
+		checkNewer(t, dir, name, 4, 3)
 	})
 }
 
@@ -152,7 +152,7 @@ func resealTrailer(b []byte) []byte {
 func TestOpen_FlippedSnapshotVersionFallsBack(t *testing.T) {
 	for _, flip := range []func(b []byte){
 		func(b []byte) { b[8] ^= 0x80 },
-		func(b []byte) { b[11] = 3 },
+		func(b []byte) { b[11] = 4 },
 	} {
 		dir := t.TempDir()
 		snappedLog(t, dir, 40, 0, 20, 30)
@@ -168,7 +168,7 @@ func TestOpen_FlippedSnapshotVersionFallsBack(t *testing.T) {
 func TestOpen_FlippedSnapshotVersionLogCannotCover(t *testing.T) {
 	dir := t.TempDir()
 	snappedLog(t, dir, 40, 0, 20, 30)
-	modifyFile(t, filepath.Join(dir, snapFile(30)), func(b []byte) []byte { b[11] = 3; return b })
+	modifyFile(t, filepath.Join(dir, snapFile(30)), func(b []byte) []byte { b[11] = 4; return b })
 	for _, seg := range segments(t, dir) {
 		require.NoError(t, os.Remove(filepath.Join(dir, seg)))
 	}

@@ -233,6 +233,11 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 			default:
 				acts[r] = actDelta
 			}
+		case rs == nil || rs.baseN+rs.deltaN == 0:
+			// No part holds the range, yet it has entries: the
+			// manifest loaded kept them in its head (runs, before
+			// they had parts).
+			acts[r] = actFull
 		case settled && rs != nil && rs.deltaImg > 0 && 4*rs.deltaImg >= live:
 			acts[r] = actFull
 		}

@@ -21,6 +21,9 @@ type kvState struct {
 	state   map[string]string
 	head    string
 	nextKey uint64
+	// nextRun is the next run key's offset from snapshot.RunKeys
+	// (mutateRuns), 0 while the state holds no runs.
+	nextRun uint64
 }
 
 func newKV(bits uint) *kvState {
@@ -28,7 +31,8 @@ func newKV(bits uint) *kvState {
 }
 
 func (s *kvState) clone() *kvState {
-	return &kvState{bits: s.bits, entries: maps.Clone(s.entries), state: maps.Clone(s.state), head: s.head, nextKey: s.nextKey}
+	return &kvState{bits: s.bits, entries: maps.Clone(s.entries), state: maps.Clone(s.state), head: s.head, nextKey: s.nextKey,
+		nextRun: s.nextRun}
 }
 
 // kvSource is the changes from prev (written at base) to cur.
@@ -199,6 +203,32 @@ func (s *kvState) mutate(rnd *rand.Rand, n int) {
 			s.state[fmt.Sprint("k", rnd.IntN(5))] = fmt.Sprint(rnd.IntN(100))
 		default:
 			s.head = fmt.Sprint("h", rnd.IntN(1000))
+		}
+	}
+}
+
+// mutateRuns applies n random changes to keys from snapshot.RunKeys up,
+// as the main control's runs: new ones, changes of recent ones, and
+// removals of the oldest.
+func (s *kvState) mutateRuns(rnd *rand.Rand, n int) {
+	s.nextRun = max(s.nextRun, 1)
+	for range n {
+		switch r := rnd.IntN(100); {
+		case r < 50:
+			s.entries[snapshot.RunKeys|s.nextRun] = fmt.Sprintf("run%d-%d", s.nextRun, rnd.IntN(1000))
+			s.nextRun++
+		case r < 80: // a recent run changes
+			k := snapshot.RunKeys | (s.nextRun - 1 - uint64(rnd.IntN(int(min(s.nextRun-1, 30))+1)))
+			if _, ok := s.entries[k]; ok {
+				s.entries[k] += "+"
+			}
+		default: // retention forgets the oldest
+			for k := snapshot.RunKeys; k < snapshot.RunKeys|s.nextRun; k++ {
+				if _, ok := s.entries[k]; ok {
+					delete(s.entries, k)
+					break
+				}
+			}
 		}
 	}
 }

@@ -142,8 +142,18 @@ func TestIncremental_CostFollowsChange(t *testing.T) {
 // The steps are every create, write, fsync, rename and removal.
 // The dir left loads the snapshot before it or the new one, never anything else.
 // The next start removes what the kill left, and snapshots go on.
-func TestIncremental_KillAtEveryStep(t *testing.T) {
+func TestIncremental_KillAtEveryStep(t *testing.T) { killAtEveryStep(t, false) }
+
+// killAtEveryStep is TestIncremental_KillAtEveryStep, with runs keys
+// changing too when runs is set.
+func killAtEveryStep(t *testing.T, runs bool) {
 	rnd := rand.New(rand.NewPCG(3, 3))
+	mutate := func(s *kvState, n int) {
+		s.mutate(rnd, n)
+		if runs {
+			s.mutateRuns(rnd, n/2)
+		}
+	}
 	for step := 0; ; step++ {
 		dir := t.TempDir()
 		opts, _ := testOptions(dir)
@@ -153,12 +163,12 @@ func TestIncremental_KillAtEveryStep(t *testing.T) {
 		w := startIncr(t, opts)
 		var states []string
 		for range 3 { // a previous snapshot and one before it, sharing parts
-			cur.mutate(rnd, 40)
+			mutate(cur, 40)
 			require.NoError(t, w.write(cur))
 			states = append(states, cur.want())
 		}
 		old := states[len(states)-1]
-		cur.mutate(rnd, 40)
+		mutate(cur, 40)
 		cur.state["new"] = "1"
 		lsn := appendN(t, w.s, 1)
 		waitDurable(t, w.s, lsn)
@@ -181,8 +191,8 @@ func TestIncremental_KillAtEveryStep(t *testing.T) {
 		require.Equal(t, got, w2.prev.want())
 		assertNoUnusedParts(t, dir)
 		cur2 := w2.prev.clone()
-		cur2.bits, cur2.nextKey = 3, cur.nextKey
-		cur2.mutate(rnd, 20)
+		cur2.bits, cur2.nextKey, cur2.nextRun = 3, cur.nextKey, cur.nextRun
+		mutate(cur2, 20)
 		require.NoError(t, w2.write(cur2))
 		w2.close()
 		got2, _ := loadKV(t, opts)
@@ -358,7 +368,7 @@ func TestIncremental_AfterWholeSnapshot(t *testing.T) {
 	ms := manifests(t, dir)
 	require.Len(t, ms, 2)
 	require.Equal(t, uint32(1), ms[0].Format)
-	require.Equal(t, uint32(2), ms[1].Format)
+	require.Equal(t, uint32(3), ms[1].Format)
 }
 
 // TestIncremental_NewerPartRefused checks that a part of a newer format stops startup.

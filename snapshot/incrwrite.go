@@ -8,8 +8,9 @@ import (
 
 // WriteIncremental writes the snapshot at lsn from src (spec section 7).
 // It costs what changed since the Store's newest snapshot, not the whole state.
-// It writes one part with the changed entries of each range.
-// That part also holds the ranges it rewrites whole (see incrState.plan).
+// It writes one part with the changed entries of each range of tasks,
+// and one with those of runs (keys from RunKeys up).
+// Those parts also hold the ranges it rewrites whole (see incrState.plan).
 // A state part follows when the state changed.
 // Last comes the manifest snapshot-<lsn>, which lists the parts it uses.
 // Each file is published atomically.
@@ -60,14 +61,16 @@ func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 			}
 		}
 	}
-	tp, err := s.writeTaskPart(lsn, next.rangeBits, acts, floors, src)
-	if err != nil {
-		return fail(err)
-	}
-	if tp != nil {
-		written = append(written, tp.ref.name())
-		bytes += tp.ref.size
-		next.parts = append(next.parts, tp)
+	for _, kind := range []byte{partTasks, partRuns} {
+		kp, err := s.writeKeyedPart(lsn, kind, next.rangeBits, acts, floors, src)
+		if err != nil {
+			return fail(err)
+		}
+		if kp != nil {
+			written = append(written, kp.ref.name())
+			bytes += kp.ref.size
+			next.parts = append(next.parts, kp)
+		}
 	}
 	for r, a := range acts {
 		rs := next.ranges[r]
@@ -113,12 +116,12 @@ func (s *Store) WriteIncremental(lsn uint64, src Source) error {
 	return nil
 }
 
-// writeTaskPart writes the entries acts asks for into the part
-// snapshot-<lsn>-tasks. It returns nil when there is none.
-func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, floors map[uint64]uint64, src Source) (*partMeta, error) {
+// writeKeyedPart writes the entries acts asks for of the ranges of kind
+// into the part snapshot-<lsn>-<kind>. It returns nil when there is none.
+func (s *Store) writeKeyedPart(lsn uint64, kind byte, bits uint, acts map[uint64]int, floors map[uint64]uint64, src Source) (*partMeta, error) {
 	var rs []uint64
 	for r, a := range acts {
-		if a == actFull || a == actDelta {
+		if (a == actFull || a == actDelta) && keyedKind(r<<bits) == kind {
 			rs = append(rs, r)
 		}
 	}
@@ -126,7 +129,7 @@ func (s *Store) writeTaskPart(lsn uint64, bits uint, acts map[uint64]int, floors
 		return nil, nil
 	}
 	slices.Sort(rs)
-	return s.writePart(lsn, partTasks, bits, func(pw *partWriter) error {
+	return s.writePart(lsn, kind, bits, func(pw *partWriter) error {
 		var floor uint64
 		drop := func(key uint64) error {
 			if key < floor {
@@ -178,7 +181,7 @@ func (s *Store) writePart(lsn uint64, kind byte, bits uint, fill func(pw *partWr
 		return nil, fmt.Errorf("cannot write snapshot part %s: %w", name, err)
 	}
 	pm := &partMeta{ref: partRef{kind: kind, lsn: lsn, size: pw.size, entries: pw.count, crc: crc}}
-	if bits > 0 { // only task parts count entries per range
+	if bits > 0 { // only keyed parts count entries per range
 		pm.perRange = pw.perRange
 	}
 	return pm, nil

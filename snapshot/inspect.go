@@ -39,7 +39,7 @@ type RecoverInfo struct {
 }
 
 // SnapshotInfo describes one snapshot file.
-// That is a whole snapshot (format 1) or a manifest (format 2) with its parts.
+// That is a whole snapshot (format 1) or a manifest (format 2 or 3) with its parts.
 type SnapshotInfo struct {
 	Name    string     `json:"name"`
 	LSN     uint64     `json:"lsn"`
@@ -56,7 +56,7 @@ type SnapshotInfo struct {
 // PartInfo describes one part of a manifest.
 type PartInfo struct {
 	Name    string `json:"name"`
-	Kind    string `json:"kind"` // tasks or state
+	Kind    string `json:"kind"` // tasks, runs or state
 	Size    int64  `json:"size"`
 	Entries uint64 `json:"entries"`
 	Valid   bool   `json:"valid"`

@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// A manifest is snapshot-<lsn> in format version 2.
+// A manifest is snapshot-<lsn> in format version 2 or 3.
 // It has the framing of a whole snapshot (snapfile.go).
 // Its first entry is the index below.
 // Its other entries are the caller's head entries, small state kept whole in every snapshot.
@@ -22,7 +22,16 @@ import (
 //	           uvarint range minus the previous one | uvarint base LSN |
 //	           uvarint floor (0: none; else the range's lowest key left,
 //	           minus the range's first key, plus 1)
-const manifestVersion = 2
+//
+// Version 3 has the same layout. It may list runs parts (keys from
+// RunKeys up), which a version 2 reader would take for a malformed index.
+const (
+	manifestV2      = 2 // the first manifest version
+	manifestVersion = 3
+)
+
+// isManifest reports whether a snapshot file of this version is a manifest.
+func isManifest(version uint32) bool { return version >= manifestV2 }
 
 // partRef is a part as a manifest lists it.
 type partRef struct {
@@ -107,7 +116,7 @@ func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
 		}
 		p.crc = binary.BigEndian.Uint32(b)
 		b = b[4:]
-		if p.kind != partTasks && p.kind != partState || p.lsn > lsn {
+		if p.kind != partTasks && p.kind != partState && p.kind != partRuns || p.lsn > lsn {
 			return nil, fmt.Errorf("%w: part %s", errBadIndex, p.name())
 		}
 		if k := len(m.parts); k > 0 && m.parts[k-1].lsn > p.lsn {
@@ -162,7 +171,7 @@ func (m *manifestIndex) rangeOf(r uint64) rangeRec {
 func readManifest(fsys FS, path string, lsn uint64, head func(p []byte) error) (version uint32, idx *manifestIndex, entries uint64, size int64, err error) {
 	first := true
 	version, entries, size, err = walkSnap(fsys, path, lsn, func(v uint32, p []byte) error {
-		if first && v == manifestVersion {
+		if first && isManifest(v) {
 			first = false
 			var ierr error
 			if idx, ierr = decodeIndex(p, lsn); ierr != nil {
@@ -175,7 +184,7 @@ func readManifest(fsys FS, path string, lsn uint64, head func(p []byte) error) (
 		}
 		return head(p)
 	})
-	if err == nil && version == manifestVersion && idx == nil {
+	if err == nil && isManifest(version) && idx == nil {
 		err = fmt.Errorf("%w: manifest without an index", ErrBadSnapshot)
 	}
 	return version, idx, entries, size, err

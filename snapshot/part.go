@@ -20,7 +20,7 @@ import (
 //	trailer: entry count uint64 | crc uint32
 //
 // lsn is the LSN of the snapshot that wrote the part.
-// kind says what it holds (partTasks, partState).
+// kind says what it holds (partTasks, partRuns, partState).
 // An entry of length 0 is a tombstone, meaning the key is gone.
 // Task entries are in ascending key order.
 // crc is CRC32C over every byte before it. A published part never changes.
@@ -35,13 +35,33 @@ const (
 
 // Kinds of parts, also the suffix of their names.
 const (
-	partTasks byte = 1 // keyed entries and tombstones
+	partTasks byte = 1 // keyed entries and tombstones, keys below RunKeys
 	partState byte = 2 // the whole shared state, unkeyed
+	partRuns  byte = 3 // keyed entries and tombstones, keys from RunKeys up
 )
 
+// RunKeys is the first key of runs parts. The main control keys its
+// runs from it up, apart from its task ids, so that a snapshot writes
+// only the runs that changed, as it does tasks, into parts of their own.
+const RunKeys uint64 = 1 << 63
+
+// keyedPart reports whether parts of kind hold keyed entries.
+func keyedPart(kind byte) bool { return kind == partTasks || kind == partRuns }
+
+// keyedKind is the kind of part that holds key.
+func keyedKind(key uint64) byte {
+	if key >= RunKeys {
+		return partRuns
+	}
+	return partTasks
+}
+
 func partKindName(kind byte) string {
-	if kind == partState {
+	switch kind {
+	case partState:
 		return "state"
+	case partRuns:
+		return "runs"
 	}
 	return "tasks"
 }
@@ -61,6 +81,8 @@ func parsePartName(name string) (lsn uint64, kind byte, ok bool) {
 		kind = partTasks
 	case "state":
 		kind = partState
+	case "runs":
+		kind = partRuns
 	default:
 		return 0, 0, false
 	}
@@ -244,6 +266,9 @@ func walkPart(fsys FS, path string, lsn uint64, kind byte, rangeBits uint, fn fu
 		}
 		if rangeBits > 0 && sum.entries > 0 && key <= lastKey {
 			return sum, bad("entry %d: key %d does not ascend", sum.entries, key)
+		}
+		if rangeBits > 0 && keyedKind(key) != kind {
+			return sum, bad("entry %d: key %d does not belong in a %s part", sum.entries, key, partKindName(kind))
 		}
 		lastKey = key
 		buf = slices.Grow(buf[:0], int(n))[:n]

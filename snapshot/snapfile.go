@@ -42,7 +42,7 @@ type SnapshotWriter struct {
 
 func newSnapshotWriter(dst io.Writer, lsn uint64, version uint32) *SnapshotWriter {
 	size := snapBufSize
-	if version == manifestVersion {
+	if isManifest(version) {
 		size = partBufSize // a manifest is small
 	}
 	w := &SnapshotWriter{w: bufio.NewWriterSize(dst, size)}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/apollo11/apollo11/snapshot"
 )
 
 // LoadBatch is a run of snapshot entries and log records for a core
@@ -53,10 +55,12 @@ func (b *LoadBatch) add(kind loadKind, key uint64, payload []byte) {
 // Entry adds an unkeyed snapshot entry.
 func (b *LoadBatch) Entry(payload []byte) { b.add(loadEntry, 0, payload) }
 
-// Put adds the task entry keyed id of a snapshot part.
+// Put adds the task (or run) entry keyed id of a snapshot part.
 func (b *LoadBatch) Put(id uint64, payload []byte) {
 	b.add(loadPut, id, payload)
-	b.high = max(b.high, id>>chunkBits+1)
+	if !isRunKey(id) {
+		b.high = max(b.high, id>>chunkBits+1)
+	}
 }
 
 // Drop adds a part's tombstone of task id.
@@ -111,6 +115,12 @@ func (b *LoadBatch) Decode(d *LoadDecoder) {
 				err = fmt.Errorf("snapshot entry: %w", err)
 			}
 		case loadPut:
+			if isRunKey(op.key) {
+				if err = decodeRunEntry(op.key, p, r, &d.names); err != nil {
+					err = fmt.Errorf("snapshot run %d: %w", op.key&^snapshot.RunKeys, err)
+				}
+				break
+			}
 			if err = decodeTaskEntry(op.key, p, r, &d.names); err != nil {
 				err = fmt.Errorf("snapshot task %d: %w", op.key, err)
 			}
@@ -162,6 +172,10 @@ func (c *Core) LoadBatch(b *LoadBatch) error {
 		case loadEntry:
 			err = c.loadRecord(r)
 		case loadPut:
+			if isRunKey(op.key) {
+				c.putRun(r)
+				break
+			}
 			if err = c.putTask(r); err != nil {
 				err = fmt.Errorf("snapshot task %d: %w", op.key, err)
 			}

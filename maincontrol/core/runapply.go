@@ -124,13 +124,19 @@ func (c *Core) freezeRuns() frozenRuns {
 	return f
 }
 
-// write streams the run counter and one entry per run.
-func (f *frozenRuns) write(buf []byte, add func(p []byte) error) error {
+// writeMeta streams the run counter, an incremental snapshot's head
+// entry (its runs are in parts).
+func (f *frozenRuns) writeMeta(buf []byte, add func(p []byte) error) error {
 	if f.next <= 1 {
 		return nil // no run was ever made: older snapshots hold none either
 	}
-	buf = appendRecord(buf[:0], &record{kind: snapRunMeta, nextID: f.next})
-	if err := add(buf); err != nil {
+	return add(appendRecord(buf[:0], &record{kind: snapRunMeta, nextID: f.next}))
+}
+
+// write streams the run counter and one entry per run, for a whole
+// snapshot.
+func (f *frozenRuns) write(buf []byte, add func(p []byte) error) error {
+	if err := f.writeMeta(buf, add); err != nil || f.next <= 1 {
 		return err
 	}
 	for _, r := range f.runs {
@@ -140,27 +146,4 @@ func (f *frozenRuns) write(buf []byte, add func(p []byte) error) error {
 		}
 	}
 	return nil
-}
-
-// loadRun keeps a snapshot's run until its tasks are loaded (finishLoad).
-func (c *Core) loadRun(r *record) error {
-	switch r.kind {
-	case snapRunMeta:
-		c.runs.nextID = max(c.runs.nextID, r.nextID)
-	case snapRun:
-		s := r.run.snap
-		if s.id == 0 || c.runs.byID[s.id] != nil {
-			return errRunCorrupt("snapshot run %d twice", s.id)
-		}
-		c.runs.loaded = append(c.runs.loaded, s)
-	}
-	return nil
-}
-
-// finishRunsLoad indexes the runs a snapshot held, once its tasks are in.
-func (c *Core) finishRunsLoad() {
-	for _, r := range c.runs.loaded {
-		c.addRun(r)
-	}
-	c.runs.loaded = nil
 }

@@ -123,7 +123,7 @@ type runIndex struct {
 	// sweep: retention has work (a run ended, a task of a run was
 	// forgotten, a run was made).
 	sweep  bool
-	loaded []*run // a snapshot's runs, indexed once its tasks are in
+	loaded map[uint64]*run // a snapshot's runs by id, indexed once its tasks are in
 	waits  runWaits
 }
 
@@ -131,6 +131,7 @@ func (x *runIndex) init() {
 	x.byID = map[uint64]*run{}
 	x.byKey = map[string]uint64{}
 	x.of = map[uint64]runRef{}
+	x.loaded = map[uint64]*run{}
 	x.nextID = 1
 	x.waits.byRun = map[uint64][]runWaiter{}
 }

@@ -33,8 +33,8 @@ func (d *Changes) BaseLSN() uint64 { return d.base }
 // RangeBits is the ids per range, one chunk of the task table.
 func (d *Changes) RangeBits() uint { return d.bits }
 
-// Head streams the entries kept whole in every snapshot, meta and the
-// executors.
+// Head streams the entries kept whole in every snapshot: meta, the
+// executors, paused types, schedules and the run counter.
 func (d *Changes) Head(add func(p []byte) error) error {
 	var buf []byte
 	buf = appendRecord(buf, &d.cur.meta)
@@ -50,7 +50,7 @@ func (d *Changes) Head(add func(p []byte) error) error {
 	if err := d.cur.writePaused(buf, add); err != nil {
 		return err
 	}
-	return d.cur.runs.write(buf, add)
+	return d.cur.runs.writeMeta(buf, add)
 }
 
 // StateChanged reports whether the shared state changed since prev.
@@ -68,8 +68,9 @@ func (d *Changes) State(add func(p []byte) error) error {
 	return nil
 }
 
-// Ranges calls fn for every range in either snapshot, in id order. A
-// chunk changed when its pointer did, as chunks are copied on write.
+// Ranges calls fn for every range in either snapshot, in key order:
+// tasks, then runs (snaprun.go). A chunk changed when its pointer did,
+// as chunks are copied on write.
 func (d *Changes) Ranges(fn func(r uint64, live int, changed, settled bool)) {
 	cur := d.cur.tasks
 	var prev frozenTable
@@ -91,6 +92,7 @@ func (d *Changes) Ranges(fn func(r uint64, live int, changed, settled bool)) {
 			j++
 		}
 	}
+	d.runRanges(fn)
 }
 
 // chunkRanges reports the ranges of chunk n, now and was (either nil).
@@ -131,6 +133,9 @@ func (d *Changes) chunkRanges(n uint64, now, was *chunk, fn func(r uint64, live 
 // WriteRange streams range r: every task when full, else the tasks that
 // differ from prev's and the ids prev had and s has not.
 func (d *Changes) WriteRange(r uint64, full bool, put func(key uint64, p []byte) error, drop func(key uint64) error) error {
+	if isRunKey(r << d.bits) {
+		return d.writeRunRange(r, full, put, drop)
+	}
 	shift := chunkBits - d.bits
 	now := findChunk(d.cur.tasks, r>>shift)
 	var was *chunk
@@ -167,6 +172,9 @@ func (d *Changes) WriteRange(r uint64, full bool, put func(key uint64, p []byte)
 
 // Floor returns the lowest id range r holds (its end when none).
 func (d *Changes) Floor(r uint64) uint64 {
+	if isRunKey(r << d.bits) {
+		return d.runFloor(r)
+	}
 	shift := chunkBits - d.bits
 	per := uint64(1) << d.bits
 	lo := (r & (1<<shift - 1)) * per
@@ -188,9 +196,17 @@ func findChunk(f frozenTable, r uint64) *chunk {
 }
 
 // LoadTask loads a task entry of an incremental snapshot's part,
-// replacing the task with the same id loaded from an older part.
+// replacing the task with the same id loaded from an older part. A key
+// from snapshot.RunKeys up is a run's entry.
 func (c *Core) LoadTask(id uint64, payload []byte) error {
 	var r record
+	if isRunKey(id) {
+		if err := decodeRunEntry(id, payload, &r, nil); err != nil {
+			return err
+		}
+		c.putRun(&r)
+		return nil
+	}
 	if err := decodeTaskEntry(id, payload, &r, nil); err != nil {
 		return err
 	}
@@ -216,9 +232,14 @@ func (c *Core) putTask(r *record) error {
 	return c.loadRecord(r)
 }
 
-// DropTask forgets a task loaded from an older part of an incremental
-// snapshot, because a newer part says it is gone.
+// DropTask forgets a task (or run, keyed from snapshot.RunKeys up)
+// loaded from an older part of an incremental snapshot, because a newer
+// part says it is gone.
 func (c *Core) DropTask(id uint64) error {
+	if isRunKey(id) {
+		c.dropLoadedRun(id)
+		return nil
+	}
 	c.loading = true
 	t := c.tasks.get(id)
 	if t == nil {
