@@ -19,15 +19,17 @@
 //     It has a header (magic, format version, LSN) and entries (`len uint32 | payload`).
 //     A trailer ends it, with the entry count and a CRC32C of every byte before it.
 //     Format 1 holds the whole state (WriteSnapshot).
-//     Format 2 is a manifest (WriteIncremental, manifest.go).
+//     Formats 2 and 3 are a manifest (WriteIncremental, manifest.go).
+//     Format 3 may list runs parts; format 2 never does.
 //     Its first entry lists the parts it uses and the base of each key range.
 //     The other entries are head entries.
 //     It is written atomically with renameio: temp file in the data dir, fsync, rename.
 //     Then the directory is fsynced (see atomic.go).
 //     The newest two are kept, with every part either uses.
-//   - snapshot-<LSN>-tasks, snapshot-<LSN>-state: parts (part.go).
+//   - snapshot-<LSN>-tasks, snapshot-<LSN>-runs, snapshot-<LSN>-state: parts (part.go).
 //     The snapshot at LSN writes them, and they never change.
-//     They hold keyed entries and tombstones, or the unkeyed state.
+//     They hold keyed entries and tombstones (keys below RunKeys, or from
+//     it up), or the unkeyed state.
 //     A part is removed once no kept snapshot uses it.
 //     Open removes the parts no loadable snapshot uses.
 //   - .<name><digits> (renameio's) and *.tmp (older binaries'): temporary files.

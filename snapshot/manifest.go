@@ -116,7 +116,7 @@ func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
 		}
 		p.crc = binary.BigEndian.Uint32(b)
 		b = b[4:]
-		if p.kind != partTasks && p.kind != partState && p.kind != partRuns || p.lsn > lsn {
+		if !keyedPart(p.kind) && p.kind != partState || p.lsn > lsn {
 			return nil, fmt.Errorf("%w: part %s", errBadIndex, p.name())
 		}
 		if k := len(m.parts); k > 0 && m.parts[k-1].lsn > p.lsn {
