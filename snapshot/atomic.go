@@ -32,12 +32,21 @@ func (a *atomicFile) Write(b []byte) (int, error) { return a.p.Write(b) }
 // and fsyncs the directory. On failure before the rename the temporary
 // file is removed.
 func (a *atomicFile) Commit() error {
-	if err := a.p.CloseAtomicallyReplace(); err != nil {
-		_ = a.p.Cleanup()
-		return fmt.Errorf("cannot put %s in place of %s: %w", filepath.Base(a.p.Name()), filepath.Base(a.path), err)
+	if err := a.Publish(); err != nil {
+		return err
 	}
 	if err := a.fsys.SyncDir(filepath.Dir(a.path)); err != nil {
 		return fmt.Errorf("cannot fsync directory of %s: %w", a.path, err)
+	}
+	return nil
+}
+
+// Publish is Commit without the fsync of the directory. The caller fsyncs
+// it later, before anything that needs the new name to be durable.
+func (a *atomicFile) Publish() error {
+	if err := a.p.CloseAtomicallyReplace(); err != nil {
+		_ = a.p.Cleanup()
+		return fmt.Errorf("cannot put %s in place of %s: %w", filepath.Base(a.p.Name()), filepath.Base(a.path), err)
 	}
 	return nil
 }

@@ -157,8 +157,12 @@ func (w *partWriter) put(key uint64, payload []byte) error {
 	return w.err
 }
 
-// finish writes the trailer and publishes the part.
-// Publishing is fsync, rename, then fsync of the directory.
+// finish writes the trailer and publishes the part: fsync, then rename.
+// The directory is not fsynced here. The manifest's fsync of the
+// directory, after its own rename, makes the part's name durable too,
+// one fsync for every file of a snapshot. A crash before it may leave
+// the manifest without a part on some file systems. Then startup falls
+// back to the previous snapshot, which stays on disk until then.
 // It returns the part's checksum.
 func (w *partWriter) finish() (uint32, error) {
 	var t [snapTrailerSize]byte
@@ -177,7 +181,7 @@ func (w *partWriter) finish() (uint32, error) {
 		w.af.Abort()
 		return 0, w.err
 	}
-	return crc, w.af.Commit()
+	return crc, w.af.Publish()
 }
 
 func (w *partWriter) abort() { w.af.Abort() }
