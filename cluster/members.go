@@ -15,6 +15,10 @@ const changeTimeout = 10 * time.Second
 // ErrNoMember is a removal or transfer naming no member.
 var ErrNoMember = errors.New("no such member")
 
+// ErrRenamed is a member started under an id its raft state does not
+// hold, at a raft address held under another id.
+var ErrRenamed = errors.New("cluster member renamed")
+
 // MemberStatus is one member as the configuration and this member see it.
 type MemberStatus struct {
 	Member

@@ -219,7 +219,36 @@ func Start(cfg Config, app App) (*Node, error) {
 		n.closeAll()
 		return nil, fmt.Errorf("cannot start raft: %w", err)
 	}
+	if exists {
+		if err := n.checkRenamed(); err != nil {
+			_ = n.Close()
+			return nil, err
+		}
+	}
 	return n, nil
+}
+
+// checkRenamed refuses a member whose raft address the configuration
+// holds under another id: it was started under a new --advertise or
+// --listen. Raft would refuse its votes for ever, silently.
+func (n *Node) checkRenamed() error {
+	f := n.r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cannot read the raft configuration: %w", err)
+	}
+	local := string(n.trans.LocalAddr())
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == n.cfg.ID {
+			return nil
+		}
+	}
+	for _, srv := range f.Configuration().Servers {
+		if a := string(srv.Address); a == n.cfg.RaftAddr || a == local {
+			return fmt.Errorf("%w: this member's raft state knows it as %s (raft %s), not %s: start it with --advertise %s, or remove %s from the cluster and add it again as %s",
+				ErrRenamed, srv.ID, a, n.cfg.ID, srv.ID, srv.ID, n.cfg.ID)
+		}
+	}
+	return nil // not a member yet, or removed: it waits to be added
 }
 
 func (n *Node) openTransport(rc *raft.Config) error {

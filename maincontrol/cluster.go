@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,10 @@ type clusterMode struct {
 	lead  atomic.Bool // serving as leader, for the metrics and tests
 }
 
+// handOffWait bounds a stopping leader's handoff, well within a service
+// manager's stop timeout.
+const handOffWait = 3 * time.Second
+
 // memberID is the id clients know this member by: --advertise, or else
 // its listen address. Followers name the leader by it, and clients follow
 // only names in their own lists, so it must be an address clients dial.
@@ -76,10 +81,16 @@ func memberID(listen, advertise string) (string, error) {
 		ErrConfig, listen)
 }
 
-// dialable reports whether addr is a host and port a client can dial.
+// dialable reports whether addr is a host and a numeric port, 1 to
+// 65535, that a client can dial. Clients refuse named ports and port 0 in
+// their lists, so a hint naming one could never be followed.
 func dialable(addr string) bool {
 	host, port, err := net.SplitHostPort(addr)
-	return err == nil && host != "" && port != "" && !net.ParseIP(host).IsUnspecified()
+	if err != nil || host == "" || net.ParseIP(host).IsUnspecified() {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
 }
 
 // startCluster starts Raft on DATADIR/raft. Raft restores its newest
@@ -329,17 +340,25 @@ func (cm *clusterMode) becomeLeader() {
 
 // handOff passes a leader's leadership to the most up-to-date voter, so
 // clients wait for one round trip instead of an election timeout. The
-// connections are closed by now, so nothing new can be proposed.
+// connections are closed by now, so nothing new can be proposed. Raft
+// may take two election timeouts; the stop waits at most handOffWait.
 func (cm *clusterMode) handOff() {
 	if !cm.node.IsLeader() {
 		return
 	}
-	// Raft bounds the transfer by its election timeout.
-	if err := cm.node.Transfer(""); err != nil {
-		cm.s.log.Info("stopping: could not hand the leadership on", "err", err)
-		return
+	done := make(chan error, 1)
+	go func() { done <- cm.node.Transfer("") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			cm.s.log.Warn("stopping: could not hand the leadership on", "err", err)
+			return
+		}
+		cm.s.log.Info("stopping: leadership handed on")
+	case <-time.After(handOffWait):
+		// Raft's shutdown ends the transfer.
+		cm.s.log.Warn("stopping: the leadership handoff did not finish in time", "waited", handOffWait)
 	}
-	cm.s.log.Info("stopping: leadership handed on")
 }
 
 // stopped reports whether the server is closing the cluster mode.

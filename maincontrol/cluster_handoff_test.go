@@ -1,12 +1,14 @@
 package maincontrol_test
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/maincontrol"
 )
 
@@ -15,11 +17,14 @@ import (
 // election until one of them had passed since the leader's last heartbeat.
 func TestCluster_GracefulStopHandsLeadershipOn(t *testing.T) {
 	const timeout = 5 * time.Second
+	var logs syncbuf.Buffer
 	tc := startClusterWith(t, 3, func(c *maincontrol.Config) {
 		c.RaftHeartbeatTimeout, c.RaftElectionTimeout = timeout, timeout
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	l := tc.leader()
 	require.NoError(t, tc.stops[l]())
+	assert.Contains(t, logs.String(), "stopping: leadership handed on")
 	tc.stops[l] = nil
 	stopped := time.Now()
 	nl := tc.leader()

@@ -19,9 +19,10 @@ import (
 
 // testCluster is n members in this process, on loopback.
 type testCluster struct {
-	t     *testing.T
-	addrs []string
-	stops []func() error
+	t       *testing.T
+	addrs   []string
+	stops   []func() error
+	configs []maincontrol.Config // as each member started
 }
 
 func startCluster(t *testing.T, n int) *testCluster {
@@ -46,6 +47,7 @@ func startClusterWith(t *testing.T, n int, tweak func(*maincontrol.Config)) *tes
 		_, stop, err := maincontroltest.Launch(cfg)
 		require.NoError(t, err)
 		tc.stops = append(tc.stops, stop)
+		tc.configs = append(tc.configs, cfg)
 	}
 	t.Cleanup(func() {
 		for _, stop := range tc.stops {

@@ -105,7 +105,7 @@ func TestCluster_AdvertiseIsTheMemberID(t *testing.T) {
 	assert.Equal(t, "follower", role)
 	assert.Equal(t, tc.addrs[l], leader, "a follower names the leader by its advertised address")
 
-	for _, bad := range []string{"0.0.0.0:1969", ":1969", "127.0.0.1", "[::]:1969"} {
+	for _, bad := range []string{"0.0.0.0:1969", ":1969", "127.0.0.1", "[::]:1969", "127.0.0.1:0", "localhost:http", "localhost:65536"} {
 		_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: freeAddr(t), Advertise: bad,
 			DataDir: filepath.Join(t.TempDir(), "d"), RaftListen: freeAddr(t), Logger: testLogger()})
 		if err == nil {
@@ -120,4 +120,29 @@ func TestCluster_AdvertiseIsTheMemberID(t *testing.T) {
 		t.Fatal("--advertise without --raft-listen started")
 	}
 	assert.Contains(t, err.Error(), "needs --raft-listen")
+}
+
+// A member restarted under a new id (here a new --advertise) at the raft
+// address its state holds under the old one is refused: raft would turn
+// down its votes for ever, and no error would say why.
+func TestCluster_RefusesARenamedMember(t *testing.T) {
+	tc := startCluster(t, 3)
+	f := (tc.leader() + 1) % 3
+	require.NoError(t, tc.stops[f]())
+	tc.stops[f] = nil
+	cfg := tc.configs[f]
+	_, port, err := net.SplitHostPort(cfg.Listen)
+	require.NoError(t, err)
+	cfg.Listen, cfg.Advertise, cfg.ClusterMembers = "0.0.0.0:"+port, "localhost:"+port, nil
+	_, stop, err := maincontroltest.Launch(cfg)
+	if err == nil {
+		assert.NoError(t, stop())
+		t.Fatal("a renamed member started")
+	}
+	assert.Contains(t, err.Error(), "--advertise "+tc.addrs[f], "the error names the id to start it with")
+
+	cfg.Listen, cfg.Advertise = tc.configs[f].Listen, ""
+	_, stop, err = maincontroltest.Launch(cfg)
+	require.NoError(t, err, "under its own id it starts again")
+	tc.stops[f] = stop
 }

@@ -36,6 +36,9 @@ func runDev(args []string, stdout, stderr io.Writer) error {
 	if !cfg.TLS.Empty() {
 		return usageError(errors.New("dev's executors dial its main port in plaintext: --tls-cert, --tls-key and --tls-client-ca are for maincontrol"))
 	}
+	if cfg.Advertise != "" {
+		return usageError(errors.New("--advertise names one cluster member; dev's members are known by their loopback addresses: it is for maincontrol"))
+	}
 	// Every setting is checked, and the executors built, before the main
 	// control starts. A bad --executor-slots must not be found after it
 	// has opened the data dir and is listening.

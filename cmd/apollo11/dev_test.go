@@ -31,6 +31,7 @@ func TestDev_FlagsCheckedBeforeStart(t *testing.T) {
 		{[]string{"--cluster", "-1"}, "--cluster -1: want 1 to 9 members"},
 		{[]string{"--cluster", "3", "--listen", "127.0.0.1:65534"}, "--cluster 3: the ports from 65534 and 66534 do not fit below 65536"},
 		{[]string{"--cluster", "3", "--raft-listen", "127.0.0.1"}, `--raft-listen "127.0.0.1"`},
+		{[]string{"--cluster", "3", "--advertise", "127.0.0.1:5999"}, "--advertise names one cluster member"},
 	} {
 		dir := filepath.Join(t.TempDir(), "data")
 		var out, errOut bytes.Buffer

@@ -65,4 +65,15 @@ func TestClientConfig_VerifiesWithTheNewestCA(t *testing.T) {
 	require.NoError(t, l.Reload())
 	require.NoError(t, handshake(t, rotated, rotated, cfg), "the same config takes the new bundle")
 	assert.ErrorAs(t, handshake(t, old, old, cfg), &verr)
+
+	// Dialled without Client, an IP address reaches the verifier with no
+	// name (no SNI for it): refused, never checked against another name.
+	named := l.ClientConfig("localhost")
+	named.ServerName = "127.0.0.1"
+	conn, err := net.Dial("tcp", rotated)
+	require.NoError(t, err)
+	defer conn.Close()
+	err = tls.Client(conn, named).Handshake()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no server name")
 }

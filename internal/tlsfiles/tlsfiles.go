@@ -141,19 +141,16 @@ func (l *Loader) ServerConfig() (*tls.Config, error) {
 
 // ClientConfig is a client's TLS configuration for a server named
 // serverName (a host name or IP address the certificate must hold). Each
-// handshake takes the newest client certificate and CA bundle.
+// handshake takes the newest client certificate and CA bundle. Dial with
+// Client: with a CA bundle, the name checked is the one Client passes,
+// and a handshake with no name to check fails.
 func (l *Loader) ClientConfig(serverName string) *tls.Config {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if l.files.CA != "" {
 		// crypto/tls reads a client's roots once, from the config: the
 		// newest bundle is checked here instead, with the same checks.
 		c.InsecureSkipVerify = true
-		c.VerifyConnection = func(cs tls.ConnectionState) error {
-			if cs.ServerName == "" {
-				cs.ServerName = serverName
-			}
-			return l.verifyServer(cs)
-		}
+		c.VerifyConnection = l.verifyServer
 	}
 	if l.files.Cert != "" {
 		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
