@@ -21,7 +21,7 @@ import (
 // manifestName matches a snapshot manifest; partName a part of one.
 var (
 	manifestName = regexp.MustCompile(`^snapshot-(\d{20})$`)
-	partName     = regexp.MustCompile(`^snapshot-(\d{20})-(tasks|state)$`)
+	partName     = regexp.MustCompile(`^snapshot-(\d{20})-(tasks|state|runs)$`)
 )
 
 // TestMaincontrol_Kill9DuringSnapshots kills the main control with
