@@ -31,6 +31,7 @@ type scale struct {
 	authAttempts   int // wrong auth attempts
 	diskFullRounds int // fill and heal cycles
 	snapKillRounds int // kill -9 of the main control while it snapshots
+	runKillRounds  int // kill -9 of the main control while pipeline runs go
 }
 
 func currentScale() scale {
@@ -38,15 +39,15 @@ func currentScale() scale {
 	case *soak:
 		return scale{mode: "soak", killRounds: 200, execKillRounds: 30, stopRounds: 10, staleTasks: 200,
 			resets: 20_000, slowloris: 1_000, conns: 10_000, frames: 1_000_000, authAttempts: 50_000, diskFullRounds: 10,
-			snapKillRounds: 60}
+			snapKillRounds: 60, runKillRounds: 30}
 	case raceEnabled:
 		return scale{mode: "short, -race", killRounds: 6, execKillRounds: 2, stopRounds: 1, staleTasks: 10,
 			resets: 500, slowloris: 100, conns: 2_000, frames: 10_000, authAttempts: 1_000, diskFullRounds: 2,
-			snapKillRounds: 3}
+			snapKillRounds: 3, runKillRounds: 2}
 	default:
 		return scale{mode: "short", killRounds: 12, execKillRounds: 3, stopRounds: 1, staleTasks: 20,
 			resets: 2_000, slowloris: 300, conns: 10_000, frames: 50_000, authAttempts: 5_000, diskFullRounds: 2,
-			snapKillRounds: 6}
+			snapKillRounds: 6, runKillRounds: 4}
 	}
 }
 
