@@ -31,7 +31,9 @@ func TestMaincontrol_Kill9WithRuns(t *testing.T) {
 	sc := currentScale()
 	fig := figures.add(17, "kill -9 of the main control while pipeline runs start and advance, a snapshot every 2 records", "rounds")
 	dir := t.TempDir()
-	flags := []string{"--snapshot-every", "2", "--retention-max", "100000000"}
+	// Soak confirms more runs than the default cap keeps, which would
+	// forget the oldest ended ones.
+	flags := []string{"--snapshot-every", "2", "--retention-max", "100000000", "--max-runs", "1000000"}
 	l := newLedger()
 	rl := newRunLedger(l)
 	rng := rand.New(rand.NewPCG(17, uint64(sc.runKillRounds)))
@@ -62,21 +64,18 @@ func TestMaincontrol_Kill9WithRuns(t *testing.T) {
 		}
 	}
 	// Runs keep going after the kills: a draining executor ends them all.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); runExecutor(ctx, mc.Addr, "drain", l, 0, false) }()
+	stop := startDrain(t, mc.Addr, l)
 	rl.waitRunsEnded(t, mc.Addr, 2*time.Minute)
 	l.waitEnded(t, mc.Addr, nil, 2*time.Minute)
-	cancel()
-	<-done
+	stop()
 	fig.lost += rl.verify(t, mc.Addr, true)
 	fig.lost += l.verify(t, mc.Addr, nil, true)
 	mc.Kill()
 	tally(fig, l)
 	sent, confirmed, cancels, late := rl.counts()
 	require.NotZero(t, confirmed)
-	fig.note("%d runs sent, %d confirmed (%d found durable when resent with their key), %d cancels confirmed; every run ran to its end",
-		sent, confirmed, late, cancels)
+	fig.note("%d runs sent, %d confirmed (%d found durable when resent with their key), %d cancels confirmed (%d more runs cancelled by a cancel a kill left unconfirmed); every run ran to its end",
+		sent, confirmed, late, cancels, rl.lateCancels())
 	fig.note("%d of %d kills left a snapshot half written, %d of them a runs part", halfWritten, fig.injected, runsHalfWritten)
 }
 
@@ -107,6 +106,17 @@ func loadRunsAndKill(t testing.TB, mc *testbin.Proc, l *ledger, rl *runLedger, r
 		t.Errorf("round %d: no run was confirmed", round)
 	}
 	return killedAt
+}
+
+// startDrain runs a raw executor that takes every task at once, until
+// stop (or the test's end).
+func startDrain(t testing.TB, addr string, l *ledger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); runExecutor(ctx, addr, "drain", l, 0, false) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // runsPartHalfWritten reports whether dir holds a runs part newer than
@@ -203,12 +213,9 @@ func TestMaincontrol_RunsPartCorruption(t *testing.T) {
 			waitProbe(t, mc.Addr, nil, 30*time.Second)
 			fig.lost += l.verify(t, mc.Addr, nil, false)
 			fig.lost += rl.verify(t, mc.Addr, false)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); runExecutor(ctx, mc.Addr, "drain", l, 0, false) }()
+			stop := startDrain(t, mc.Addr, l)
 			rl.waitRunsEnded(t, mc.Addr, 2*time.Minute)
-			cancel()
-			<-done
+			stop()
 			fig.lost += rl.verify(t, mc.Addr, true)
 			mc.Kill()
 			tally(fig, l)

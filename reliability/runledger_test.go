@@ -36,6 +36,7 @@ type runRecord struct {
 	key       string
 	tasks     []uint64 // step task ids, in step order
 	cancelled bool     // a run_cancel of it was confirmed
+	cancelTry bool     // a run_cancel of it was sent: a kill may leave it durable, unconfirmed
 	seen      string   // its state at the last check after a restart
 }
 
@@ -49,19 +50,21 @@ func (rl *runLedger) problem(format string, args ...any) {
 
 // confirm records a run_submitted reply for key. Its step tasks join the
 // task ledger as confirmed tasks, so that a task id given twice, to a
-// submit and to a step, is caught too.
-func (rl *runLedger) confirm(key string, s client.RunSubmitted) {
+// submit and to a step, is caught too. It reports whether the reply was
+// consistent with the ledger.
+func (rl *runLedger) confirm(key string, s client.RunSubmitted) bool {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	if old, ok := rl.keyRun[key]; ok {
 		if old != s.ID || !slices.Equal(rl.runs[old].tasks, s.TaskIDs) {
 			rl.problem("run key %s confirmed as run %d %v, then as run %d %v", key, old, rl.runs[old].tasks, s.ID, s.TaskIDs)
+			return false
 		}
-		return
+		return true
 	}
 	if r, ok := rl.runs[s.ID]; ok {
 		rl.problem("run id %d reused: confirmed for key %s, then for the new key %s", s.ID, r.key, key)
-		return
+		return false
 	}
 	if s.Duplicate {
 		rl.lateDurable++
@@ -78,6 +81,7 @@ func (rl *runLedger) confirm(key string, s client.RunSubmitted) {
 		l.submitted[id] = true
 		l.maxID = max(l.maxID, id)
 	}
+	return true
 }
 
 // runRequest is the run every key stands for: three steps of type typ
@@ -135,10 +139,12 @@ func produceRuns(ctx context.Context, addr string, rl *runLedger, round int, see
 			rl.mu.Unlock()
 			return
 		}
-		rl.confirm(key, s)
-		if rng.IntN(6) != 0 {
+		if !rl.confirm(key, s) || rng.IntN(6) != 0 {
 			continue
 		}
+		rl.mu.Lock()
+		rl.runs[s.ID].cancelTry = true
+		rl.mu.Unlock()
 		if _, err := c.RunCancel(ctx, s.ID); err == nil {
 			rl.mu.Lock()
 			rl.runs[s.ID].cancelled = true
@@ -246,7 +252,7 @@ func (rl *runLedger) verify(t testing.TB, addr string, ended bool) (lost int) {
 			lost++
 			t.Errorf("run %d: %v", id, err)
 		}
-		if ended && rs.State != client.RunSucceeded && !(rec.cancelled && rs.State == client.RunCancelled) {
+		if ended && rs.State != client.RunSucceeded && !(rec.cancelTry && rs.State == client.RunCancelled) {
 			lost++
 			t.Errorf("run %d did not run to its end: %s", id, rs.State)
 		}
@@ -263,6 +269,20 @@ func (rl *runLedger) counts() (sent, confirmed, cancelled, lateDurable int) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	return rl.sent, len(rl.runs), rl.cancels, rl.lateDurable
+}
+
+// lateCancels returns the runs found cancelled by a cancel a kill left
+// unconfirmed.
+func (rl *runLedger) lateCancels() int {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	n := 0
+	for _, r := range rl.runs {
+		if r.cancelTry && !r.cancelled && r.seen == client.RunCancelled {
+			n++
+		}
+	}
+	return n
 }
 
 // waitRunsEnded waits until every confirmed run has ended.
