@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,15 +88,16 @@ func parseClusterStatus(m *wire.Message) (ClusterStatus, error) {
 // ClusterAdd adds a member, or changes a member's raft address and
 // voting (`cluster_add`). id is its client address, raft its Raft one. It
 // returns once the new configuration is committed. It needs the admin
-// group and the leader. Sent twice, it sets the same again, so it is sent
-// again after a reconnect.
+// group and the leader. It is never sent twice: a second one could undo
+// another admin's change made in between. So a lost reply leaves its
+// outcome unknown (ErrOutcomeUnknown): ask ClusterStatus.
 func (c *Client) ClusterAdd(ctx context.Context, id, raft string, voter bool) error {
-	_, err := c.roundTrip(ctx, wire.KindClusterAdd, wire.KindClusterOK, idempotent, func(b *wire.Builder) {
+	_, err := c.roundTrip(ctx, wire.KindClusterAdd, wire.KindClusterOK, oneShot, func(b *wire.Builder) {
 		b.Str("id", id)
 		b.Str("raft", raft)
 		b.Bool("voter", voter)
 	})
-	return err
+	return checkStatus(err)
 }
 
 // ClusterRemove removes a member (`cluster_remove`). Removing the leader
@@ -103,6 +105,15 @@ func (c *Client) ClusterAdd(ctx context.Context, id, raft string, voter bool) er
 // a lost reply leaves its outcome unknown: ask ClusterStatus.
 func (c *Client) ClusterRemove(ctx context.Context, id string) error {
 	_, err := c.roundTrip(ctx, wire.KindClusterRemove, wire.KindClusterOK, oneShot, func(b *wire.Builder) { b.Str("id", id) })
+	return checkStatus(err)
+}
+
+// checkStatus tells the operator where to look after a cluster change
+// whose reply was lost.
+func checkStatus(err error) error {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return fmt.Errorf("%w (check `apollo11 cluster status` before sending it again)", err)
+	}
 	return err
 }
 

@@ -58,3 +58,43 @@ func TestClusterChanges(t *testing.T) {
 	require.NoError(t, c.ClusterRemove(ctx, "d:1"))
 	assert.True(t, client.IsCode(c.ClusterTransfer(ctx, ""), "unavailable"))
 }
+
+// A lost reply to a cluster change leaves its outcome unknown: a second
+// cluster_add could undo another admin's change made in between. pause
+// and resume leave the same state when sent twice, so they are sent again.
+func TestClusterChanges_NotSentAgain(t *testing.T) {
+	f := mustStartFakeServer(t)
+	c, sc := mustDial(t, f, client.Options{Reconnect: quick})
+	ch := make(chan outcome, 3)
+	ctx := context.Background()
+	go func() { ch <- outcome{"add", c.ClusterAdd(ctx, "d:1", "d:7001", true)} }()
+	go func() { ch <- outcome{"remove", c.ClusterRemove(ctx, "d:1")} }()
+	go func() {
+		_, err := c.Pause(ctx, "x")
+		ch <- outcome{"pause", err}
+	}()
+	for range 3 {
+		sc.expect("")
+	}
+	sc.Net.Close()
+
+	lost := collect(t, ch, 2)
+	require.Equal(t, "add", lost[0].name)
+	require.Equal(t, "remove", lost[1].name)
+	for _, o := range lost {
+		assert.ErrorIs(t, o.err, client.ErrOutcomeUnknown, o.name)
+		assert.ErrorContains(t, o.err, "apollo11 cluster status", o.name)
+	}
+
+	sc2 := f.accept(t)
+	sc2.hello()
+	m := sc2.expect("pause")
+	sc2.send("paused", "req", m.Value("req"), "changed", "false")
+	assert.NoError(t, collect(t, ch, 1)[0].err)
+	go func() {
+		m := sc2.expect("stats") // the next frame: neither change was sent again
+		sc2.send("stats", "req", m.Value("req"), "uptime_ms", "1")
+	}()
+	_, err := c.Stats(ctx)
+	require.NoError(t, err)
+}

@@ -23,12 +23,16 @@
 // it off. Meanwhile, calls fare as follows.
 //   - Requests that are safe to send twice are sent again on the new
 //     connection, and their callers see only the delay. Those are Query,
-//     List, Stats, StateGet, Debug, RunQuery, RunList, and a Submit or
-//     RunSubmit with a Key, whose key returns the same task or run.
-//   - A Submit or RunSubmit without a Key, a Cancel, RunCancel and
-//     RunResume fail with an error matching ErrOutcomeUnknown, as well as
-//     ErrConnectionLost and ErrNoReply. The main control may have acted
-//     on them.
+//     List, Stats, StateGet, Debug, RunQuery, RunList, a Submit or
+//     RunSubmit with a Key, whose key returns the same task or run, and
+//     Pause and Resume, which leave the same state (changed may then
+//     read false).
+//   - A Submit or RunSubmit without a Key, a Cancel, RunCancel,
+//     RunResume, ClusterAdd, ClusterRemove and ClusterTransfer fail with
+//     an error matching ErrOutcomeUnknown, as well as ErrConnectionLost
+//     and ErrNoReply. The main control may have acted on them. A second
+//     ClusterAdd could undo another admin's change made in between:
+//     ClusterStatus shows the outcome.
 //   - A Watch's Wait (SubmitWait, SubmitWatch) goes on by the task's id.
 //     It queries the task and returns its end if it has one. Else a keyed
 //     task is waited for by its submit, sent again, and another is
