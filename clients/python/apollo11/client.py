@@ -29,7 +29,7 @@ from .cluster import BlockingClusterAPI, ClusterAPI
 from .codec import Message
 from .connection import DEFAULT_ADDR, AsyncConnection, resolve_token
 from .errors import ConnectionLost, OutcomeUnknown, ServerError
-from .failover import BACKOFF_MAX, BACKOFF_MIN, AddrList, Finder, Follower, Link
+from .failover import BACKOFF_MAX, BACKOFF_MIN, GIVE_UP_AFTER, AddrList, Finder, Follower, Link
 from .replies import (
     STATES,
     TERMINAL,
@@ -47,7 +47,7 @@ from .replies import (
     parse_task_state,
     submit_message,
 )
-from .rpc import LoopThread, Pipelined, T, expect
+from .rpc import MAX_WAITING, LoopThread, Pipelined, T, expect
 
 __all__ = [
     "STATES", "TERMINAL", "AsyncClient", "AsyncWatch", "Client", "Done", "SharedState", "Stats", "Submitted",
@@ -104,7 +104,8 @@ class AsyncClient(AdminAPI, ClusterAPI, Pipelined):
         reconnect: bool | None = None,
         reconnect_min: float = BACKOFF_MIN,
         reconnect_max: float = BACKOFF_MAX,
-        give_up_after: float | None = None,
+        give_up_after: float | None = GIVE_UP_AFTER,
+        max_waiting: int = MAX_WAITING,
     ) -> AsyncClient:
         """Connect, read ``welcome``, send ``hello`` (signed when asked) and
         wait for ``hello_ok``. A refusal raises ServerError (auth_failed...).
@@ -116,13 +117,18 @@ class AsyncClient(AdminAPI, ClusterAPI, Pipelined):
         ``role=leader``, following a follower's ``leader`` hint only when it
         is one of these; while the members reached have no leader it tries
         again for up to ``timeout`` seconds, then raises NoLeader
-        (LeaderOutside, at once, when the leader named is not listed).
-        ``reconnect`` (default: on when several addresses are given)
-        connects again after a lost connection, waiting ``reconnect_min``
-        doubling up to ``reconnect_max`` seconds between passes over the
-        addresses, for ever or until ``give_up_after`` seconds without a
-        connection."""
+        (LeaderOutside when the last pass found only a leader that is not
+        listed). ``reconnect`` (default: on when several addresses are
+        given) connects again after a lost connection, waiting
+        ``reconnect_min`` doubling up to ``reconnect_max`` seconds between
+        passes over the addresses, until ``give_up_after`` seconds (60 by
+        default; None: for ever) without a connection: then every request
+        raises ConnectionLost, so that no wait lasts for ever. Meanwhile
+        requests wait for the connection, at most ``max_waiting`` of them;
+        more raise ConnectionLost at once."""
         addrs = AddrList(addr)
+        if max_waiting < 1:
+            raise ValueError("max_waiting: want at least 1")
         tok = resolve_token(token, token_file)
         admin_tok = resolve_token(admin_token, admin_token_file)
 
@@ -145,7 +151,7 @@ class AsyncClient(AdminAPI, ClusterAPI, Pipelined):
         finder = Finder(addrs, dial)
         link = Link(finder, reconnect_min, reconnect_max, give_up_after)
         at, (conn, ok) = await finder.find(timeout)
-        c = cls(conn, at, link if (len(addrs) > 1 if reconnect is None else reconnect) else None)
+        c = cls(conn, at, link if (len(addrs) > 1 if reconnect is None else reconnect) else None, max_waiting)
         c._adopted(conn, ok)
         return c
 

@@ -9,9 +9,10 @@ by every member; the changes need the leader and the admin token.
 A change under way when the leader lost its leadership is answered
 ``unavailable``: it may yet have taken effect, so look at
 ``cluster_status`` before sending it again. A lost reply to
-``cluster_remove`` or ``cluster_transfer`` raises OutcomeUnknown for the
-same reason; ``cluster_add`` sets the same again when sent twice, so the
-client sends it again after a reconnect.
+``cluster_add``, ``cluster_remove`` or ``cluster_transfer`` raises
+OutcomeUnknown for the same reason. The client never sends a cluster
+change twice: a second ``cluster_add`` could undo another admin's change
+made in between.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from .codec import Message
-from .errors import ReplyError
+from .errors import OutcomeUnknown, ReplyError
 
 T = TypeVar("T")
 
@@ -69,6 +70,14 @@ class _Requester(Protocol):
     async def request(self, type: str, fields: Any = None, want: str | None = None) -> Message: ...
 
 
+async def _one_shot(change: Coroutine[Any, Any, Any]) -> None:
+    """Await a cluster change; a lost reply says where to look."""
+    try:
+        await change
+    except OutcomeUnknown as e:
+        raise OutcomeUnknown(f"{e}: check `apollo11 cluster status` before sending it again") from e
+
+
 class ClusterAPI:
     """The cluster requests of an :class:`~apollo11.AsyncClient`."""
 
@@ -79,11 +88,11 @@ class ClusterAPI:
     async def cluster_add(self: _Requester, id: str, raft: str, voter: bool = True) -> None:
         """Add a member (``id`` its client address, ``raft`` its Raft one), or
         change one's address and voting; returns once committed."""
-        await self.request("cluster_add", {"id": id, "raft": raft, "voter": voter}, "cluster_ok")
+        await _one_shot(self.request("cluster_add", {"id": id, "raft": raft, "voter": voter}, "cluster_ok"))
 
     async def cluster_remove(self: _Requester, id: str) -> None:
         """Remove a member; removing the leader makes it step down after its reply."""
-        await self.request("cluster_remove", {"id": id}, "cluster_ok")
+        await _one_shot(self.request("cluster_remove", {"id": id}, "cluster_ok"))
 
     async def cluster_transfer(self: _Requester, id: str | None = None) -> None:
         """Hand the leadership to the voter ``id``, or the most up-to-date

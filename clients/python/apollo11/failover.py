@@ -31,6 +31,11 @@ S = TypeVar("S")
 #: waits: from 100 ms, doubling up to 5 s, with jitter.
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 5.0
 
+#: How long a client goes on reconnecting without a connection, by
+#: default, before every request fails with ConnectionLost: a finite
+#: default, so that no call waits for ever while no leader is reachable.
+GIVE_UP_AFTER = 60.0
+
 FOLLOW, OUTSIDE, NO_HINT = "follow", "outside", "none"
 
 
@@ -150,19 +155,21 @@ class Finder(Generic[S]):
 
     async def find(self, timeout: float, first: str | None = None) -> tuple[str, S]:
         """Passes until one gives a session. While the members reached have no
-        leader (an election is under way) it waits, with backoff, up to
-        ``timeout`` seconds; then NoLeader says so. Other errors are raised."""
+        leader in the list (an election is under way, or a hint outside the
+        list is ignored, as during a change of members) it waits, with
+        backoff, up to ``timeout`` seconds; then NoLeader, or LeaderOutside
+        when the last pass met such a hint, says so. Other errors are raised."""
         deadline = time.monotonic() + timeout
         backoff = Backoff(BACKOFF_MIN, BACKOFF_MAX)
         first = first or self.addrs.first
         while True:
             try:
                 return await self.one_pass(first)
-            except LeaderOutside:
-                raise  # a leader is elected: waiting cannot put it in the list
-            except NoLeader as e:
+            except NoLeader as e:  # LeaderOutside too
                 delay = backoff.next()
                 if time.monotonic() + delay > deadline:
+                    if isinstance(e, LeaderOutside):
+                        raise
                     raise NoLeader(f"{e} (none elected within {timeout}s)") from None
                 await asyncio.sleep(delay)
                 first = self.addrs.after(first)
@@ -179,7 +186,7 @@ class Link(Generic[S]):
     (None: never) without a connection end it."""
 
     def __init__(self, finder: Finder[S], min_delay: float = BACKOFF_MIN, max_delay: float = BACKOFF_MAX,
-                 give_up_after: float | None = None) -> None:
+                 give_up_after: float | None = GIVE_UP_AFTER) -> None:
         if not 0 < min_delay <= max_delay:
             raise ValueError("want 0 < reconnect min_delay <= max_delay")
         if give_up_after is not None and give_up_after <= 0:

@@ -42,9 +42,22 @@ class _Call:
 
 
 # Requests that do the same when sent twice: after a lost connection they
-# are sent again on the next one. Others fail with OutcomeUnknown.
+# are sent again on the next one. Others fail with OutcomeUnknown. pause
+# and resume leave the same state when sent twice (only ``changed`` may
+# read false); cluster_add is not here, as a second one could undo another
+# admin's change made in between.
 _RESENDABLE = frozenset({"query", "list", "stats", "state_get", "debug", "type_list", "cluster_status",
-                         "run_query", "run_list", "schedule_list", "pause", "resume", "cluster_add"})
+                         "run_query", "run_list", "schedule_list", "pause", "resume"})
+
+#: How many requests may wait for a connection while the client reconnects;
+#: more fail with ConnectionLost, so that a client cut off from every
+#: member does not pile up requests without bound.
+MAX_WAITING = 10_000
+
+#: After a ``not_leader``, how long the client waits for the answers to the
+#: requests it sent before it on that connection, at most: a follower
+#: answers at once, so this only bounds a member that does not answer.
+BOUNCE_GRACE = 5.0
 
 
 def resendable(msg: Message) -> bool:
@@ -82,8 +95,11 @@ class Pipelined:
     a ``not_leader`` refusal sends the client to the leader it names when
     that is one of its addresses."""
 
-    def __init__(self, conn: AsyncConnection, addr: str = "", link: Link | None = None) -> None:
+    def __init__(self, conn: AsyncConnection, addr: str = "", link: Link | None = None,
+                 max_waiting: int = MAX_WAITING) -> None:
         self._conn: AsyncConnection | None = conn
+        self._max_waiting = max_waiting
+        self._bounced: ConnectionLost | None = None  # set once the connection refused a request
         self._at = addr  # the address of the latest connection
         self._hint = ""  # the leader a not_leader named, to dial first
         self._max_frame = conn.max_frame
@@ -101,7 +117,7 @@ class Pipelined:
     @property
     def address(self) -> str | None:
         """The address of the main control connected to, None while reconnecting."""
-        return None if self._conn is None else self._at
+        return None if self._conn is None or self._bounced is not None else self._at
 
     async def close(self) -> None:
         if self._err is None:
@@ -144,8 +160,11 @@ class Pipelined:
                 if m.type == "error" and m.get("code") == "not_leader" and self._link is not None \
                         and req in self._pending:
                     self._bounce(conn, req, m)
+                else:
+                    self._route(req, m)
+                if self._bounced is not None and conn is self._conn and not self._unanswered():
+                    self._lost(conn, self._bounced)
                     return
-                self._route(req, m)
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -155,13 +174,28 @@ class Pipelined:
 
     def _bounce(self, conn: AsyncConnection, req: str, m: Message) -> None:
         """A follower refused ``req``: it changed nothing, so it waits for the
-        leader, dialled first when the follower names one of our addresses."""
+        leader, dialled first when the follower names one of our addresses.
+        The connection is left once the requests sent before the refusal
+        have their answers: the member answers each by the role it had when
+        it arrived, and may have served some."""
         assert self._link is not None
         self._pending[req].bounced = True
+        if self._bounced is not None:
+            return
         source, hint = self._at, m.get("leader")
         if self._link.addrs.follow(source, hint):
             self._hint = hint or ""
-        self._lost(conn, ConnectionLost(f"{source} is not the leader: {m.get('message') or 'not_leader'}"))
+        self._bounced = err = ConnectionLost(f"{source} is not the leader: {m.get('message') or 'not_leader'}")
+
+        def give_up() -> None:
+            if self._bounced is err:  # still waiting for those answers
+                self._lost(conn, err)
+        asyncio.get_running_loop().call_later(BOUNCE_GRACE, give_up)
+
+    def _unanswered(self) -> bool:
+        """Whether a request sent on the connection still waits for its reply
+        (a watch past its ``submitted`` does not count: its wait is resumed)."""
+        return any(c.sent and not c.bounced and not c.reply.done() for c in self._pending.values())
 
     def _lost(self, conn: AsyncConnection, err: ConnectionLost) -> None:
         """The end of ``conn``: without a link the client ends; with one,
@@ -170,7 +204,7 @@ class Pipelined:
         conn.close()
         if conn is not self._conn or self._err is not None:
             return
-        self._conn = None
+        self._conn, self._bounced = None, None
         if self._link is None:
             log.warning("%s", err)
             self._stop(err)
@@ -265,8 +299,11 @@ class Pipelined:
         req = format(self._seq, "x")
         msg["req"] = req
         call = _Call(asyncio.get_running_loop(), wait, msg, self._seq)
-        if self._conn is None:
+        if self._conn is None or self._bounced is not None:
             encode_frame(msg, self._max_frame)  # encode errors raise now; it goes out once connected
+            if len(self._pending) >= self._max_waiting:
+                raise ConnectionLost(f"{len(self._pending)} requests already wait for a connection to the main "
+                                     f"control (the limit, max_waiting): {msg.type} not sent")
         else:
             try:
                 self._conn.send(msg)  # encode errors raise here, before registering
@@ -279,7 +316,7 @@ class Pipelined:
 
     async def _reply(self, req: str, call: _Call) -> Message:
         try:
-            if call.sent and self._conn is not None:
+            if call.sent and self._conn is not None and self._bounced is None:
                 try:
                     await self._conn.drain()
                 except ConnectionLost:

@@ -4,6 +4,7 @@ that the leader can be killed alone."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from harness import BinaryTest, MainControl, start_cluster, wait_leader, wait_until
 
 from apollo11 import (
+    AsyncClient,
     Client,
     Connection,
     ConnectionLost,
@@ -25,8 +27,9 @@ from apollo11 import (
     Task,
 )
 from apollo11.cluster import ClusterMember, parse_cluster_status
-from apollo11.errors import ReplyError
-from apollo11.failover import AddrList
+from apollo11.errors import ClientClosed, ReplyError
+from apollo11.failover import GIVE_UP_AFTER, AddrList
+from apollo11.rpc import resendable
 
 WAIT = 60.0  # generous: the CI machine is shared and often busy
 
@@ -197,9 +200,10 @@ class FakeLeader(BinaryTest):
         return self.fake(lambda conn, m: conn.send(Message("error", {
             "req": m.get("req") or "", "code": "not_leader", "leader": hint, "message": "lost the leadership"})))
 
-    def fake(self, answer: Callable[[Connection, Message], None]) -> str:
-        """A fake leader: it says role=leader in hello_ok, then calls
-        ``answer`` with each request."""
+    def fake(self, answer: Callable[[Connection, Message], None],
+             role: Callable[[], dict[str, str]] = lambda: {"role": "leader"}) -> str:
+        """A fake leader: it says role=leader in hello_ok (or what ``role``
+        returns, at each hello), then calls ``answer`` with each request."""
         srv = socket.create_server(("127.0.0.1", 0))
         self.addCleanup(srv.close)
         conns: list[Connection] = []
@@ -209,7 +213,7 @@ class FakeLeader(BinaryTest):
             try:
                 conn.send(Message("welcome", {"proto": 1, "nonce": "0" * 32, "auth": "none"}))
                 hello = conn.recv(WAIT)
-                conn.send(Message("hello_ok", {"req": hello.get("req") or "0", "role": "leader"}))
+                conn.send(Message("hello_ok", {"req": hello.get("req") or "0", **role()}))
                 while True:
                     answer(conn, conn.recv(WAIT))
             except Exception:  # the client went away, or the test ended
@@ -276,3 +280,110 @@ class FakeLeader(BinaryTest):
         with self.assertRaises(ConnectionLost) as cm:
             c.stats()  # waits for a reconnect that never comes, then gives up
         self.assertIn("gave up reconnecting", str(cm.exception))
+
+    def test_replies_behind_a_not_leader_reach_their_requests(self) -> None:
+        # A member answers each request by the role it has when it arrives:
+        # it refused the first, then served the second (a follower that
+        # became leader). The second's reply is not lost with the connection.
+        real = MainControl(self, self.subdir("real"))
+        held: list[Message] = []
+
+        def answer(conn: Connection, m: Message) -> None:
+            if not held:
+                held.append(m)  # answered once the second arrives
+                return
+            conn.send(Message("error", {"req": held[0].get("req") or "", "code": "not_leader",
+                                        "leader": real.addr, "message": "not yet the leader"}))
+            conn.send(Message("submitted", {"req": m.get("req") or "", "task_id": 77}))
+
+        fake = self.fake(answer)
+
+        async def both() -> list[object]:
+            async with await AsyncClient.connect([fake, real.addr]) as c:
+                async with asyncio.timeout(WAIT):
+                    got = await asyncio.gather(c.submit("first"), c.submit("second"), return_exceptions=True)
+                self.assertEqual(c.address, real.addr)
+                return got
+
+        first, second = asyncio.run(both())
+        self.assertEqual(second, type(second)(77, False), "served by the fake: its reply is kept")
+        self.assertNotIsInstance(first, BaseException, "refused by the fake: sent again to the leader")
+        with Client(real.addr) as c:
+            self.assertEqual(c.query(first.task_id).task_type, "first")  # type: ignore[union-attr]
+            self.assertEqual(c.stats().tasks["pending"], 1, "only the refused one went to the leader")
+
+    def test_a_hint_outside_the_list_is_waited_out_at_connect(self) -> None:
+        # During a change of members a follower may name a leader not in the
+        # list: the client keeps trying up to its timeout, not failing at once.
+        hellos: list[int] = []
+
+        def role() -> dict[str, str]:
+            hellos.append(1)
+            return {"role": "leader"} if len(hellos) > 2 else {"role": "follower", "leader": "127.0.0.1:1"}
+
+        fake = self.fake(lambda conn, m: None, role)
+        with Client([fake], timeout=WAIT) as c:
+            self.assertEqual(c.address, fake)
+        self.assertEqual(len(hellos), 3)
+
+        # Named for ever: LeaderOutside at the end, after more than one pass.
+        hellos.clear()
+
+        def outside() -> dict[str, str]:
+            hellos.append(1)
+            return {"role": "follower", "leader": "127.0.0.1:1"}
+
+        always = self.fake(lambda conn, m: None, outside)
+        with self.assertRaises(LeaderOutside) as cm:
+            Client([always], timeout=2)
+        self.assertEqual(cm.exception.leader, "127.0.0.1:1")
+        self.assertGreater(len(hellos), 1, "it tried again before giving up")
+
+    def test_requests_waiting_for_a_connection_are_bounded(self) -> None:
+        mc = MainControl(self, self.subdir("mc"))
+        dead = socket.create_server(("127.0.0.1", 0))
+        gone = "127.0.0.1:%d" % dead.getsockname()[1]
+        dead.close()
+
+        async def run() -> None:
+            c = await AsyncClient.connect([mc.addr, gone], max_waiting=2)
+            try:
+                link = c._link  # type: ignore[attr-defined]
+                self.assertEqual((link.give_up_after, GIVE_UP_AFTER), (60.0, 60.0), "a list gives up by default")
+                mc.kill()
+                async with asyncio.timeout(WAIT):
+                    while c.address is not None:
+                        await asyncio.sleep(0.01)
+                    waiting = [asyncio.create_task(c.stats()) for _ in range(2)]
+                    await asyncio.sleep(0)  # both started: they wait for a connection
+                    with self.assertRaises(ConnectionLost) as cm:
+                        await c.stats()
+                    self.assertIn("max_waiting", str(cm.exception))
+                    self.assertFalse(any(t.done() for t in waiting), "the first two still wait")
+            finally:
+                await c.close()
+            for t in waiting:
+                with self.assertRaises(ClientClosed):
+                    await t
+
+        asyncio.run(run())
+
+    def test_cluster_changes_are_not_sent_again(self) -> None:
+        self.assertTrue(resendable(Message("pause", {"task_type": "x"})))
+        self.assertTrue(resendable(Message("resume", {"task_type": "x"})))
+        self.assertFalse(resendable(Message("cluster_add", {"id": "a:1", "raft": "a:2"})))
+        self.assertFalse(resendable(Message("cluster_remove", {"id": "a:1"})))
+
+        real = MainControl(self, self.subdir("real"))
+        fake = self.fake(lambda conn, m: conn.close())  # dies before any reply
+        with Client([fake, real.addr]) as c:
+            with self.assertRaises(OutcomeUnknown) as cm:
+                c.cluster_add("d:1", "d:2")  # sent again, a non-member would say unknown_type
+            self.assertIn("apollo11 cluster status", str(cm.exception))
+        with Client([fake, real.addr]) as c:
+            with self.assertRaises(OutcomeUnknown) as cm:
+                c.cluster_remove("d:1")
+            self.assertIn("apollo11 cluster status", str(cm.exception))
+        with Client([fake, real.addr]) as c:
+            self.assertTrue(c.pause("x"), "sent again to the real one, which pauses")
+            self.assertEqual(c.address, real.addr)
