@@ -17,7 +17,7 @@ import (
 )
 
 // fixtureRuns are the runs of testdata/datadir-runs-v2 by id, as its
-// generator (testdata/genrunsdir) left them, all in the newest manifest's
+// generator (testdata/genfixture -layout runs-v2) left them, all in the newest manifest's
 // head entries, which a graceful stop wrote.
 var fixtureRuns = map[uint64]struct{ key, state string }{
 	1: {"nightly-1", "succeeded"}, 2: {"", "failed"}, 3: {"waits-1", "running"},

@@ -16,7 +16,7 @@ import (
 )
 
 // fixtureTask is one task of testdata/datadir-v1, as its generator
-// (testdata/gendatadir) left it when it killed the main control.
+// (testdata/genfixture -layout v1) left it when it killed the main control.
 type fixtureTask struct {
 	id    uint64
 	typ   string

@@ -1,24 +1,9 @@
-// Command gendatadir writes the data dir fixture that TestUpgrade_DataDirV1
-// loads, with the apollo11 binary it is given as the main control (a
-// release's binary: the fixture proves a newer one reads what it wrote).
-// The executor and the client are this tree's: the wire is the same.
-//
-//	go run ./maincontrol/testdata/gendatadir -bin /tmp/apollo11-old -out maincontrol/testdata/datadir-v1
-//
-// The tasks it makes, in id order, are listed in fixtureTasks in
-// maincontrol/upgrade_test.go; it stops if an id or a state differs.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"log"
-	"log/slog"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -27,77 +12,30 @@ import (
 	"github.com/apollo11/apollo11/executor"
 )
 
-func main() {
-	bin := flag.String("bin", "", "the apollo11 binary that writes the data dir")
-	out := flag.String("out", "", "the data dir to write (must not exist)")
-	flag.Parse()
-	if *bin == "" || *out == "" {
-		log.Fatal("usage: gendatadir -bin APOLLO11 -out DIR")
-	}
-	if _, err := os.Stat(*out); err == nil {
-		log.Fatalf("%s exists: remove it first", *out)
-	}
-	if err := run(*bin, *out); err != nil {
-		log.Fatal(err)
-	}
-}
-
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func run(bin, out string) error {
-	addr := freeAddr()
-	mc := exec.Command(bin, "maincontrol", "--data-dir", out, "--listen", addr,
-		"--snapshot-every", "50", "--snapshot-interval", "1h", "--log-level", "warn")
-	mc.Stderr = os.Stderr
-	if err := mc.Start(); err != nil {
-		return err
-	}
-	defer mc.Process.Kill()
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var c *client.Client
-	for {
-		var err error
-		if c, err = client.Dial(ctx, addr, client.Options{Name: "gendatadir"}); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("main control never answered: %w", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	defer c.Close()
-
+// writeV1 writes the fixture TestUpgrade_DataDirV1 loads: tasks in every
+// state, keys, dependencies and shared state, half in a snapshot and half
+// only in the log, left by a kill.
+func writeV1(f *fixture) error {
 	held := make(chan struct{})
-	ex, err := executor.New(executor.Config{Addr: addr, ID: "fixture-worker", Slots: 4,
-		Logger: slog.New(slog.DiscardHandler), Handlers: map[string]executor.Handler{
-			"ok": executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
-				return executor.Result{Out: map[string]string{"n": t.Args["n"]},
-					Set: map[string]string{"color": t.Args["color"]}, Add: map[string]int64{"count": 1}}, nil
-			}),
-			"bad": executor.HandlerFunc(func(context.Context, *executor.Task) (executor.Result, error) {
-				return executor.Result{}, executor.Permanent(errors.New("bad on purpose"))
-			}),
-			"hold": executor.HandlerFunc(func(ctx context.Context, _ *executor.Task) (executor.Result, error) {
-				close(held)
-				<-ctx.Done()
-				return executor.Result{}, context.Cause(ctx)
-			}),
-		}})
+	stop, err := f.runExecutor(map[string]executor.Handler{
+		"ok": executor.HandlerFunc(func(_ context.Context, t *executor.Task) (executor.Result, error) {
+			return executor.Result{Out: map[string]string{"n": t.Args["n"]},
+				Set: map[string]string{"color": t.Args["color"]}, Add: map[string]int64{"count": 1}}, nil
+		}),
+		"bad": executor.HandlerFunc(func(context.Context, *executor.Task) (executor.Result, error) {
+			return executor.Result{}, executor.Permanent(errors.New("bad on purpose"))
+		}),
+		"hold": executor.HandlerFunc(func(ctx context.Context, _ *executor.Task) (executor.Result, error) {
+			close(held)
+			<-ctx.Done()
+			return executor.Result{}, context.Cause(ctx)
+		}),
+	})
 	if err != nil {
 		return err
 	}
-	exCtx, exStop := context.WithCancel(context.Background())
-	defer exStop()
-	go ex.Run(exCtx)
+	defer stop()
+	ctx, c, out := f.ctx, f.c, f.out
 
 	ended := func(id uint64, want string) error {
 		for ctx.Err() == nil {
@@ -181,10 +119,5 @@ func run(bin, out string) error {
 	// The dispatch and start records of 20 need no reply: give their
 	// fsync time, then kill the main control as a crash would.
 	time.Sleep(500 * time.Millisecond)
-	if err := mc.Process.Kill(); err != nil {
-		return err
-	}
-	_ = mc.Wait()
-	exStop()
-	return os.Remove(filepath.Join(out, "lock"))
+	return f.mc.Process.Kill()
 }
