@@ -351,7 +351,9 @@ func (cm *clusterMode) handOff() {
 	select {
 	case err := <-done:
 		if err != nil {
-			cm.s.log.Warn("stopping: could not hand the leadership on", "err", err)
+			// Usually no voter is up to take it, as when a whole cluster
+			// stops: an election follows once one is, as after a kill.
+			cm.s.log.Info("stopping: could not hand the leadership on", "err", err)
 			return
 		}
 		cm.s.log.Info("stopping: leadership handed on")
