@@ -222,6 +222,7 @@ func (s *Server) closeStore() error {
 		return nil
 	}
 	err := s.store.Close()
+	s.stopReleaser()
 	if err != nil {
 		s.log.Error("cannot close the log", "err", err)
 	}

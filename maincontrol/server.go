@@ -65,6 +65,7 @@ type Server struct {
 
 	policies *core.Policies // the last loaded, under mu
 	cl       *clusterMode   // nil: a single main control (cluster.go)
+	durable  durableHandoff // the log's durable mark (durable.go)
 }
 
 func (s *Server) now() time.Time { return s.cfg.Core.Clock.Now() }
@@ -161,6 +162,7 @@ func (s *Server) recover() error {
 	}
 	s.log.Info("data dir recovered", "dir", s.cfg.DataDir, "snapshot_lsn", res.SnapshotLSN, "last_lsn", s.gate.lastLSN,
 		"epoch", s.core.Epoch(), "took", time.Since(start).Round(time.Millisecond))
+	s.startReleaser()
 	st.Start(s.onDurable, s.onHealth)
 	return nil
 }
@@ -334,6 +336,7 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	s.mu.Lock()
+	s.takeDurable()
 	consumed := cn.flow.consumed
 	more := s.readFrames(cn, gc)
 	if why := s.flow.notePartial(cn, gc, more, cn.flow.consumed != consumed); why != "" {
@@ -402,17 +405,6 @@ func wake(cs []*conn) {
 	for _, cn := range cs {
 		_ = cn.gc.Wake(nil) // a closed connection ignores it
 	}
-}
-
-// onDurable runs on the log's writer goroutine.
-func (s *Server) onDurable(lsn uint64) {
-	s.mu.Lock()
-	if s.gate.release(lsn) {
-		s.core.Durable(lsn)
-	}
-	wakes := s.wakes.take(nil)
-	s.mu.Unlock()
-	wake(wakes)
 }
 
 // onHealth runs on the log's writer goroutine when writes fail or recover.

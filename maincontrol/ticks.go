@@ -50,6 +50,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 		s.mu.Unlock()
 		return s.cfg.TickInterval, gnet.None
 	}
+	s.takeDurable()
 	planned := s.timers.tickAt
 	wakes := s.tick(planned)
 	now := s.now()
