@@ -66,7 +66,20 @@ func (c *Core) sendError(p *peer, req string, code wire.Code, msg string) {
 	b := c.begin(wire.KindError, req)
 	b.StrK(kCode, string(code))
 	b.StrK(kMessage, msg)
-	c.send(p.id, &b)
+	c.sendErrorFrame(p, code, &b)
+}
+
+// sendEscapedError is sendError for a message already escaped for the
+// wire, such as a numText.
+func (c *Core) sendEscapedError(p *peer, req string, code wire.Code, escaped string) {
+	b := c.begin(wire.KindError, req)
+	b.StrK(kCode, string(code))
+	b.PlainK(kMessage, escaped)
+	c.sendErrorFrame(p, code, &b)
+}
+
+func (c *Core) sendErrorFrame(p *peer, code wire.Code, b *wire.Builder) {
+	c.send(p.id, b)
 	if code.CloseAfter() {
 		c.closePeer(p)
 	}

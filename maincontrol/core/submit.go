@@ -414,28 +414,29 @@ func (c *Core) waitFor(p *peer, id uint64, req string) {
 // queue_full, and the cause is others' waits, gone when their tasks end.
 func (c *Core) waitRoom(p *peer, req string) bool {
 	if limit := min(c.cfg.MaxPending, maxWaitsPerConn); p.waits != nil && p.waits.n >= limit {
-		c.sendError(p, req, wire.CodeBadRequest, c.waitRefusals[0].text("wait=true: this connection already waits for ",
+		c.sendEscapedError(p, req, wire.CodeBadRequest, c.waitRefusals[0].text("wait=true: this connection already waits for ",
 			limit, " done replies, its limit; wait for some to come first, or submit without wait"))
 		return false
 	}
 	if c.waiters.total >= c.cfg.MaxWaits {
-		c.sendError(p, req, wire.CodeUnavailable, c.waitRefusals[1].text("wait=true: all connections together wait for ",
+		c.sendEscapedError(p, req, wire.CodeUnavailable, c.waitRefusals[1].text("wait=true: all connections together wait for ",
 			c.waiters.total, " done replies, --max-waits; nothing was submitted; retry later, or submit without wait"))
 		return false
 	}
 	return true
 }
 
-// numText is a message with a number in it, built again only when the
-// number changes.
+// numText is a message with a number in it, built and escaped for the
+// wire again only when the number changes. A flood past a cap meets it
+// per frame, and escaping its `=` was a tenth of the loop's work.
 type numText struct {
 	n int
-	s string
+	s string // escaped (wire.AppendEscaped)
 }
 
 func (t *numText) text(before string, n int, after string) string {
 	if t.s == "" || t.n != n {
-		t.n, t.s = n, before+strconv.Itoa(n)+after
+		t.n, t.s = n, string(wire.AppendEscaped(nil, before+strconv.Itoa(n)+after))
 	}
 	return t.s
 }

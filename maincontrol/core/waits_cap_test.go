@@ -23,7 +23,8 @@ func TestCore_WaitersOfClosedPeerDropped(t *testing.T) {
 	h.send(cl, "submit", "req", "over", "task_type", "nobody", "key", "K", "wait", "true")
 	e := h.expect(cl, "error")
 	assert.Equal(t, "bad_request", e.Value("code"))
-	assert.Contains(t, e.Value("message"), "already waits for 5 done replies")
+	assert.Equal(t, "wait=true: this connection already waits for 5 done replies, its limit; wait for some to come first, or submit without wait",
+		e.Value("message"), "the text kept escaped decodes as it was")
 	pw := h.c.peers[cl].waits
 	assert.Equal(t, 5, pw.n)
 	h.c.Closed(cl)
