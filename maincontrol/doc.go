@@ -6,8 +6,8 @@
 //
 // The core is not safe for concurrent use. Every goroutine that touches it
 // holds one mutex. Those are the event loops in OnTraffic, gnet's ticker
-// goroutine in OnTick, and the log's writer goroutine when records become
-// durable. By default there is one event loop, chosen by measuring
+// goroutine in OnTick, and the releaser goroutine when records become
+// durable. The log's writer never waits for it (durable.go). By default there is one event loop, chosen by measuring
 // (bench/README.md). The core is the serial part, so a second loop only
 // adds lock handoffs. The other core is better spent on the log writer,
 // snapshots and the clients. --event-loops lets a bigger host try more.
@@ -21,7 +21,9 @@
 // hello_ok) show no change and are not held, unless a held frame to the
 // same connection is before them. A slow disk must not keep a new peer
 // waiting into its handshake timeout. The log's writer goroutine reports
-// durability. The release wakes the connection, whose OnTraffic writes
+// durability, and the next holder of the mutex releases the frames: an
+// event loop's callback, or the releaser when the loop is idle. The
+// release wakes the connection, whose OnTraffic writes
 // what was released. So connections are only ever written from their own
 // callbacks. A Write that fails closes the connection inside gnet, and
 // never runs under the mutex.
