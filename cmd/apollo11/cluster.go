@@ -32,7 +32,9 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 }
 
 // runClusterStatus asks the leader, or a follower when no member leads,
-// so that a cluster without a majority can still be looked at.
+// so that a cluster without a majority can still be looked at. It exits 1
+// when no member leads, after printing what it found, so that scripts can
+// tell.
 func runClusterStatus(args []string, stdout io.Writer) error {
 	return clientCommandWith(&clientFlags{acceptFollower: true}, "cluster status", "cluster status [flags]", false, args, stdout, nil, nil,
 		func(_ *flag.FlagSet, cf *clientFlags, cl *client.Client) error {
@@ -44,10 +46,14 @@ func runClusterStatus(args []string, stdout io.Writer) error {
 			}
 			asked := askMembers(cf, &st)
 			if cf.asJSON {
-				return printJSON(stdout, st)
+				err = printClusterStatusJSON(stdout, st, asked)
+			} else {
+				printClusterStatus(stdout, st, asked)
 			}
-			printClusterStatus(stdout, st, asked)
-			return nil
+			if err == nil && st.Leader == "" {
+				err = exitError{Code: 1}
+			}
+			return err
 		})
 }
 
@@ -79,12 +85,15 @@ func printClusterStatus(w io.Writer, st client.ClusterStatus, asked map[string]a
 		case wasAsked && a.err != nil:
 			fmt.Fprintf(w, "  unreachable (%v)", a.err)
 		case wasAsked:
-			fmt.Fprintf(w, "  applied_index %d", a.applied)
+			fmt.Fprintf(w, "  %s  applied_index %d", shown(a.role), a.applied)
 		}
 		if m.Lag != nil {
 			fmt.Fprintf(w, "  lag %d", *m.Lag)
 		}
 		fmt.Fprintln(w)
+	}
+	if why := noLeader(st, asked); why != "" {
+		fmt.Fprintln(w, why)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 
@@ -49,26 +50,64 @@ func TestCluster_TransferLeadership(t *testing.T) {
 	assert.Equal(t, "leader "+a.Addr()+" -> "+b.Addr()+" (term 3)\n", out.String())
 }
 
-// cluster status asks a follower when no member leads.
+// cluster status asks a candidate when no member leads, and still asks
+// every other member: one answers, one is down. It says there is no
+// leader and exits 1.
 func TestCluster_StatusWithoutLeader(t *testing.T) {
-	f := fakemain.Start(t)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		c := f.Accept(t)
-		m := next(t, c, "hello")
-		c.Send("hello_ok", "req", m.Value("req"), "role", "candidate")
-		m = next(t, c, "cluster_status")
-		c.Send("cluster_status_ok", "req", m.Value("req"), "id", f.Addr(), "role", "candidate", "term", "7",
-			"commit_index", "10", "applied_index", "9", "count", "1",
-			"member.0.id", f.Addr(), "member.0.raft", "r0:1", "member.0.voter", "true")
-	}()
-	var out, errOut bytes.Buffer
-	rc := run([]string{"cluster", "status", "--addr", f.Addr()}, &out, &errOut)
-	<-served
-	require.Equal(t, 0, rc, errOut.String())
-	assert.Equal(t, "answered by "+f.Addr()+" (candidate)  leader (none known)  term 7  commit_index 10  applied_index 9\n"+
-		"member "+f.Addr()+"  raft r0:1  voter\n", out.String())
+	f, g := fakemain.Start(t), fakemain.Start(t)
+	down := closedAddr(t)
+	members := []string{"count", "3",
+		"member.0.id", f.Addr(), "member.0.raft", "r0:1", "member.0.voter", "true",
+		"member.1.id", g.Addr(), "member.1.raft", "r1:1", "member.1.voter", "true",
+		"member.2.id", down, "member.2.raft", "r2:1", "member.2.voter", "true"}
+	serve := func(s *fakemain.Server, applied string) <-chan struct{} {
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			c := s.Accept(t)
+			m := next(t, c, "hello")
+			c.Send("hello_ok", "req", m.Value("req"), "role", "candidate")
+			m = next(t, c, "cluster_status")
+			c.Send("cluster_status_ok", append([]string{"req", m.Value("req"), "id", s.Addr(), "role", "candidate", "term", "7",
+				"commit_index", "10", "applied_index", applied}, members...)...)
+		}()
+		return served
+	}
+	for _, asJSON := range []bool{false, true} {
+		fs, gs := serve(f, "9"), serve(g, "8")
+		var out, errOut bytes.Buffer
+		args := []string{"cluster", "status", "--addr", f.Addr(), "--request-timeout", "5s"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		rc := run(args, &out, &errOut)
+		<-fs
+		<-gs
+		assert.Equal(t, 1, rc, "no leader: scripts can tell; %s", errOut.String())
+		assert.Empty(t, errOut.String())
+		if asJSON {
+			assert.Contains(t, out.String(), `"no_leader": "no leader: 2 of 3 voters reachable; a majority (2) must be up to elect one"`)
+			assert.Contains(t, out.String(), `"unreachable": "`)
+			assert.Contains(t, out.String(), `"applied_index": 8`)
+			continue
+		}
+		lines := strings.Split(out.String(), "\n")
+		require.Len(t, lines, 6, out.String())
+		assert.Equal(t, "answered by "+f.Addr()+" (candidate)  leader (none known)  term 7  commit_index 10  applied_index 9", lines[0])
+		assert.Equal(t, "member "+f.Addr()+"  raft r0:1  voter", lines[1])
+		assert.Equal(t, "member "+g.Addr()+"  raft r1:1  voter  candidate  applied_index 8", lines[2])
+		assert.Contains(t, lines[3], "member "+down+"  raft r2:1  voter  unreachable (")
+		assert.Equal(t, "no leader: 2 of 3 voters reachable; a majority (2) must be up to elect one", lines[4])
+	}
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }
 
 // A single main control does not speak the cluster group: the error says
