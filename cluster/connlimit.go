@@ -12,9 +12,10 @@ import (
 const maxPool = 3
 
 // DefaultMaxConns caps the raft connections a member holds accepted at
-// once. A peer holds at most maxPool pooled ones and a pipeline: four.
-// Eight peers, a cluster of nine, need 32; twice that leaves room for
-// connections being replaced. More are closed as soon as accepted.
+// once. A peer holds maxPool pooled ones, and one more while its RPCs
+// overlap: four. Eight peers, a cluster of nine, need 32; twice that
+// leaves room for connections being replaced. More are closed as soon as
+// accepted.
 const DefaultMaxConns = 2 * 8 * (maxPool + 1)
 
 // TransportFDs is the file descriptors a member's raft transport may

@@ -267,8 +267,14 @@ func (n *Node) openTransport(rc *raft.Config) error {
 		}
 		stream = tcp
 	}
+	// MaxRPCsInFlight 1 turns off Raft's pipelined replication, which
+	// can wedge: once a follower's answer ends a pipeline (a newer term,
+	// a refusal), one more send may wait forever on a decoder that waits
+	// on a reader that is gone. That follower then gets no entries, and
+	// Raft's Shutdown waits forever. Without it the leader sends each
+	// follower one AppendEntries at a time, of all the entries waiting.
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: maxPool, Timeout: 10 * time.Second, Logger: rc.Logger})
+		Stream: stream, MaxPool: maxPool, MaxRPCsInFlight: 1, Timeout: 10 * time.Second, Logger: rc.Logger})
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -196,4 +197,18 @@ func awaitDurable(t *testing.T, durable <-chan uint64, failed <-chan error, last
 			t.Fatalf("LSN %d not durable within 30 s", last)
 		}
 	}
+}
+
+// Raft's pipelined replication can wedge a leader's replication to one
+// follower for good, and then Raft's Shutdown waits forever (node.go).
+// The transport refuses pipelines, so Raft falls back to one
+// AppendEntries at a time. A pipeline would dial the peer instead.
+func TestNode_NoPipelinedReplication(t *testing.T) {
+	self := Member{ID: "client-0:1", Raft: freeAddr(t), Voter: true}
+	n, err := Start(Config{ID: self.ID, RaftAddr: self.Raft, Members: []Member{self}, Dir: t.TempDir(), Logger: quiet()}, &listApp{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, n.Close()) }()
+	peer := freeAddr(t) // nothing listens there
+	_, err = n.trans.AppendEntriesPipeline("client-1:1", raft.ServerAddress(peer))
+	require.ErrorIs(t, err, raft.ErrPipelineReplicationNotSupported)
 }
