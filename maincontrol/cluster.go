@@ -394,6 +394,7 @@ func (cm *clusterMode) stepDown() {
 	cm.prop.Lead(cluster.Origin{})
 	s.core.SetRole(core.RoleFollower, cm.node.Leader())
 	err := cm.rebuild()
+	applied := cm.applied // Raft's FSM goroutine sets it under s.mu
 	wakes := s.wakes.take(nil)
 	s.mu.Unlock()
 	wake(wakes)
@@ -402,7 +403,7 @@ func (cm *clusterMode) stepDown() {
 		return
 	}
 	s.log.Warn("leadership lost: connections closed, state rebuilt from the committed log", "term", term,
-		"applied_index", cm.applied)
+		"applied_index", applied)
 }
 
 // rebuild replaces the core with one made from the committed state up
