@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -80,7 +82,12 @@ func Launch(cfg maincontrol.Config) (addr string, stop func() error, err error) 
 					stopErr = fmt.Errorf("main control stopped with %v", err)
 				}
 			case <-time.After(20 * time.Second):
-				stopErr = errors.New("main control did not stop in 20 s")
+				// The stacks say what it waits on: a hang seen once in
+				// fifty runs is not seen again on demand.
+				buf := make([]byte, 16<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				fmt.Fprintf(os.Stderr, "main control on %s did not stop in 20 s; goroutines:\n%s\n", cfg.Listen, buf)
+				stopErr = errors.New("main control did not stop in 20 s (goroutines on stderr)")
 			}
 		})
 		return stopErr
