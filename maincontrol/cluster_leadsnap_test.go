@@ -124,7 +124,7 @@ func startMembersWith(t *testing.T, n int, base Config) []*Server {
 	var servers []*Server
 	for i, m := range members {
 		ready := make(chan struct{})
-		cfg := base
+		cfg := loadedRaft(base)
 		cfg.Listen, cfg.DataDir, cfg.RaftListen, cfg.ClusterMembers = m.ID, filepath.Join(dir, fmt.Sprint(i)), m.Raft, members
 		cfg.Logger, cfg.OnReady = slog.New(slog.DiscardHandler), func(string) { close(ready) }
 		s, err := newServer(cfg)

@@ -44,7 +44,7 @@ func startClusterWith(t *testing.T, n int, tweak func(*maincontrol.Config)) *tes
 		cfg := maincontrol.Config{Listen: m.ID, DataDir: filepath.Join(dir, fmt.Sprint(i)),
 			RaftListen: m.Raft, ClusterMembers: members, Logger: testLogger()}
 		tweak(&cfg)
-		_, stop, err := maincontroltest.Launch(cfg)
+		_, stop, err := maincontroltest.Launch(maincontrol.LoadedRaft(cfg))
 		require.NoError(t, err)
 		tc.stops = append(tc.stops, stop)
 		tc.configs = append(tc.configs, cfg)
@@ -188,7 +188,7 @@ func TestCluster_AddRemoveTransfer(t *testing.T) {
 
 	// A fourth member, with no state and no member list, waits to be added.
 	extra := cluster.Member{ID: freeAddr(t), Raft: freeAddr(t), Voter: true}
-	_, stop, err := maincontroltest.Launch(maincontrol.Config{Listen: extra.ID, DataDir: t.TempDir(), RaftListen: extra.Raft, Logger: testLogger()})
+	_, stop, err := maincontroltest.Launch(maincontrol.LoadedRaft(maincontrol.Config{Listen: extra.ID, DataDir: t.TempDir(), RaftListen: extra.Raft, Logger: testLogger()}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, stop()) }()
 

@@ -35,8 +35,8 @@ func TestTLS_ThreeMemberClusterOverMutualTLS(t *testing.T) {
 	for i, m := range members {
 		c, k := ca.Issue(tlsfilestest.Leaf{Name: fmt.Sprint("member", i)})
 		files := tlsfiles.Files{Cert: c, Key: k, CA: ca.CAFile}
-		maincontroltest.Start(t, maincontrol.Config{Listen: m.ID, DataDir: filepath.Join(dir, fmt.Sprint(i)),
-			RaftListen: m.Raft, ClusterMembers: members, RaftTLS: files, TLS: files, Logger: testLogger()})
+		maincontroltest.Start(t, maincontrol.LoadedRaft(maincontrol.Config{Listen: m.ID, DataDir: filepath.Join(dir, fmt.Sprint(i)),
+			RaftListen: m.Raft, ClusterMembers: members, RaftTLS: files, TLS: files, Logger: testLogger()}))
 	}
 	pc, pk := ca.Issue(tlsfilestest.Leaf{Name: "peer"})
 	peer := clientTLS(t, tlsfiles.Files{Cert: pc, Key: pk, CA: ca.CAFile})
