@@ -58,7 +58,7 @@ func testConnCap(t *testing.T, withTLS bool) {
 		}
 		apps[i] = &listApp{}
 		var err error
-		nodes[i], err = Start(cfg, apps[i])
+		nodes[i], err = Start(loaded(cfg), apps[i])
 		require.NoError(t, err)
 	}
 	leader := func() int {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/snapshot"
 )
 
@@ -93,9 +94,19 @@ func freeAddr(t *testing.T) string {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// loaded stretches Raft's default timeouts with the host's load. A
+// leader steps down when no quorum answered within half its heartbeat
+// timeout, 200 ms by default, and a busy host running -race delays
+// heartbeats that long by scheduling alone.
+func loaded(cfg Config) Config {
+	cfg.HeartbeatTimeout = patience.Scale(DefaultHeartbeatTimeout)
+	cfg.ElectionTimeout = patience.Scale(DefaultElectionTimeout)
+	return cfg
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience.Scale(20 * time.Second)) // as Raft's timeouts (loaded)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -114,8 +125,8 @@ func TestNode_ThreeMembersReplicateAndFailOver(t *testing.T) {
 	apps := make([]*listApp, 3)
 	for i, m := range members {
 		apps[i] = &listApp{}
-		n, err := Start(Config{ID: m.ID, RaftAddr: m.Raft, Members: members, Dir: filepath.Join(dir, fmt.Sprint(i)),
-			Logger: quiet(), SnapshotThreshold: 4}, apps[i])
+		n, err := Start(loaded(Config{ID: m.ID, RaftAddr: m.Raft, Members: members, Dir: filepath.Join(dir, fmt.Sprint(i)),
+			Logger: quiet(), SnapshotThreshold: 4}), apps[i])
 		require.NoError(t, err)
 		nodes[i] = n
 	}

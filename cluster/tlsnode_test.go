@@ -40,8 +40,8 @@ func TestNode_ThreeMembersOverMutualTLS(t *testing.T) {
 		l, err := tlsfiles.Load(tlsfiles.Files{Cert: c, Key: k, CA: ca.CAFile}, quiet())
 		require.NoError(t, err)
 		apps[i] = &listApp{}
-		nodes[i], err = Start(Config{ID: m.ID, RaftAddr: m.Raft, Members: members, Dir: filepath.Join(dir, fmt.Sprint(i)),
-			Logger: quiet(), TLS: l}, apps[i])
+		nodes[i], err = Start(loaded(Config{ID: m.ID, RaftAddr: m.Raft, Members: members, Dir: filepath.Join(dir, fmt.Sprint(i)),
+			Logger: quiet(), TLS: l}), apps[i])
 		require.NoError(t, err)
 	}
 	leader := func() int {

@@ -75,8 +75,10 @@ func TestTLSStreamLayer_RaftClusterOverMutualTLS(t *testing.T) {
 	for i, s := range layers {
 		conf := raft.DefaultConfig()
 		conf.LocalID = servers[i].ID
-		conf.HeartbeatTimeout, conf.ElectionTimeout = 200*time.Millisecond, 200*time.Millisecond
-		conf.LeaderLeaseTimeout, conf.CommitTimeout = 100*time.Millisecond, 10*time.Millisecond
+		// Stretched with the load: a leader whose quorum did not answer
+		// within the lease steps down, and a busy host delays heartbeats.
+		conf.HeartbeatTimeout, conf.ElectionTimeout = patience.Scale(200*time.Millisecond), patience.Scale(200*time.Millisecond)
+		conf.LeaderLeaseTimeout, conf.CommitTimeout = patience.Scale(100*time.Millisecond), 10*time.Millisecond
 		conf.LogOutput = io.Discard
 		trans := raft.NewNetworkTransport(s, 3, 5*time.Second, io.Discard)
 		store := raft.NewInmemStore()
