@@ -36,13 +36,18 @@ func blobServer(t *testing.T, cfg maincontrol.Config) (string, *rawPeer, *syncbu
 // never reads.
 func askAndStall(t *testing.T, addr string, n int) *rawPeer {
 	p := clientPeer(t, addr)
+	stall(t, p, n)
+	return p
+}
+
+// stall sends n state_get keys=blob on p, which never reads.
+func stall(t *testing.T, p *rawPeer, n int) {
 	var burst []byte
 	for range n {
 		burst = append(burst, mustFrame(t, "state_get", "keys", "blob")...)
 	}
 	require.NoError(t, p.c.SetWriteDeadline(time.Now().Add(10*time.Second)))
 	_, _ = p.c.Write(burst)
-	return p
 }
 
 var unsentRE = regexp.MustCompile(`connection closed: peer is not reading: sent \d+ of (\d+) unsent bytes`)
@@ -73,11 +78,17 @@ func TestOutbound_TotalCap(t *testing.T) {
 	const total = 24 << 20
 	addr, cl, logs := blobServer(t, maincontrol.Config{MaxOutboundTotal: total})
 	const stallers = 6
+	// Every staller finishes its handshake first: on a busy host a
+	// welcome would otherwise wait behind the replies piled for the
+	// stallers before it.
 	var peers []*rawPeer
 	for range stallers {
+		peers = append(peers, clientPeer(t, addr))
+	}
+	for _, p := range peers {
 		// 14 MiB each, under the 16 MiB per-connection cap; the kernel's
 		// socket buffers take a few MiB of it.
-		peers = append(peers, askAndStall(t, addr, 56))
+		stall(t, p, 56)
 	}
 	waitConnections(t, cl, 2+stallers-2, logs)
 	assert.Contains(t, logs.String(), "peer is not reading: sent 0 of")
