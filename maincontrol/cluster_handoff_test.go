@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/internal/syncbuf"
 	"github.com/apollo11/apollo11/maincontrol"
 )
@@ -16,7 +17,9 @@ import (
 // are long here: without the handoff, no follower would even stand for
 // election until one of them had passed since the leader's last heartbeat.
 func TestCluster_GracefulStopHandsLeadershipOn(t *testing.T) {
-	const timeout = 5 * time.Second
+	// Stretched with the load, as a handoff's round trips are: the
+	// election without it still takes longer than this.
+	timeout := patience.Scale(5 * time.Second)
 	var logs syncbuf.Buffer
 	tc := startClusterWith(t, 3, func(c *maincontrol.Config) {
 		c.RaftHeartbeatTimeout, c.RaftElectionTimeout = timeout, timeout
