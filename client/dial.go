@@ -101,7 +101,8 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 // It goes on, with backoff, while only followers without a leader
 // answer: an election is under way. DialTimeout bounds that search.
 func (c *Client) findLeader(ctx context.Context) (*session, error) {
-	deadline := time.Now().Add(c.opts.DialTimeout)
+	start := time.Now()
+	deadline := start.Add(c.opts.DialTimeout)
 	bo := backoff.Backoff{Min: c.opts.Reconnect.MinDelay, Max: c.opts.Reconnect.MaxDelay}
 	first := c.addrs.First()
 	for {
@@ -115,17 +116,25 @@ func (c *Client) findLeader(ctx context.Context) (*session, error) {
 		}
 		delay := bo.Next()
 		if time.Until(deadline) < delay {
-			return nil, fmt.Errorf("%w (none elected within the dial timeout %v)", err, c.opts.DialTimeout)
+			return nil, waitedFor(err, c.opts.DialTimeout)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (%w)", err, ctx.Err())
+			return nil, fmt.Errorf("%w (%w)", waitedFor(err, time.Since(start)), ctx.Err())
 		}
 		first = c.addrs.After(first)
 	}
+}
+
+// waitedFor records in a no-leader error how long Dial looked for one.
+func waitedFor(err error, waited time.Duration) error {
+	if nl, ok := errors.AsType[*noLeaderError](err); ok {
+		nl.waited = waited
+	}
+	return err
 }
 
 // pass dials each address at most once, from first on, until a main
@@ -140,6 +149,7 @@ func (c *Client) pass(ctx context.Context, first string) (*session, error) {
 	var fallback *session
 	var outside *LeaderOutsideError
 	var errs []error
+	noLeader := false // a follower or candidate answered
 	for len(queue) > 0 && ctx.Err() == nil {
 		addr := queue[0]
 		queue = queue[1:]
@@ -158,7 +168,12 @@ func (c *Client) pass(ctx context.Context, first string) (*session, error) {
 			}
 			return s, nil
 		}
-		errs = append(errs, fmt.Errorf("%w: %s is a follower (leader %q)", ErrNoLeader, addr, s.leader))
+		noLeader = true
+		if s.leader == "" {
+			errs = append(errs, fmt.Errorf("%s is a %s", addr, s.role))
+		} else {
+			errs = append(errs, fmt.Errorf("%s is a %s (leader %s)", addr, s.role, s.leader))
+		}
 		if c.follow(addr, s.leader) && !tried[s.leader] {
 			queue = append([]string{s.leader}, queue...)
 		} else if outside == nil && c.addrs.Judge(s.leader) == addrlist.Outside {
@@ -175,6 +190,9 @@ func (c *Client) pass(ctx context.Context, first string) (*session, error) {
 	}
 	if outside != nil && ctx.Err() == nil {
 		return nil, outside
+	}
+	if noLeader {
+		return nil, &noLeaderError{errs: errs}
 	}
 	if len(errs) == 1 {
 		return nil, errs[0]
@@ -302,7 +320,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (*session, erro
 			}
 			return &session{conn: conn, r: r, maxFrame: welcome.MaxFrame, done: make(chan struct{}),
 				features: welcome.Features, admin: m.Value("admin") == "true",
-				follower: !serves(m.Value("role")), leader: strings.Clone(m.Value("leader")),
+				follower: !serves(m.Value("role")), role: strings.Clone(m.Value("role")), leader: strings.Clone(m.Value("leader")),
 				maxUnsent: max(minMaxUnsent, 4*welcome.MaxFrame)}, nil
 		case wire.KindError:
 			return nil, fmt.Errorf("hello refused: %w", wire.ErrorReplyOf(m))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apollo11/apollo11/wire"
 )
@@ -29,6 +30,33 @@ var ErrOutcomeUnknown = errors.New("outcome unknown: the connection was lost bef
 // ErrNoLeader is matched (errors.Is) by Dial's error when the members it
 // reached were all followers that named no leader in Options.Addrs.
 var ErrNoLeader = errors.New("no leader among the main control addresses")
+
+// noLeaderError is Dial's error when the members that answered were
+// followers or candidates: no member leads. errs says what each address
+// answered or why it could not be reached. waited is how long Dial looked
+// for a leader, 0 after one pass.
+type noLeaderError struct {
+	errs   []error
+	waited time.Duration
+}
+
+func (e *noLeaderError) Error() string {
+	var b strings.Builder
+	b.WriteString("no member leads (a majority of the voters must be up to elect a leader")
+	if e.waited > 0 {
+		fmt.Fprintf(&b, "; none was elected in %v", e.waited.Round(time.Millisecond))
+	}
+	b.WriteString("): ")
+	for i, err := range e.errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e *noLeaderError) Unwrap() []error { return append([]error{ErrNoLeader}, e.errs...) }
 
 // LeaderOutsideError is Dial's error when no address answers as leader
 // and a follower names a leader outside Options.Addrs. Dial does not

@@ -208,10 +208,17 @@ func TestFollow_NoHintTriesNextAddress(t *testing.T) {
 // then fails with ErrNoLeader; with AcceptFollower it keeps one.
 func TestFollow_NoLeaderElected(t *testing.T) {
 	a := startFollower(t, fakemain.Follower{})
-	b := startFollower(t, fakemain.Follower{})
+	b := startFollower(t, fakemain.Follower{Role: "candidate"})
 	_, err := dialed(t, dialList([]string{a.Addr(), b.Addr()}, client.Options{DialTimeout: 300 * time.Millisecond}, nil))
 	require.ErrorIs(t, err, client.ErrNoLeader)
 	assert.Greater(t, a.Accepted(), int64(1), "it tried again while an election may be under way")
+	// The error says no member leads and why, each member's own role,
+	// and no empty leader.
+	assert.Contains(t, err.Error(), "no member leads (a majority of the voters must be up to elect a leader; none was elected in 300ms)")
+	assert.Contains(t, err.Error(), b.Addr()+" is a candidate")
+	assert.Contains(t, err.Error(), a.Addr()+" is a follower")
+	assert.NotContains(t, err.Error(), `leader ""`)
+	assert.NotContains(t, err.Error(), "dial timeout")
 
 	c, err := dialed(t, dialList([]string{a.Addr(), b.Addr()}, client.Options{AcceptFollower: true}, nil))
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ type session struct {
 	features []string      // the welcome's optional groups (section 8.1)
 	admin    bool          // hello_ok said admin=true (section 8.2)
 	follower bool          // hello_ok said a role that refuses requests (section 8.13)
+	role     string        // the role hello_ok said
 	leader   string        // the leader hello_ok named, if any
 
 	wmu       sync.Mutex

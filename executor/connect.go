@@ -134,7 +134,10 @@ type notLeaderError struct {
 }
 
 func (e *notLeaderError) Error() string {
-	return fmt.Sprintf("register refused: %v (leader %q)", e.refusal, e.leader)
+	if e.leader == "" {
+		return fmt.Sprintf("register refused: %v", e.refusal)
+	}
+	return fmt.Sprintf("register refused: %v (leader %s)", e.refusal, e.leader)
 }
 
 func (e *notLeaderError) Unwrap() error { return e.refusal }

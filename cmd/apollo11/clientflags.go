@@ -92,6 +92,9 @@ func (c *clientFlags) dial() (*client.Client, error) {
 			return nil, fmt.Errorf("the leader %s is not in --addr %s: add it (%s is a follower)",
 				out.Leader, strings.Join(out.Addrs, ","), out.Follower)
 		}
+		if errors.Is(err, client.ErrNoLeader) {
+			return nil, fmt.Errorf("%w (--request-timeout %v bounds the wait for an election)", err, c.timeout)
+		}
 		var refused *client.Error
 		if errors.As(err, &refused) || errors.Is(err, client.ErrAuthRequired) {
 			// It was reached. "cannot reach" would send the user to the

@@ -186,3 +186,21 @@ func TestCluster_TransferToRaftAddressNamesTheID(t *testing.T) {
 	assert.Equal(t, 1, rc)
 	assert.Contains(t, errOut.String(), "r1:1 is the raft address of member b:1: give its ID, the client address b:1")
 }
+
+// With no member leading, a client command says so, names each member's
+// role and the flag that bounds the wait, and shows no empty leader.
+func TestCluster_NoLeaderErrorNamesTheFlag(t *testing.T) {
+	f := fakemain.Start(t, fakemain.WithFollower(fakemain.Follower{Role: "candidate"}))
+	down := closedAddr(t)
+	var out, errOut bytes.Buffer
+	rc := run([]string{"stats", "--addr", f.Addr() + "," + down, "--request-timeout", "300ms"}, &out, &errOut)
+	assert.Equal(t, 1, rc)
+	msg := errOut.String()
+	assert.Contains(t, msg, "no member leads (a majority of the voters must be up to elect a leader; none was elected in 300ms)")
+	assert.Contains(t, msg, f.Addr()+" is a candidate")
+	assert.Contains(t, msg, "cannot connect to "+down)
+	assert.Contains(t, msg, "(--request-timeout 300ms bounds the wait for an election)")
+	assert.NotContains(t, msg, "dial timeout")
+	assert.NotContains(t, msg, `leader ""`)
+	assert.NotContains(t, msg, "cannot reach", "members were reached")
+}

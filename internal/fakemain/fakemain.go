@@ -5,6 +5,7 @@
 package fakemain
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net"
@@ -59,6 +60,7 @@ func WithGreeting(raw []byte) Option { return func(s *Server) { s.greeting = raw
 // register gets it too, and the connection is closed.
 type Follower struct {
 	HelloLeader string // the leader hello_ok names; "" names none
+	Role        string // the role hello_ok says; "" says follower
 	Leader      string // the leader each not_leader names; "" names none
 }
 
@@ -253,7 +255,7 @@ func (s *Server) follow(c *Conn) {
 		var kv []string
 		switch m.Type() {
 		case "hello":
-			kv = []string{"req", m.Value("req"), "role", "follower"}
+			kv = []string{"req", m.Value("req"), "role", cmp.Or(f.Role, "follower")}
 			if f.HelloLeader != "" {
 				kv = append(kv, "leader", f.HelloLeader)
 			}
