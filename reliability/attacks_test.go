@@ -47,7 +47,7 @@ type attackRun struct {
 	token  []byte
 	l      *ledger
 	until  time.Time // when the attack is to stop
-	wit    *witness
+	wit    *witnessProc
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }

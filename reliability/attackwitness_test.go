@@ -28,24 +28,24 @@ type witnessKind struct {
 // witness is an honest peer making one request at a time during an
 // attack, and timing each round trip.
 type witness struct {
-	addr   string
-	token  []byte
-	l      *ledger
-	kind   witnessKind
-	p      *peer // the session's connection, nil until dialled
-	http   *http.Client
-	mu     sync.Mutex
-	lat    []time.Duration
-	failed int
-	inRow  int // failures in a row, now
-	rowMax int // and at most
-	err    error
-	done   chan struct{}
-	wg     sync.WaitGroup
+	addr    string
+	token   []byte
+	confirm func(key string, id uint64, duplicate bool) // a submit the witness saw confirmed
+	kind    witnessKind
+	p       *peer // the session's connection, nil until dialled
+	http    *http.Client
+	mu      sync.Mutex
+	lat     []time.Duration
+	failed  int
+	inRow   int // failures in a row, now
+	rowMax  int // and at most
+	err     error
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
-func startWitness(addr string, token []byte, l *ledger, kind witnessKind) *witness {
-	w := &witness{addr: addr, token: token, l: l, kind: kind, done: make(chan struct{}),
+func newWitness(addr string, token []byte, confirm func(string, uint64, bool), kind witnessKind) *witness {
+	w := &witness{addr: addr, token: token, confirm: confirm, kind: kind, done: make(chan struct{}),
 		http: &http.Client{Timeout: healthzTimeout, Transport: &http.Transport{DisableKeepAlives: true}}}
 	w.wg.Add(1)
 	go w.run()
@@ -133,7 +133,7 @@ func (w *witness) request(i int) error {
 		var m *wire.Message
 		if m, err = w.ask(w.p, "submit", "req", req, "task_type", "work", "key", key); err == nil {
 			id, _ := wire.ParseUint(m.Value("task_id"))
-			w.l.confirm(key, id, m.Value("duplicate") == "true")
+			w.confirm(key, id, m.Value("duplicate") == "true")
 		}
 	}
 	if err != nil {
