@@ -114,11 +114,13 @@ func (c *Client) findLeader(ctx context.Context) (*session, error) {
 			// A leader is elected: waiting cannot put it in the list.
 			return nil, err
 		}
-		delay := bo.Next()
-		if time.Until(deadline) < delay {
+		// Wait up to the deadline, not short of it: a leader elected in
+		// the last stretch still counts. One last pass is made there.
+		left := time.Until(deadline)
+		if left <= 0 {
 			return nil, waitedFor(err, c.opts.DialTimeout)
 		}
-		t := time.NewTimer(delay)
+		t := time.NewTimer(min(bo.Next(), left))
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -209,8 +209,12 @@ func TestFollow_NoHintTriesNextAddress(t *testing.T) {
 func TestFollow_NoLeaderElected(t *testing.T) {
 	a := startFollower(t, fakemain.Follower{})
 	b := startFollower(t, fakemain.Follower{Role: "candidate"})
-	_, err := dialed(t, dialList([]string{a.Addr(), b.Addr()}, client.Options{DialTimeout: 300 * time.Millisecond}, nil))
+	start := time.Now()
+	// A backoff close to the timeout: Dial must still wait out the rest.
+	slow := client.Reconnect{MinDelay: 250 * time.Millisecond, MaxDelay: 250 * time.Millisecond}
+	_, err := dialed(t, dialList([]string{a.Addr(), b.Addr()}, client.Options{DialTimeout: 300 * time.Millisecond, Reconnect: slow}, nil))
 	require.ErrorIs(t, err, client.ErrNoLeader)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "it looked until the deadline, not short of it")
 	assert.Greater(t, a.Accepted(), int64(1), "it tried again while an election may be under way")
 	// The error says no member leads and why, each member's own role,
 	// and no empty leader.

@@ -159,19 +159,24 @@ class Finder(Generic[S]):
         list is ignored, as during a change of members) it waits, with
         backoff, up to ``timeout`` seconds; then NoLeader, or LeaderOutside
         when the last pass met such a hint, says so. Other errors are raised."""
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         backoff = Backoff(BACKOFF_MIN, BACKOFF_MAX)
         first = first or self.addrs.first
         while True:
             try:
                 return await self.one_pass(first)
             except NoLeader as e:  # LeaderOutside too
-                delay = backoff.next()
-                if time.monotonic() + delay > deadline:
+                # Wait up to the deadline, not short of it: a leader elected
+                # in the last stretch still counts. One last pass is made there.
+                left = deadline - time.monotonic()
+                if left <= 0:
                     if isinstance(e, LeaderOutside):
                         raise
-                    raise NoLeader(f"{e} (none elected within {timeout}s)") from None
-                await asyncio.sleep(delay)
+                    waited = time.monotonic() - start
+                    raise NoLeader(f"{e} (none elected in {waited:.1f}s; a majority of the voters "
+                                   "must be up to elect a leader)") from None
+                await asyncio.sleep(min(backoff.next(), left))
                 first = self.addrs.after(first)
 
 
