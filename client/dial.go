@@ -105,11 +105,18 @@ func (c *Client) findLeader(ctx context.Context) (*session, error) {
 	deadline := start.Add(c.opts.DialTimeout)
 	bo := backoff.Backoff{Min: c.opts.Reconnect.MinDelay, Max: c.opts.Reconnect.MaxDelay}
 	first := c.addrs.First()
+	var noLeader error // the last pass that found no leader
 	for {
 		s, err := c.pass(ctx, first)
+		if err != nil && noLeader != nil && ended(ctx) {
+			// ctx ended during this pass, often at the deadline: what
+			// the pass before found says more than its cut-off dials.
+			return nil, waitedFor(noLeader, min(time.Since(start), c.opts.DialTimeout))
+		}
 		if err == nil || !errors.Is(err, ErrNoLeader) {
 			return s, err
 		}
+		noLeader = err
 		if _, ok := errors.AsType[*LeaderOutsideError](err); ok {
 			// A leader is elected: waiting cannot put it in the list.
 			return nil, err
@@ -125,10 +132,17 @@ func (c *Client) findLeader(ctx context.Context) (*session, error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (%w)", waitedFor(err, time.Since(start)), ctx.Err())
+			return nil, fmt.Errorf("%w (%w)", waitedFor(err, min(time.Since(start), c.opts.DialTimeout)), ctx.Err())
 		}
 		first = c.addrs.After(first)
 	}
+}
+
+// ended says whether ctx is done or past its deadline. A dial cut off by
+// the deadline may return before ctx says so.
+func ended(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || (ok && !time.Now().Before(d))
 }
 
 // waitedFor records in a no-leader error how long Dial looked for one.
