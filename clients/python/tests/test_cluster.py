@@ -8,6 +8,8 @@ import asyncio
 import logging
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -49,6 +51,19 @@ class Cluster(BinaryTest):
         ex.start()
         self.addCleanup(ex.stop, False, WAIT)
         return ex
+
+    def test_the_readme_example_runs(self) -> None:
+        # The README's cluster example, with this cluster's addresses: it
+        # prints the task's end and the leader, with no other setup.
+        readme = os.path.join(os.path.dirname(__file__), "..", "README.md")
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        code = text.split("## A cluster", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+        for i, m in enumerate(self.members):
+            code = code.replace(f"10.0.0.{i + 1}:1969", m.addr)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, f"succeeded hello world via {self.leader.addr}\n", out.stderr)
 
     def test_a_follower_first_leads_to_the_leader(self) -> None:
         f1, f2 = self.followers
