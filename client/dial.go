@@ -248,7 +248,7 @@ func (c *Client) dialSession(ctx context.Context, addr string) (*session, error)
 		conn, err = tlsfiles.Client(hctx, conn, addr, c.opts.TLS)
 		cancel()
 		if err != nil {
-			return nil, tlsfiles.ExplainRefusal(err)
+			return nil, tlsfiles.ExplainRefusal(err, c.opts.TLS)
 		}
 	}
 	s, err := handshake(ctx, conn, c.opts)
@@ -256,7 +256,7 @@ func (c *Client) dialSession(ctx context.Context, addr string) (*session, error)
 		conn.Close()
 		if c.opts.TLS != nil {
 			// With TLS 1.3 the refusal of our certificate comes here.
-			err = tlsfiles.ExplainRefusal(err)
+			err = tlsfiles.ExplainRefusal(err, c.opts.TLS)
 		}
 		if c.addrs.Len() > 1 {
 			err = fmt.Errorf("%s: %w", addr, err)

@@ -82,13 +82,17 @@ func TestDial_RefusedClientCertificateSaysSo(t *testing.T) {
 	s := newTLSSetup(t)
 	addr := tlsfilestest.HandshakeOnlyPort(t, s.server, waitFor)
 	stranger := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &s.strngr, nil }
-	for name, cfg := range map[string]*tls.Config{
-		"none":     {RootCAs: pool(t, s.ca)},
-		"other CA": {RootCAs: pool(t, s.ca), GetClientCertificate: stranger},
+	for name, tc := range map[string]struct {
+		cfg  *tls.Config
+		hint string
+	}{
+		// None given: it is not that one was wrong.
+		"none":     {&tls.Config{RootCAs: pool(t, s.ca)}, tlsfiles.NoCertHint},
+		"other CA": {&tls.Config{RootCAs: pool(t, s.ca), GetClientCertificate: stranger}, tlsfiles.RefusedCertHint},
 	} {
-		err := dialOnce(addr, client.Options{TLS: cfg})
+		err := dialOnce(addr, client.Options{TLS: tc.cfg})
 		require.Error(t, err, name)
-		assert.Contains(t, err.Error(), tlsfiles.RefusedCertHint, name)
+		assert.Contains(t, err.Error(), tc.hint, name)
 		t.Log(err)
 	}
 	err := dialOnce(addr, client.Options{TLS: &tls.Config{RootCAs: pool(t, s.other), Certificates: []tls.Certificate{s.peer}}})

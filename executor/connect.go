@@ -87,7 +87,7 @@ const healthySession = 10 * time.Second
 func (e *Executor) connectOnce(ctx context.Context, addr string) (registered bool, timeout, served time.Duration, err error) {
 	conn, err := e.dial(ctx, addr)
 	if err != nil {
-		return false, 0, 0, fmt.Errorf("cannot connect: %w", tlsfiles.ExplainRefusal(err))
+		return false, 0, 0, fmt.Errorf("cannot connect: %w", tlsfiles.ExplainRefusal(err, e.cfg.TLS))
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
@@ -96,7 +96,7 @@ func (e *Executor) connectOnce(ctx context.Context, addr string) (registered boo
 	s, err := e.handshake(conn, addr)
 	if err != nil {
 		// With TLS 1.3 the refusal of our certificate comes here.
-		return false, 0, 0, tlsfiles.ExplainRefusal(err)
+		return false, 0, 0, tlsfiles.ExplainRefusal(err, e.cfg.TLS)
 	}
 	start := time.Now()
 	e.activate(s)

@@ -100,7 +100,8 @@ func (e *Executor) Run(ctx context.Context) error {
 	if !e.runCalled.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	e.log.Info("executor starting", "addr", e.addrs.String(), "task_types", e.TaskTypes(), "slots", e.cfg.Slots)
+	e.log.Info("executor starting", "addr", e.addrs.String(), "task_types", e.TaskTypes(), "slots", e.cfg.Slots,
+		"tls", e.cfg.TLS != nil)
 	loopCtx, stopLoop := context.WithCancel(e.hardCtx)
 	defer stopLoop()
 	loopDone := make(chan struct{})

@@ -36,12 +36,13 @@ func TestTLSHints_PlaintextAndRefusedCertificate(t *testing.T) {
 		hint string
 	}{
 		{"plaintext", nil, wire.NoWelcomeHint},
-		{"no certificate", &tls.Config{RootCAs: roots}, tlsfiles.RefusedCertHint},
+		{"no certificate", &tls.Config{RootCAs: roots}, tlsfiles.NoCertHint},
 	} {
 		s := mustRun(t, nil, executor.Config{Addr: addr, TLS: tc.tls, DialTimeout: time.Minute,
 			Handlers:   map[string]executor.Handler{"echo": echoHandler()},
 			BackoffMin: time.Hour, BackoffMax: time.Hour})
 		r := s.logs.eventually(t, "cannot register with the main control")
 		assert.Contains(t, r["err"], tc.hint, tc.name)
+		assert.Equal(t, tc.tls != nil, s.logs.eventually(t, "executor starting")["tls"], "the startup line says whether TLS is on")
 	}
 }

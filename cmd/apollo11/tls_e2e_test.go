@@ -36,7 +36,7 @@ func TestTLS_DaemonsAndCLIOverMutualTLS(t *testing.T) {
 	_, errOut, code = cli(t, bin, addr, "stats", "--tls-ca", ca.CAFile, "--reconnect-timeout", "0")
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, errOut, "certificate required")
-	assert.Contains(t, errOut, "refused this client's certificate")
+	assert.Contains(t, errOut, "requires a client certificate: give --tls-cert and --tls-key", "none was given")
 
 	_, errOut, code = cli(t, bin, addr, "stats", "--reconnect-timeout", "0", "--request-timeout", "2s")
 	assert.NotEqual(t, 0, code, "a plaintext client gets no welcome")
