@@ -77,7 +77,7 @@ func startAttack(t *testing.T, order int, name string, token []byte, w witnessKi
 	}()
 	r.seed()
 	r.row.before = len(r.l.confirmedIDs())
-	r.wit = startWitness(r.addr, token, r.l, w)
+	r.wit = startWitness(t, r.addr, token, r.l, w)
 	r.until = time.Now().Add(attackFor())
 	r.row.start = time.Now()
 	return r
@@ -112,6 +112,9 @@ func (r *attackRun) finish(injected string) {
 	r.row.took = time.Since(r.row.start)
 	r.row.honest, r.row.honestErr = honestPeer(r.addr, r.token, honestLimit)
 	r.row.witness, r.row.witnessFailed, r.row.witnessRun, r.row.witnessErr = r.wit.stop()
+	if errors.Is(r.row.witnessErr, errWitnessProcess) {
+		t.Errorf("no witness figures: %v", r.row.witnessErr)
+	}
 	r.row.peak = r.tg.hwm.Load()
 	r.row.memoryMax = r.tg.unit.memoryMax
 	if r.row.honestErr != nil {
