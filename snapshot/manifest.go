@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 )
 
@@ -81,7 +82,8 @@ func (m *manifestIndex) encode() []byte {
 
 var errBadIndex = errors.New("malformed manifest index")
 
-func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
+// decodeIndex decodes the index of a manifest of the given format version.
+func decodeIndex(b []byte, version uint32, lsn uint64) (*manifestIndex, error) {
 	m := &manifestIndex{}
 	uv := func() uint64 {
 		if b == nil {
@@ -118,6 +120,9 @@ func decodeIndex(b []byte, lsn uint64) (*manifestIndex, error) {
 		b = b[4:]
 		if !keyedPart(p.kind) && p.kind != partState || p.lsn > lsn {
 			return nil, fmt.Errorf("%w: part %s", errBadIndex, p.name())
+		}
+		if p.kind == partRuns && version < manifestVersion {
+			return nil, fmt.Errorf("%w: format %d lists runs part %s, which only format %d has", errBadIndex, version, p.name(), manifestVersion)
 		}
 		if k := len(m.parts); k > 0 && m.parts[k-1].lsn > p.lsn {
 			return nil, fmt.Errorf("%w: parts out of order", errBadIndex)
@@ -174,8 +179,8 @@ func readManifest(fsys FS, path string, lsn uint64, head func(p []byte) error) (
 		if first && isManifest(v) {
 			first = false
 			var ierr error
-			if idx, ierr = decodeIndex(p, lsn); ierr != nil {
-				return fmt.Errorf("%w: %w", ErrBadSnapshot, ierr)
+			if idx, ierr = decodeIndex(p, v, lsn); ierr != nil {
+				return fmt.Errorf("%w: %s: %w", ErrBadSnapshot, filepath.Base(path), ierr)
 			}
 			return nil
 		}
