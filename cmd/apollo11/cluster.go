@@ -50,7 +50,7 @@ func runClusterStatus(args []string, stdout io.Writer) error {
 			} else {
 				printClusterStatus(stdout, st, asked)
 			}
-			if err == nil && st.Leader == "" {
+			if err == nil && noLeader(st, asked) != "" {
 				err = exitError{Code: 1}
 			}
 			return err
@@ -58,7 +58,7 @@ func runClusterStatus(args []string, stdout io.Writer) error {
 }
 
 func printClusterStatus(w io.Writer, st client.ClusterStatus, asked map[string]askedLag) {
-	leader := st.Leader
+	leader := leaderOf(st, asked)
 	if leader == "" {
 		leader = "(none known)"
 	}

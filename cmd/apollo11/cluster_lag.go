@@ -13,6 +13,7 @@ import (
 // index it applied, and its lag is the leader's commit index minus that.
 type askedLag struct {
 	role    string
+	leader  string // the leader it knows, if any
 	applied uint64
 	err     error
 }
@@ -44,7 +45,7 @@ func askMembers(cf *clientFlags, st *client.ClusterStatus) map[string]askedLag {
 				ms, err = cl.ClusterStatus(ctx)
 				cancel()
 				cl.Close()
-				a.role, a.applied = ms.Role, ms.AppliedIndex
+				a.role, a.leader, a.applied = ms.Role, ms.Leader, ms.AppliedIndex
 			}
 			a.err = err
 			mu.Lock()
@@ -69,10 +70,33 @@ func askMembers(cf *clientFlags, st *client.ClusterStatus) map[string]askedLag {
 	return out
 }
 
-// noLeader says why no member leads when no member that answered names a
-// leader, or "" when one does.
-func noLeader(st client.ClusterStatus, asked map[string]askedLag) string {
+// leaderOf returns the leader: the one the answering member names, else a
+// member that answered as leader or that another member names and that
+// answered. A member just restarted may not know the leader yet while
+// the others do. It returns "" when no member leads.
+func leaderOf(st client.ClusterStatus, asked map[string]askedLag) string {
 	if st.Leader != "" {
+		return st.Leader
+	}
+	for _, m := range st.Members {
+		if a, ok := asked[m.ID]; ok && a.err == nil && a.role == "leader" {
+			return m.ID
+		}
+	}
+	for _, m := range st.Members {
+		if a, ok := asked[m.ID]; ok && a.err == nil && a.leader != "" {
+			if l, ok := asked[a.leader]; ok && l.err == nil {
+				return a.leader
+			}
+		}
+	}
+	return ""
+}
+
+// noLeader says why no member leads when no member that answered leads or
+// names a leader that answered, or "" when one does.
+func noLeader(st client.ClusterStatus, asked map[string]askedLag) string {
+	if leaderOf(st, asked) != "" {
 		return ""
 	}
 	voters, up := 0, 0
@@ -84,6 +108,9 @@ func noLeader(st client.ClusterStatus, asked map[string]askedLag) string {
 		if a, ok := asked[m.ID]; m.ID == st.ID || (ok && a.err == nil) {
 			up++
 		}
+	}
+	if up >= voters/2+1 {
+		return fmt.Sprintf("no leader: %d of %d voters reachable; an election may be under way", up, voters)
 	}
 	return fmt.Sprintf("no leader: %d of %d voters reachable; a majority (%d) must be up to elect one", up, voters, voters/2+1)
 }

@@ -86,7 +86,7 @@ func TestCluster_StatusWithoutLeader(t *testing.T) {
 		assert.Equal(t, 1, rc, "no leader: scripts can tell; %s", errOut.String())
 		assert.Empty(t, errOut.String())
 		if asJSON {
-			assert.Contains(t, out.String(), `"no_leader": "no leader: 2 of 3 voters reachable; a majority (2) must be up to elect one"`)
+			assert.Contains(t, out.String(), `"no_leader": "no leader: 2 of 3 voters reachable; an election may be under way"`)
 			assert.Contains(t, out.String(), `"unreachable": "`)
 			assert.Contains(t, out.String(), `"applied_index": 8`)
 			continue
@@ -97,8 +97,39 @@ func TestCluster_StatusWithoutLeader(t *testing.T) {
 		assert.Equal(t, "member "+f.Addr()+"  raft r0:1  voter", lines[1])
 		assert.Equal(t, "member "+g.Addr()+"  raft r1:1  voter  candidate  applied_index 8", lines[2])
 		assert.Contains(t, lines[3], "member "+down+"  raft r2:1  voter  unreachable (")
-		assert.Equal(t, "no leader: 2 of 3 voters reachable; a majority (2) must be up to elect one", lines[4])
+		assert.Equal(t, "no leader: 2 of 3 voters reachable; an election may be under way", lines[4])
 	}
+}
+
+// The answering member was just restarted and knows no leader yet, but
+// another member answers as leader: there is a leader, and the command
+// names it and exits 0.
+func TestCluster_StatusLeaderFromAnotherMember(t *testing.T) {
+	f, g := fakemain.Start(t), fakemain.Start(t)
+	serve := func(s *fakemain.Server, role, leader string) <-chan struct{} {
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			c := s.Accept(t)
+			m := next(t, c, "hello")
+			c.Send("hello_ok", "req", m.Value("req"), "role", role, "leader", leader)
+			m = next(t, c, "cluster_status")
+			c.Send("cluster_status_ok", "req", m.Value("req"), "id", s.Addr(), "role", role, "leader", leader,
+				"term", "3", "commit_index", "10", "applied_index", "10", "count", "2",
+				"member.0.id", f.Addr(), "member.0.raft", "r0:1", "member.0.voter", "true",
+				"member.1.id", g.Addr(), "member.1.raft", "r1:1", "member.1.voter", "true")
+		}()
+		return served
+	}
+	fs, gs := serve(f, "follower", ""), serve(g, "leader", g.Addr())
+	var out, errOut bytes.Buffer
+	rc := run([]string{"cluster", "status", "--addr", f.Addr(), "--request-timeout", "5s"}, &out, &errOut)
+	<-fs
+	<-gs
+	assert.Equal(t, 0, rc, "%s%s", out.String(), errOut.String())
+	assert.NotContains(t, out.String(), "no leader")
+	first, _, _ := strings.Cut(out.String(), "\n")
+	assert.Contains(t, first, "answered by "+f.Addr()+" (follower)  leader "+g.Addr()+"  term 3")
 }
 
 // closedAddr returns a loopback address nothing listens on.
