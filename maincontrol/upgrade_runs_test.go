@@ -16,14 +16,8 @@ import (
 	"github.com/apollo11/apollo11/snapshot"
 )
 
-// fixtureRuns are the runs of testdata/datadir-runs-v2 by id, as its
-// generator (testdata/genfixture -layout runs-v2) left them, all in the newest manifest's
-// head entries, which a graceful stop wrote.
-var fixtureRuns = map[uint64]struct{ key, state string }{
-	1: {"nightly-1", "succeeded"}, 2: {"", "failed"}, 3: {"waits-1", "running"},
-	4: {"filler-4", "succeeded"}, 5: {"filler-5", "succeeded"}, 6: {"filler-6", "succeeded"},
-	7: {"filler-7", "succeeded"}, 8: {"filler-8", "succeeded"},
-}
+// fixtureRuns are the fixture's runs, defined once for both upgrade tests.
+var fixtureRuns = maincontroltest.RunsV2Fixture
 
 // checkFixtureRuns queries every run of the fixture; ended holds the
 // runs that have succeeded since.
@@ -32,14 +26,14 @@ func checkFixtureRuns(t *testing.T, ctx context.Context, c *client.Client, ended
 	for id, want := range fixtureRuns {
 		got, err := c.RunQuery(ctx, client.RunRef{ID: id})
 		require.NoError(t, err, "run %d", id)
-		state := want.state
+		state := want.State
 		for _, e := range ended {
 			if e == id {
 				state = "succeeded"
 			}
 		}
 		assert.Equal(t, state, got.State, "run %d", id)
-		assert.Equal(t, want.key, got.Key, "run %d", id)
+		assert.Equal(t, want.Key, got.Key, "run %d", id)
 		assert.Len(t, got.Steps, 2, "run %d", id)
 	}
 }

@@ -11,16 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/client"
+	"github.com/apollo11/apollo11/maincontrol/maincontroltest"
 )
 
-// fixtureRuns are the runs of maincontrol/testdata/datadir-runs-v2, kept
-// in its manifests' head entries (format 2, before runs had parts): id,
-// key and state. Run 3 waits on a step type no executor here serves.
-var fixtureRuns = map[uint64]struct{ key, state string }{
-	1: {"nightly-1", "succeeded"}, 2: {"", "failed"}, 3: {"waits-1", "running"},
-	4: {"filler-4", "succeeded"}, 5: {"filler-5", "succeeded"}, 6: {"filler-6", "succeeded"},
-	7: {"filler-7", "succeeded"}, 8: {"filler-8", "succeeded"},
-}
+// fixtureRuns are the fixture's runs, defined once for both upgrade tests.
+var fixtureRuns = maincontroltest.RunsV2Fixture
 
 // TestMaincontrol_Kill9AfterRunsUpgrade starts the binary on a copy of
 // the data dir whose runs live in format 2 manifests, then kills it with
@@ -83,8 +78,8 @@ func checkFixtureRuns(t *testing.T, addr string) map[uint64]bool {
 	for id, want := range fixtureRuns {
 		got, err := c.RunQuery(ctx, client.RunRef{ID: id})
 		require.NoError(t, err, "run %d", id)
-		assert.Equal(t, want.state, got.State, "run %d", id)
-		assert.Equal(t, want.key, got.Key, "run %d", id)
+		assert.Equal(t, want.State, got.State, "run %d", id)
+		assert.Equal(t, want.Key, got.Key, "run %d", id)
 		assert.Len(t, got.Steps, 2, "run %d", id)
 		for _, s := range got.Steps {
 			tasks[s.TaskID] = true
