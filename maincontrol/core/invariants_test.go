@@ -245,8 +245,8 @@ func checkInvariants(c *Core, loads map[string]int) error {
 			return fmt.Errorf("type %s: pending %d, queued tasks %d", tt.name, tt.pending, pendingOf[tt])
 		}
 		// Dispatch is eager: no queued task while an executor of its type
-		// has a free slot, unless the type's policy holds it.
-		if c.available && pendingOf[tt] > 0 && len(tt.free.items) > 0 && c.mayDispatch(tt) {
+		// has a free slot, unless the type is paused or its policy holds it.
+		if c.available && pendingOf[tt] > 0 && len(tt.free.items) > 0 && !tt.paused && c.mayDispatch(tt) {
 			return fmt.Errorf("type %s: %d queued tasks and a free executor %s", tt.name, pendingOf[tt], tt.free.items[0].e.id)
 		}
 		for i, en := range tt.free.items {
