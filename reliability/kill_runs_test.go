@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/apollo11/apollo11/internal/testbin"
-	"github.com/apollo11/apollo11/snapshot"
 )
 
 // TestMaincontrol_Kill9WithRuns kills the main control with SIGKILL while
@@ -177,15 +176,7 @@ func TestMaincontrol_RunsPartCorruption(t *testing.T) {
 				loadRunsAndKill(t, mc, l, rl, 1, uint64(i)+100, 300*time.Millisecond)
 			}
 
-			info := inspectJSON(t, dir)
-			var manifests []snapshot.SnapshotInfo
-			for _, s := range info.Snapshots {
-				if s.Valid && len(s.Parts) > 0 {
-					manifests = append(manifests, s)
-				}
-			}
-			require.GreaterOrEqual(t, len(manifests), 2, "valid manifests in %+v", info.Snapshots)
-			newest, prev := manifests[len(manifests)-1], manifests[len(manifests)-2]
+			newest, prev := newestManifests(t, dir)
 			target := firstPart(newest, func(p string) bool { return strings.HasSuffix(p, "-runs") && hasPart(prev, p) == shared })
 			require.NotEmpty(t, target, "no %s among %+v and %+v", kind, newest.Parts, prev.Parts)
 			flipBytes(t, filepath.Join(dir, target))

@@ -123,15 +123,7 @@ func TestMaincontrol_SnapshotCorruption(t *testing.T) {
 			waitProbe(t, mc.Addr, nil, 30*time.Second)
 			loadAndKill(t, mc, l, 1, uint64(i)+100, 300*time.Millisecond)
 
-			info := inspectJSON(t, dir)
-			var manifests []snapshot.SnapshotInfo
-			for _, s := range info.Snapshots {
-				if s.Valid && len(s.Parts) > 0 {
-					manifests = append(manifests, s)
-				}
-			}
-			require.GreaterOrEqual(t, len(manifests), 2, "valid manifests in %+v", info.Snapshots)
-			newest, prev := manifests[len(manifests)-1], manifests[len(manifests)-2]
+			newest, prev := newestManifests(t, dir)
 			target := pick[kind](newest, prev)
 			require.NotEmpty(t, target, "no %s among %+v and %+v", kind, newest.Parts, prev.Parts)
 			flipBytes(t, filepath.Join(dir, target))
@@ -196,6 +188,21 @@ func hasPart(s snapshot.SnapshotInfo, name string) bool {
 }
 
 // inspectJSON reads dir with `apollo11 inspect --json`.
+// newestManifests returns the two newest valid manifests of dir that
+// list parts, newest first.
+func newestManifests(t testing.TB, dir string) (newest, prev snapshot.SnapshotInfo) {
+	t.Helper()
+	info := inspectJSON(t, dir)
+	var manifests []snapshot.SnapshotInfo
+	for _, s := range info.Snapshots {
+		if s.Valid && len(s.Parts) > 0 {
+			manifests = append(manifests, s)
+		}
+	}
+	require.GreaterOrEqual(t, len(manifests), 2, "valid manifests in %+v", info.Snapshots)
+	return manifests[len(manifests)-1], manifests[len(manifests)-2]
+}
+
 func inspectJSON(t testing.TB, dir string) snapshot.DirInfo {
 	t.Helper()
 	out, err := exec.Command(testbin.Build(t), "inspect", "--json", "--data-dir", dir).Output()
