@@ -33,6 +33,9 @@ type Client struct {
 	err     error         // why the client ended for good; set once
 	ended   chan struct{} // closed when err is set
 	loops   sync.WaitGroup
+	// draining is a connection a member refused a request on. It is
+	// read on until the requests sent before the refusal are answered.
+	draining *session
 	// features and admin are the latest connection's. A restarted main
 	// control may speak other groups, or have another admin token.
 	features []string
@@ -87,10 +90,14 @@ type call struct {
 	// resend is the frame sent again on the next connection when this
 	// one is lost. It is nil when sending it twice could act twice.
 	resend []byte
-	// frame is the request as sent. bounced says a follower refused it
-	// with not_leader. It changed nothing, so it is sent once more.
+	// frame is the request as sent. refused is set when a follower
+	// refused it with not_leader. It changed nothing, so it is sent once
+	// more.
 	frame   []byte
-	bounced bool
+	refused error
+	// answered marks a waiting submit past its `submitted`. It waits for
+	// `done` only, which a refusing member need not be waited for.
+	answered bool
 	// unknown marks a request whose loss leaves its outcome unknown
 	// (ErrOutcomeUnknown). Other lost calls report ErrConnectionLost.
 	unknown bool
@@ -110,7 +117,7 @@ const (
 func (c *Client) Close() error {
 	c.mu.Lock()
 	first := c.err == nil
-	s := c.sess
+	s, d := c.sess, c.draining
 	if first {
 		c.endLocked(ErrClosed)
 	}
@@ -119,6 +126,11 @@ func (c *Client) Close() error {
 	if s != nil {
 		err = s.conn.Close()
 		<-s.done
+	}
+	if d != nil {
+		d.grace.Stop()
+		d.conn.Close()
+		<-d.done
 	}
 	c.loops.Wait()
 	if !first || errors.Is(err, net.ErrClosed) {
@@ -140,6 +152,10 @@ func (c *Client) endLocked(err error) {
 
 // lostErr is a pending call's error when the connection ends with err.
 func (cl *call) lostErr(err error) error {
+	if cl.refused != nil {
+		// The member's refusal is the outcome: not applied anywhere.
+		return fmt.Errorf("not applied (%w), and not sent to the leader: %w", cl.refused, err)
+	}
 	if cl.unknown && !errors.Is(err, ErrClosed) {
 		err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
@@ -155,28 +171,32 @@ func (cl *call) deliver(r reply) bool {
 	}
 }
 
-// route hands m to the call registered under req. A reply nobody waits
-// for any more, as its caller gave up, is dropped.
-func (c *Client) route(req string, m *wire.Message) {
+// route hands m, read on s, to the call registered under req. A reply
+// nobody waits for any more, as its caller gave up, is dropped. It
+// reports whether s is now to be left (see drained).
+func (c *Client) route(s *session, req string, m *wire.Message) (left bool) {
 	c.mu.Lock()
 	cl := c.pending[req]
 	if cl != nil {
 		if cl.wait && (m.Kind() == wire.KindSubmitted || m.Kind() == wire.KindRunSubmitted) {
 			// The task exists. A loss from now on resumes the wait by
 			// its id, never by a second submit.
-			cl.resend, cl.unknown = nil, false
+			cl.resend, cl.unknown, cl.answered = nil, false, true
 		} else {
 			delete(c.pending, req)
 		}
 	}
+	c.answeredLocked(req)
+	left = c.drainedLocked(s)
 	c.mu.Unlock()
 	if cl == nil {
 		c.log.Debug("dropping reply nobody waits for", "type", m.Type(), "req", req)
-		return
+		return left
 	}
 	if !cl.deliver(reply{m: m.Clone()}) {
 		c.log.Warn("dropping extra reply", "type", m.Type(), "req", req)
 	}
+	return left
 }
 
 // start registers a call under a fresh req and sends typ with the keys
@@ -271,6 +291,7 @@ func (c *Client) awaitOr(ctx context.Context, cl *call, req string, stop <-chan 
 func (c *Client) forget(req string) {
 	c.mu.Lock()
 	delete(c.pending, req)
+	c.forgotLocked(req)
 	c.mu.Unlock()
 }
 

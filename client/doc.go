@@ -49,7 +49,17 @@
 // at once with a *LeaderOutsideError when only such followers answer.
 // With no usable name, or a lost connection, it tries the next address with the
 // backoff. A request refused with not_leader changed nothing, so it is
-// sent once more to the leader, whatever its kind.
+// sent once more to the leader, whatever its kind. A member answers each
+// request by the role it has when the request arrives, so it may serve
+// some sent after, or before, the one it refused. The client reads on
+// until every request sent there has its answer, which reaches its
+// caller, and only then leaves (at most 5 s for a member that does not
+// answer: the requests still unanswered then fare as after a lost
+// connection). Calls made meanwhile wait for the leader. A refused
+// request that never reaches a leader, as the client gives up or is
+// closed, fails with an error that says it was not applied. It matches
+// the not_leader *Error (IsCode), and ErrConnectionLost or ErrClosed, but
+// neither ErrOutcomeUnknown nor ErrNoReply.
 //
 // With reconnecting off, or once Reconnect.GiveUpAfter has passed, every
 // pending and later call fails with an error matching ErrConnectionLost.

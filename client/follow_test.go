@@ -111,7 +111,8 @@ func TestFollow_HelloHintOutsideListIgnored(t *testing.T) {
 // A request refused with not_leader changed nothing: it is sent again to
 // the leader the refusal names, even a submit without a key, which a lost
 // connection would leave unknown. A one-shot request left unanswered on
-// the refusing connection is unknown as after any loss.
+// the refusing connection, which then closes, is unknown as after any
+// loss.
 func TestFollow_NotLeaderSendsAgainToLeader(t *testing.T) {
 	old := mustStartFakeServer(t)
 	leader := mustStartFakeServer(t)
@@ -134,6 +135,7 @@ func TestFollow_NotLeaderSendsAgainToLeader(t *testing.T) {
 	go func() { ch <- outcome{"c-cancel", c.Cancel(ctx, 3)} }()
 	sc.expect("cancel")
 	sc.send("error", "req", sub.Value("req"), "code", "not_leader", "leader", leader.addr())
+	sc.Net.Close()
 
 	lost := collect(t, ch, 1)
 	assert.Equal(t, "c-cancel", lost[0].name)

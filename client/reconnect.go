@@ -52,50 +52,42 @@ func (r Reconnect) withDefaults() (Reconnect, error) {
 }
 
 // lost handles the end of session s. Requests that may be sent again wait
-// for the next connection. The others fail now, with ErrOutcomeUnknown
-// for those that may have acted. Then reconnecting starts. Without
-// reconnect, the client ends.
+// for the next connection, with those a follower refused. The others fail
+// now, with ErrOutcomeUnknown for those that may have acted. Then
+// reconnecting starts. Without reconnect, the client ends.
 func (c *Client) lost(s *session, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sess != s || c.err != nil {
-		return // closed, or lost already by the other goroutine
+	if c.err != nil {
+		return // closed
 	}
-	c.sess = nil
+	switch s {
+	case c.sess:
+		c.sess = nil
+		c.up = make(chan struct{})
+	case c.draining:
+		// bounce made new calls wait already.
+		c.draining = nil
+		s.grace.Stop()
+		cause = s.drainEnd(cause)
+	default:
+		return // lost already by the other goroutine
+	}
 	err := fmt.Errorf("%w: %w", ErrConnectionLost, cause)
+	c.down = err
 	c.log.Warn("connection to the main control lost", "addr", s.addr, "err", cause, "reconnect", !c.opts.Reconnect.Off)
 	if c.opts.Reconnect.Off {
 		c.endLocked(err)
 		return
 	}
-	c.up, c.down = make(chan struct{}), err
 	for req, cl := range c.pending {
-		if cl.resend == nil && !cl.bounced {
+		if cl.resend == nil && cl.refused == nil {
 			delete(c.pending, req)
 			cl.deliver(reply{err: cl.lostErr(err)})
 		}
 	}
 	c.loops.Add(1)
 	go c.reconnect(err)
-}
-
-// bounce handles a not_leader reply on s. The refused request changed
-// nothing, so it waits for the leader, with the requests safe to send
-// again. The leader s names, when in the list, is dialled first.
-func (c *Client) bounce(s *session, req string, refusal *Error, hint string) {
-	c.mu.Lock()
-	if c.sess == s {
-		if cl := c.pending[req]; cl != nil {
-			cl.bounced = true
-		}
-		c.hint = ""
-		if c.follow(s.addr, hint) {
-			c.hint = hint
-		}
-	}
-	c.mu.Unlock()
-	s.conn.Close()
-	c.lost(s, fmt.Errorf("%s is not the leader: %w", s.addr, refusal))
 }
 
 // reconnect dials until a connection is made, the client is closed or
@@ -177,8 +169,7 @@ func (c *Client) reconnect(cause error) {
 
 // adopt makes s the client's connection. It sends again the requests
 // still waiting from the lost one, in their original order, with those a
-// follower refused. It returns
-// false when the client ended meanwhile.
+// follower refused. It returns false when the client ended meanwhile.
 func (c *Client) adopt(s *session) bool {
 	c.mu.Lock()
 	if c.err != nil {
@@ -187,18 +178,19 @@ func (c *Client) adopt(s *session) bool {
 	}
 	c.sess, c.features, c.admin, c.at = s, s.features, s.admin, s.addr
 	type resend struct {
-		req   string
-		cl    *call
-		frame []byte
+		req     string
+		cl      *call
+		frame   []byte
+		refused error
 	}
 	var again []resend
 	for req, cl := range c.pending {
-		frame := cl.resend
-		if cl.bounced {
+		r := resend{req, cl, cl.resend, cl.refused}
+		if cl.refused != nil {
 			// Sent once more. Lost again, it is as unsafe as before.
-			frame, cl.bounced = cl.frame, false
+			r.frame, cl.refused = cl.frame, nil
 		}
-		again = append(again, resend{req, cl, frame})
+		again = append(again, r)
 	}
 	slices.SortFunc(again, func(a, b resend) int { return cmp.Compare(a.cl.seq, b.cl.seq) })
 	close(c.up)
@@ -208,7 +200,11 @@ func (c *Client) adopt(s *session) bool {
 		if err := s.fits(r.frame); err != nil {
 			// The new main control takes smaller frames than the old.
 			c.forget(r.req)
-			r.cl.deliver(reply{err: fmt.Errorf("cannot send again after reconnecting: %w", err)})
+			err = fmt.Errorf("cannot send again after reconnecting: %w", err)
+			if r.refused != nil {
+				err = fmt.Errorf("not applied (%w), and %w", r.refused, err)
+			}
+			r.cl.deliver(reply{err: err})
 			continue
 		}
 		_ = s.write(r.frame, true) // a failed write ends s, and these wait for the next one

@@ -24,6 +24,14 @@ type session struct {
 	role     string        // the role hello_ok said
 	leader   string        // the leader hello_ok named, if any
 
+	// Set once a follower refused a request on this connection (see
+	// bounce), under c.mu.
+	refusal error               // why the connection is left
+	waiting map[string]struct{} // requests sent before it, unanswered
+	grace   *time.Timer         // leaves it anyway after bounceGrace
+	expired bool                // grace ran out
+	settled bool                // no request sent before it waits any more
+
 	wmu       sync.Mutex
 	wbuf      []byte // frames waiting to be written
 	wspare    []byte
@@ -52,11 +60,6 @@ func (s *session) readLoop() {
 			return
 		}
 		req, ok := m.Get("req")
-		if ok && m.Kind() == wire.KindError && m.Value("code") == string(wire.CodeNotLeader) &&
-			!s.c.opts.Reconnect.Off {
-			s.c.bounce(s, strings.Clone(req), wire.ErrorReplyOf(m), strings.Clone(m.Value("leader")))
-			return
-		}
 		if !ok {
 			if m.Kind() == wire.KindError {
 				last = wire.ErrorReplyOf(m)
@@ -66,7 +69,17 @@ func (s *session) readLoop() {
 			}
 			continue
 		}
-		s.c.route(req, m)
+		var left bool
+		if m.Kind() == wire.KindError && m.Value("code") == string(wire.CodeNotLeader) && !s.c.opts.Reconnect.Off {
+			left = s.c.bounce(s, strings.Clone(req), wire.ErrorReplyOf(m), strings.Clone(m.Value("leader")))
+		} else {
+			left = s.c.route(s, req, m)
+		}
+		if left {
+			s.conn.Close()
+			s.c.lost(s, nil)
+			return
+		}
 	}
 }
 
