@@ -111,7 +111,7 @@ func newPartWriter(fsys FS, path string, lsn uint64, kind byte, rangeBits uint) 
 	if err != nil {
 		return nil, err
 	}
-	w := &partWriter{af: af, w: bufio.NewWriterSize(af, partBufSize), perRange: map[uint64]rangeCount{}, rangeBits: rangeBits}
+	w := &partWriter{af: af, w: getWriter(af, partBufSize), perRange: map[uint64]rangeCount{}, rangeBits: rangeBits}
 	var h [partHeaderSize]byte
 	copy(h[:], partMagic)
 	binary.BigEndian.PutUint32(h[8:12], partVersion)
@@ -177,6 +177,7 @@ func (w *partWriter) finish() (uint32, error) {
 	if w.err == nil {
 		w.err = w.w.Flush()
 	}
+	w.release()
 	if w.err != nil {
 		w.af.Abort()
 		return 0, w.err
@@ -184,7 +185,16 @@ func (w *partWriter) finish() (uint32, error) {
 	return crc, w.af.Publish()
 }
 
-func (w *partWriter) abort() { w.af.Abort() }
+func (w *partWriter) abort() {
+	w.release()
+	w.af.Abort()
+}
+
+// release hands the write buffer back. The writer is done with it.
+func (w *partWriter) release() {
+	putWriter(w.w)
+	w.w = nil
+}
 
 // partEntry is what walkPart hands its callback.
 // A tombstone has a nil payload.

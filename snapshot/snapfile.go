@@ -45,7 +45,7 @@ func newSnapshotWriter(dst io.Writer, lsn uint64, version uint32) *SnapshotWrite
 	if isManifest(version) {
 		size = partBufSize // a manifest is small
 	}
-	w := &SnapshotWriter{w: bufio.NewWriterSize(dst, size)}
+	w := &SnapshotWriter{w: getWriter(dst, size)}
 	var h [snapHeaderSize]byte
 	copy(h[:], snapMagic)
 	binary.BigEndian.PutUint32(h[8:12], version)
@@ -99,7 +99,14 @@ func (w *SnapshotWriter) finish() error {
 	if w.err == nil {
 		w.err = w.w.Flush()
 	}
+	w.release()
 	return w.err
+}
+
+// release hands the write buffer back, once no more bytes go through it.
+func (w *SnapshotWriter) release() {
+	putWriter(w.w)
+	w.w = nil
 }
 
 // walkSnapshot reads the snapshot file at path.

@@ -56,6 +56,7 @@ func (s *Store) writeSnapshotFile(name string, lsn uint64, version uint32, fill 
 	sw := newSnapshotWriter(af, lsn, version)
 	if err := fill(sw); err != nil {
 		sw.done = true
+		sw.release()
 		af.Abort()
 		return 0, 0, fmt.Errorf("cannot fill snapshot %s: %w", name, err)
 	}

@@ -18,6 +18,7 @@ func WriteStream(dst io.Writer, lsn uint64, fill func(w *SnapshotWriter) error) 
 	sw := newSnapshotWriter(dst, lsn, snapVersion)
 	if err := fill(sw); err != nil {
 		sw.done = true
+		sw.release()
 		return err
 	}
 	return sw.finish()
