@@ -31,7 +31,10 @@ type Source interface {
 	// entries now or held some at BaseLSN.
 	// live is how many entries it holds now.
 	// changed says whether any of them changed or went since BaseLSN.
-	// settled says whether no new key can appear in it.
+	// settled says whether it is expected to stay as it is: no new key
+	// can appear in it, and its entries change no more except by going.
+	// A settled range is rewritten as a new base once a quarter of it is
+	// in deltas, with the snapshot's changes when it just settled.
 	Ranges(fn func(r uint64, live int, changed, settled bool))
 	// WriteRange streams range r in ascending key order.
 	// When full is set it streams every entry.
@@ -229,6 +232,10 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 			case tombs(rs) >= max(3*live, minTombRebase):
 				// Mostly expired. The few entries left cost less
 				// than the parts its tombstones hold.
+				acts[r] = actFull
+			case settled && rs.deltaImg > 0 && 4*rs.deltaImg >= live:
+				// It settles now: its last changes go into its new
+				// base, not into a delta the next snapshot rewrites.
 				acts[r] = actFull
 			default:
 				acts[r] = actDelta

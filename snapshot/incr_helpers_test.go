@@ -95,7 +95,8 @@ func (k *kvSource) Ranges(fn func(r uint64, live int, changed, settled bool)) {
 		}
 	}
 	for _, r := range slices.Sorted(maps.Keys(lives)) {
-		fn(r, lives[r], changed[r], (r+1)<<k.cur.bits <= k.cur.nextKey)
+		// Settled, as the main control's tasks: no new key, and no change.
+		fn(r, lives[r], changed[r], !changed[r] && (r+1)<<k.cur.bits <= k.cur.nextKey)
 	}
 }
 

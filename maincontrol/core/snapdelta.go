@@ -96,20 +96,25 @@ func (d *Changes) Ranges(fn func(r uint64, live int, changed, settled bool)) {
 }
 
 // chunkRanges reports the ranges of chunk n, now and was (either nil).
+// A range is settled once every id in it is taken and each of its tasks
+// has ended: then only retention changes it. A range of pending tasks is
+// not: under a long queue its tasks still move, and a rewrite then would
+// be followed by another once they end.
 func (d *Changes) chunkRanges(n uint64, now, was *chunk, fn func(r uint64, live int, changed, settled bool)) {
-	settled := func(r uint64) bool { return (r+1)<<d.bits <= d.cur.nextID }
+	taken := func(r uint64) bool { return (r+1)<<d.bits <= d.cur.nextID }
 	if d.bits == chunkBits {
-		live := 0
+		live, ended := 0, 0
 		if now != nil {
 			live = int(now.live)
+			ended = int(now.states[Succeeded] + now.states[Failed] + now.states[Cancelled])
 		}
-		fn(n, live, now != was, settled(n))
+		fn(n, live, now != was, taken(n) && ended == live)
 		return
 	}
 	per := uint64(1) << d.bits
 	for k := range uint64(chunkSize) / per {
 		r := n<<(chunkBits-d.bits) + k
-		live, had, changed := 0, false, false
+		live, had, changed, open := 0, false, false, false
 		for i := k * per; i < (k+1)*per; i++ {
 			var t, o task
 			if now != nil {
@@ -120,12 +125,13 @@ func (d *Changes) chunkRanges(n uint64, now, was *chunk, fn func(r uint64, live 
 			}
 			if t.id != 0 {
 				live++
+				open = open || !t.state.Terminal()
 			}
 			had = had || o.id != 0
 			changed = changed || t != o
 		}
 		if live > 0 || had {
-			fn(r, live, changed, settled(r))
+			fn(r, live, changed, taken(r) && !open)
 		}
 	}
 }

@@ -68,7 +68,9 @@ func (d *Changes) runRanges(fn func(r uint64, live int, changed, settled bool)) 
 	live, changed, any := 0, false, false
 	flush := func() {
 		if any {
-			fn(first|k, live, changed, (k+1)<<d.bits <= d.cur.runs.next)
+			// A run may change until it ends, and a range of runs
+			// is not tracked per run: settled only while unchanged.
+			fn(first|k, live, changed, !changed && (k+1)<<d.bits <= d.cur.runs.next)
 		}
 	}
 	runPairs(d.cur.runs.runs, d.prevRuns(), 0, func(id uint64, p runPair) bool {
