@@ -117,11 +117,17 @@ type App interface {
 	// goroutine, in log order.
 	Apply(index uint64, b Batch) error
 	// Snapshot captures the state as of the last index applied, and
-	// returns what writes it later, on another goroutine.
+	// returns what writes it later, on another goroutine. ErrSnapshotLater
+	// skips this one.
 	Snapshot() (write func(w io.Writer) error, err error)
 	// Restore replaces the state with a snapshot's.
 	Restore(r io.Reader) error
 }
+
+// ErrSnapshotLater from App.Snapshot skips a snapshot without an error
+// logged: Raft tries again at its next interval, or when Snapshot is asked.
+// It must be Raft's own value, which Raft compares as is.
+var ErrSnapshotLater = raft.ErrNothingNewToSnapshot
 
 // Node is a running member.
 type Node struct {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,9 @@ type clusterMode struct {
 	poisoned                   bool
 	epochDone                  chan struct{}
 	failed                     chan struct{} // a proposal failed: step down
+
+	snap  snapWait       // under Server.mu
+	later sync.WaitGroup // snapshotLater, which close waits for
 
 	fatal chan error // a state that cannot go on: the server stops
 	stop  chan struct{}
@@ -455,5 +459,6 @@ func (cm *clusterMode) close() {
 	if err := cm.node.Close(); err != nil {
 		cm.s.log.Warn("raft did not stop cleanly", "err", err)
 	}
+	cm.later.Wait()
 	cm.prop.Close()
 }

@@ -25,6 +25,9 @@ func (a *clusterApp) Apply(index uint64, b cluster.Batch) error {
 	cm.applied = index
 	if cm.leadTerm != 0 && b.Origin.Term == cm.leadTerm && b.Origin.ID == cm.id {
 		cm.ownLSN = b.LastLSN
+		if cm.ownLSN == s.gate.lastLSN {
+			cm.caughtUp()
+		}
 		s.mu.Unlock()
 		return nil
 	}
@@ -38,17 +41,27 @@ func (a *clusterApp) Apply(index uint64, b cluster.Batch) error {
 
 // Snapshot freezes the core, as of the last index applied. A leader's
 // core may hold changes not yet committed, while the snapshot must be the
-// state at its index exactly. Then the write rebuilds the committed state
-// on Raft's persist goroutine, and this FSM goroutine does not wait.
+// state at its index exactly. Then the snapshot waits a while for the
+// commit to catch up (cluster_snapwait.go). Past that, the write rebuilds
+// the committed state on Raft's persist goroutine, and this FSM goroutine
+// does not wait.
 func (a *clusterApp) Snapshot() (func(w io.Writer) error, error) {
 	cm := (*clusterMode)(a)
 	s := cm.s
 	s.mu.Lock()
 	index, node := cm.applied, cm.node
 	if cm.leadTerm != 0 && s.gate.lastLSN > cm.ownLSN {
+		if cm.putOff() {
+			s.mu.Unlock()
+			return nil, cluster.ErrSnapshotLater
+		}
+		cm.taken()
+		cm.snap.shadows++
 		s.mu.Unlock()
 		return func(w io.Writer) error { return cm.writeCommitted(node, index, w) }, nil
 	}
+	cm.taken()
+	cm.snap.frozen++
 	snap := s.core.Freeze()
 	s.mu.Unlock()
 	return func(w io.Writer) error {

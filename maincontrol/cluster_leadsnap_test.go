@@ -152,40 +152,17 @@ func startMembersWith(t *testing.T, n int, base Config) []*Server {
 func TestCluster_LeaderAheadStillSnapshotsTheCommittedState(t *testing.T) {
 	servers := startMembers(t, 3)
 	l := leaderOf(t, servers)
-	deadline := time.Now().Add(patience.Scale(20 * time.Second))
 	cl := dialLeadSnap(t, l.cl.id)
 	confirmed := submitKeyed(t, cl, 5)
+	hold, heldID := holdASubmit(t, l, cl, confirmed[len(confirmed)-1])
 
-	// The next submit changes the leader's core, and its record is held.
-	hold := &heldLog{p: l.cl.prop}
+	// The snapshot waits for the commit, which never comes: past
+	// snapshotWait it is taken from a shadow core.
+	require.ErrorIs(t, l.cl.node.Raft().Snapshot().Error(), cluster.ErrSnapshotLater, "put off while ahead")
+	rc := awaitRaftSnapshot(t, l)
 	l.mu.Lock()
-	l.gate.store = hold
+	assert.Equal(t, uint64(1), l.cl.snap.shadows, "taken from a shadow core")
 	l.mu.Unlock()
-	cl.send("submit", "req", "held", "task_type", "t", "key", "held")
-	var heldID uint64
-	for heldID == 0 {
-		require.True(t, time.Now().Before(deadline), "the held submit never reached the core")
-		l.mu.Lock()
-		if l.core.NextTaskID() > confirmed[len(confirmed)-1]+1 {
-			heldID = l.core.NextTaskID() - 1
-			_, ok := l.core.Task(heldID)
-			require.True(t, ok)
-			require.Greater(t, l.gate.lastLSN, l.cl.ownLSN, "the leader's core is ahead of the log")
-		}
-		l.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-
-	f := l.cl.node.Raft().Snapshot()
-	require.NoError(t, f.Error(), "the leader snapshots while ahead")
-	meta, rc, err := f.Open()
-	require.NoError(t, err)
-	snaps, err := raft.NewFileSnapshotStore(filepath.Join(l.cfg.DataDir, "raft"), 2, io.Discard)
-	require.NoError(t, err)
-	metas, err := snaps.List()
-	require.NoError(t, err)
-	require.NotEmpty(t, metas)
-	assert.Equal(t, meta.ID, metas[0].ID, "raft's snapshot store lists it")
 
 	// A member restored from it holds exactly the committed state.
 	fresh, err := l.newCore()
@@ -206,4 +183,50 @@ func TestCluster_LeaderAheadStillSnapshotsTheCommittedState(t *testing.T) {
 	hold.release(l)
 	l.mu.Unlock()
 	assert.Equal(t, strconv.FormatUint(heldID, 10), cl.expect("submitted").Value("task_id"))
+}
+
+// holdASubmit submits one task to the leader l and holds its record from
+// Raft, so the core is ahead of the log. last is the last id confirmed.
+func holdASubmit(t *testing.T, l *Server, cl *leadSnapPeer, last uint64) (*heldLog, uint64) {
+	t.Helper()
+	deadline := time.Now().Add(patience.Scale(20 * time.Second))
+	hold := &heldLog{p: l.cl.prop}
+	l.mu.Lock()
+	l.gate.store = hold
+	l.mu.Unlock()
+	cl.send("submit", "req", "held", "task_type", "t", "key", "held")
+	for {
+		require.True(t, time.Now().Before(deadline), "the held submit never reached the core")
+		l.mu.Lock()
+		if l.core.NextTaskID() > last+1 {
+			heldID := l.core.NextTaskID() - 1
+			_, ok := l.core.Task(heldID)
+			require.True(t, ok)
+			require.Greater(t, l.gate.lastLSN, l.cl.ownLSN, "the leader's core is ahead of the log")
+			l.mu.Unlock()
+			return hold, heldID
+		}
+		l.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// awaitRaftSnapshot waits for the first Raft snapshot in l's store, and
+// opens it.
+func awaitRaftSnapshot(t *testing.T, l *Server) io.ReadCloser {
+	t.Helper()
+	snaps, err := raft.NewFileSnapshotStore(filepath.Join(l.cfg.DataDir, "raft"), 2, io.Discard)
+	require.NoError(t, err)
+	deadline := time.Now().Add(patience.Scale(20 * time.Second))
+	for {
+		metas, err := snaps.List()
+		require.NoError(t, err)
+		if len(metas) > 0 {
+			_, rc, err := snaps.Open(metas[0].ID)
+			require.NoError(t, err)
+			return rc
+		}
+		require.True(t, time.Now().Before(deadline), "no raft snapshot taken")
+		time.Sleep(10 * time.Millisecond)
+	}
 }
