@@ -24,6 +24,17 @@ func MemoryBudget(cfg Config) ([]core.BudgetItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.RaftListen != "" {
+		// A leader under steady load snapshots from a shadow core
+		// (cluster_snapwait.go): a second copy of the core's state. The
+		// core's items bound it, with waits it lacks: a little over.
+		var state int64
+		for _, it := range items {
+			state += it.Bytes
+		}
+		items = append(items, core.BudgetItem{What: "cluster mode: a leader's raft snapshot while ahead of the commit, " +
+			"a second copy of the items above", Bytes: state})
+	}
 	return append(items,
 		core.BudgetItem{What: "connections: --max-conns " + strconv.Itoa(cfg.MaxConns) + " x " + strconv.Itoa(ConnCost) + " B",
 			Bytes: int64(cfg.MaxConns) * ConnCost},

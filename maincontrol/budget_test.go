@@ -42,3 +42,21 @@ func TestMemoryBudget_Buffers(t *testing.T) {
 	_, err := maincontrol.MemoryBudget(noCap)
 	assert.ErrorContains(t, err, "--max-pending-bytes -1", "no cap, no bound: said so")
 }
+
+// A cluster leader under steady load writes its raft snapshot from a
+// rebuilt copy of the state: the budget counts a second copy of the core's
+// items. A single main control has none.
+func TestMemoryBudget_ClusterSnapshotCopy(t *testing.T) {
+	single, err := maincontrol.MemoryBudget(maincontrol.Config{})
+	require.NoError(t, err)
+	var core int64
+	for _, it := range single {
+		assert.NotContains(t, it.What, "cluster mode")
+		if strings.HasPrefix(it.What, "connections:") {
+			break
+		}
+		core += it.Bytes
+	}
+	cl := maincontrol.Config{RaftListen: "127.0.0.1:7001"}
+	assert.Equal(t, core, budgetOf(t, cl, "cluster mode: a leader's raft snapshot"))
+}
