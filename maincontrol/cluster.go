@@ -394,6 +394,7 @@ func (cm *clusterMode) stepDown() {
 	s.mu.Lock()
 	term := cm.leadTerm
 	cm.leadTerm, cm.poisoned, cm.epochDone = 0, false, nil
+	cm.taken() // a wait for this term's commit ends with it
 	cm.lead.Store(false)
 	cm.prop.Lead(cluster.Origin{})
 	s.core.SetRole(core.RoleFollower, cm.node.Leader())
