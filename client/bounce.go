@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -66,13 +67,16 @@ func (c *Client) answeredLocked(req string) {
 
 // forgotLocked is answeredLocked for a call whose caller gave up, or whose
 // request was not sent. No reply may come to end the wait, so the
-// connection is left here when it was the last. It runs with c.mu held.
-func (c *Client) forgotLocked(req string) {
+// connection is left when it was the last: forgotLocked returns it, and
+// the caller closes it once c.mu is released, since a TLS close may wait
+// to write. It runs with c.mu held.
+func (c *Client) forgotLocked(req string) io.Closer {
 	c.answeredLocked(req)
 	if s := c.draining; s != nil && c.drainedLocked(s) {
 		s.settled = true
-		s.conn.Close() // the reader then reports the end
+		return s.conn // the reader then reports the end
 	}
+	return nil
 }
 
 // drainedLocked reports whether s is a refusing member's connection whose

@@ -291,8 +291,11 @@ func (c *Client) awaitOr(ctx context.Context, cl *call, req string, stop <-chan 
 func (c *Client) forget(req string) {
 	c.mu.Lock()
 	delete(c.pending, req)
-	c.forgotLocked(req)
+	left := c.forgotLocked(req)
 	c.mu.Unlock()
+	if left != nil {
+		_ = left.Close()
+	}
 }
 
 // roundTrip sends a request and returns its reply, which must be of type
