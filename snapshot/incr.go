@@ -206,6 +206,13 @@ const (
 	actEmpty // the range is empty, so a new base with no entry
 )
 
+// settlesNow reports whether a settled range with deltas still on disk
+// is rewritten whole now: its last changes go into its new base, not
+// into a delta the next snapshot would rewrite.
+func settlesNow(rs *rangeState, live int, settled bool) bool {
+	return settled && rs != nil && rs.deltaImg > 0 && 4*rs.deltaImg >= live
+}
+
 // plan decides what the snapshot at lsn writes of each range.
 // full means the Store has no structure the Source's changes apply to.
 func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
@@ -233,9 +240,7 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 				// Mostly expired. The few entries left cost less
 				// than the parts its tombstones hold.
 				acts[r] = actFull
-			case settled && rs.deltaImg > 0 && 4*rs.deltaImg >= live:
-				// It settles now: its last changes go into its new
-				// base, not into a delta the next snapshot rewrites.
+			case settlesNow(rs, live, settled):
 				acts[r] = actFull
 			default:
 				acts[r] = actDelta
@@ -245,7 +250,7 @@ func (st *incrState) plan(src Source, lsn uint64, full bool) map[uint64]int {
 			// manifest loaded kept them in its head (runs, before
 			// they had parts).
 			acts[r] = actFull
-		case settled && rs != nil && rs.deltaImg > 0 && 4*rs.deltaImg >= live:
+		case settlesNow(rs, live, settled):
 			acts[r] = actFull
 		}
 	})

@@ -23,8 +23,8 @@ func (e endingSource) Ranges(fn func(r uint64, live int, changed, settled bool))
 
 // A range that settles with a quarter of it in deltas is rewritten whole
 // by the snapshot it settles in, its last changes with it, and the next
-// snapshot writes nothing of it. It used to take a delta of the last
-// changes, then a whole rewrite one snapshot later.
+// snapshot writes nothing of it: not a delta of the last changes, then a
+// whole rewrite one snapshot later.
 func TestIncremental_SettlingRangeRewrittenOnce(t *testing.T) {
 	opts, _ := testOptions(t.TempDir())
 	cur := newKV(6) // 64 keys a range

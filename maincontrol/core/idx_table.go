@@ -26,6 +26,17 @@ type chunk struct {
 	slots   [chunkSize]task // id 0 marks an empty slot
 }
 
+// ended counts the chunk's tasks in a terminal state.
+func (ch *chunk) ended() int {
+	n := 0
+	for s := State(1); s <= NumStates; s++ {
+		if s.Terminal() {
+			n += int(ch.states[s])
+		}
+	}
+	return n
+}
+
 func (ch *chunk) mark(slot uint64, s State)   { ch.inState[s][slot/64] |= 1 << (slot % 64) }
 func (ch *chunk) unmark(slot uint64, s State) { ch.inState[s][slot/64] &^= 1 << (slot % 64) }
 

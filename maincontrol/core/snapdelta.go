@@ -106,7 +106,7 @@ func (d *Changes) chunkRanges(n uint64, now, was *chunk, fn func(r uint64, live 
 		live, ended := 0, 0
 		if now != nil {
 			live = int(now.live)
-			ended = int(now.states[Succeeded] + now.states[Failed] + now.states[Cancelled])
+			ended = now.ended()
 		}
 		fn(n, live, now != was, taken(n) && ended == live)
 		return
