@@ -17,3 +17,13 @@ func adminTokenHint(err error) string {
 	}
 	return ""
 }
+
+// tokenHint tells how to pass the shared token when the main control asked
+// for one and the command had none. The client's error names the lack,
+// not the flag that fills it. It is empty for any other error.
+func tokenHint(err error) string {
+	if errors.Is(err, client.ErrAuthRequired) {
+		return "pass the shared token: --token-file FILE (or " + app.EnvName("token-file") + "=FILE)"
+	}
+	return ""
+}

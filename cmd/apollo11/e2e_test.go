@@ -313,6 +313,7 @@ func TestCLI_AuthRefusal(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "refused this client")
 	assert.Contains(t, errOut, "requires auth")
+	assert.Contains(t, errOut, "--token-file FILE", "the error says how to give the token")
 	assert.NotContains(t, errOut, "cannot reach")
 	_, errOut, code = cli(t, bin, mc.Addr, "stats", "--token-file", bad)
 	assert.Equal(t, 1, code)

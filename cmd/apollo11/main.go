@@ -120,6 +120,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if ee.Hint == "" {
 		ee.Hint = adminTokenHint(ee.Err)
 	}
+	if ee.Hint == "" {
+		ee.Hint = tokenHint(ee.Err)
+	}
 	if ee.Err != nil {
 		if jsonMode(args[1:]) {
 			printJSONErr(stderr, args[0], ee)
