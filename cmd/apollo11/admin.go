@@ -101,23 +101,36 @@ func runBulk(stdout io.Writer, cf *clientFlags, f client.Filter, verb string,
 	total, err := client.BulkAll(f, cf.ctx, page)
 	if err != nil {
 		if total.Count+total.Skipped > 0 {
-			err = fmt.Errorf("%w (before this, %d tasks %s)", err, total.Count, verb)
+			err = fmt.Errorf("%w (before this, %s %s)", err, nTasks(total.Count), verb)
 		}
 		return err
 	}
 	if cf.asJSON {
 		return printJSON(stdout, total)
 	}
+	_, err = io.WriteString(stdout, bulkLine(total, verb))
+	return err
+}
+
+// bulkLine is the totals line of a bulk command: "1 task requeued",
+// "3 tasks would be cancelled, 1 matched but skipped".
+func bulkLine(total client.Matched, verb string) string {
 	what := verb
 	if total.DryRun {
 		what = "would be " + verb
 	}
 	if total.Skipped > 0 {
-		_, err = fmt.Fprintf(stdout, "%d tasks %s, %d matched but skipped\n", total.Count, what, total.Skipped)
-		return err
+		return fmt.Sprintf("%s %s, %d matched but skipped\n", nTasks(total.Count), what, total.Skipped)
 	}
-	_, err = fmt.Fprintf(stdout, "%d tasks %s\n", total.Count, what)
-	return err
+	return fmt.Sprintf("%s %s\n", nTasks(total.Count), what)
+}
+
+// nTasks is "1 task" or "N tasks".
+func nTasks(n uint64) string {
+	if n == 1 {
+		return "1 task"
+	}
+	return fmt.Sprintf("%d tasks", n)
 }
 
 func runRequeue(args []string, stdout, stderr io.Writer) error {

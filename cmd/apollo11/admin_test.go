@@ -149,7 +149,7 @@ func TestCLI_RequeueCancelPurge(t *testing.T) {
 	assert.Equal(t, "2 tasks cancelled\n", adm("cancel", "--type", "nobody", "--state", "pending"))
 	out := adm("requeue", "--reason", "disk replaced", ids[0])
 	assert.Equal(t, "task "+ids[0]+" requeued: pending", strings.SplitN(out, " (", 2)[0])
-	assert.Equal(t, "1 tasks requeued\n", adm("requeue", "--type", "nobody", "--state", "cancelled", "--reason", "bulk"))
+	assert.Equal(t, "1 task requeued\n", adm("requeue", "--type", "nobody", "--state", "cancelled", "--reason", "bulk"))
 
 	mc.Kill() // kill -9: both requeues were confirmed, so both are durable
 	mc = testbin.StartMaincontrolEnv(t, bin, nil, mc.Addr, args...)

@@ -104,7 +104,7 @@ func runPipelineCancel(args []string, stdout, stderr io.Writer) error {
 			if cf.asJSON {
 				return printJSON(stdout, map[string]any{"run_id": id, "cancelled": n})
 			}
-			fmt.Fprintf(stdout, "run %d cancelled: %d tasks cancelled\n", id, n)
+			fmt.Fprintf(stdout, "run %d cancelled: %s cancelled\n", id, nTasks(uint64(n)))
 			return nil
 		})
 }

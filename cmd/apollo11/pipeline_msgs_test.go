@@ -29,7 +29,7 @@ func TestExplainResume(t *testing.T) {
 			"resume run 2: run 2 was (partly) rolled back: its work was undone; a rolled-back run is not resumed: " +
 				"run the pipeline again under a new key (pipeline run FILE with a new --var in its key)"},
 		{"succeeded", "run 2 is succeeded: only a failed or cancelled run is resumed",
-			"resume run 2: run 2 is succeeded: only a failed or cancelled run is resumed (--from too): " +
+			"resume run 2: run 2 has succeeded; only a failed or cancelled run is resumed (--from too): " +
 				"to run its steps again, run the pipeline under a new key (pipeline run FILE with a new --var in its key)"},
 		{"running", "run 2 is running: only a failed or cancelled run is resumed",
 			"resume run 2: run 2 is running: only a failed or cancelled run is resumed: " +
