@@ -126,3 +126,13 @@ func TestPipelineRun_WorkflowExample(t *testing.T) {
 	assert.Contains(t, out.String(), "check  type=fail  after=fetch")
 	assert.Contains(t, out.String(), "alert  type=echo  after=check  max_attempts=1  key=workflow-b1/alert  when=failed")
 }
+
+// The resume example of README.md stays valid: no compensation (a
+// compensated run is not resumed), and a check step an outside fix turns.
+func TestPipelineRun_ResumeExample(t *testing.T) {
+	var out, errOut bytes.Buffer
+	rc := run([]string{"pipeline", "run", "../../docs/examples/resume.yaml", "--dry-run"}, &out, &errOut)
+	require.Equal(t, 0, rc, errOut.String())
+	assert.Contains(t, out.String(), "check  type=exec  after=fetch")
+	assert.NotContains(t, out.String(), "compensate")
+}
