@@ -28,11 +28,11 @@ func TestExplainResume(t *testing.T) {
 		{"partly rolled back", "run 2 was (partly) rolled back: its work was undone",
 			"resume run 2: run 2 was (partly) rolled back: its work was undone; a rolled-back run is not resumed: " +
 				"run the pipeline again under a new key (pipeline run FILE with a new --var in its key)"},
-		{"succeeded", "run 2 is succeeded: only a failed or cancelled run is resumed",
+		{"succeeded", "run 2 has succeeded; only a failed or cancelled run is resumed",
 			"resume run 2: run 2 has succeeded; only a failed or cancelled run is resumed (--from too): " +
 				"to run its steps again, run the pipeline under a new key (pipeline run FILE with a new --var in its key)"},
-		{"running", "run 2 is running: only a failed or cancelled run is resumed",
-			"resume run 2: run 2 is running: only a failed or cancelled run is resumed: " +
+		{"running", "run 2 is running; only a failed or cancelled run is resumed",
+			"resume run 2: run 2 is running; only a failed or cancelled run is resumed: " +
 				"wait for its end (apollo11 pipeline status 2), then resume it if it failed"},
 		{"missing output", "missing output: step a has no out.nope: resume from the step that makes it (from=a)",
 			"resume run 2: missing output: step a has no out.nope: resume from the step that makes it (--from a) " +

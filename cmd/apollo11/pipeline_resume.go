@@ -88,9 +88,7 @@ func explainResume(id uint64, err error) error {
 	switch {
 	case strings.Contains(msg, " was rolled back"), strings.Contains(msg, " was (partly) rolled back"):
 		msg += "; a rolled-back run is not resumed: run the pipeline again under a new key (pipeline run FILE with a new --var in its key)"
-	case strings.Contains(msg, " is succeeded: "):
-		// The main control's state word reads as "is succeeded".
-		msg = strings.Replace(msg, " is succeeded: ", " has succeeded; ", 1)
+	case strings.Contains(msg, " has succeeded; "):
 		msg += " (--from too): to run its steps again, run the pipeline under a new key (pipeline run FILE with a new --var in its key)"
 	case strings.Contains(msg, "only a failed or cancelled run is resumed"):
 		msg += fmt.Sprintf(": wait for its end (apollo11 pipeline status %d), then resume it if it failed", id)

@@ -85,7 +85,10 @@ func (c *Core) planResume(r *run, from int) (resumePlan, wire.Code, string) {
 	case runRolledBack, runRollbackFailed:
 		return plan, wire.CodeIllegalTransition, "run " + id + " was rolled back: its work was undone"
 	default:
-		return plan, wire.CodeIllegalTransition, "run " + id + " is " + r.state.String() + ": only a failed or cancelled run is resumed"
+		if r.state == runSucceeded {
+			return plan, wire.CodeIllegalTransition, "run " + id + " has succeeded; only a failed or cancelled run is resumed"
+		}
+		return plan, wire.CodeIllegalTransition, "run " + id + " is " + r.state.String() + "; only a failed or cancelled run is resumed"
 	}
 	if r.compensating {
 		// Cancelled mid-rollback: some work was undone, so running steps again is unsound.
