@@ -1,6 +1,8 @@
 package maincontrol
 
 import (
+	"sync/atomic"
+
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/apollo11/apollo11/maincontrol/core"
@@ -29,6 +31,19 @@ type conn struct {
 	// origin is the TLS connection this one's plaintext comes from, nil
 	// for a plaintext peer (tlsterm.go).
 	origin *tlsOrigin
+	hs     hsInput // what the handshake deadline asks of it (unread.go)
+}
+
+// hsInput tells the handshake deadline whether the server was late to
+// read a connection. heard is the input the server has taken from it:
+// whole frames plus gnet's buffer. heardAsked is heard when the core last
+// asked, if asked.
+type hsInput struct {
+	heard, heardAsked int
+	asked             bool
+	// entering is set while OnTraffic waits for Server.mu, its input
+	// perhaps read already. It is set without the lock.
+	entering atomic.Bool
 }
 
 func (cn *conn) links() *fifoLinks[*conn] { return &cn.waiting }

@@ -335,10 +335,13 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 	if cn == nil {
 		return gnet.Close
 	}
+	cn.hs.entering.Store(true)
 	s.mu.Lock()
+	cn.hs.entering.Store(false)
 	s.takeDurable()
 	consumed := cn.flow.consumed
 	more := s.readFrames(cn, gc)
+	cn.hs.heard = cn.flow.consumed + gc.InboundBuffered()
 	if why := s.flow.notePartial(cn, gc, more, cn.flow.consumed != consumed); why != "" {
 		s.cutOff(cn, gc, why)
 	}

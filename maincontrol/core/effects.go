@@ -35,6 +35,16 @@ type FrameLog interface {
 	LogFrames(on bool)
 }
 
+// Unread may be implemented by Effects. The core asks it when a
+// connection's handshake deadline passes. Input that waits unread then
+// is the server's lateness, not the peer's silence: its hello may be in
+// it. The answer is true only while the server has read none of the
+// peer's input since it was last asked. So a peer that drips bytes the
+// server does read gets at most one grace (handshakeGrace).
+type Unread interface {
+	Unread(peer PeerID) bool
+}
+
 // Wait says what a frame waits for before it may reach its peer.
 type Wait uint8
 

@@ -200,6 +200,54 @@ func TestCore_HandshakeTimeout(t *testing.T) {
 	assert.Zero(t, h.c.PeerCount())
 }
 
+// unreadRecorder is the harness's recorder whose peers in unread have
+// input the server has not read (Unread).
+type unreadRecorder struct {
+	*recorder
+	unread map[PeerID]bool
+	asked  map[PeerID]int
+}
+
+func (u unreadRecorder) Unread(p PeerID) bool { u.asked[p]++; return u.unread[p] }
+
+// A connection whose input waits unread at its handshake deadline is
+// looked at again a grace later, as long as it waits: the server was
+// late, not the peer. Deadlines behind it keep their time.
+func TestCore_HandshakeTimeoutSparesUnreadInput(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.HandshakeTimeout = time.Second })
+	fx := unreadRecorder{recorder: h.fx, unread: map[PeerID]bool{}, asked: map[PeerID]int{}}
+	h.c.fx = fx
+	unread, silent := h.open(), h.open()
+	fx.unread[unread] = true
+	h.advance(handshakeGrace / 2)
+	after := h.open() // its deadline falls inside unread's grace
+	h.advance(time.Second - handshakeGrace/2)
+	assert.True(t, h.fx.closed[silent], "no input: closed at its deadline")
+	assert.False(t, h.fx.closed[unread], "its input waits unread")
+	h.advance(handshakeGrace / 2)
+	assert.True(t, h.fx.closed[after], "on time, behind a grace")
+	for range 3 { // the server still has not read it
+		h.advance(handshakeGrace)
+		assert.False(t, h.fx.closed[unread])
+	}
+	asked := fx.asked[unread]
+	fx.unread[unread] = false // read: it is the peer's move now
+	h.advance(handshakeGrace)
+	assert.True(t, h.fx.closed[unread])
+	assert.Equal(t, asked+1, fx.asked[unread])
+	h.none(unread) // closed without an error frame
+
+	// Its hello read in the grace, it stays.
+	greeted := h.open()
+	fx.unread[greeted] = true
+	h.advance(time.Second)
+	h.send(greeted, "hello", "req", "h")
+	h.expect(greeted, "hello_ok")
+	h.advance(time.Hour)
+	assert.False(t, h.fx.closed[greeted])
+	assert.Equal(t, 1, fx.asked[greeted])
+}
+
 func TestCore_NotPermitted(t *testing.T) {
 	h := newHarness(t)
 	cl := h.client()

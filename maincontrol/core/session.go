@@ -2,8 +2,10 @@ package core
 
 import (
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apollo11/apollo11/auth"
 	"github.com/apollo11/apollo11/wire"
@@ -226,18 +228,39 @@ func (c *Core) refuseType(p *peer, m *wire.Message) {
 	c.sendError(p, req, wire.CodeUnknownType, "unknown type "+strconv.Quote(clipText(string(typ))))
 }
 
+// handshakeGrace is how long a handshake whose input waits unread at
+// its deadline has before it is looked at again (Unread).
+const handshakeGrace = 100 * time.Millisecond
+
 // expireHandshakes closes connections that did not register or say hello in
-// time, without an error frame.
+// time, without an error frame. One whose input the server has not yet
+// read is looked at again a grace later: the server's lateness is not
+// the peer's.
 func (c *Core) expireHandshakes(now int64) {
+	ur, _ := c.fx.(Unread)
+	var later []hsDeadline
 	i := 0
 	for ; i < len(c.hsQueue) && c.hsQueue[i].at <= now; i++ {
-		if p := c.peers[c.hsQueue[i].peer]; p != nil && p.kind == peerNew {
-			c.log.Info("handshake timeout", "peer", p.id, "remote", p.remote)
-			c.closePeer(p)
+		p := c.peers[c.hsQueue[i].peer]
+		if p == nil || p.kind != peerNew {
+			continue
 		}
+		if ur != nil && ur.Unread(p.id) {
+			later = append(later, hsDeadline{peer: p.id, at: now + handshakeGrace.Milliseconds()})
+			continue
+		}
+		c.log.Info("handshake timeout", "peer", p.id, "remote", p.remote)
+		c.closePeer(p)
 	}
 	if i > 0 {
 		c.hsQueue = append(c.hsQueue[:0], c.hsQueue[i:]...)
+	}
+	for _, d := range later { // the queue stays in deadline order
+		j := slices.IndexFunc(c.hsQueue, func(e hsDeadline) bool { return e.at > d.at })
+		if j < 0 {
+			j = len(c.hsQueue)
+		}
+		c.hsQueue = slices.Insert(c.hsQueue, j, d)
 	}
 }
 
