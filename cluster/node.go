@@ -139,6 +139,30 @@ type Node struct {
 	snaps  *raft.FileSnapshotStore
 }
 
+// raftConfig is Raft's settings for cfg, its timeouts set.
+func raftConfig(cfg Config) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	// A leader steps down when no quorum answered within the lease. An
+	// idle leader's heartbeats go every tenth to fifth of the heartbeat
+	// timeout, so the lease follows that timeout: half of it, 200 ms by
+	// default. Raft's own 500 ms would be shorter than one heartbeat
+	// round from 5 s on, and the leader would step down while idle.
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	rc.CommitTimeout = 5 * time.Millisecond
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
+	rc.Logger = newHCLogger(cfg.Logger)
+	rc.NoLegacyTelemetry = true
+	return rc
+}
+
 // Start opens the stores and starts Raft. A member with no Raft state
 // bootstraps cfg.Members, the same list on every member; one with state
 // ignores it. Raft restores the newest snapshot into app before Start
@@ -160,20 +184,7 @@ func Start(cfg Config, app App) (*Node, error) {
 		return nil, fmt.Errorf("cannot make %s: %w", cfg.Dir, err)
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.ID)
-	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, cfg.HeartbeatTimeout/2)
-	rc.CommitTimeout = 5 * time.Millisecond
-	if cfg.SnapshotThreshold > 0 {
-		rc.SnapshotThreshold = cfg.SnapshotThreshold
-	}
-	if cfg.TrailingLogs > 0 {
-		rc.TrailingLogs = cfg.TrailingLogs
-	}
-	rc.Logger = newHCLogger(cfg.Logger)
-	rc.NoLegacyTelemetry = true
+	rc := raftConfig(cfg)
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("raft settings: %w", err)
 	}
