@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/internal/testbin"
 	"github.com/apollo11/apollo11/wire"
 )
@@ -28,8 +29,9 @@ type procCluster struct {
 	members []*member
 }
 
-// startProcCluster starts n members on loopback, each its own process.
-func startProcCluster(t testing.TB, bin string, n int) *procCluster {
+// startProcCluster starts n members on loopback, each its own process,
+// each with the flags extra.
+func startProcCluster(t testing.TB, bin string, n int, extra ...string) *procCluster {
 	pc := &procCluster{t: t, bin: bin}
 	var list []string
 	for i := range n {
@@ -38,8 +40,8 @@ func startProcCluster(t testing.TB, bin string, n int) *procCluster {
 		list = append(list, m.addr+"="+m.raft)
 	}
 	for _, m := range pc.members {
-		m.proc = testbin.StartMaincontrolEnv(t, bin, nil, m.addr, "--data-dir", m.dir,
-			"--raft-listen", m.raft, "--cluster-members", strings.Join(list, ","))
+		m.proc = testbin.StartMaincontrolEnv(t, bin, nil, m.addr, append([]string{"--data-dir", m.dir,
+			"--raft-listen", m.raft, "--cluster-members", strings.Join(list, ",")}, extra...)...)
 	}
 	return pc
 }
@@ -73,7 +75,7 @@ func (p *wirePeer) send(typ string, kv ...string) error {
 }
 
 func (p *wirePeer) recv() (*wire.Message, error) {
-	_ = p.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = p.c.SetReadDeadline(time.Now().Add(patience.Scale(10 * time.Second)))
 	m, err := p.r.ReadMessage()
 	if err != nil {
 		return nil, err
@@ -113,8 +115,8 @@ func (pc *procCluster) leader(timeout time.Duration) (*member, *wirePeer) {
 // the kill is never dispatched again.
 func TestCluster_KillLeaderUnderSubmits(t *testing.T) {
 	bin := testbin.Build(t)
-	pc := startProcCluster(t, bin, 3)
-	lead, cl := pc.leader(30 * time.Second)
+	pc := startProcCluster(t, bin, 3, testbin.LoadedRaft()...)
+	lead, cl := pc.leader(patience.Scale(30 * time.Second))
 
 	// An executor's result is accepted by the first leader.
 	ex, err := dialWire(lead.addr)
@@ -161,7 +163,7 @@ func TestCluster_KillLeaderUnderSubmits(t *testing.T) {
 	require.True(t, killed, "the leader's connection ended before the kill")
 	require.GreaterOrEqual(t, len(confirmed), 300)
 
-	nl, cl := pc.leader(30 * time.Second)
+	nl, cl := pc.leader(patience.Scale(30 * time.Second))
 	require.NotEqual(t, lead, nl)
 	require.NoError(t, cl.send("submit", "req", "after", "task_type", "other"))
 	m, err = cl.recv()

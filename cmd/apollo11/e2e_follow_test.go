@@ -36,9 +36,9 @@ func startCluster(t *testing.T, bin string, n int) ([]string, map[string]*testbi
 	dir := t.TempDir()
 	procs := make(map[string]*testbin.Proc, n)
 	for i := range n {
-		procs[addrs[i]] = testbin.StartMaincontrolEnv(t, bin, nil, addrs[i],
+		procs[addrs[i]] = testbin.StartMaincontrolEnv(t, bin, nil, addrs[i], append([]string{
 			"--data-dir", filepath.Join(dir, fmt.Sprint(i)), "--raft-listen", rafts[i],
-			"--cluster-members", strings.Join(members, ","), "--fsync", "never")
+			"--cluster-members", strings.Join(members, ","), "--fsync", "never"}, testbin.LoadedRaft()...)...)
 	}
 	return addrs, procs
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apollo11/apollo11/cluster"
+	"github.com/apollo11/apollo11/internal/patience"
 	"github.com/apollo11/apollo11/internal/syncbuf"
 )
 
@@ -150,6 +152,17 @@ func StartMaincontrolEnv(t testing.TB, bin string, env []string, addr string, ar
 		t.Fatalf("main control did not come up: %v\noutput:\n%s", err, p.Output())
 	}
 	return p
+}
+
+// LoadedRaft is the flags that stretch a cluster member's Raft timeouts
+// with the host's load, as the in-process cluster tests stretch theirs.
+// With the defaults (400 ms, a lease of 200 ms) a member starved of CPU
+// loses its leadership again and again, and each loss closes every
+// connection.
+func LoadedRaft() []string {
+	hb := patience.Scale(cluster.DefaultHeartbeatTimeout).Round(time.Millisecond)
+	el := patience.Scale(cluster.DefaultElectionTimeout).Round(time.Millisecond)
+	return []string{"--raft-heartbeat-timeout", hb.String(), "--raft-election-timeout", el.String()}
 }
 
 // WaitWelcome polls addr until a connection gets the first bytes of a
