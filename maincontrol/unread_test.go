@@ -25,7 +25,8 @@ import (
 // at its deadline, and one that sent half a hello is closed once the
 // loop has read that half.
 func TestHandshake_BusyLoopIsNotPeerSilence(t *testing.T) {
-	const timeout = 500 * time.Millisecond
+	// Late's hello must go out before its deadline, after three dials.
+	timeout := patience.Scale(500 * time.Millisecond)
 	cfg := Config{EventLoops: 1}
 	cfg.Core.HandshakeTimeout = timeout
 	s, addr := serveOne(t, cfg)
