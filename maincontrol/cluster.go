@@ -274,11 +274,14 @@ func (cm *clusterMode) becomeLeader() {
 	// barrier, so the barrier applies it before this leadership begins.
 	cm.prop.Settle()
 	for {
-		err := cm.node.Barrier(barrierWait)
+		stopped, err := cm.barrier()
+		if stopped {
+			return
+		}
 		if err == nil {
 			break
 		}
-		if !cm.node.IsLeader() || cm.stopped() {
+		if !cm.node.IsLeader() {
 			return
 		}
 		s.log.Warn("elected, but the log is not applied yet: waiting", "err", err)
@@ -367,13 +370,19 @@ func (cm *clusterMode) handOff() {
 	}
 }
 
-// stopped reports whether the server is closing the cluster mode.
-func (cm *clusterMode) stopped() bool {
+// barrier waits for Raft to apply what is committed, or for a stop.
+// barrierWait bounds only the barrier's start: once sent, it waits for a
+// quorum or for the lease to end. A leader left without a quorum keeps
+// its lease for half the heartbeat timeout, and a stop must not wait
+// that long. Raft's shutdown ends the barrier left behind.
+func (cm *clusterMode) barrier() (stopped bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- cm.node.Barrier(barrierWait) }()
 	select {
+	case err := <-done:
+		return false, err
 	case <-cm.stop:
-		return true
-	default:
-		return false
+		return true, nil
 	}
 }
 
