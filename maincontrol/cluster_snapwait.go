@@ -118,3 +118,13 @@ func (cm *clusterMode) takenSince() bool {
 	defer cm.s.mu.Unlock()
 	return cm.snap.since.IsZero()
 }
+
+// stopped reports whether the server is closing the cluster mode.
+func (cm *clusterMode) stopped() bool {
+	select {
+	case <-cm.stop:
+		return true
+	default:
+		return false
+	}
+}
