@@ -158,6 +158,10 @@ type peer struct {
 type hsDeadline struct {
 	peer PeerID
 	at   int64
+	// last bounds the graces: a second handshake timeout past the first
+	// deadline. A server late that long is stalled, and the stall's own
+	// handling applies.
+	last int64
 }
 
 // New returns an empty core. fx receives its outputs.
@@ -270,7 +274,8 @@ func (c *Core) OpenFrom(id PeerID, remote string) {
 	now := c.now()
 	p := &peer{id: id, remote: remote, nonce: c.cfg.Nonce()}
 	c.peers[id] = p
-	c.hsQueue = append(c.hsQueue, hsDeadline{peer: id, at: now + c.cfg.HandshakeTimeout.Milliseconds()})
+	at := now + c.cfg.HandshakeTimeout.Milliseconds()
+	c.hsQueue = append(c.hsQueue, hsDeadline{peer: id, at: at, last: at + c.cfg.HandshakeTimeout.Milliseconds()})
 	b := wire.Begin(c.frame[:0], wire.KindWelcome)
 	b.UintK(kProto, 1)
 	b.StrK(kServer, "apollo11/"+c.cfg.Version)

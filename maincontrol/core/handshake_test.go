@@ -248,6 +248,24 @@ func TestCore_HandshakeTimeoutSparesUnreadInput(t *testing.T) {
 	assert.Equal(t, 1, fx.asked[greeted])
 }
 
+// A server that keeps reporting input unread is given graces for one
+// more handshake timeout at most: a peer is not kept for ever on a
+// report that never changes.
+func TestCore_HandshakeGracesEnd(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.HandshakeTimeout = time.Second })
+	fx := unreadRecorder{recorder: h.fx, unread: map[PeerID]bool{}, asked: map[PeerID]int{}}
+	h.c.fx = fx
+	p := h.open()
+	fx.unread[p] = true
+	h.advance(time.Second)
+	assert.False(t, h.fx.closed[p], "a grace at its deadline")
+	h.advance(time.Second - handshakeGrace)
+	assert.False(t, h.fx.closed[p], "graces within a second timeout")
+	h.advance(2 * handshakeGrace)
+	assert.True(t, h.fx.closed[p], "closed a timeout past its deadline")
+	h.none(p)
+}
+
 func TestCore_NotPermitted(t *testing.T) {
 	h := newHarness(t)
 	cl := h.client()

@@ -241,12 +241,13 @@ func (c *Core) expireHandshakes(now int64) {
 	var later []hsDeadline
 	i := 0
 	for ; i < len(c.hsQueue) && c.hsQueue[i].at <= now; i++ {
-		p := c.peers[c.hsQueue[i].peer]
+		d := c.hsQueue[i]
+		p := c.peers[d.peer]
 		if p == nil || p.kind != peerNew {
 			continue
 		}
-		if ur != nil && ur.Unread(p.id) {
-			later = append(later, hsDeadline{peer: p.id, at: now + handshakeGrace.Milliseconds()})
+		if now < d.last && ur != nil && ur.Unread(p.id) {
+			later = append(later, hsDeadline{peer: p.id, at: now + handshakeGrace.Milliseconds(), last: d.last})
 			continue
 		}
 		c.log.Info("handshake timeout", "peer", p.id, "remote", p.remote)
@@ -255,12 +256,12 @@ func (c *Core) expireHandshakes(now int64) {
 	if i > 0 {
 		c.hsQueue = append(c.hsQueue[:0], c.hsQueue[i:]...)
 	}
-	for _, d := range later { // the queue stays in deadline order
-		j := slices.IndexFunc(c.hsQueue, func(e hsDeadline) bool { return e.at > d.at })
+	if len(later) > 0 { // all due at once: one place keeps the deadline order
+		j := slices.IndexFunc(c.hsQueue, func(e hsDeadline) bool { return e.at > later[0].at })
 		if j < 0 {
 			j = len(c.hsQueue)
 		}
-		c.hsQueue = slices.Insert(c.hsQueue, j, d)
+		c.hsQueue = slices.Insert(c.hsQueue, j, later...)
 	}
 }
 
