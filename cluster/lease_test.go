@@ -52,8 +52,8 @@ func (c *deafConn) Read(p []byte) (int, error) {
 
 // A leader steps down when no quorum answered within its lease. With the
 // heartbeat timeout stretched to 6 s, as the tests do on a loaded host, a
-// follower deaf for 1.5 s is no reason: the followers would wait 6 s for
-// the leader. Raft's own 500 ms lease made the leader give up at once.
+// follower deaf for 0.75 s is no reason: the followers would wait 6 s for
+// the leader. Raft's default cap of 500 ms on the lease would make it give up.
 // Two members, so the one follower's silence is a lost quorum.
 func TestNode_LeaseFollowsTheHeartbeatTimeout(t *testing.T) {
 	const long = 6 * time.Second
@@ -98,11 +98,22 @@ func TestNode_LeaseFollowsTheHeartbeatTimeout(t *testing.T) {
 
 	follower := layers[1-leader]
 	follower.deaf.Lock()
-	end := time.Now().Add(long / 4)
-	for time.Now().Before(end) && nodes[leader].IsLeader() {
-		time.Sleep(10 * time.Millisecond)
+	// Deaf for long/8: past Raft's default 500 ms cap on the lease, and with the last
+	// heartbeat up to long/5 before it, still well within long/2.
+	spell := long / 8
+	changes, end := nodes[leader].LeaderCh(), time.After(spell)
+deaf:
+	for {
+		select {
+		case gained := <-changes: // a gain may still be buffered from the election
+			if !gained {
+				break deaf
+			}
+		case <-end:
+			break deaf
+		}
 	}
 	follower.deaf.Unlock()
-	assert.True(t, nodes[leader].IsLeader(), "the leader stepped down, its follower deaf for %s", long/4)
+	assert.True(t, nodes[leader].IsLeader(), "the leader stepped down, its follower deaf for %s", spell)
 	assert.Equal(t, term, nodes[leader].Term())
 }
