@@ -69,9 +69,6 @@ func (s *Server) startSnapshot(duty float64) {
 		}
 		pace := newPacer(duty, 1024, &s.snap.hurry)
 		err := s.store.WriteIncremental(lsn, pacedSource{Changes: src, pace: pace})
-		if err == nil {
-			pace.rest()
-		}
 		s.mu.Lock()
 		s.snap.running = false
 		if err == nil {

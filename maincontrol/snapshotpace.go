@@ -29,23 +29,6 @@ func newPacer(duty float64, every int, hurry *atomic.Bool) *pacer {
 	return &pacer{duty: duty, every: every, since: time.Now(), hurry: hurry, sleep: time.Sleep}
 }
 
-// rest pauses for the work since the last pause, as step would. A
-// snapshot calls it once written, before the next may start: a small
-// snapshot never reaches a step's count, and its files' creation and
-// fsyncs are not steps. Under load they ran back to back. The pause is
-// at most restMax: a stop that begins during it waits it out.
-func (p *pacer) rest() {
-	if p == nil || p.duty >= 1 || p.hurry.Load() {
-		return
-	}
-	worked := time.Since(p.since)
-	p.sleep(min(time.Duration(float64(worked)*(1-p.duty)/p.duty), restMax))
-	p.steps, p.since = 0, time.Now()
-}
-
-// restMax bounds a pause after a snapshot.
-const restMax = time.Second
-
 // step counts one unit of work and pauses when one is due.
 func (p *pacer) step() {
 	if p == nil || p.duty >= 1 || p.hurry.Load() {

@@ -55,24 +55,3 @@ func TestPacer_FullDutyNeverSleeps(t *testing.T) {
 	}
 	assert.Empty(t, *got)
 }
-
-// A snapshot smaller than a step's count still pauses once written, for
-// three times its work at a quarter duty, so small snapshots do not run
-// back to back.
-func TestPacer_RestsAfterWorkBelowAStep(t *testing.T) {
-	var hurry atomic.Bool
-	p := newPacer(0.25, 1024, &hurry)
-	got := pauses(p)
-	for range 10 {
-		spin(time.Millisecond)
-		p.step()
-	}
-	assert.Empty(t, *got, "ten steps of 1,024 do not pause")
-	p.rest()
-	require.Len(t, *got, 1)
-	assert.GreaterOrEqual(t, (*got)[0], 30*time.Millisecond)
-
-	hurry.Store(true)
-	p.rest()
-	assert.Len(t, *got, 1, "no rest once hurried")
-}
