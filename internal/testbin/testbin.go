@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -76,7 +77,15 @@ func BuildCmd(t testing.TB, name string) string {
 // Otherwise each run would leave a binary per package in the temp dir.
 // A package that uses Build calls it from TestMain, as
 // os.Exit(testbin.Main(m)).
+//
+// It also catches SIGHUP when the test process started with it ignored,
+// as under nohup: an ignored signal stays ignored across exec, while a
+// caught one is reset. The daemons the tests start then see SIGHUP as
+// from a terminal, and their SIGHUP tests test what they should.
 func Main(m *testing.M) int {
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	}
 	code := m.Run()
 	if buildDir != "" {
 		if err := os.RemoveAll(buildDir); err != nil {
