@@ -1,10 +1,8 @@
 package maincontrol
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -123,25 +121,9 @@ func startMembersWith(t *testing.T, n int, base Config) []*Server {
 	}
 	var servers []*Server
 	for i, m := range members {
-		ready := make(chan struct{})
 		cfg := loadedRaft(base)
 		cfg.Listen, cfg.DataDir, cfg.RaftListen, cfg.ClusterMembers = m.ID, filepath.Join(dir, fmt.Sprint(i)), m.Raft, members
-		cfg.Logger, cfg.OnReady = slog.New(slog.DiscardHandler), func(string) { close(ready) }
-		s, err := newServer(cfg)
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.serve(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			assert.NoError(t, <-done)
-		})
-		select {
-		case <-ready:
-		case err := <-done:
-			t.Fatalf("member %d did not start: %v", i, err)
-		}
-		servers = append(servers, s)
+		servers = append(servers, runServer(t, cfg))
 	}
 	return servers
 }

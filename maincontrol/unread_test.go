@@ -1,10 +1,8 @@
 package maincontrol
 
 import (
-	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -142,21 +140,5 @@ func serveOne(t *testing.T, cfg Config) (*Server, string) {
 	require.NoError(t, err)
 	cfg.Listen = ln.Addr().String()
 	require.NoError(t, ln.Close())
-	ready := make(chan struct{})
-	cfg.Logger, cfg.OnReady = slog.New(slog.DiscardHandler), func(string) { close(ready) }
-	s, err := newServer(cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-done)
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the server did not start: %v", err)
-	}
-	return s, cfg.Listen
+	return runServer(t, cfg), cfg.Listen
 }
