@@ -24,6 +24,9 @@ type snapSchedule struct {
 	last    *core.Snapshot
 	lastLSN uint64
 	hurry   atomic.Bool // stopping: snapshots run unpaced
+	// restUntil is when the rest after the last paced snapshot ends
+	// (pacer.rest), on the wall clock; zero once passed.
+	restUntil time.Time
 	// giveUp is closed once a stop finds the log unwritable: the running
 	// snapshot's records may never become durable (giveUpSnapshot).
 	giveUp chan struct{}
@@ -37,6 +40,14 @@ func (s *Server) maybeSnapshot() {
 	}
 	if s.gate.unsnapped < s.cfg.SnapshotEvery && s.now().Sub(s.gate.firstUnsnapped) < s.cfg.SnapshotInterval {
 		return
+	}
+	if !s.snap.restUntil.IsZero() {
+		// A tick looks again: nextDue brings due work back every
+		// TickInterval.
+		if time.Now().Before(s.snap.restUntil) {
+			return
+		}
+		s.snap.restUntil = time.Time{}
 	}
 	s.startSnapshot(snapshotDuty)
 }
@@ -69,10 +80,14 @@ func (s *Server) startSnapshot(duty float64) {
 		}
 		pace := newPacer(duty, 1024, &s.snap.hurry)
 		err := s.store.WriteIncremental(lsn, pacedSource{Changes: src, pace: pace})
+		rest := pace.rest()
 		s.mu.Lock()
 		s.snap.running = false
 		if err == nil {
 			s.snap.last, s.snap.lastLSN = snap, lsn
+			if rest > 0 {
+				s.snap.restUntil = time.Now().Add(rest)
+			}
 		}
 		idle := s.gate.unsnapped == 0 && !s.stopping
 		s.mu.Unlock()

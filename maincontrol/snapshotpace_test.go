@@ -55,3 +55,26 @@ func TestPacer_FullDutyNeverSleeps(t *testing.T) {
 	}
 	assert.Empty(t, *got)
 }
+
+// A snapshot smaller than a step's count still owes a rest once written,
+// of three times its work at a quarter duty, at most restMax. A stop's
+// hurry owes none.
+func TestPacer_RestAfterWorkBelowAStep(t *testing.T) {
+	var hurry atomic.Bool
+	p := newPacer(0.25, 1024, &hurry)
+	got := pauses(p)
+	for range 10 {
+		spin(time.Millisecond)
+		p.step()
+	}
+	assert.Empty(t, *got, "ten steps of 1,024 do not pause")
+	assert.GreaterOrEqual(t, p.rest(), 30*time.Millisecond)
+
+	long := newPacer(0.25, 1024, &hurry)
+	long.since = time.Now().Add(-time.Hour)
+	assert.Equal(t, restMax, long.rest())
+
+	hurry.Store(true)
+	assert.Zero(t, p.rest(), "no rest once hurried")
+	assert.Zero(t, newPacer(1, 1024, &hurry).rest(), "none at full duty")
+}

@@ -46,10 +46,17 @@ func fireTimes(t *testing.T, addr, name string) map[int64]int {
 	require.NoError(t, err)
 	defer cl.Close()
 	out := map[int64]int{}
+	// A task that moves on between two lists shows up in both: it is
+	// counted once.
+	seen := map[uint64]bool{}
 	for _, st := range []string{"waiting", "pending", "dispatched", "running", "retrying", "succeeded", "failed", "cancelled"} {
 		ids, err := cl.ListAll(ctx, st)
 		require.NoError(t, err)
 		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
 			ts, err := cl.Query(ctx, id)
 			require.NoError(t, err)
 			at, ok := strings.CutPrefix(ts.TraceID, "sched:"+name+":")
