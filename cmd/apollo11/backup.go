@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/apollo11/apollo11/snapshot"
 )
 
 // backupAttempts bounds the copies of a live data dir that the server's
@@ -74,13 +76,20 @@ func backupDir(src, dest string) (*backupReport, error) {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create the parent of DEST: %w", err)
 	}
+	// Every change confirmed before now is at or below floor. A copy
+	// that loads but ends below it lost one: the server dropped the
+	// segments it needed, after newer snapshots than those copied.
+	floor, err := snapshot.LastWritten(snapshot.Options{Dir: src})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read data dir: %w", err)
+	}
 	var last error
 	for range backupAttempts {
 		tmp, err := os.MkdirTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".backup-")
 		if err != nil {
 			return nil, fmt.Errorf("cannot create a directory beside DEST: %w", err)
 		}
-		rep, err := backupOnce(src, tmp)
+		rep, err := backupOnce(src, tmp, floor)
 		if err == nil {
 			err = publishBackup(tmp, dest)
 		}
@@ -125,7 +134,7 @@ func backupFiles(src string) (first, logs []string, err error) {
 
 // backupOnce makes one copy of src in the empty directory tmp, fsyncs it
 // and checks that a main control would start on it.
-func backupOnce(src, tmp string) (*backupReport, error) {
+func backupOnce(src, tmp string, floor uint64) (*backupReport, error) {
 	first, logs, err := backupFiles(src)
 	if err != nil {
 		return nil, err
@@ -163,6 +172,10 @@ func backupOnce(src, tmp string) (*backupReport, error) {
 		// would not load. It dropped a segment after a newer snapshot.
 		// Such a copy is never published, and is tried again.
 		return nil, fmt.Errorf("%w: the copy would not load: %v", errChanged, err)
+	}
+	if rep.info.Dir.LastLSN < floor {
+		return nil, fmt.Errorf("%w: the copy ends at record %d, before record %d, the last one written when the backup began",
+			errChanged, rep.info.Dir.LastLSN, floor)
 	}
 	return rep, nil
 }
