@@ -44,7 +44,13 @@ func (e *noLeaderError) Error() string {
 	var b strings.Builder
 	b.WriteString("no member leads (a majority of the voters must be up to elect a leader")
 	if e.waited > 0 {
-		fmt.Fprintf(&b, "; none was elected in %v", e.waited.Round(time.Millisecond))
+		// To 10 ms: a search cut off by a 300 ms context began a little
+		// after the context, and "299ms" reads as another bound.
+		w := e.waited.Round(10 * time.Millisecond)
+		if w == 0 {
+			w = e.waited.Round(time.Millisecond)
+		}
+		fmt.Fprintf(&b, "; none was elected in %v", w)
 	}
 	b.WriteString("): ")
 	for i, err := range e.errs {
