@@ -49,11 +49,11 @@ func (s *Server) maybeSnapshot() {
 		}
 		s.snap.restUntil = time.Time{}
 	}
-	s.startSnapshot(snapshotDuty)
+	s.startSnapshot(s.cfg.SnapshotDuty)
 }
 
 // startSnapshot freezes the core and writes the snapshot on its own
-// goroutine, paced to duty (see snapshotDuty). A duty of 1 is full speed.
+// goroutine, paced to duty (Config.SnapshotDuty). A duty of 1 is full speed.
 // It runs with s.mu held.
 func (s *Server) startSnapshot(duty float64) {
 	snap := s.core.Freeze()

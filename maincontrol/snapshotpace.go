@@ -5,15 +5,6 @@ import (
 	"time"
 )
 
-// snapshotDuty is the share of one core a background snapshot may use.
-// With --snapshot-every 100, a snapshot is due again as soon as one ends
-// under load. Unpaced, back-to-back snapshots took a whole core from the
-// event loop, the log writer and the clients on a 2-core host. The
-// figures are in bench/README.md. Pacing only makes each snapshot take
-// longer. At most one runs at a time, so they come less often under load.
-// When idle, they come as often as the spec asks.
-const snapshotDuty = 0.25
-
 // pacer keeps a loop of work to a duty cycle. Every n steps, it sleeps in
 // proportion to the time worked since the last pause.
 type pacer struct {

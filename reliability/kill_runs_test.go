@@ -31,8 +31,9 @@ func TestMaincontrol_Kill9WithRuns(t *testing.T) {
 	fig := figures.add(17, "kill -9 of the main control while pipeline runs start and advance, a snapshot every 2 records", "rounds")
 	dir := t.TempDir()
 	// Soak confirms more runs than the default cap keeps, which would
-	// forget the oldest ended ones.
-	flags := []string{"--snapshot-every", "2", "--retention-max", "100000000", "--max-runs", "1000000"}
+	// forget the oldest ended ones. Unpaced snapshots follow each other
+	// with no rest, so that kills land in them.
+	flags := []string{"--snapshot-every", "2", "--snapshot-duty", "1", "--retention-max", "100000000", "--max-runs", "1000000"}
 	l := newLedger()
 	rl := newRunLedger(l)
 	rng := rand.New(rand.NewPCG(17, uint64(sc.runKillRounds)))

@@ -36,7 +36,9 @@ func TestMaincontrol_Kill9DuringSnapshots(t *testing.T) {
 	sc := currentScale()
 	fig := figures.add(12, "kill -9 of the main control while it snapshots after every record", "rounds")
 	dir := t.TempDir()
-	flags := []string{"--snapshot-every", "1", "--retention-max", "100000000"}
+	// Unpaced, so that the next snapshot starts as soon as one ends: a
+	// paced one rests three times its work between them.
+	flags := []string{"--snapshot-every", "1", "--snapshot-duty", "1", "--retention-max", "100000000"}
 	l := newLedger()
 	rng := rand.New(rand.NewPCG(12, uint64(sc.snapKillRounds)))
 	var killedAt time.Time

@@ -61,3 +61,40 @@ func TestMaincontrolFlags_PeerCaps(t *testing.T) {
 		}
 	}
 }
+
+// --snapshot-duty reaches the Config from the command line or its
+// variable; values outside (0, 1] are refused.
+func TestMaincontrolFlags_SnapshotDuty(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want float64
+		err  string
+	}{
+		{name: "default", want: maincontrol.DefaultSnapshotDuty},
+		{name: "flag", args: []string{"--snapshot-duty", "1"}, want: 1},
+		{name: "environment", env: "0.5", want: 0.5},
+		{name: "zero", args: []string{"--snapshot-duty", "0"}, err: "--snapshot-duty 0: want over 0 and at most 1"},
+		{name: "over one", args: []string{"--snapshot-duty", "1.5"}, err: "--snapshot-duty 1.5: want over 0 and at most 1"},
+		{name: "not a number", args: []string{"--snapshot-duty", "NaN"}, err: "--snapshot-duty NaN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("APOLLO11_SNAPSHOT_DUTY", tc.env)
+			}
+			fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+			var f maincontrolFlags
+			f.register(fs)
+			require.NoError(t, parseFlags(fs, tc.args))
+			cfg, err := f.config(io.Discard)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, cfg.SnapshotDuty)
+		})
+	}
+}

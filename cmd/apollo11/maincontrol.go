@@ -33,6 +33,7 @@ type maincontrolFlags struct {
 	maxSchedules, maxScheduleBytes                            int
 	maxPendingPerConn, maxKeptExecs, maxTypes                 int
 	recoverTruncate, lockLoops                                bool
+	snapshotDuty                                              float64
 	httpListen                                                string
 	policyFile                                                string
 	tlsCert, tlsKey, tlsClientCA                              string
@@ -79,6 +80,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.fsyncInterval, "fsync-interval", snapshot.DefaultFsyncInterval, "longest wait between fsyncs with --fsync batch")
 	fs.IntVar(&f.snapshotEvery, "snapshot-every", maincontrol.DefaultSnapshotEvery, "log records between snapshots")
 	durationVar(fs, &f.snapshotInterval, "snapshot-interval", maincontrol.DefaultSnapshotInterval, "longest time between a change and the snapshot that holds it")
+	fs.Float64Var(&f.snapshotDuty, "snapshot-duty", maincontrol.DefaultSnapshotDuty, "share of one core a snapshot written in the background may use, over 0 and at most 1: it pauses as it writes and rests once written; 1 writes them back to back")
 	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, start anyway: skip it if a snapshot holds the records it drops, else cut the log there (later records are lost)")
 	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops, 1 to 256")
 	fs.BoolVar(&f.lockLoops, "lock-loops", true, "keep each event loop on one OS thread: a shorter latency tail where the host moves busy threads between cores, for more CPU at low rates (false: 30% less at 5,000 tasks/s)")
@@ -120,6 +122,9 @@ func (f *maincontrolFlags) checkPositive() error {
 	}
 	if f.maxPendingPerConn < 0 {
 		return fmt.Errorf("--max-pending-per-conn %d: want 0 (no cap but --max-pending) or more", f.maxPendingPerConn)
+	}
+	if !(f.snapshotDuty > 0 && f.snapshotDuty <= 1) {
+		return fmt.Errorf("--snapshot-duty %v: want over 0 and at most 1", f.snapshotDuty)
 	}
 	if f.maxBuffers < 0 {
 		return fmt.Errorf("--max-buffers %d: want 0 (the default) or more", f.maxBuffers)
@@ -195,7 +200,7 @@ func (f *maincontrolFlags) config(logTo io.Writer) (maincontrol.Config, error) {
 		RaftListen: f.raftListen, Advertise: f.advertise, ClusterMembers: members, RaftTLS: raftTLS,
 		RaftHeartbeatTimeout: f.raftHeartbeat, RaftElectionTimeout: f.raftElection,
 		Listen: f.listen, DataDir: f.dataDir, Fsync: mode, FsyncInterval: f.fsyncInterval,
-		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, RecoverTruncate: f.recoverTruncate,
+		SnapshotEvery: f.snapshotEvery, SnapshotInterval: f.snapshotInterval, SnapshotDuty: f.snapshotDuty, RecoverTruncate: f.recoverTruncate,
 		MaxConns: f.maxConns, MaxUnauthConns: f.maxUnauthConns, MaxBuffers: f.maxBuffers, MaxInflight: f.maxInflight, EventLoops: f.eventLoops, UnlockLoops: !f.lockLoops, Logger: logger,
 		HTTPListen: f.httpListen, PolicyFile: f.policyFile,
 		TLS: tlsfiles.Files{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsClientCA},
