@@ -25,7 +25,8 @@ type snapSchedule struct {
 	lastLSN uint64
 	hurry   atomic.Bool // stopping: snapshots run unpaced
 	// restUntil is when the rest after the last paced snapshot ends
-	// (pacer.rest), on the wall clock; zero once passed.
+	// (pacer.rest), by time.Now, not the core's clock. The next due
+	// check after it clears it.
 	restUntil time.Time
 	// giveUp is closed once a stop finds the log unwritable: the running
 	// snapshot's records may never become durable (giveUpSnapshot).

@@ -25,7 +25,7 @@ func TestSnapshot_RestsBeforeTheNext(t *testing.T) {
 	require.True(t, s.snap.running, "due at one record")
 	done := s.snap.done
 	s.mu.Unlock()
-	<-done
+	waitDone(t, done)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,8 +44,17 @@ func TestSnapshot_RestsBeforeTheNext(t *testing.T) {
 	assert.True(t, s.snap.restUntil.IsZero())
 	done = s.snap.done
 	s.mu.Unlock()
-	<-done
+	waitDone(t, done)
 	s.mu.Lock()
+}
+
+func waitDone(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the snapshot did not end")
+	}
 }
 
 // A stop's last snapshot does not wait out a rest.

@@ -26,7 +26,9 @@ func newPacer(duty float64, every int, hurry *atomic.Bool) *pacer {
 // its files' creation and fsyncs are no steps, so under load snapshots
 // ran back to back at full speed. Nothing waits through the rest: it
 // only delays when the next snapshot may start, and a stop's last
-// snapshot does not wait for it. It is at most restMax.
+// snapshot does not wait for it. It is at most restMax. The work is wall
+// time, fsyncs' waits too: a slow disk spaces snapshots more, which also
+// spares it writes.
 func (p *pacer) rest() time.Duration {
 	if p == nil || p.duty >= 1 || p.hurry.Load() {
 		return 0
