@@ -42,21 +42,9 @@ func TestMaincontrolFlags_PeerCaps(t *testing.T) {
 			{name: "zero", args: []string{"--" + cap.flag, "0"}, err: cap.zero},
 		} {
 			t.Run(cap.flag+"/"+tc.name, func(t *testing.T) {
-				if tc.env != "" {
-					t.Setenv(cap.env, tc.env)
+				if cfg, ok := configCase(t, cap.env, tc.env, tc.args, tc.err); ok {
+					assert.Equal(t, tc.want, cap.got(cfg))
 				}
-				fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
-				var f maincontrolFlags
-				f.register(fs)
-				require.NoError(t, parseFlags(fs, tc.args))
-				cfg, err := f.config(io.Discard)
-				if tc.err != "" {
-					require.Error(t, err)
-					assert.Contains(t, err.Error(), tc.err)
-					return
-				}
-				require.NoError(t, err)
-				assert.Equal(t, tc.want, cap.got(cfg))
 			})
 		}
 	}
@@ -80,21 +68,38 @@ func TestMaincontrolFlags_SnapshotDuty(t *testing.T) {
 		{name: "not a number", args: []string{"--snapshot-duty", "NaN"}, err: "--snapshot-duty NaN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv("APOLLO11_SNAPSHOT_DUTY", tc.env)
+			if cfg, ok := configCase(t, "APOLLO11_SNAPSHOT_DUTY", tc.env, tc.args, tc.err); ok {
+				assert.Equal(t, tc.want, cfg.SnapshotDuty)
 			}
-			fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
-			var f maincontrolFlags
-			f.register(fs)
-			require.NoError(t, parseFlags(fs, tc.args))
-			cfg, err := f.config(io.Discard)
-			if tc.err != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tc.err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, cfg.SnapshotDuty)
 		})
 	}
+}
+
+// maincontrolConfig parses args as the maincontrol command's flags and
+// makes its Config, its logs dropped.
+func maincontrolConfig(t *testing.T, args ...string) (maincontrol.Config, error) {
+	t.Helper()
+	fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
+	var f maincontrolFlags
+	f.register(fs)
+	require.NoError(t, parseFlags(fs, args))
+	return f.config(io.Discard)
+}
+
+// configCase sets the variable env to val (unless val is ""), makes the
+// Config from args and checks the error against wantErr ("": none). It
+// returns the Config, and whether there is one to check.
+func configCase(t *testing.T, env, val string, args []string, wantErr string) (maincontrol.Config, bool) {
+	t.Helper()
+	if val != "" {
+		t.Setenv(env, val)
+	}
+	cfg, err := maincontrolConfig(t, args...)
+	if wantErr != "" {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), wantErr)
+		return cfg, false
+	}
+	require.NoError(t, err)
+	return cfg, true
 }

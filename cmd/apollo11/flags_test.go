@@ -360,11 +360,7 @@ func TestMaincontrolFlags_LockLoops(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv("APOLLO11_LOCK_LOOPS", tc.env)
 			}
-			fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
-			var f maincontrolFlags
-			f.register(fs)
-			require.NoError(t, parseFlags(fs, tc.args))
-			cfg, err := f.config(io.Discard)
+			cfg, err := maincontrolConfig(t, tc.args...)
 			require.NoError(t, err)
 			assert.Equal(t, tc.unlocked, cfg.UnlockLoops)
 		})

@@ -64,17 +64,13 @@ func TestDaemonFlags_TokenFileOpenToOthers(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(p, []byte("0123456789abcdef0123\n"), 0o600))
 	require.NoError(t, os.Chmod(p, 0o644))
-	var f maincontrolFlags
-	fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
-	f.register(fs)
-	require.NoError(t, parseFlags(fs, []string{"--token-file", p}))
-	_, err := f.config(io.Discard)
+	_, err := maincontrolConfig(t, "--token-file", p)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "readable or writable by every user")
 	assert.Contains(t, err.Error(), "(mode 0644): chmod 600 it")
 
 	var ef executorFlags
-	fs = newFlagSet("executor", "executor", io.Discard)
+	fs := newFlagSet("executor", "executor", io.Discard)
 	ef.register(fs)
 	require.NoError(t, parseFlags(fs, []string{"--token-file", p}))
 	l, err := ef.log.logger(io.Discard)
@@ -90,11 +86,7 @@ func TestAdminTokenFile_Rules(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "admin")
 	require.NoError(t, os.WriteFile(p, []byte("0123456789abcdef-admin\n"), 0o600))
 	require.NoError(t, os.Chmod(p, 0o644))
-	var f maincontrolFlags
-	fs := newFlagSet("maincontrol", "maincontrol", io.Discard)
-	f.register(fs)
-	require.NoError(t, parseFlags(fs, []string{"--admin-token-file", p}))
-	_, err := f.config(io.Discard)
+	_, err := maincontrolConfig(t, "--admin-token-file", p)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--admin-token-file")
 	assert.Contains(t, err.Error(), "readable or writable by every user")
@@ -102,7 +94,7 @@ func TestAdminTokenFile_Rules(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big")
 	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("a"), 5000), 0o600))
 	var cf clientFlags
-	fs = newFlagSet("stats", "stats", io.Discard)
+	fs := newFlagSet("stats", "stats", io.Discard)
 	cf.register(fs)
 	require.NoError(t, parseFlags(fs, []string{"--admin-token-file", big}))
 	_, err = cf.dial()
