@@ -30,7 +30,11 @@ const (
 	// the event loop, the log writer and the clients on a 2-core host, and
 	// a quarter of the main control's CPU in the one-at-a-time regime.
 	// The figures are in bench/README.md.
-	DefaultSnapshotDuty      = 0.25
+	DefaultSnapshotDuty = 0.25
+	// MinSnapshotDuty bounds SnapshotDuty from below: at 0.05 a snapshot
+	// pauses 19 times as long as it works, and lower a large one would
+	// keep the log growing behind it for minutes.
+	MinSnapshotDuty          = 0.05
 	DefaultTickInterval      = 20 * time.Millisecond
 	DefaultIdleTick          = time.Second
 	DefaultFrameStallTimeout = 30 * time.Second
@@ -55,7 +59,7 @@ type Config struct {
 	SnapshotEvery    int           // log records between snapshots
 	SnapshotInterval time.Duration // longest wait for a snapshot after a change
 	// SnapshotDuty is the share of one core a background snapshot may
-	// use, in (0, 1]: it pauses as it writes, and rests once written
+	// use, from MinSnapshotDuty to 1: it pauses as it writes, and rests once written
 	// (pacer). 1 writes them unpaced, back to back under load.
 	SnapshotDuty    float64
 	SegmentBytes    int64
@@ -284,7 +288,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || !(c.SnapshotDuty > 0 && c.SnapshotDuty <= 1) || c.MaxConns < 1 || c.MaxUnauthConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || !(c.SnapshotDuty >= MinSnapshotDuty && c.SnapshotDuty <= 1) || c.MaxConns < 1 || c.MaxUnauthConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

@@ -51,7 +51,7 @@ func TestMaincontrolFlags_PeerCaps(t *testing.T) {
 }
 
 // --snapshot-duty reaches the Config from the command line or its
-// variable; values outside (0, 1] are refused.
+// variable; values outside [0.05, 1] are refused.
 func TestMaincontrolFlags_SnapshotDuty(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -63,8 +63,10 @@ func TestMaincontrolFlags_SnapshotDuty(t *testing.T) {
 		{name: "default", want: maincontrol.DefaultSnapshotDuty},
 		{name: "flag", args: []string{"--snapshot-duty", "1"}, want: 1},
 		{name: "environment", env: "0.5", want: 0.5},
-		{name: "zero", args: []string{"--snapshot-duty", "0"}, err: "--snapshot-duty 0: want over 0 and at most 1"},
-		{name: "over one", args: []string{"--snapshot-duty", "1.5"}, err: "--snapshot-duty 1.5: want over 0 and at most 1"},
+		{name: "zero", args: []string{"--snapshot-duty", "0"}, err: "--snapshot-duty 0: want a number from 0.05 to 1"},
+		{name: "under the floor", args: []string{"--snapshot-duty", "0.001"}, err: "--snapshot-duty 0.001: want a number from 0.05 to 1"},
+		{name: "the floor", args: []string{"--snapshot-duty", "0.05"}, want: 0.05},
+		{name: "over one", args: []string{"--snapshot-duty", "1.5"}, err: "--snapshot-duty 1.5: want a number from 0.05 to 1"},
 		{name: "not a number", args: []string{"--snapshot-duty", "NaN"}, err: "--snapshot-duty NaN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,7 +80,7 @@ func (f *maincontrolFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.fsyncInterval, "fsync-interval", snapshot.DefaultFsyncInterval, "longest wait between fsyncs with --fsync batch")
 	fs.IntVar(&f.snapshotEvery, "snapshot-every", maincontrol.DefaultSnapshotEvery, "log records between snapshots")
 	durationVar(fs, &f.snapshotInterval, "snapshot-interval", maincontrol.DefaultSnapshotInterval, "longest time between a change and the snapshot that holds it")
-	fs.Float64Var(&f.snapshotDuty, "snapshot-duty", maincontrol.DefaultSnapshotDuty, "share of one core a snapshot written in the background may use, over 0 and at most 1: it pauses as it writes and rests once written; 1 writes them back to back")
+	fs.Float64Var(&f.snapshotDuty, "snapshot-duty", maincontrol.DefaultSnapshotDuty, "share of one core a snapshot written in the background may use, 0.05 to 1: it pauses as it writes and rests once written; lower spares a busy small host CPU, 1 writes them back to back (less log to replay after a crash)")
 	fs.BoolVar(&f.recoverTruncate, "recover-truncate", false, "on corruption in the middle of the log, start anyway: skip it if a snapshot holds the records it drops, else cut the log there (later records are lost)")
 	fs.IntVar(&f.eventLoops, "event-loops", 1, "gnet event loops, 1 to 256")
 	fs.BoolVar(&f.lockLoops, "lock-loops", true, "keep each event loop on one OS thread: a shorter latency tail where the host moves busy threads between cores, for more CPU at low rates (false: 30% less at 5,000 tasks/s)")
@@ -123,8 +123,8 @@ func (f *maincontrolFlags) checkPositive() error {
 	if f.maxPendingPerConn < 0 {
 		return fmt.Errorf("--max-pending-per-conn %d: want 0 (no cap but --max-pending) or more", f.maxPendingPerConn)
 	}
-	if !(f.snapshotDuty > 0 && f.snapshotDuty <= 1) {
-		return fmt.Errorf("--snapshot-duty %v: want over 0 and at most 1", f.snapshotDuty)
+	if !(f.snapshotDuty >= maincontrol.MinSnapshotDuty && f.snapshotDuty <= 1) {
+		return fmt.Errorf("--snapshot-duty %v: want a number from %v to 1", f.snapshotDuty, maincontrol.MinSnapshotDuty)
 	}
 	if f.maxBuffers < 0 {
 		return fmt.Errorf("--max-buffers %d: want 0 (the default) or more", f.maxBuffers)
