@@ -14,10 +14,10 @@ import (
 // for good without a word. The main control cannot refuse it, as an
 // executor for it may register later. A user who mistyped --type, or
 // asked for exec from a `dev` without it, saw only a wait that never
-// ended. It returns a function that stops it and waits until it is not
-// writing.
+// ended. A wait with no --wait-timeout (forever) is told how to end. It
+// returns a function that stops it and waits until it is not writing.
 func pendingHint(stderr io.Writer, cl *client.Client, id uint64, req client.SubmitRequest,
-	after, timeout time.Duration) (stop func()) {
+	after, timeout time.Duration, forever bool) (stop func()) {
 	if after <= 0 {
 		return func() {}
 	}
@@ -48,9 +48,13 @@ func pendingHint(stderr io.Writer, cl *client.Client, id uint64, req client.Subm
 		if err != nil {
 			return
 		}
+		end := ""
+		if forever {
+			end = " This wait has no end of its own: Ctrl-C leaves the task queued, and --wait-timeout bounds the wait."
+		}
 		fmt.Fprintf(stderr, "task %d is still pending after %v: is an executor that takes type %q connected? "+
-			"(executors connected: %d; %s)\n",
-			id, req.Delay+after, req.Type, stats.Executors, startOne(req.Type))
+			"(executors connected: %d; %s)%s\n",
+			id, req.Delay+after, req.Type, stats.Executors, startOne(req.Type), end)
 	}()
 	return func() {
 		close(quit)

@@ -133,7 +133,7 @@ func runSubmit(args []string, stdout, stderr io.Writer) error {
 			defer w.Close()
 			// A task nobody runs waits for good. Say it was submitted.
 			fmt.Fprintf(stderr, "task %d submitted; waiting for it to end\n", w.Submitted.ID)
-			stopHint := pendingHint(stderr, cl, w.Submitted.ID, req, hintAfter, cf.timeout)
+			stopHint := pendingHint(stderr, cl, w.Submitted.ID, req, hintAfter, cf.timeout, waitLimit == 0)
 			done, err := w.Wait(ctx)
 			stopHint()
 			if err != nil {
