@@ -73,27 +73,17 @@ func TestBackup_CopiesAgainWhatTheServerSpoiled(t *testing.T) {
 	addr, _ := maincontroltest.Start(t, maincontrol.Config{DataDir: src, SnapshotEvery: 10, SegmentBytes: 1024})
 	c := dialClient(t, addr)
 	submitN(t, c, 25)
-	// Records after the newest snapshot, fewer than --snapshot-every:
-	// none is being written, and none starts before more come.
-	require.Eventually(t, func() bool {
-		snaps := snapshotFiles(t, src)
-		if len(snaps) < 2 {
-			return false
-		}
-		newest, err := strconv.ParseUint(strings.TrimPrefix(snaps[len(snaps)-1], "snapshot-"), 10, 64)
-		require.NoError(t, err)
-		written, err := snapshot.LastWritten(snapshot.Options{Dir: src})
-		require.NoError(t, err)
-		if written == newest {
-			submitN(t, c, 1)
-		}
-		return written > newest && written-newest < 10
-	}, 20*time.Second, 10*time.Millisecond)
+	waitSnapshotsSettled(t, c, src, 10)
 
 	var copies []string
 	t.Cleanup(func() { backupHook = func(string) {} })
 	backupHook = func(copied string) {
 		copies = append(copies, copied)
+		if len(copies) == 2 {
+			// A snapshot the rest held back would drop segments under
+			// the second copy.
+			waitSnapshotsSettled(t, c, src, 10)
+		}
 		if len(copies) != 1 {
 			return
 		}
@@ -119,6 +109,31 @@ func TestBackup_CopiesAgainWhatTheServerSpoiled(t *testing.T) {
 	require.Greater(t, len(want), 25)
 	addr2, _ := maincontroltest.Start(t, maincontrol.Config{DataDir: dest})
 	assert.Equal(t, want, pendingIDs(t, dialClient(t, addr2)))
+}
+
+// waitSnapshotsSettled waits for records after the newest snapshot,
+// fewer than every (--snapshot-every): none is being written, and none
+// starts before more come.
+func waitSnapshotsSettled(t *testing.T, c *client.Client, src string, every uint64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		snaps := snapshotFiles(t, src)
+		if len(snaps) < 2 {
+			return false
+		}
+		newest, err := strconv.ParseUint(strings.TrimPrefix(snaps[len(snaps)-1], "snapshot-"), 10, 64)
+		if err != nil {
+			return false
+		}
+		written, err := snapshot.LastWritten(snapshot.Options{Dir: src})
+		if err != nil {
+			return false
+		}
+		if written == newest {
+			submitN(t, c, 1)
+		}
+		return written > newest && written-newest < every
+	}, 20*time.Second, 10*time.Millisecond)
 }
 
 func logFiles(t *testing.T, dir string) []string {
