@@ -89,6 +89,11 @@ func backupDir(src, dest string) (*backupReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot create a directory beside DEST: %w", err)
 		}
+		// A failed disk may have made the server take back records it
+		// never confirmed: the floor is the lowest one seen.
+		if now, err := snapshot.LastWritten(snapshot.Options{Dir: src}); err == nil {
+			floor = min(floor, now)
+		}
 		rep, err := backupOnce(src, tmp, floor)
 		if err == nil {
 			err = publishBackup(tmp, dest)
@@ -140,16 +145,27 @@ func backupOnce(src, tmp string, floor uint64) (*backupReport, error) {
 		return nil, err
 	}
 	rep := &backupReport{}
+	var before []copied // segments copied before the last one found gone
 	for _, group := range []struct {
 		what  string
 		names []string
 	}{{"snapshots", first}, {"log", logs}} {
 		for _, name := range group.names {
-			n, err := copyFile(filepath.Join(src, name), filepath.Join(tmp, name), !strings.HasSuffix(name, ".log"))
+			isLog := strings.HasSuffix(name, ".log")
+			n, err := copyFile(filepath.Join(src, name), filepath.Join(tmp, name), !isLog)
 			if errors.Is(err, fs.ErrNotExist) {
 				// The server removed it since the listing. It was an old
 				// snapshot, or segments a newer snapshot holds. The check
 				// below tells whether the copy still loads without it.
+				if isLog {
+					// The server drops segments oldest first, so those
+					// copied before this one end in a gap that recovery
+					// refuses. Without them the copy may still load.
+					if err := dropCopied(tmp, before, rep); err != nil {
+						return nil, err
+					}
+					before = nil
+				}
 				continue
 			}
 			if err != nil {
@@ -157,6 +173,10 @@ func backupOnce(src, tmp string, floor uint64) (*backupReport, error) {
 			}
 			rep.files++
 			rep.bytes += n
+			if isLog {
+				before = append(before, copied{name, n})
+			}
+			backupFileHook(name)
 		}
 		backupHook(group.what)
 	}
@@ -181,8 +201,30 @@ func backupOnce(src, tmp string, floor uint64) (*backupReport, error) {
 }
 
 // backupHook runs after each group of files ("snapshots", "log") is
-// copied. Tests make the live server's clean-up happen there.
-var backupHook = func(copied string) {}
+// copied, and backupFileHook after each file. Tests make the live
+// server's clean-up happen there.
+var (
+	backupHook     = func(group string) {}
+	backupFileHook = func(name string) {}
+)
+
+// copied is a file a copy holds, and its size.
+type copied struct {
+	name  string
+	bytes int64
+}
+
+// dropCopied removes files from the copy tmp, and from its count.
+func dropCopied(tmp string, files []copied, rep *backupReport) error {
+	for _, f := range files {
+		if err := os.Remove(filepath.Join(tmp, f.name)); err != nil {
+			return fmt.Errorf("cannot remove %s from the copy: %w", f.name, err)
+		}
+		rep.files--
+		rep.bytes -= f.bytes
+	}
+	return nil
+}
 
 // copyFile copies src to dst and fsyncs dst. A snapshot is written whole.
 // A snapshot whose size changed, or a segment that shrank, is errChanged.

@@ -67,7 +67,7 @@ func pendingIDs(t *testing.T, c *client.Client) []uint64 {
 // A live server may drop, between the listing and the copy, every log
 // segment the copied snapshots need, after newer snapshots that hold
 // them. Such a copy loads, but without changes confirmed before the
-// backup began. It is made again. Before, it was published.
+// backup began. It is made again.
 func TestBackup_CopiesAgainWhatTheServerSpoiled(t *testing.T) {
 	src := t.TempDir()
 	addr, _ := maincontroltest.Start(t, maincontrol.Config{DataDir: src, SnapshotEvery: 10, SegmentBytes: 1024})
@@ -107,6 +107,39 @@ func TestBackup_CopiesAgainWhatTheServerSpoiled(t *testing.T) {
 
 	want := pendingIDs(t, c)
 	require.Greater(t, len(want), 25)
+	addr2, _ := maincontroltest.Start(t, maincontrol.Config{DataDir: dest})
+	assert.Equal(t, want, pendingIDs(t, dialClient(t, addr2)))
+}
+
+// The server drops segments oldest first: one that is gone when the
+// copy reaches it leaves the segments copied before it cut off by a gap,
+// which recovery refuses. They are left out of the copy, which then
+// loads at the first try when its snapshot holds their records.
+func TestBackup_LeavesOutSegmentsBeforeAGap(t *testing.T) {
+	src := t.TempDir()
+	addr, stop := maincontroltest.Start(t, maincontrol.Config{DataDir: src, SnapshotEvery: 1000, SegmentBytes: 1024})
+	c := dialClient(t, addr)
+	submitN(t, c, 100)
+	want := pendingIDs(t, c)
+	stop() // its last snapshot holds every record; every segment is kept
+	segs := logFiles(t, src)
+	require.GreaterOrEqual(t, len(segs), 3)
+
+	var copies []string
+	t.Cleanup(func() { backupHook, backupFileHook = func(string) {}, func(string) {} })
+	backupHook = func(group string) { copies = append(copies, group) }
+	backupFileHook = func(name string) {
+		if name == filepath.Base(segs[0]) && len(copies) == 1 {
+			// As a server does after two newer snapshots.
+			require.NoError(t, os.Remove(segs[0]))
+			require.NoError(t, os.Remove(segs[1]))
+		}
+	}
+	dest := filepath.Join(t.TempDir(), "copy")
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"backup", "--data-dir", src, dest}, &out, &errb), errb.String())
+	assert.Equal(t, []string{"snapshots", "log"}, copies, "one copy")
+	assert.NoFileExists(t, filepath.Join(dest, filepath.Base(segs[0])))
 	addr2, _ := maincontroltest.Start(t, maincontrol.Config{DataDir: dest})
 	assert.Equal(t, want, pendingIDs(t, dialClient(t, addr2)))
 }
