@@ -26,10 +26,9 @@ const (
 	DefaultSnapshotInterval = 30 * time.Second
 	// DefaultSnapshotDuty is Config.SnapshotDuty's default. With
 	// --snapshot-every 100 a snapshot is due again as soon as one ends
-	// under load. Unpaced, back-to-back snapshots took a whole core from
-	// the event loop, the log writer and the clients on a 2-core host, and
-	// a quarter of the main control's CPU in the one-at-a-time regime.
-	// The figures are in bench/README.md.
+	// under load. Unpaced, back-to-back snapshots take CPU from the event
+	// loop, the log writer and the clients of a small host
+	// (bench/README.md).
 	DefaultSnapshotDuty = 0.25
 	// MinSnapshotDuty bounds SnapshotDuty from below: at 0.05 a snapshot
 	// pauses 19 times as long as it works, and lower a large one would
@@ -288,7 +287,10 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || !(c.SnapshotDuty >= MinSnapshotDuty && c.SnapshotDuty <= 1) || c.MaxConns < 1 || c.MaxUnauthConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
+	if !(c.SnapshotDuty >= MinSnapshotDuty && c.SnapshotDuty <= 1) {
+		return c, fmt.Errorf("%w: SnapshotDuty %v: want a number from %v to 1", ErrConfig, c.SnapshotDuty, MinSnapshotDuty)
+	}
+	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxUnauthConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
 	}
 	if c.EventLoops > MaxEventLoops {

@@ -71,3 +71,16 @@ func TestSnapshot_FinalSnapshotIgnoresTheRest(t *testing.T) {
 	defer s.mu.Unlock()
 	assert.Zero(t, s.gate.unsnapped, "the last snapshot covers every record")
 }
+
+// A Config made in code with a duty outside [MinSnapshotDuty, 1] is
+// refused, naming the setting.
+func TestConfig_SnapshotDutyRange(t *testing.T) {
+	for _, d := range []float64{0.01, 1.5, -1} {
+		_, err := Config{SnapshotDuty: d}.withDefaults()
+		require.ErrorIs(t, err, ErrConfig)
+		assert.Contains(t, err.Error(), "SnapshotDuty")
+	}
+	cfg, err := Config{}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultSnapshotDuty, cfg.SnapshotDuty)
+}

@@ -30,8 +30,8 @@ func TestStartOne(t *testing.T) {
 }
 
 // A wait with no --wait-timeout is told, with the hint, that it has no
-// end of its own and how to end it. A newcomer's wait on a type no
-// executor took ran until their tool gave up, 10 minutes later.
+// end of its own and how to end it: a type no executor takes would
+// otherwise keep it waiting without a word after the hint.
 func TestPendingHint_SaysAWaitForeverHasNoEnd(t *testing.T) {
 	addr, _ := maincontroltest.Start(t, maincontrol.Config{})
 	cl := dialClient(t, addr)
