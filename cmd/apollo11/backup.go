@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,23 +77,23 @@ func backupDir(src, dest string) (*backupReport, error) {
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create the parent of DEST: %w", err)
 	}
-	// Every change confirmed before now is at or below floor. A copy
-	// that loads but ends below it lost one: the server dropped the
-	// segments it needed, after newer snapshots than those copied.
-	floor, err := snapshot.LastWritten(snapshot.Options{Dir: src})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read data dir: %w", err)
-	}
+	// Every change confirmed before the backup began is at or below
+	// floor. A copy that loads but ends below it lost one: the server
+	// dropped the segments it needed, after newer snapshots than those
+	// copied. It is the lowest last record seen at any attempt: a failed
+	// disk may have made the server take back records it never confirmed.
+	floor := uint64(math.MaxUint64)
 	var last error
-	for range backupAttempts {
+	for attempt := range backupAttempts {
+		now, err := snapshot.LastWritten(snapshot.Options{Dir: src})
+		if err == nil {
+			floor = min(floor, now)
+		} else if attempt == 0 {
+			return nil, fmt.Errorf("cannot read data dir: %w", err)
+		}
 		tmp, err := os.MkdirTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".backup-")
 		if err != nil {
 			return nil, fmt.Errorf("cannot create a directory beside DEST: %w", err)
-		}
-		// A failed disk may have made the server take back records it
-		// never confirmed: the floor is the lowest one seen.
-		if now, err := snapshot.LastWritten(snapshot.Options{Dir: src}); err == nil {
-			floor = min(floor, now)
 		}
 		rep, err := backupOnce(src, tmp, floor)
 		if err == nil {
