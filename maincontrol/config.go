@@ -287,8 +287,8 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
-	if !(c.SnapshotDuty >= MinSnapshotDuty && c.SnapshotDuty <= 1) {
-		return c, fmt.Errorf("%w: SnapshotDuty %v: want a number from %v to 1", ErrConfig, c.SnapshotDuty, MinSnapshotDuty)
+	if err := CheckSnapshotDuty(c.SnapshotDuty); err != nil {
+		return c, fmt.Errorf("%w: SnapshotDuty %v: %w", ErrConfig, c.SnapshotDuty, err)
 	}
 	if c.SnapshotEvery < 1 || c.SnapshotInterval < 0 || c.MaxConns < 1 || c.MaxUnauthConns < 1 || c.MaxInflight < 1 || c.EventLoops < 1 || c.MaxOutbound < 1 || c.MaxOutboundTotal < 1 || c.OutboundGrace < 0 || c.MaxPartialTotal < 1 || c.FrameStallTimeout < 0 || c.ReadBudget < 0 || c.ReadChunk < 0 || c.MaxPausedInbound < 1 || c.MaxPausedTotal < 1 || c.MaxBuffers < 0 {
 		return c, fmt.Errorf("%w: limits must be positive", ErrConfig)
@@ -297,4 +297,13 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: %d event loops: want 1 to %d (gnet runs at most %d)", ErrConfig, c.EventLoops, MaxEventLoops, MaxEventLoops)
 	}
 	return c, nil
+}
+
+// CheckSnapshotDuty says why d is no SnapshotDuty, or nil: it must be
+// from MinSnapshotDuty to 1. NaN is none.
+func CheckSnapshotDuty(d float64) error {
+	if d >= MinSnapshotDuty && d <= 1 {
+		return nil
+	}
+	return fmt.Errorf("want a number from %v to 1", MinSnapshotDuty)
 }

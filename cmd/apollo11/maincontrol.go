@@ -123,8 +123,8 @@ func (f *maincontrolFlags) checkPositive() error {
 	if f.maxPendingPerConn < 0 {
 		return fmt.Errorf("--max-pending-per-conn %d: want 0 (no cap but --max-pending) or more", f.maxPendingPerConn)
 	}
-	if !(f.snapshotDuty >= maincontrol.MinSnapshotDuty && f.snapshotDuty <= 1) {
-		return fmt.Errorf("--snapshot-duty %v: want a number from %v to 1", f.snapshotDuty, maincontrol.MinSnapshotDuty)
+	if err := maincontrol.CheckSnapshotDuty(f.snapshotDuty); err != nil {
+		return fmt.Errorf("--snapshot-duty %v: %w", f.snapshotDuty, err)
 	}
 	if f.maxBuffers < 0 {
 		return fmt.Errorf("--max-buffers %d: want 0 (the default) or more", f.maxBuffers)
