@@ -1,9 +1,11 @@
 #!/bin/sh
 # Server CPU per job in the one-at-a-time regime, in interleaved rounds:
-# apollo11 (--fsync always), gearmand in memory (background jobs),
-# gearmand durable (libsqlite3), and an older apollo11 binary, each
-# round in that order. Interleaving is what makes the ratios mean
-# something on a shared host: its load moves more than the difference.
+# apollo11 (--fsync always), apollo11 (--fsync batch, 10 ms: still
+# confirmed only after the fsync, fewer fsyncs), gearmand in memory
+# (background jobs), gearmand durable (libsqlite3), and an older apollo11
+# binary, each round in that order. Interleaving is what makes the
+# ratios mean something on a shared host: its load moves more than the
+# difference.
 #
 #   go build -o /tmp/apollo11 ./cmd/apollo11
 #   go build -o /tmp/apollo11-bench ./cmd/apollo11-bench
@@ -25,9 +27,11 @@ stamp() { printf '%s %s ' "$(date +%T)" "$(cut -d' ' -f1 /proc/loadavg)"; }
 
 apollo() {
 	rm -rf "$data/d"
-	"$dir/apollo11-bench" --binary "$1" --dir "$data/d" --fsync always --executors 8 --slots 1 \
+	bin=$1
+	shift
+	"$dir/apollo11-bench" --binary "$bin" --dir "$data/d" "$@" --executors 8 --slots 1 \
 		--producers 4 --window 64 --payload 100 --wait=false --tasks 20000 2>&1 |
-		grep -E 'throughput|main control  cpu' | tr -s ' ' | tr '\n' ' '
+		grep -E 'throughput|submit -> submitted|main control  cpu' | tr -s ' ' | tr '\n' ' '
 	echo
 }
 
@@ -38,9 +42,11 @@ peer() {
 
 i=1
 while [ "$i" -le "$rounds" ]; do
-	stamp; printf 'round %d apollo11: ' "$i"; apollo "$dir/apollo11"
+	stamp; printf 'round %d apollo11: ' "$i"; apollo "$dir/apollo11" --fsync always
+	stamp; printf 'round %d apollo11 batch 10ms: ' "$i"
+	apollo "$dir/apollo11" --fsync batch --maincontrol-args "--fsync-interval 10ms"
 	stamp; printf 'round %d gearmand in memory: ' "$i"; peer --system gearmand --tasks 20000
 	stamp; printf 'round %d gearmand libsqlite3 (5,000 jobs): ' "$i"; peer --system gearmand --fsync always --tasks 5000
-	stamp; printf 'round %d old apollo11: ' "$i"; apollo "$old"
+	stamp; printf 'round %d old apollo11: ' "$i"; apollo "$old" --fsync always
 	i=$((i + 1))
 done
