@@ -48,9 +48,7 @@ func TestNode_CommittedUsesASnapshotTakenPastTheLastCommand(t *testing.T) {
 		recs = append(recs, fmt.Sprint("r", i))
 	}
 	commit(t, n, recs...)
-	app.mu.Lock()
-	upto := app.index
-	app.mu.Unlock()
+	upto := app.applied()
 	require.NoError(t, n.Barrier(5*time.Second))
 	require.NoError(t, n.Raft().Snapshot().Error())
 	metas, err := n.snaps.List()
@@ -71,9 +69,7 @@ func TestNode_CommittedStartsOverWhenTheLogIsCompactedMeanwhile(t *testing.T) {
 	commit(t, n, "a", "b", "c")
 	require.NoError(t, n.Raft().Snapshot().Error())
 	commit(t, n, "d", "e")
-	app.mu.Lock()
-	upto := app.index
-	app.mu.Unlock()
+	upto := app.applied()
 
 	var rebuilt listApp
 	loads := 0

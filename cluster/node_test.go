@@ -186,8 +186,9 @@ func TestNode_ThreeMembersReplicateAndFailOver(t *testing.T) {
 	assert.Equal(t, "after", apps[nl].list()[20])
 
 	// The committed state reads back from the snapshot and the log. The
-	// app's own index is the bound: Raft sets AppliedIndex only after the
-	// FSM answered the entry's future, so it may still lag here.
+	// app's own index is the bound: Raft hands a batch to the FSM over a
+	// buffered channel and only then sets AppliedIndex, so the FSM may
+	// answer the entry's future first.
 	var rebuilt listApp
 	require.NoError(t, nodes[nl].Committed(apps[nl].applied(), rebuilt.load, rebuilt.Apply))
 	assert.Equal(t, apps[nl].list(), rebuilt.list())
